@@ -1,0 +1,93 @@
+"""Shared CLI plumbing: the error boundary, the lazily loaded config, consoles."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import click
+from rich.console import Console
+
+from kope.config import KopeConfig, load_config
+from kope.errors import KopeError
+
+# Tables and results go to stdout; progress and errors to stderr.
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class KopeCLIError(click.ClickException):
+    """A KopeError shown as one line (plus an optional hint) with its exit code."""
+
+    def __init__(self, error: KopeError) -> None:
+        super().__init__(error.message)
+        self.exit_code = error.exit_code
+        self.hint = error.hint
+
+    def show(self, file: Any = None) -> None:
+        stream = file or sys.stderr
+        click.echo(f"error: {self.message}", file=stream)
+        if self.hint:
+            click.echo(f"  hint: {self.hint}", file=stream)
+
+
+class KopeGroup(click.Group):
+    """A click group whose commands turn KopeError into a clean exit."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KopeError as exc:
+            raise KopeCLIError(exc) from None
+
+    def group(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", KopeGroup)
+        return super().group(*args, **kwargs)
+
+
+@dataclass
+class State:
+    overrides: dict[str, Any] = field(default_factory=dict)
+    _config: KopeConfig | None = None
+
+    @property
+    def config(self) -> KopeConfig:
+        if self._config is None:
+            self._config = load_config(self.overrides)
+        return self._config
+
+    def override(self, **values: Any) -> None:
+        """Apply command-level options (dotted keys) before the config is read."""
+        for key, value in values.items():
+            if value is not None:
+                self.overrides[key] = value
+                self._config = None
+
+
+pass_state = click.make_pass_decorator(State, ensure=True)
+
+
+def progress(message: str) -> None:
+    err.print(f"[dim]›[/dim] {message}")
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def server_options(func: Callable) -> Callable:
+    """Options that select and shape the local Neo4j server."""
+
+    @click.option("--data-dir", type=click.Path(file_okay=False), help="KOPE data directory (KOPE_DATA_DIR).")
+    @click.option("--bolt-port", type=click.IntRange(1, 65535), help="Bolt port of the local server (KOPE_NEO4J_BOLT_PORT).")
+    @click.option("--http-port", type=click.IntRange(1, 65535), help="HTTP/Browser port of the local server (KOPE_NEO4J_HTTP_PORT).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, data_dir: str | None, bolt_port: int | None, http_port: int | None, **kwargs: Any) -> Any:
+        state = click.get_current_context().ensure_object(State)
+        state.override(**{"data_dir": data_dir, "server.bolt_port": bolt_port, "server.http_port": http_port})
+        return func(*args, **kwargs)
+
+    return wrapper

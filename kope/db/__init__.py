@@ -1,0 +1,1 @@
+"""Neo4j access: the Cypher catalog, the driver wrapper and the local server."""

@@ -1,0 +1,135 @@
+"""``kope doctor``: what this machine has and lacks for KOPE, each with its fix."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Literal
+
+from kope.config import KopeConfig
+from kope.db.tools import docker_engine, find_java, find_maven
+from kope.errors import KopeError
+
+Level = Literal["ok", "missing", "optional", "info"]
+
+
+@dataclass
+class Check:
+    name: str
+    level: Level  # ok: present; missing: required and absent; optional: absent but not required; info
+    detail: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_python() -> Check:
+    version = platform.python_version()
+    if sys.version_info >= (3, 11):
+        return Check("Python", "ok", f"{version} ({sys.executable})")
+    return Check("Python", "missing", version, "use Python 3.11 or newer")
+
+
+def check_torch() -> list[Check]:
+    try:
+        import torch
+    except ImportError:
+        return [Check("PyTorch", "missing", "not installed", "pip install torch")]
+    checks = [Check("PyTorch", "ok", f"{torch.__version__}, {torch.get_num_threads()} CPU threads")]
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        cap = ".".join(map(str, torch.cuda.get_device_capability(0)))
+        checks.append(Check("GPU (CUDA)", "ok", f"{name}, compute capability {cap}"))
+    else:
+        checks.append(
+            Check("GPU (CUDA)", "optional", "no GPU visible: the cpu target works; triton runs in the interpreter (no valid timings)",
+                  "run on a machine with an NVIDIA GPU for the triton and cuda targets")
+        )
+    return checks
+
+
+def check_triton() -> Check:
+    try:
+        import triton
+    except ImportError:
+        return Check("Triton", "optional", "not installed", "pip install triton")
+    return Check("Triton", "ok", triton.__version__)
+
+
+def check_cxx() -> Check:
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    fix = "install g++ (e.g. `apt-get install g++`) for the cpu target"
+    if not compiler:
+        return Check("C++ compiler + OpenMP", "missing", "no C++ compiler found", fix)
+    source = "#include <omp.h>\nint main(){int n=0;\n#pragma omp parallel reduction(+:n)\nn+=1;\nreturn n>0?0:1;}\n"
+    with tempfile.TemporaryDirectory(prefix="kope-doctor-") as tmp:
+        src, exe = Path(tmp, "t.cpp"), Path(tmp, "t")
+        src.write_text(source)
+        try:
+            proc = subprocess.run([compiler, "-fopenmp", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Check("C++ compiler + OpenMP", "missing", f"{compiler}: {exc}", fix)
+        if proc.returncode != 0:
+            return Check("C++ compiler + OpenMP", "missing", f"{compiler} cannot build OpenMP code", "install the compiler's OpenMP runtime (libgomp / libomp)")
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=20).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        version = compiler
+    return Check("C++ compiler + OpenMP", "ok", version)
+
+
+def _tool_check(name: str, finder: Callable, required_for: str) -> Check:
+    try:
+        tool = finder()
+    except KopeError as exc:
+        return Check(name, "optional", exc.message, exc.hint or required_for)
+    return Check(name, "ok", f"{tool.version} ({tool.path})")
+
+
+def check_docker() -> Check:
+    ok, detail = docker_engine()
+    if ok:
+        return Check("Docker engine", "ok", f"server {detail}")
+    return Check("Docker engine", "optional", detail, "not needed: `kope db start` uses Java + Maven; install Docker for `--docker`")
+
+
+def check_neo4j(config: KopeConfig) -> Check:
+    from kope.db.client import GraphClient
+
+    where = config.neo4j_uri
+    try:
+        with GraphClient.from_config(config, connection_timeout=3.0) as client:
+            client.verify()
+            info = client.server_info()
+    except KopeError as exc:
+        fix = "run `kope db start`" if config.uses_local_server else (exc.hint or "check KOPE_NEO4J_URI and the password")
+        return Check("Neo4j", "missing", f"{where}: {exc.message}", fix)
+    return Check("Neo4j", "ok", f"{info.get('version')} {info.get('edition')} at {where} (database {config.neo4j.database})")
+
+
+def check_llm(config: KopeConfig) -> Check:
+    llm = config.llm
+    if llm.configured:
+        where = llm.base_url or "the OpenAI API"
+        return Check("LLM endpoint", "ok", f"model {llm.model} at {where}")
+    return Check(
+        "LLM endpoint", "optional", "not configured: the offline proposer is used",
+        "set KOPE_LLM_MODEL and KOPE_LLM_BASE_URL (and KOPE_LLM_API_KEY if the endpoint needs one)",
+    )
+
+
+def run_checks(config: KopeConfig) -> list[Check]:
+    checks = [check_python(), *check_torch(), check_triton(), check_cxx()]
+    java = _tool_check("Java 17+", find_java, "needed for the local Neo4j server")
+    if config.uses_local_server and java.level != "ok":
+        java.level = "missing"
+    maven = _tool_check("Maven", find_maven, "needed once, to fetch the local Neo4j server")
+    checks += [java, maven, check_docker(), check_neo4j(config), check_llm(config)]
+    return checks

@@ -1,0 +1,21 @@
+# Sourced by scripts/main.sh and scripts/test.sh: create .venv (once) and install KOPE into it.
+# PYTHON selects the interpreter (default python3, must be >= 3.11).
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+PYTHON="${PYTHON:-python3}"
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "KOPE needs Python 3.11+, found " + sys.version.split()[0])'
+if [ ! -x .venv/bin/python ]; then
+    echo "› creating .venv with $("$PYTHON" --version)" >&2
+    "$PYTHON" -m venv .venv
+fi
+# Reinstall only when the package metadata changed (the first install fetches torch: a few minutes).
+stamp=".venv/.kope-installed-$1"
+want="$(cat pyproject.toml setup.py | sha256sum | cut -c1-16)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "› installing KOPE and its dependencies into .venv (first time: several minutes, torch is large)" >&2
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e ".[$1]"
+    echo "$want" > "$stamp"
+fi
+export PATH="$REPO/.venv/bin:$PATH"

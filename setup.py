@@ -1,0 +1,30 @@
+"""Package discovery that pyproject.toml alone cannot express.
+
+The repository keeps ``cypher/`` and ``docker/`` at the top level (design card),
+but the installed package must carry them: they are mapped to the data
+packages ``kope._resources.cypher`` and ``kope._resources.docker``. Everything
+else is in pyproject.toml.
+"""
+
+from setuptools import find_packages, setup
+
+RESOURCE_DIRS = {"kope._resources.cypher": "cypher", "kope._resources.docker": "docker"}
+
+
+def _resource_packages() -> list[str]:
+    import os
+
+    found = []
+    for package, folder in RESOURCE_DIRS.items():
+        for root, dirs, _files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+            rel = os.path.relpath(root, folder)
+            found.append(package if rel == "." else package + "." + rel.replace(os.sep, "."))
+    return found
+
+
+setup(
+    packages=find_packages(include=["kope", "kope.*", "harness", "harness.*"]) + _resource_packages(),
+    package_dir={"": ".", **RESOURCE_DIRS},
+    package_data={package: ["*.cypher", "*.grass", "*.html", "*.yml", "*.md"] for package in _resource_packages()},
+)

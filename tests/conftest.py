@@ -1,0 +1,165 @@
+"""Shared fixtures: a real Neo4j server for the whole session, a clean graph per test.
+
+Where the server comes from, in order:
+
+1. ``KOPE_NEO4J_URI`` is set (the README's test command sets it after
+   starting a server): use it, with ``KOPE_NEO4J_PASSWORD`` or the password
+   file of ``KOPE_DATA_DIR``;
+2. a Docker engine answers: testcontainers' Neo4j container (neo4j:5.26-community);
+3. otherwise start the Maven-provisioned server in a temporary data dir on free ports.
+
+If none works the Neo4j tests fail (never skip). At the end of a run under
+``CI``, a session in which no Neo4j test passed fails too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Neo4jEndpoint:
+    uri: str
+    user: str
+    password: str
+    database: str
+    source: str
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """Environment for a `kope` subprocess that talks to this server."""
+        env = dict(os.environ)
+        env.update(KOPE_NEO4J_URI=self.uri, KOPE_NEO4J_USER=self.user, KOPE_NEO4J_PASSWORD=self.password,
+                   KOPE_NEO4J_DATABASE=self.database)
+        env.update(extra)
+        return env
+
+
+def _from_env() -> Neo4jEndpoint | None:
+    uri = os.environ.get("KOPE_NEO4J_URI")
+    if not uri:
+        return None
+    from kope.config import load_config
+
+    config = load_config()
+    password = config.neo4j_password()
+    if not password:
+        pytest.fail("KOPE_NEO4J_URI is set but no password is known: set KOPE_NEO4J_PASSWORD")
+    return Neo4jEndpoint(uri, config.neo4j.user, password, config.neo4j.database, "KOPE_NEO4J_URI")
+
+
+@pytest.fixture(scope="session")
+def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jEndpoint]:
+    endpoint = _from_env()
+    if endpoint is not None:
+        yield endpoint
+        return
+
+    from kope.db.tools import docker_engine
+
+    has_docker, _why = docker_engine()
+    if has_docker:
+        from testcontainers.neo4j import Neo4jContainer
+
+        container = Neo4jContainer("neo4j:5.26-community", password="kope-test-password")
+        container.start()
+        try:
+            yield Neo4jEndpoint(container.get_connection_url(), "neo4j", "kope-test-password", "neo4j", "testcontainers")
+        finally:
+            container.stop()
+        return
+
+    from kope.config import load_config
+    from kope.db.local import LocalNeo4j
+    from kope.db.ports import free_port
+    from kope.errors import KopeError
+
+    data_dir = tmp_path_factory.mktemp("neo4j-session")
+    config = load_config(
+        {"data_dir": str(data_dir), "server.bolt_port": free_port(), "server.http_port": free_port()},
+        environ={k: v for k, v in os.environ.items() if k != "KOPE_NEO4J_URI"},
+    )
+    server = LocalNeo4j(config, progress=lambda m: print(f"[neo4j] {m}", file=sys.stderr))
+    try:
+        server.start()
+    except KopeError as exc:
+        pytest.fail(f"no Neo4j server for the tests: KOPE_NEO4J_URI unset, no Docker engine, and the local server failed: {exc}")
+    try:
+        yield Neo4jEndpoint(config.neo4j_uri, "neo4j", config.neo4j_password() or "", "neo4j", "maven-provisioned")
+    finally:
+        server.stop()
+
+
+def clear_graph(client) -> None:
+    while client.execute("db/clear_batch", limit=10_000)[0]["deleted"]:
+        pass
+
+
+@pytest.fixture
+def graph_client(neo4j_server: Neo4jEndpoint):
+    """A GraphClient on an emptied database (schema objects are kept)."""
+    from kope.db.client import GraphClient
+
+    client = GraphClient(neo4j_server.uri, neo4j_server.user, neo4j_server.password, neo4j_server.database)
+    clear_graph(client)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def kope_cli(tmp_path: Path):
+    """Run the real `kope` console script in a subprocess; returns CompletedProcess."""
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 300, check: bool = False):
+        base = dict(env if env is not None else os.environ)
+        base.setdefault("KOPE_DATA_DIR", str(tmp_path / "kope-data"))
+        base.setdefault("NO_COLOR", "1")
+        base["COLUMNS"] = base.get("COLUMNS", "200")
+        exe = Path(sys.executable).with_name("kope")
+        proc = subprocess.run([str(exe), *args], capture_output=True, text=True, env=base, timeout=timeout, cwd=tmp_path)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kope {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    return run
+
+
+# -- session guard: Neo4j tests must really run ------------------------------------------------
+
+_neo4j_results = {"passed": 0, "skipped": 0}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "neo4j_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.neo4j)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "neo4j" not in report.keywords:
+        return
+    if report.when == "call" and report.passed:
+        _neo4j_results["passed"] += 1
+    elif report.skipped:
+        _neo4j_results["skipped"] += 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not (os.environ.get("CI") or os.environ.get("KOPE_REQUIRE_NEO4J")):
+        return
+    if _neo4j_results["skipped"] or _neo4j_results["passed"] == 0:
+        sys.stderr.write(
+            f"\nKOPE: under CI (or scripts/test.sh) the Neo4j tests must run and pass: {_neo4j_results['passed']} passed, "
+            f"{_neo4j_results['skipped']} skipped. Failing the session.\n"
+        )
+        session.exitstatus = 1

@@ -1,0 +1,29 @@
+"""The built wheel carries cypher/ and docker/ and the console script."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_wheel_contains_cypher_and_docker(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    wheel = next(tmp_path.glob("kope-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {p.relative_to(REPO / "cypher").as_posix() for p in (REPO / "cypher").rglob("*.cypher")}
+    assert shipped, "cypher/ holds no statements"
+    for rel in shipped:
+        assert f"kope/_resources/cypher/{rel}" in names, rel
+    assert "kope/_resources/docker/compose.yml" in names
+    assert any(n.startswith("harness/") for n in names)
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "kope = kope.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
