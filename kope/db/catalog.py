@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Iterable, Literal
 
+from kope._resources import resource_dir
 from kope.errors import CatalogError
 
 Mode = Literal["read", "write"]
@@ -34,7 +34,7 @@ class Statement:
 
 def cypher_root() -> Path:
     """The folder holding the shipped .cypher files (the repository's cypher/)."""
-    return Path(str(resources.files("kope._resources.cypher")))
+    return resource_dir("cypher")
 
 
 def _strip_comments(text: str) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from importlib import resources
 from pathlib import Path
 
+from kope._resources import resource_dir
 from kope.config import KopeConfig
 from kope.db.local import LocalNeo4j, ServerStatus
 from kope.db.tools import docker_engine
@@ -17,7 +17,7 @@ PROJECT = "kope"
 
 
 def compose_file() -> Path:
-    return Path(str(resources.files("kope._resources.docker") / "compose.yml"))
+    return resource_dir("docker") / "compose.yml"
 
 
 class DockerNeo4j:

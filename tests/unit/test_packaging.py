@@ -27,3 +27,25 @@ def test_wheel_contains_cypher_and_docker(tmp_path):
     assert any(n.startswith("harness/") for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kope = kope.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+@pytest.mark.slow
+def test_installed_wheel_loads_its_own_cypher(tmp_path):
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "w"), str(REPO)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next((tmp_path / "w").glob("kope-*.whl"))
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    probe = subprocess.run(
+        [sys.executable, "-c", "from kope.db.catalog import default_catalog as c; print(c().root); print(len(c().names()))"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+    )
+    assert probe.returncode == 0, probe.stderr
+    root, count = probe.stdout.split()
+    assert root.startswith(str(tmp_path / "site")) and int(count) >= 3
