@@ -79,11 +79,18 @@ class KnowledgeDoc:
         return any(_prefix_match(prefix, hardware_class) for prefix in self.hardware)
 
 
+# folder -> (signature of its *.md files, the parsed documents). The context
+# is assembled before every attempt; re-parsing unchanged files would cost
+# ~10 ms each time. Any added, removed or edited file changes the signature.
+_CACHE: dict[Path, tuple[tuple[tuple[str, int, int], ...], tuple[KnowledgeDoc, ...]]] = {}
+
+
 def load_knowledge(folder: str | Path | None = None) -> list[KnowledgeDoc]:
     """Parse and validate every ``*.md`` in ``folder`` (default: the shipped documents).
 
     Returns the documents sorted by id. Raises ``KnowledgeError`` for a missing
-    or empty folder, a malformed file, or two files with the same id.
+    or empty folder, a malformed file, or two files with the same id. Results
+    are reused while no file in the folder changes (name, size, mtime).
     """
     root = Path(folder) if folder is not None else DEFAULT_FOLDER
     if not root.is_dir():
@@ -91,6 +98,17 @@ def load_knowledge(folder: str | Path | None = None) -> list[KnowledgeDoc]:
     files = sorted(root.glob("*.md"))
     if not files:
         raise KnowledgeError(f"no knowledge documents (*.md) in {root}")
+    signature = tuple((p.name, st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()])
+    key = root.resolve()
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == signature:
+        return list(cached[1])
+    docs = _parse_folder(files)
+    _CACHE[key] = (signature, tuple(docs))
+    return docs
+
+
+def _parse_folder(files: list[Path]) -> list[KnowledgeDoc]:
     seen: dict[str, Path] = {}
     docs = []
     for path in files:

@@ -99,6 +99,24 @@ def test_loading_an_explicit_folder_returns_docs_sorted_by_id(tmp_path):
     assert docs[0].body == "Some advice."
 
 
+def test_an_edited_or_added_document_is_reloaded(tmp_path):
+    write_doc(tmp_path, "a.md", id="K-alpha")
+    assert [d.title for d in load_knowledge(tmp_path)] == ["A test document"]
+    write_doc(tmp_path, "a.md", id="K-alpha", title="A retitled document")
+    write_doc(tmp_path, "b.md", id="K-beta")
+    assert [(d.id, d.title) for d in load_knowledge(tmp_path)] == [
+        ("K-alpha", "A retitled document"), ("K-beta", "A test document"),
+    ]
+
+
+def test_a_document_broken_after_loading_is_reported(tmp_path):
+    write_doc(tmp_path, "a.md")
+    load_knowledge(tmp_path)
+    write_doc(tmp_path, "a.md", targets="[gpu]")
+    with pytest.raises(KnowledgeError, match="unknown value 'gpu'"):
+        load_knowledge(tmp_path)
+
+
 def test_documents_are_immutable(tmp_path):
     write_doc(tmp_path)
     doc = load_knowledge(tmp_path)[0]
