@@ -81,13 +81,11 @@ def prune_runs(client: GraphClient, ns: str, run_ids: Sequence[str], *, dry_run:
         if survivors:
             chain = [row["uid"] for row in tx.run("memory/attempt/lock_chains", parent_uids=survivors)]
             rescored = len(recompute_scores(tx, chain))
-        orphans = tx.run("memory/prune/orphans", ns=ns)[0]
-        return {"rescored": rescored, "orphans": orphans}
+        return rescored
 
-    done = client.write(work)
-    report.rescored = done["rescored"]
-    report.orphans = done["orphans"]
-    distill(client, ns)
+    report.rescored = client.write(work)
+    distill(client, ns)  # insights lose the pruned evidence first; then what nothing refers to goes
+    report.orphans = client.write(lambda tx: tx.run("memory/prune/orphans", ns=ns)[0])
     return report
 
 
