@@ -25,10 +25,13 @@ CREATE INDEX kope_kernel_ns IF NOT EXISTS FOR (n:Kernel) ON (n.ns);
 CREATE INDEX kope_insight_ns IF NOT EXISTS FOR (n:Insight) ON (n.ns);
 CREATE INDEX kope_knowledge_ns IF NOT EXISTS FOR (n:Knowledge) ON (n.ns);
 
-// Retrieval lookups: the relevance pool by operator and family, hardware class,
-// label and error kind; runs by start time (prune by age); a run's decisions.
+// Retrieval lookups: the relevance pool by operator and family (each first on the
+// same hardware), hardware class, label and error kind (insight distillation);
+// runs by start time (prune by age); a run's decisions.
 CREATE INDEX kope_decision_operator IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.operator);
 CREATE INDEX kope_decision_family IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.family);
+CREATE INDEX kope_decision_operator_hw IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.operator, n.hw_id);
+CREATE INDEX kope_decision_family_hw IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.family, n.hw_id);
 CREATE INDEX kope_decision_hw_class IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.hw_class);
 CREATE INDEX kope_decision_label IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.label);
 CREATE INDEX kope_decision_error_kind IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.error_kind);
@@ -36,7 +39,9 @@ CREATE INDEX kope_decision_run IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.run_id
 CREATE INDEX kope_run_started IF NOT EXISTS FOR (n:Run) ON (n.ns, n.started_at);
 CREATE INDEX kope_insight_scope IF NOT EXISTS FOR (n:Insight) ON (n.ns, n.family, n.hw_class);
 
-// Full-text search over what was thought and what went wrong.
-CREATE FULLTEXT INDEX kope_text IF NOT EXISTS FOR (n:Decision|Outcome) ON EACH [n.title, n.thought, n.error_excerpt];
+// Full-text search over what was thought and what went wrong (updated in the
+// background after commit, so recording does not wait for Lucene).
+CREATE FULLTEXT INDEX kope_text IF NOT EXISTS FOR (n:Decision|Outcome) ON EACH [n.title, n.thought, n.error_excerpt]
+OPTIONS {indexConfig: {`fulltext.eventually_consistent`: true}};
 
 CALL db.awaitIndexes(300)

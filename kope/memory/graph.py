@@ -193,18 +193,27 @@ class ExperienceGraph:
 
     # -- runs ------------------------------------------------------------------------------------
     def start_run(self, spec: RunSpec | dict) -> RunResult:
-        spec = RunSpec.parse(spec)
-        self._run_operator[spec.run_id] = spec.task.operator
-        if self.journal is not None:
-            entry = JournalEntry("run", spec.run_id, spec.task.operator, {"spec": spec.model_dump(mode="json", by_alias=True), "team": self.team})
-            self.journal.append([entry], [(spec.task.operator, markdown.run_block(spec, self.team))])
-        return self._write_run(spec, self.team)
+        return self.start_runs([spec])[0]
 
-    def _write_run(self, spec: RunSpec, team: str) -> RunResult:
+    def start_runs(self, specs: Sequence[RunSpec | dict]) -> list[RunResult]:
+        """Start runs (journal, then one graph transaction)."""
+        parsed = [RunSpec.parse(s) for s in specs]
+        for spec in parsed:
+            self._run_operator[spec.run_id] = spec.task.operator
+        if self.journal is not None:
+            self.journal.append(
+                [JournalEntry("run", s.run_id, s.task.operator, {"spec": s.model_dump(mode="json", by_alias=True), "team": self.team})
+                 for s in parsed],
+                [(s.task.operator, markdown.run_block(s, self.team)) for s in parsed],
+            )
+        team = self.team
         try:
-            return self._write(lambda tx: write_runs(tx, self.namespace, team, [spec]))[0]
+            return self._write(lambda tx: write_runs(tx, self.namespace, team, parsed))
         except DatabaseUnavailableError as exc:
-            return RunResult(spec.run_id, in_graph=False, pending_reason=self._unavailable(exc, "run", (spec, team)))
+            reason = ""
+            for spec in parsed:
+                reason = self._unavailable(exc, "run", (spec, team))
+            return [RunResult(s.run_id, in_graph=False, pending_reason=reason) for s in parsed]
 
     def finish_run(self, run_id: str, status: str = "finished", *, distill: bool = True) -> RunRecord | None:
         """End a run (journal, then graph) and distil its family's insights. None while offline."""

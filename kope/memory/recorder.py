@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -170,50 +171,48 @@ def _check_against_run(attempt: Attempt, run: dict[str, Any]) -> None:
         raise InvalidRecordError(f"attempt {attempt.id} cannot start from itself")
 
 
-def _rows(ns: str, p: _Prepared, run: dict[str, Any], parent_code: str | None) -> dict[str, Any]:
+def _compact(values: dict[str, Any]) -> dict[str, Any]:
+    """Leave out null values: for a new node an absent key and a null are the same,
+    and every value sent costs packing time in the driver."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
+    """One attempt as statement parameters (attempt/create fills in ns, uids, run facts)."""
     at, o = p.attempt, p.attempt.outcome
     code_hash = kernel_id(at.code) if at.code is not None else None
     excerpt = o.error_excerpt
     if excerpt is not None and len(excerpt) > MAX_EXCERPT_CHARS:
         excerpt = excerpt[: MAX_EXCERPT_CHARS // 2] + "\n...\n" + excerpt[-MAX_EXCERPT_CHARS // 2:]
-    common = {"ns": ns, "id": at.id, "uid": p.uid}
-    decision = {
-        **common, "run_id": at.run_id, "step": at.step, "title": at.title, "thought": at.thought, "layer": at.layer,
+    decision = _compact({
+        "id": at.id, "step": at.step, "title": at.title, "thought": at.thought, "layer": at.layer,
         "parent_id": at.parent_id, "code_hash": code_hash, "diff": _diff(parent_code, at.code),
         "attempt_hash": at.content_hash(), "status": o.status, "label": p.label, "a": p.a, "r": p.r,
-        "d": scoring.downstream(p.r, []), "conf": p.conf, "error_kind": o.error_kind,
-        "operator": run["operator"], "family": run["family"], "target": run["target"], "hw_id": run["hw_id"],
-        "hw_class": run["hw_class"], "vendor": run["vendor"], "created_at": at.created_at,
+        "d": scoring.downstream(p.r, []), "conf": p.conf, "error_kind": o.error_kind, "created_at": at.created_at,
         "prompt_tokens": at.prompt_tokens, "completion_tokens": at.completion_tokens,
-    }
+    })
     cases = [
         {"name": c.name, "passed": c.passed, "speedup": c.speedup, "error": c.error,
          "ref_ms": c.ref_ms.median if c.ref_ms else None, "cand_ms": c.cand_ms.median if c.cand_ms else None}
         for c in o.cases
     ]
-    outcome = {
-        **common, "status": o.status, "cases_total": o.cases_total, "cases_passed": o.cases_passed,
-        "speedup": p.a, "speedup_measured": o.speedup, "r": p.r, "label": p.label, "error_kind": o.error_kind,
+    outcome = _compact({
+        "cases_total": o.cases_total, "cases_passed": o.cases_passed, "speedup_measured": o.speedup,
         "error_excerpt": excerpt, "compile_time_s": o.compile_time_s, "timings_valid": o.timings_valid,
-        "threads": o.threads, "duration_s": o.duration_s, "confidence": p.conf,
-        "cases_json": json.dumps(cases, separators=(",", ":")), "created_at": at.created_at,
-    }
+        "threads": o.threads, "duration_s": o.duration_s, "cases_json": json.dumps(cases, separators=(",", ":")),
+    })
     kernel = None
     if at.code is not None:
-        kernel = {"uid": uid(ns, code_hash), "ns": ns, "id": code_hash, "source": at.code,
-                  "bytes": len(at.code.encode("utf-8")), "lines": at.code.count("\n") + 1}
-    return {"run_uid": uid(ns, at.run_id), "decision": decision, "outcome": outcome, "kernel": kernel}
+        kernel = {"source": at.code, "bytes": len(at.code.encode("utf-8")), "lines": at.code.count("\n") + 1}
+    return {"run_id": at.run_id, "decision": decision, "outcome": outcome, "kernel": kernel}
 
 
 def _relink_next(tx: Tx, ns: str, run_ids: list[str]) -> None:
-    rows = tx.run("memory/attempt/run_steps", ns=ns, run_ids=run_ids)
-    by_run: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_run.setdefault(row["run_id"], []).append(row)
     add, stale = [], []
-    for steps in by_run.values():
-        desired = {(a["uid"], b["uid"]) for a, b in zip(steps, steps[1:])}
-        current = {(row["uid"], row["next_uid"]) for row in steps if row["next_uid"] is not None}
+    for row in tx.run("memory/attempt/run_steps", ns=ns, run_ids=run_ids):
+        steps = row["steps"]
+        desired = {(a[0], b[0]) for a, b in zip(steps, steps[1:])}
+        current = {(step[0], step[2]) for step in steps if step[2] is not None}
         add.extend(sorted(desired - current))
         stale.extend(sorted(current - desired))
     if stale:
@@ -226,17 +225,16 @@ def _link_used(tx: Tx, ns: str, new: list[_Prepared]) -> dict[str, list[str]]:
     """USED edges; returns decision uid -> evidence ids that are not in the graph."""
     wanted: dict[str, list[dict[str, Any]]] = {"decision": [], "insight": [], "knowledge": []}
     for p in new:
+        by_kind: dict[str, list[list[Any]]] = {}
         for item in p.attempt.used:
-            wanted[item.kind].append({"from": p.uid, "to": uid(ns, item.id), "tier": item.tier,
-                                      "rank": item.rank, "tokens": item.tokens, "id": item.id})
+            by_kind.setdefault(item.kind, []).append([item.id, item.tier, item.rank, item.tokens])
+        for kind, items in by_kind.items():
+            wanted[kind].append({"from": p.uid, "items": items})
     missing: dict[str, list[str]] = {}
     for kind, rows in wanted.items():
-        if not rows:
-            continue
-        linked = {row["linked"] for row in tx.run(f"memory/attempt/used_{kind}", rows=rows)}
-        for row in rows:
-            if row["to"] not in linked:
-                missing.setdefault(row["from"], []).append(f"{kind}:{row['id']}")
+        if rows:
+            for row in tx.run(f"memory/attempt/used_{kind}", ns=ns, rows=rows):
+                missing.setdefault(row["from"], []).extend(f"{kind}:{item}" for item in row["missing"])
     return missing
 
 
@@ -245,8 +243,8 @@ def recompute_scores(tx: Tx, affected: list[str]) -> dict[str, float]:
     whose score changed) from their children; stores them and releases the locks."""
     if not affected:
         return {}
-    rows = tx.run("memory/attempt/children_scores", uids=affected)
-    info = {row["uid"]: (row["r"], row["children"]) for row in rows}
+    nodes = tx.run("memory/attempt/children_scores", uids=affected)[0]["nodes"]
+    info = {node: (r, children) for node, r, children in nodes}
     scores: dict[str, float] = {}
 
     def score(node: str) -> float:
@@ -267,7 +265,7 @@ def recompute_scores(tx: Tx, affected: list[str]) -> dict[str, float]:
 
     for node in info:
         score(node)
-    tx.run("memory/attempt/set_scores", rows=[{"uid": k, "d": v} for k, v in scores.items()])
+    tx.run("memory/attempt/set_scores", rows=[[k, v] for k, v in scores.items()])
     return scores
 
 
@@ -287,25 +285,18 @@ def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt]) -> list[RecordR
                 hint="a run's step is recorded once; use a new step number for a new attempt",
             )
     new = [at for key, at in by_uid.items() if key not in existing]
-    missing: dict[str, list[str]] = {}
-    incumbents: dict[str, tuple[str | None, str | None]] = {}
-    if new:
-        missing, incumbents = _write_new(tx, ns, new)
-    rows = {row["uid"]: row for row in tx.run("memory/attempt/results", uids=list(by_uid))}
-    results = []
-    for key, at in by_uid.items():
-        row = rows[key]
-        previous, current = incumbents.get(at.run_id, (row["incumbent_id"], row["incumbent_id"]))
-        results.append(RecordResult(
-            decision_id=at.id, in_graph=True, created=key not in existing, a=row["a"], r=row["r"],
-            label=row["label"], d=row["d"], incumbent_id=row["incumbent_id"],
-            incumbent_changed=key not in existing and current == at.id and previous != at.id,
-            missing_evidence=tuple(missing.get(key, ())),
-        ))
-    return results
+    results = _write_new(tx, ns, new) if new else {}
+    others = [key for key in by_uid if key not in results]
+    if others:  # recorded before (or concurrently by another writer): report what the graph holds
+        for row in tx.run("memory/attempt/results", uids=others):
+            results[row["uid"]] = RecordResult(
+                decision_id=row["id"], in_graph=True, created=False, a=row["a"], r=row["r"], label=row["label"],
+                d=row["d"], incumbent_id=row["incumbent_id"],
+            )
+    return [results[key] for key in by_uid]
 
 
-def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> tuple[dict[str, list[str]], dict[str, tuple[str | None, str | None]]]:
+def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
     run_uids = sorted({uid(ns, at.run_id) for at in new})
     runs = {row["uid"]: row for row in tx.run("memory/attempt/lock_runs", run_uids=run_uids)}
     for ru in run_uids:
@@ -338,15 +329,24 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> tuple[dict[str, list[str]
         r = scoring.step_ratio(a, correct, a_parent, at.parent_id is not None)
         p = _Prepared(at, uid(ns, at.id), a, r, scoring.label_for(r, correct), scoring.confidence(at.outcome))
         prepared[at.id] = p
-        rows.append(_rows(ns, p, run, parent_code))
-    tx.run("memory/attempt/create", rows=rows)
-    links = [{"child": p.uid, "parent": uid(ns, p.attempt.parent_id)} for p in prepared.values() if p.attempt.parent_id]
+        rows.append(_rows(p, parent_code))
+    created = set(tx.run("memory/attempt/create", ns=ns, rows=rows, nonce=secrets.token_hex(8))[0]["created"])
+    made = [p for p in prepared.values() if p.uid in created]
+    links = [[p.uid, uid(ns, p.attempt.parent_id)] for p in made if p.attempt.parent_id]
     if links:
         tx.run("memory/attempt/link_from", links=links)
     _relink_next(tx, ns, sorted({at.run_id for at in new}))
-    missing = _link_used(tx, ns, list(prepared.values()))
-    recompute_scores(tx, [p.uid for p in prepared.values()] + [c for c in chain if c not in {p.uid for p in prepared.values()}])
-    incumbents = {}
-    for row in tx.run("memory/attempt/refresh_runs", run_uids=run_uids):
-        incumbents[row["uid"].split("/", 1)[1]] = (row["previous"], row["incumbent"])
-    return missing, incumbents
+    missing = _link_used(tx, ns, made)
+    mine = {p.uid for p in prepared.values()}
+    scores = recompute_scores(tx, list(mine) + [c for c in chain if c not in mine])
+    incumbents = {row["uid"]: (row["previous"], row["incumbent"])
+                  for row in tx.run("memory/attempt/refresh_runs", run_uids=run_uids)}
+    results = {}
+    for p in made:
+        previous, current = incumbents[uid(ns, p.attempt.run_id)]
+        results[p.uid] = RecordResult(
+            decision_id=p.attempt.id, in_graph=True, created=True, a=p.a, r=p.r, label=p.label, d=scores[p.uid],
+            incumbent_id=current, incumbent_changed=current == p.attempt.id and previous != p.attempt.id,
+            missing_evidence=tuple(missing.get(p.uid, ())),
+        )
+    return results

@@ -3,9 +3,9 @@
 A pipeline with named stages (STYLE.md #5):
 
 1. ``fetch_pool``      raw rows: the relevance pool, tier by tier (same operator,
-                       then same family, then other families, each ranked in
-                       Cypher and fetched only while fewer than ``pool_size``
-                       candidates are in hand; ``ranking`` explains why that is exact);
+                       then same family, then other families, each first on the
+                       same hardware), each ranked in Cypher and fetched only
+                       while fewer than k hits are selectable (exact: see there);
 2. ``select_hits``     the ranking's diversity rule picks the k hits;
 3. ``fetch_lineages``  raw rows: each hit with its ancestor chain and siblings;
    ``fetch_rules``     raw rows: the validity rules and patterns that apply;
@@ -170,14 +170,23 @@ def _params(ns: str, q: RetrievalQuery, w: RankingWeights, limit: int) -> dict[s
 def fetch_pool(tx: Tx, ns: str, q: RetrievalQuery, k: int, w: RankingWeights) -> list[dict[str, Any]]:
     """Ranked candidates, tier after tier, until the diversity rule can pick k of them.
 
-    Each tier outranks every later one (``RankingWeights`` enforces the spacing),
-    so a later tier is only needed while fewer than k hits are selectable.
+    Tiers, in order: same operator on the same hardware, same operator elsewhere,
+    same family on the same hardware, same family elsewhere, other families.
+    Each outranks every later one (``RankingWeights`` enforces the spacing: the
+    operator tier beats anything of the family tier, same hardware beats any
+    other hardware with any bonus), so a later tier is only needed while fewer
+    than k hits are selectable, and the result equals ranking everything.
     A tier that filled its limit may hold more candidates that the diversity
     rule would accept, so the limit grows until the selection is complete.
     """
-    tiers = ["memory/retrieve/pool_operator"]
+    tiers = []
+    if q.hardware_id is not None:
+        tiers.append("memory/retrieve/pool_operator_hw")
+    tiers.append("memory/retrieve/pool_operator_rest")
     if q.family is not None:
-        tiers.append("memory/retrieve/pool_family")
+        if q.hardware_id is not None:
+            tiers.append("memory/retrieve/pool_family_hw")
+        tiers.append("memory/retrieve/pool_family_rest")
     tiers.append("memory/retrieve/pool_other")
     pool: list[dict[str, Any]] = []
     for name in tiers:

@@ -12,7 +12,7 @@ import re
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from kope.memory import ids
 from kope.memory.errors import InvalidRecordError
@@ -117,6 +117,8 @@ class Attempt(_Spec):
     prompt_tokens: int | None = Field(default=None, ge=0)
     completion_tokens: int | None = Field(default=None, ge=0)
     created_at: float = Field(default_factory=time.time)
+    _hash: str | None = PrivateAttr(default=None)
+    _json: dict[str, Any] | None = PrivateAttr(default=None)
 
     @field_validator("outcome", mode="before")
     @classmethod
@@ -144,11 +146,16 @@ class Attempt(_Spec):
 
     def content_hash(self) -> str:
         """Identity of the attempt's content (the created_at stamp excluded)."""
-        data = self.model_dump(mode="json", by_alias=True, exclude={"created_at"})
-        return ids.content_hash(data, 32)
+        if self._hash is None:
+            data = {k: v for k, v in self.to_json().items() if k != "created_at"}
+            self._hash = ids.content_hash(data, 32)
+        return self._hash
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        """The attempt as JSON-ready data (computed once; do not modify the result)."""
+        if self._json is None:
+            self._json = self.model_dump(mode="json", by_alias=True)
+        return self._json
 
 
 class KnowledgeDoc(_Spec):

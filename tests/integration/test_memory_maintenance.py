@@ -163,3 +163,10 @@ def test_every_browser_guide_query_runs_on_a_populated_graph(graph_client):
     for slide in load_slides():
         rows = graph_client.execute(slide.name, ns="t")
         assert rows, f"{slide.name} returned nothing on a populated graph"
+
+
+def test_every_memory_and_browser_statement_compiles(graph_client):
+    names = [n for n in graph_client.catalog.names() if n.startswith(("memory/", "browser/"))]
+    assert len(names) > 50
+    for name in names:
+        graph_client._driver.execute_query("EXPLAIN " + graph_client.catalog.get(name).text)  # raises on a syntax error

@@ -1,5 +1,9 @@
-// For each decision whose d(v) must be recomputed: its r and its children's d.
+// For each decision whose d(v) must be recomputed: its r and its children's
+// [uid, d] (one row holding them all).
 UNWIND $uids AS u
 MATCH (a:Decision {uid: u})
-OPTIONAL MATCH (c:Decision)-[:FROM]->(a)
-RETURN u AS uid, a.r AS r, collect(CASE WHEN c IS NULL THEN NULL ELSE [c.uid, c.d] END) AS children
+CALL (a) {
+  OPTIONAL MATCH (c:Decision)-[:FROM]->(a)
+  RETURN collect(CASE WHEN c IS NULL THEN NULL ELSE [c.uid, c.d] END) AS children
+}
+RETURN collect([u, a.r, children]) AS nodes

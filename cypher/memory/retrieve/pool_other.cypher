@@ -1,8 +1,9 @@
 // mode: read
 // Relevance pool, other families: candidates ranked by relevance, label bucket,
 // d(v) * confidence and id, with the weights of kope/memory/ranking.py passed
-// in as $w. The three pool_* statements share this ranking expression; the
-// test that compares them with ranking.rank_naively keeps them in step.
+// in as $w. Tiers are fetched in dominance order (kope/memory/retrieval.py);
+// the pool_* statements share this ranking expression, and the test comparing
+// them with ranking.rank_naively keeps them in step.
 MATCH (d:Decision)
 USING INDEX SEEK d:Decision(ns)
 WHERE d.ns = $ns AND d.operator <> $operator AND ($family IS NULL OR d.family <> $family) AND NOT d.id IN $exclude

@@ -1,11 +1,13 @@
 // mode: read
-// Relevance pool, same family, other operators: candidates ranked by relevance, label bucket,
+// Relevance pool, same family, other operators, other hardware: candidates ranked by relevance, label bucket,
 // d(v) * confidence and id, with the weights of kope/memory/ranking.py passed
-// in as $w. The three pool_* statements share this ranking expression; the
-// test that compares them with ranking.rank_naively keeps them in step.
+// in as $w. Tiers are fetched in dominance order (kope/memory/retrieval.py);
+// the pool_* statements share this ranking expression, and the test comparing
+// them with ranking.rank_naively keeps them in step.
 MATCH (d:Decision)
 USING INDEX SEEK d:Decision(ns, family)
-WHERE d.ns = $ns AND d.family = $family AND d.operator <> $operator AND NOT d.id IN $exclude
+WHERE d.ns = $ns AND d.family = $family AND d.operator <> $operator
+  AND ($hardware_id IS NULL OR d.hw_id <> $hardware_id) AND NOT d.id IN $exclude
 WITH d,
      CASE WHEN d.hw_id = $hardware_id THEN $w.same_hardware
           WHEN d.hw_class = $hardware_class THEN $w.same_class
