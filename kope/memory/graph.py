@@ -44,7 +44,7 @@ from kope.memory.ids import uid
 from kope.memory.journal import Journal, JournalEntry
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
 from kope.memory.recorder import RecordResult, RunResult, write_attempts, write_runs
-from kope.memory.records import DecisionRecord, RunRecord
+from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
 from kope.memory.schema import SchemaReport, apply_schema
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
@@ -308,6 +308,13 @@ class ExperienceGraph:
     # -- reading ---------------------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
         return retrieve(self.client, self.namespace, query, k, self.weights)
+
+    def outcome(self, decision_id: str) -> OutcomeNodeRecord:
+        """What the target said about a decision (status, error, per-case results)."""
+        rows = self.client.execute("memory/outcome/get", uid=self.uid(decision_id))
+        if not rows:
+            raise UnknownDecisionError(f"no decision {decision_id!r} in namespace {self.namespace!r}")
+        return OutcomeNodeRecord.from_record(rows[0])
 
     def kernel_source(self, decision_id: str) -> str | None:
         rows = self.client.execute("memory/kernel/by_decision", uid=self.uid(decision_id))

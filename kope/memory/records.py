@@ -9,6 +9,7 @@ record and the field, instead of a ``KeyError`` deep inside a formatter.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any, Mapping, TypeVar
 
@@ -136,6 +137,11 @@ class OutcomeNodeRecord(GraphRecord):
     compile_time_s: float | None = None
     threads: int | None = None
     duration_s: float | None = None
+    cases_json: str | None = None  # per case: name, passed, speedup, error, ref_ms, cand_ms (medians)
+
+    @property
+    def cases(self) -> list[dict[str, Any]]:
+        return json.loads(self.cases_json) if self.cases_json else []
 
 
 @dataclass(frozen=True)

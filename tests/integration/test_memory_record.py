@@ -168,6 +168,15 @@ def test_a_run_resumes_from_the_graph_alone(memory, graph_client, tmp_path):
     assert state.run.prompt_tokens == 300 and state.run.completion_tokens == 150
 
 
+def test_the_outcome_of_a_decision_reads_back_with_its_cases(memory):
+    start(memory)
+    memory.record_attempt(synthetic.attempt("r1", 0, OP, status="incorrect", excerpt="mismatch at [3]: 1.0 vs 2.0"))
+    outcome = memory.outcome("r1:s0")
+    assert outcome.status == "incorrect" and outcome.error_kind == "incorrect:mismatch" and outcome.label == "negative"
+    assert outcome.error_excerpt == "mismatch at [3]: 1.0 vs 2.0" and outcome.cases_passed == 3
+    assert [c["name"] for c in outcome.cases] == ["case0", "case1", "case2", "case3"]
+
+
 def test_finish_run_records_the_end(memory):
     start(memory)
     memory.record_attempt(synthetic.attempt("r1", 0, OP))
