@@ -40,8 +40,12 @@ class Target:
         return True
 
     def worker_env(self, threads: int) -> dict[str, str]:
+        """Fixed thread count for every runtime. OMP_WAIT_POLICY=PASSIVE: torch's OpenMP runtime and the
+        candidate's (often a different libgomp) alternate in one process while timing; spinning idle
+        threads of one would steal the cores of the other."""
         value = str(threads)
-        return {"OMP_NUM_THREADS": value, "MKL_NUM_THREADS": value, "OPENBLAS_NUM_THREADS": value, "OMP_DYNAMIC": "FALSE"}
+        return {"OMP_NUM_THREADS": value, "MKL_NUM_THREADS": value, "OPENBLAS_NUM_THREADS": value, "OMP_DYNAMIC": "FALSE",
+                "OMP_WAIT_POLICY": "PASSIVE"}
 
     # -- worker side ---------------------------------------------------------------------------
     def setup_worker(self, threads: int) -> None:

@@ -13,13 +13,13 @@ SHAPE = [2048, 2048]
 CASES = [
     {"name": "2048x2048", "SHAPE": [2048, 2048]},
     {"name": "odd-1531x2053", "SHAPE": [1531, 2053]},
-    {"name": "flat-1000003", "SHAPE": [1000003]},
-    {"name": "rank3-32x129x257", "SHAPE": [32, 129, 257]},
-    {"name": "7x300007", "SHAPE": [7, 300007]},
+    {"name": "flat-8000009", "SHAPE": [8000009]},
+    {"name": "rank3-128x129x257", "SHAPE": [128, 129, 257]},
+    {"name": "7x600011", "SHAPE": [7, 600011]},
     {"name": "f64-2047x1025", "SHAPE": [2047, 1025], "DTYPE": "float64"},
-    {"name": "f64-3x333331", "SHAPE": [3, 333331], "DTYPE": "float64"},
-    {"name": "bf16-2048x2049", "SHAPE": [2048, 2049], "DTYPE": "bfloat16"},
-    {"name": "f16-1024x4097", "SHAPE": [1024, 4097], "DTYPE": "float16"},
+    {"name": "f64-3x999983", "SHAPE": [3, 999983], "DTYPE": "float64"},
+    {"name": "bf16-4096x2049", "SHAPE": [4096, 2049], "DTYPE": "bfloat16"},
+    {"name": "f16-2048x4097", "SHAPE": [2048, 4097], "DTYPE": "float16"},
 ]
 
 
