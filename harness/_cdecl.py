@@ -116,8 +116,18 @@ def _matching_brace(text: str, start: int) -> int:
 _HEADER = re.compile(r"([A-Za-z_][\w:\s\*&<>,]*?)\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s*(?:noexcept\s*)?(?:\{\}|;)")
 
 
+def strip_directives(text: str) -> str:
+    """Drop preprocessor lines (with their backslash continuations): a #define body is not a declaration."""
+    out, continued = [], False
+    for line in text.splitlines():
+        directive = continued or line.lstrip().startswith("#")
+        continued = directive and line.rstrip().endswith("\\")
+        out.append("" if directive else line)
+    return "\n".join(out)
+
+
 def extern_c_functions(source: str) -> list[Function]:
-    text = _ATTRIBUTE.sub(" ", strip_comments(source))
+    text = _ATTRIBUTE.sub(" ", strip_directives(strip_comments(source)))
     chunks: list[str] = []
     for match in re.finditer(r'extern\s+"C"\s*', text):
         rest = match.end()

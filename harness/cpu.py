@@ -247,7 +247,7 @@ def _build(source: str, flags: list[str], cxx: str, folder: Path, library: Path,
         raise CompileError(f"compilation timed out after {limit:g} s: {' '.join(cmd)}", timed_out=True)
     if returncode != 0:
         os.unlink(tmp)
-        raise CompileError(f"{' '.join(cmd)} failed (exit {returncode}):\n{output}")
+        raise CompileError(f"the C++ compiler failed (exit {returncode}):\n{output.strip()}\ncommand: {' '.join(cmd)}")
     os.replace(tmp, library)
 
 

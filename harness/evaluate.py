@@ -207,6 +207,11 @@ class _Evaluation:
         self._ref_request(self.cases[0], self._seeds(), DEGENERATE_RETRIES)
         for n, case in enumerate(self.cases):
             ref = self._reference_reply(self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}")
+            degenerate = next((t["degenerate"] for t in ref["trials"] if t.get("degenerate")), None)
+            if degenerate:
+                raise ReferenceFailedError(
+                    f"task {self.task.operator}, case {case.name!r}: the reference output stays degenerate ({degenerate}) for "
+                    f"{DEGENERATE_RETRIES + 1} different seeds, so the case cannot tell a correct kernel from a constant one")
             used = [t["seed"] for t in ref["trials"]]
             self.cand.send({"op": "run", "case": case.index, "init_seed": self.init_seeds[case.index], "seeds": used,
                             "lazy_check": self.options.lazy_check})
@@ -233,6 +238,7 @@ class _Evaluation:
             raise _Stop(exc.kind, f"{doing} case {case.name!r}: {exc}", exc.output) from None
 
     def _case_error(self, case: Case, reply: dict) -> None:
+        self._note_compile(reply)
         kind = reply.get("error_kind", "runtime_error:unknown")
         self.results[case.index].error = f"{kind}: {reply.get('message', '')}"
         if kind.startswith(("cheat_detected", "compile_error", "timeout", "format_error")):

@@ -11,6 +11,7 @@ early. The worker never runs atexit handlers (it leaves through ``os._exit``).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -56,6 +57,8 @@ def classify(exc: BaseException, phase: str) -> tuple[str, str]:
     if isinstance(exc, MemoryError) or any(s in str(exc) for s in ("can't allocate memory", "out of memory", "Cannot allocate memory",
                                                                        "std::bad_alloc")):
         return "runtime_error:out_of_memory", text
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return "runtime_error:output_limit", f"{text} (the candidate wrote past the file-size limit on its captured output)"
     if phase == "load" and isinstance(exc, ImportError):
         return "format_error:import", text
     return f"runtime_error:{name}", text
@@ -64,7 +67,14 @@ def classify(exc: BaseException, phase: str) -> tuple[str, str]:
 def error_reply(exc: BaseException, phase: str) -> dict:
     kind, message = classify(exc, phase)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return {"ok": False, "error_kind": kind, "message": message, "traceback": tb[-6000:]}
+    reply = {"ok": False, "error_kind": kind, "message": message, "traceback": tb[-6000:]}
+    try:
+        from harness.targets.base import compile_seconds
+
+        reply["compile_time_s"] = compile_seconds()
+    except Exception:  # noqa: BLE001 - the reply matters more than the number
+        pass
+    return reply
 
 
 def main(argv: list[str]) -> None:
