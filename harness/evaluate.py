@@ -25,8 +25,6 @@ import ast
 import logging
 import os
 import random
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +33,7 @@ from typing import Any, Sequence
 from harness.errors import CandidateNotFoundError, OptionsError, ReferenceFailedError
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
-from harness.sandbox import Limits, Worker, WorkerDied, WorkerError, WorkerTimeout
+from harness.sandbox import REFERENCE_POOL, Limits, Worker, WorkerDied, WorkerError, WorkerTimeout
 from harness.task import Case, Task, load_task, select_cases
 from harness.targets import get_target
 from harness.timing import Budget
@@ -61,7 +59,7 @@ class EvalOptions:
     static_checks: bool = True                        # False only to test the run-time layer on its own
     lazy_check: bool = True
     seed: int | None = None                           # fixes every seed (reproducible runs); default: random
-    keep_workdir: bool = False
+    reuse_reference: bool = True                      # keep the (trusted) reference worker for the next evaluation
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -105,26 +103,39 @@ class _Evaluation:
         self.init_seeds = {c.index: self.rng.randrange(1 << 31) for c in self.cases}
         self.ref: Worker | None = None
         self.cand: Worker | None = None
+        self.ref_healthy = True  # False once the reference worker failed: it is then not reused
+        self.ref_info: dict = {}
 
     # -- the whole run -----------------------------------------------------------------------------
     def run(self) -> Outcome:
         try:
             self._static()
-            workdir = Path(tempfile.mkdtemp(prefix="kope-eval-"))
             try:
-                self._start_workers(workdir)
+                self._start_workers()
                 self._correctness()
                 if self._should_time():
                     self._timing()
             finally:
-                for worker in (self.cand, self.ref):
-                    if worker is not None:
-                        worker.close()
-                if not self.options.keep_workdir:
-                    shutil.rmtree(workdir, ignore_errors=True)
+                if self.cand is not None:
+                    self.cand.close()
+                if self.ref is not None:
+                    self._release_reference()
         except _Stop as stop:
             return self._outcome(stop.kind, stop.message, stop.output)
         return self._outcome(None, None, "")
+
+    def _release_reference(self) -> None:
+        """Back to the pool when healthy (after reading any reply still in flight), else closed."""
+        if self.ref_healthy and self.options.reuse_reference:
+            try:
+                while self.ref.pending:
+                    self.ref.receive(self.options.case_timeout_s, "finishing a reference request")
+            except WorkerError:
+                self.ref_healthy = False
+        if self.ref_healthy and self.options.reuse_reference:
+            REFERENCE_POOL.give(self._pool_key(), self.ref, self.ref_info)
+        else:
+            self.ref.close()
 
     # -- 1. static ---------------------------------------------------------------------------------
     def _static(self) -> None:
@@ -151,21 +162,33 @@ class _Evaluation:
                 raise _Stop(f"cheat_detected:{findings[0].check}", f"static checks of {self.candidate.name}:\n{text}")
 
     # -- 2. workers ----------------------------------------------------------------------------------
-    def _start_workers(self, workdir: Path) -> None:
+    def _pool_key(self) -> tuple:
+        stat = self.task.path.stat()
+        limits = self.options.limits
+        return (str(self.task.path), stat.st_mtime_ns, stat.st_size, self.target.name, tuple(sorted(self.target.options().items())),
+                self.threads, limits.memory_bytes, limits.file_bytes)
+
+    def _start_workers(self) -> None:
         env = dict(os.environ)
         env.update(self.target.worker_env(self.threads))
         env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(self.options.compile_timeout_s)
         limits, rlimit = self.options.limits, self.target.uses_rlimit_as
-        self.ref = Worker("reference", workdir / "reference", env, limits, rlimit)
-        self.cand = Worker("candidate", workdir / "candidate", env, limits, rlimit)
+        pooled = REFERENCE_POOL.take(self._pool_key()) if self.options.reuse_reference else None
         common = {"op": "load", "task": str(self.task.path), "target": self.target.name, "target_options": self.target.options(),
                   "threads": self.threads}
+        if pooled is None:
+            self.ref = Worker("reference", env, limits, rlimit)
+            self.ref.send(common)
+        else:
+            self.ref, self.ref_info = pooled
+        self.cand = Worker("candidate", env, limits, rlimit)
         first = self.cases[0]
-        self.ref.send(common)
         self.cand.send({**common, "candidate": str(self.candidate), "case": first.index, "init_seed": self.init_seeds[first.index]})
-        reply = self._reference_reply(self.options.startup_timeout_s, "loading the task")
-        self._trace("reference worker ready")
-        self.hardware = Hardware.from_dict(reply["hardware"])
+        if pooled is None:
+            reply = self._reference_reply(self.options.startup_timeout_s, "loading the task")
+            self.ref_info = {"hardware": reply["hardware"]}
+        self._trace("reference worker ready" + (" (reused)" if pooled else ""))
+        self.hardware = Hardware.from_dict(self.ref_info["hardware"])
         try:
             reply, _ = self.cand.receive(self.options.startup_timeout_s + self.options.compile_timeout_s, "loading the candidate")
         except WorkerTimeout as exc:
@@ -181,12 +204,14 @@ class _Evaluation:
     def _trace(self, what: str) -> None:
         log.debug("%7.3f s  %s", time.monotonic() - self.started, what)
 
-    def _reference_reply(self, timeout: float, what: str, worker_call: Any = None) -> dict:
+    def _reference_reply(self, timeout: float, what: str) -> dict:
         try:
             reply, tensors = self.ref.receive(timeout, f"the reference ({what})")
         except WorkerError as exc:
+            self.ref_healthy = False
             raise ReferenceFailedError(f"task {self.task.operator}: the reference worker failed while {what}: {exc}\n{exc.output}") from None
         if not reply.get("ok"):
+            self.ref_healthy = False
             raise ReferenceFailedError(f"task {self.task.operator} ({self.task.path}): {reply.get('reference_failed')}")
         reply["_tensors"] = tensors
         return reply

@@ -115,7 +115,8 @@ class MessageReader:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ReadTimeout()
-            ready, _, _ = select.select([self.fd], [], [], min(remaining, 0.05))
+            wait = None if (on_wait is None and remaining == float("inf")) else min(remaining, 0.05)
+            ready, _, _ = select.select([self.fd], [], [], wait)
             if not ready:
                 if on_wait is not None:
                     on_wait()

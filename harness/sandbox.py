@@ -25,8 +25,12 @@ code or signal name and the end of the captured output.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
+import tempfile
+import threading
 import subprocess
 import sys
 import time
@@ -76,12 +80,13 @@ def _signal_name(number: int) -> str:
 class Worker:
     _live: "set[Worker]" = set()  # every live worker is watched while the parent waits on any of them
 
-    def __init__(self, role: str, workdir: Path, env: dict[str, str], limits: Limits, uses_rlimit_as: bool) -> None:
+    def __init__(self, role: str, env: dict[str, str], limits: Limits, uses_rlimit_as: bool) -> None:
         self.role = role
-        self.workdir = workdir
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"kope-{role}-"))  # its cwd and captured output; removed by close()
         self.limits = limits
         self.killed_for_memory = False
-        workdir.mkdir(parents=True, exist_ok=True)
+        self.pending = 0  # requests sent and not yet answered
+        workdir = self.workdir
         p2c_r, p2c_w = os.pipe()
         c2p_r, c2p_w = os.pipe()
         self._stdout = open(workdir / f"{role}.stdout", "wb")
@@ -115,10 +120,13 @@ class Worker:
             write_message(self._to_child, header, list(tensors))
         except (BrokenPipeError, OSError):
             raise self._died() from None
+        self.pending += 1
 
     def receive(self, timeout: float, what: str) -> tuple[dict[str, Any], list[Any]]:
         try:
-            return self._reader.read(timeout, on_wait=self._watch)
+            message = self._reader.read(timeout, on_wait=self._watch)
+            self.pending -= 1
+            return message
         except ReadTimeout:
             self.kill()
             raise WorkerTimeout(f"{what} did not finish within {timeout:.0f} s", self.output()) from None
@@ -201,6 +209,7 @@ class Worker:
                 pass
         self._stdout.close()
         self._stderr.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def output(self, limit: int = OUTPUT_KEEP) -> str:
         """The captured stdout and stderr, each cut to its first and last lines."""
@@ -223,3 +232,51 @@ class Worker:
             if text.strip():
                 parts.append(f"--- {stream} ---\n{text.strip()}")
         return excerpt("\n".join(parts), limit) or ""
+
+
+class WorkerPool:
+    """Idle, loaded reference workers kept for the next evaluation of the same task.
+
+    A reference worker runs only the task's own code (never a candidate), so it can
+    serve several evaluations; reusing it saves a torch import and the task load
+    (about a second of CPU each time). ``take`` hands a worker to one evaluation at a
+    time; ``give`` returns a healthy one; at most ``size`` idle workers are kept and
+    all are closed at interpreter exit (or by ``close_all``).
+    """
+
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self._idle: list[tuple[tuple, Worker, dict]] = []
+        self._lock = threading.Lock()
+
+    def take(self, key: tuple) -> tuple[Worker, dict] | None:
+        with self._lock:
+            for i, (k, worker, info) in enumerate(self._idle):
+                if k == key:
+                    del self._idle[i]
+                    if worker.proc.poll() is None:
+                        return worker, info
+                    worker.close()
+                    return None
+        return None
+
+    def give(self, key: tuple, worker: Worker, info: dict) -> None:
+        if worker.pending or worker.proc.poll() is not None:  # an unread reply would answer the next evaluation
+            worker.close()
+            return
+        with self._lock:
+            self._idle.append((key, worker, info))
+            surplus = self._idle[:-self.size] if len(self._idle) > self.size else []
+            self._idle = self._idle[len(surplus):]
+        for _, old, _ in surplus:
+            old.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for _, worker, _ in idle:
+            worker.close()
+
+
+REFERENCE_POOL = WorkerPool()
+atexit.register(REFERENCE_POOL.close_all)

@@ -10,9 +10,7 @@ see whether a case falls in the intended 1-100 ms range.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +41,9 @@ def check_task(task: str | Path | Task, *, measure: bool = False, target: str = 
     tgt = get_target(target)
     tgt.check_available()
     threads = threads or available_cores()
-    workdir = Path(tempfile.mkdtemp(prefix="kope-check-"))
     env = dict(os.environ)
     env.update(tgt.worker_env(threads))
-    worker = Worker("reference", workdir, env, Limits(), tgt.uses_rlimit_as)
+    worker = Worker("reference", env, Limits(), tgt.uses_rlimit_as)
     results: list[CaseCheck] = []
     try:
         reply, _ = worker.request({"op": "load", "task": str(loaded.path), "target": tgt.name, "target_options": tgt.options(),
@@ -73,5 +70,4 @@ def check_task(task: str | Path | Task, *, measure: bool = False, target: str = 
             results.append(check)
     finally:
         worker.close()
-        shutil.rmtree(workdir, ignore_errors=True)
     return loaded, results

@@ -118,13 +118,19 @@ class CandidateWorker:
         trials, out_tensors = [], []
         previous: list[Any] | None = None
         native_base = None
+        if self.target.warmup_forward:  # JIT targets compile on the first call: do it outside the guards
+            threads_before, children_before = python_threads(), set(child_processes())
+            with torch.no_grad():
+                self.target.run(self.cand, make_inputs(self.module, header["seeds"][0] ^ 0x5A5A5A5A, device, self.case.name))
+            self._check_leftovers(threads_before, children_before)
+            self._check_patches()
         for t, seed in enumerate(header["seeds"]):
             fresh = make_inputs(self.module, seed, device, self.case.name)
             fresh_digest = digest(fresh) if t == 0 else None
             inputs = _reuse_buffers(previous, fresh) if t == 1 else fresh
             originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             threads_before, children_before = python_threads(), set(child_processes())
-            if t == 1:
+            if t == 1 and self.target.check_native_threads:
                 native_base = native_thread_count()
             recorder = AtenRecorder()
             self.audit.arm()
@@ -180,6 +186,12 @@ class CandidateWorker:
                 raise Cheat("input_mutation", f"forward modified input {i} in place")
         self._check_patches()
 
+    def _check_leftovers(self, threads_before: set[int], children_before: set[int]) -> None:
+        if python_threads() - threads_before:
+            raise Cheat("leftover_thread", "Python threads started by the candidate were still running afterwards")
+        if set(child_processes()) - children_before:
+            raise Cheat("leftover_process", "processes started by the candidate were still running afterwards")
+
     def _check_patches(self) -> None:
         changes = self.snapshot.changes()
         if changes:
@@ -196,10 +208,7 @@ class CandidateWorker:
             measured = measure(self.ref, self.cand, lambda rep: make_inputs(self.module, base + rep, device, self.case.name),
                                (model_tensors(self.ref), model_tensors(self.cand)), self.timer, Budget(**header["budget"]),
                                set(header.get("keep", [])), self.target.synchronize)
-        if python_threads() - threads_before:
-            raise Cheat("leftover_thread", "Python threads started while timing were still running afterwards")
-        if set(child_processes()) - children_before:
-            raise Cheat("leftover_process", "processes started while timing were still running afterwards")
+        self._check_leftovers(threads_before, children_before)
         self._check_patches()
         out_tensors: list[torch.Tensor] = []
         kept = [{"rep": rep, "seed": base + rep, "output": encode(out, out_tensors)} for rep, out in sorted(measured.kept.items())]

@@ -27,6 +27,8 @@ class Target:
     name = "base"
     device = "cpu"               # torch device type tensors live on for this target
     uses_rlimit_as = True        # False where the runtime needs a huge virtual address space (CUDA)
+    warmup_forward = False       # True for JIT targets: one unguarded forward per case first (it compiles, e.g. calls ptxas)
+    check_native_threads = True  # False where the runtime starts its own threads lazily (CUDA)
 
     # -- parent side ---------------------------------------------------------------------------
     def options(self) -> dict[str, object]:

@@ -13,6 +13,8 @@ class CudaTarget(Target):
     name = "cuda"
     device = "cuda"
     uses_rlimit_as = False  # the CUDA runtime reserves far more virtual memory than any sane limit
+    warmup_forward = True   # lazy CUDA/cuBLAS initialisation happens on the first call
+    check_native_threads = False
 
     def check_available(self) -> None:
         import torch

@@ -26,6 +26,8 @@ class TritonTarget(Target):
         self.interpret = (not _has_gpu()) if interpret is None else interpret
         self.device = "cpu" if self.interpret else "cuda"
         self.uses_rlimit_as = self.interpret
+        self.warmup_forward = not self.interpret      # the first launch JIT-compiles (runs ptxas): not a cheat
+        self.check_native_threads = self.interpret
 
     def options(self) -> dict[str, object]:
         return {"interpret": self.interpret}
@@ -40,8 +42,11 @@ class TritonTarget(Target):
         return not self.interpret
 
     def worker_env(self, threads: int) -> dict[str, str]:
+        from harness.cpu import cache_root
+
         env = super().worker_env(threads)
         env["TRITON_INTERPRET"] = "1" if self.interpret else "0"
+        env.setdefault("TRITON_CACHE_DIR", str(cache_root() / "triton"))  # compiled kernels reused across evaluations
         return env
 
     def synchronize(self) -> None:
