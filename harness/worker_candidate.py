@@ -74,6 +74,7 @@ class CandidateWorker:
         torch_ext.install()
         path = Path(header["candidate"]).resolve()
         self.audit = AuditGuard(allowed_roots=[cache_root(), path])
+        self.target.prime()
         prime()
         self.snapshot = PatchSnapshot()
         module = self.target.compile(path)

@@ -59,6 +59,14 @@ class Target:
         except RuntimeError:
             pass  # already set (only possible before any inter-op work)
 
+    def prime(self) -> None:
+        """Initialise the device runtime before the harness snapshots what may not be patched."""
+        import torch
+
+        if self.device != "cpu":
+            torch.zeros(1, device=self.device).add_(1)
+            self.synchronize()
+
     def compile(self, path: Path) -> ModuleType:
         """Import the candidate file (which compiles its kernels); returns the module."""
         return import_file(path, "kope_candidate")

@@ -88,7 +88,7 @@ def test_load_inline_candidates_work_and_are_cached():
 @pytest.mark.slow
 def test_a_load_inline_build_failure_is_a_compile_error():
     outcome = evaluate(TASKS / "tiny_relu.py", ROOT / "fixtures" / "load_inline" / "broken.py", EvalOptions(timing=False))
-    assert outcome.error_kind == "compile_error" and "no_such_method" in outcome.error_excerpt
+    assert outcome.error_kind == "compile_error" and "kope-no-such-option" in outcome.error_excerpt
 
 
 def test_cuda_without_a_gpu_is_a_clear_error():

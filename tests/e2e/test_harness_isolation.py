@@ -1,6 +1,5 @@
 """Crashes, aborts, hangs, huge allocations, exits and floods become outcomes within their timeouts."""
 
-import ast
 import re
 import time
 from pathlib import Path
@@ -57,3 +56,11 @@ def _cmdline(proc: Path) -> str:
         return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+@pytest.mark.slow
+def test_the_candidates_output_and_traceback_come_back_in_the_excerpt():
+    outcome = evaluate(TASK, ROOT / "fixtures" / "broken" / "raises_after_print.py", OPTIONS)
+    assert outcome.error_kind == "runtime_error:ValueError"
+    assert "the kernel gave up" in outcome.error_excerpt and "hello from the candidate" in outcome.error_excerpt
+    assert outcome.cases[0].error.startswith("runtime_error:ValueError")

@@ -1,6 +1,5 @@
 """The built-in suite's discovery API: scanning tasks and candidates, lookups, consistency."""
 
-from pathlib import Path
 
 import pytest
 
