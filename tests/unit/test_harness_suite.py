@@ -1,6 +1,5 @@
 """The built-in suite's discovery API: scanning tasks and candidates, lookups, consistency."""
 
-
 import pytest
 
 from harness import suite
