@@ -26,5 +26,9 @@ def _resource_packages() -> list[str]:
 setup(
     packages=find_packages(include=["kope", "kope.*", "harness", "harness.*"]) + _resource_packages(),
     package_dir={"": ".", **RESOURCE_DIRS},
-    package_data={package: ["*.cypher", "*.grass", "*.html", "*.yml", "*.md"] for package in _resource_packages()},
+    package_data={
+        **{package: ["*.cypher", "*.grass", "*.html", "*.yml", "*.md"] for package in _resource_packages()},
+        # the built-in suite's task and candidate files live in plain folders (not packages)
+        "harness.suite": ["tasks/*/*.py", "candidates/*/*.py"],
+    },
 )
