@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import statistics
 import sys
 import time
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print(f"no task files under {args.tasks_dir} matching {args.filter!r}", file=sys.stderr)
         return 2
-    print(f"torch {torch.__version__}, threads={torch.get_num_threads()}, budget {args.budget_ms:.0f} ms/case; median per case")
+    print(f"torch {torch.__version__}, threads={torch.get_num_threads()}, {args.budget_ms:.0f} ms timing budget per case")
+    print("load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     summary = []
     outside = []
     for path in paths:
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         summary.append((path.parent.name, path.stem, getattr(module, "LEVEL", None), len(cases), times))
 
-    print("\nsummary (ms per reference call)")
+    print("\nsummary: min / median / max over the cases' median ms per reference call")
     print(f"{'family':<14}{'operator':<24}{'L':>2}{'cases':>6}{'min':>9}{'median':>9}{'max':>9}")
     for family, name, level, count, times in summary:
         print(
@@ -103,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(summary)} tasks, {sum(s[3] for s in summary)} cases, {len(outside)} outside 1-100 ms")
     for name, case, ms in outside:
         print(f"  {name} {case}: {ms:.2f} ms")
+    print("load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 
 

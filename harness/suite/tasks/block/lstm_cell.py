@@ -8,8 +8,8 @@ FAMILY = "block"
 LEVEL = 3
 DESCRIPTION = (
     "nn.LSTMCell step: gates = x @ W_ih.T + b_ih + h @ W_hh.T + b_hh split into i, f, g, o; "
-    "c' = sigmoid(f) * c + sigmoid(i) * tanh(g); h' = sigmoid(o) * tanh(c'). Returns (h', c'), "
-    "each of shape (batch_size, hidden_size)."
+    "c' = sigmoid(f) * c + sigmoid(i) * tanh(g); h' = sigmoid(o) * tanh(c'). Returns h' and c' "
+    "stacked into one tensor of shape (2, batch_size, hidden_size)."
 )
 
 batch_size = 64
@@ -39,8 +39,8 @@ class Model(nn.Module):
         super().__init__()
         self.cell = nn.LSTMCell(input_size, hidden_size).to(getattr(torch, dtype))
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
-        return self.cell(x, (h, c))
+    def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return torch.stack(self.cell(x, (h, c)))
 
 
 def get_inputs():

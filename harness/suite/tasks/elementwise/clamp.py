@@ -18,15 +18,24 @@ max_value = 0.5
 DTYPE = "float32"
 
 CASES = [
-    {"name": "1024x7168", "batch_size": 1024, "dim": 7168, "min_value": -0.5, "max_value": 0.5, "DTYPE": "float32"},
-    {"name": "4096x4096", "batch_size": 4096, "dim": 4096, "min_value": -0.5, "max_value": 0.5, "DTYPE": "float32"},
-    {"name": "1x7340033-asym", "batch_size": 1, "dim": 7340033, "min_value": -1.5, "max_value": 0.25, "DTYPE": "float32"},
-    {"name": "1023x7177", "batch_size": 1023, "dim": 7177, "min_value": -0.5, "max_value": 0.5, "DTYPE": "float32"},
-    {"name": "7x1048573", "batch_size": 7, "dim": 1048573, "min_value": 0.0, "max_value": 1.0, "DTYPE": "float32"},
-    {"name": "512x7168-f64", "batch_size": 512, "dim": 7168, "min_value": -0.5, "max_value": 0.5, "DTYPE": "float64"},
-    {"name": "257x14281-f64", "batch_size": 257, "dim": 14281, "min_value": -2.0, "max_value": 1.0, "DTYPE": "float64"},
-    {"name": "1024x14336-bf16", "batch_size": 1024, "dim": 14336, "min_value": -0.5, "max_value": 0.5, "DTYPE": "bfloat16"},
-    {"name": "1x14680067-bf16", "batch_size": 1, "dim": 14680067, "min_value": -1.0, "max_value": 0.75, "DTYPE": "bfloat16"},
+    {"name": "1024x7168", "batch_size": 1024, "dim": 7168, "min_value": -0.5, "max_value": 0.5,
+     "DTYPE": "float32"},
+    {"name": "2560x2880", "batch_size": 2560, "dim": 2880, "min_value": -0.5, "max_value": 0.5,
+     "DTYPE": "float32"},
+    {"name": "1x7340033-asym", "batch_size": 1, "dim": 7340033, "min_value": -1.5, "max_value": 0.25,
+     "DTYPE": "float32"},
+    {"name": "1023x7177", "batch_size": 1023, "dim": 7177, "min_value": -0.5, "max_value": 0.5,
+     "DTYPE": "float32"},
+    {"name": "7x1048573", "batch_size": 7, "dim": 1048573, "min_value": 0.0, "max_value": 1.0,
+     "DTYPE": "float32"},
+    {"name": "512x7168-f64", "batch_size": 512, "dim": 7168, "min_value": -0.5, "max_value": 0.5,
+     "DTYPE": "float64"},
+    {"name": "257x14281-f64", "batch_size": 257, "dim": 14281, "min_value": -2.0, "max_value": 1.0,
+     "DTYPE": "float64"},
+    {"name": "1024x14336-bf16", "batch_size": 1024, "dim": 14336, "min_value": -0.5, "max_value": 0.5,
+     "DTYPE": "bfloat16"},
+    {"name": "1x14680067-bf16", "batch_size": 1, "dim": 14680067, "min_value": -1.0, "max_value": 0.75,
+     "DTYPE": "bfloat16"},
 ]
 
 
