@@ -2,9 +2,12 @@
 
 Used to check the suite's sizing: each case's reference call should take
 roughly 1-100 ms on a 2-core CPU with torch's default thread count. Timings on
-a shared machine are noisy; read them as sizes, not as results.
+a shared machine are noisy; read them as sizes, not as results. When another
+process keeps a core busy, torch's two OpenMP threads wait on each other and a
+case can read 10x slower; `--threads 1` then gives a steadier upper bound (the
+2-thread time lies between about half of it and all of it).
 
-    PYTHONPATH=$PWD python benchmarks/suite_reference_times.py [--filter gelu] [--budget-ms 300]
+    PYTHONPATH=$PWD python benchmarks/suite_reference_times.py [--filter gelu] [--budget-ms 300] [--threads 1]
 
 Tasks are loaded straight from their files (importlib), the way the harness
 loader will load them; the lead switches this to that loader when merged.
@@ -69,7 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks-dir", type=Path, default=TASKS_DIR)
     parser.add_argument("--filter", default="", help="only tasks whose path contains this text")
     parser.add_argument("--budget-ms", type=float, default=300.0, help="timing budget per case")
+    parser.add_argument(
+        "--threads", type=int, default=None,
+        help="torch intra-op threads (default: torch's own); 1 gives steadier numbers on a busy machine",
+    )
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
     paths = [p for p in task_files(args.tasks_dir) if args.filter in str(p.relative_to(args.tasks_dir))]
     if not paths:

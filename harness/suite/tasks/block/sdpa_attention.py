@@ -36,7 +36,7 @@ CASES = [
      "head_dim": 80, "causal": True, "DTYPE": "float32"},
     {"name": "2x8x512x512x64-f64", "batch_size": 2, "num_heads": 8, "q_len": 512, "kv_len": 512,
      "head_dim": 64, "causal": False, "DTYPE": "float64"},
-    {"name": "1x4x255x257x96-f64", "batch_size": 1, "num_heads": 4, "q_len": 255, "kv_len": 257,
+    {"name": "2x4x255x257x96-f64", "batch_size": 2, "num_heads": 4, "q_len": 255, "kv_len": 257,
      "head_dim": 96, "causal": False, "DTYPE": "float64"},
     {"name": "4x8x512x512x64-causal-bf16", "batch_size": 4, "num_heads": 8, "q_len": 512, "kv_len": 512,
      "head_dim": 64, "causal": True, "DTYPE": "bfloat16"},

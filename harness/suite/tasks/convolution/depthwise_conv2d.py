@@ -34,7 +34,7 @@ CASES = [
      "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "float32"},
     {"name": "2x1023x31x33-k3", "batch_size": 2, "channels": 1023, "height": 31, "width": 33,
      "kernel_size": 3, "stride": 1, "padding": 1, "DTYPE": "float32"},
-    {"name": "4x960x14x14-k5", "batch_size": 4, "channels": 960, "height": 14, "width": 14, "kernel_size": 5,
+    {"name": "8x960x14x14-k5", "batch_size": 8, "channels": 960, "height": 14, "width": 14, "kernel_size": 5,
      "stride": 1, "padding": 2, "DTYPE": "float32"},
     {"name": "8x64x112x112-k3-bf16", "batch_size": 8, "channels": 64, "height": 112, "width": 112,
      "kernel_size": 3, "stride": 1, "padding": 1, "DTYPE": "bfloat16"},

@@ -27,7 +27,7 @@ CASES = [
     {"name": "64x1023x7x7", "batch_size": 64, "channels": 1023, "height": 7, "width": 7, "DTYPE": "float32"},
     {"name": "4x64x96x96-f64", "batch_size": 4, "channels": 64, "height": 96, "width": 96, "DTYPE": "float64"},
     {"name": "1x129x127x127-f64", "batch_size": 1, "channels": 129, "height": 127, "width": 127, "DTYPE": "float64"},
-    {"name": "8x64x96x96-bf16", "batch_size": 8, "channels": 64, "height": 96, "width": 96, "DTYPE": "bfloat16"},
+    {"name": "16x64x96x96-bf16", "batch_size": 16, "channels": 64, "height": 96, "width": 96, "DTYPE": "bfloat16"},
     {"name": "32x256x28x28-bf16", "batch_size": 32, "channels": 256, "height": 28, "width": 28, "DTYPE": "bfloat16"},
 ]
 

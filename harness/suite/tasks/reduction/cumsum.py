@@ -24,7 +24,7 @@ CASES = [
     {"name": "7x600001", "batch_size": 7, "dim": 600001, "DTYPE": "float32"},
     {"name": "384x8192-f64", "batch_size": 384, "dim": 8192, "DTYPE": "float64"},
     {"name": "1021x3079-f64", "batch_size": 1021, "dim": 3079, "DTYPE": "float64"},
-    {"name": "1x2097143-f64", "batch_size": 1, "dim": 2097143, "DTYPE": "float64"},
+    {"name": "1x3145739-f64", "batch_size": 1, "dim": 3145739, "DTYPE": "float64"},
 ]
 
 
