@@ -98,6 +98,17 @@ def test_every_case_sets_the_same_known_globals(path: Path):
 
 
 @pytest.mark.parametrize("path", TASK_FILES, ids=IDS)
+def test_module_defaults_are_the_first_case(path: Path):
+    """So loading the file as a plain KernelBench problem (no CASES) runs case 0."""
+    module = _load(path)
+    if hasattr(module, "apply_case"):
+        pytest.skip("the task applies cases through its own hook")
+    first = module.CASES[0]
+    differing = {k: (getattr(module, k, None), v) for k, v in first.items() if k != "name" and getattr(module, k, None) != v}
+    assert not differing, f"module value vs first case: {differing}"
+
+
+@pytest.mark.parametrize("path", TASK_FILES, ids=IDS)
 def test_every_case_runs_to_a_finite_nonzero_output(path: Path):
     for case in _load(path).CASES:
         module = _load(path)  # fresh module per case, as the harness does

@@ -25,7 +25,7 @@ CASES = [
      "causal": True, "DTYPE": "float32"},
     {"name": "4x256x512h8", "batch_size": 4, "seq_len": 256, "d_model": 512, "num_heads": 8, "causal": False,
      "DTYPE": "float32"},
-    {"name": "1x1024x768h12-causal", "batch_size": 1, "seq_len": 1024, "d_model": 768, "num_heads": 12,
+    {"name": "1x512x768h12-causal", "batch_size": 1, "seq_len": 512, "d_model": 768, "num_heads": 12,
      "causal": True, "DTYPE": "float32"},
     {"name": "16x64x256h4", "batch_size": 16, "seq_len": 64, "d_model": 256, "num_heads": 4, "causal": False,
      "DTYPE": "float32"},
