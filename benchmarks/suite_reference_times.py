@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print(f"no task files under {args.tasks_dir} matching {args.filter!r}", file=sys.stderr)
         return 2
-    print(f"torch {torch.__version__}, threads={torch.get_num_threads()}, {args.budget_ms:.0f} ms timing budget per case")
+    threads = torch.get_num_threads()
+    print(f"torch {torch.__version__}, threads={threads}, {args.budget_ms:.0f} ms timing budget per case")
     print("load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     summary = []
     outside = []

@@ -104,7 +104,11 @@ def test_module_defaults_are_the_first_case(path: Path):
     if hasattr(module, "apply_case"):
         pytest.skip("the task applies cases through its own hook")
     first = module.CASES[0]
-    differing = {k: (getattr(module, k, None), v) for k, v in first.items() if k != "name" and getattr(module, k, None) != v}
+    differing = {
+        key: (getattr(module, key, None), value)
+        for key, value in first.items()
+        if key != "name" and getattr(module, key, None) != value
+    }
     assert not differing, f"module value vs first case: {differing}"
 
 

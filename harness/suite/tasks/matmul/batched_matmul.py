@@ -23,7 +23,7 @@ CASES = [
     {"name": "8x511x513x257", "batch_size": 8, "m": 511, "k": 513, "n": 257, "DTYPE": "float32"},
     {"name": "16x256x256x256-f64", "batch_size": 16, "m": 256, "k": 256, "n": 256, "DTYPE": "float64"},
     {"name": "16x255x257x129-f64", "batch_size": 16, "m": 255, "k": 257, "n": 129, "DTYPE": "float64"},
-    {"name": "64x256x256x256-bf16", "batch_size": 64, "m": 256, "k": 256, "n": 256, "DTYPE": "bfloat16"},
+    {"name": "128x256x256x256-bf16", "batch_size": 128, "m": 256, "k": 256, "n": 256, "DTYPE": "bfloat16"},
     {"name": "16x511x513x257-bf16", "batch_size": 16, "m": 511, "k": 513, "n": 257, "DTYPE": "bfloat16"},
 ]
 
