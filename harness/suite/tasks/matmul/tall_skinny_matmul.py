@@ -8,8 +8,8 @@ FAMILY = "matmul"
 LEVEL = 1
 DESCRIPTION = (
     "C = A @ B for A of shape (m, k) and B of shape (k, n) where the shapes are far from square: "
-    "tall A with small k and n, tiny k (outer-product-like, write-bound), or a long k with a "
-    "tiny output (reduction-bound)."
+    "tall A with small k and n, tiny k (outer-product-like, write-bound), a long k with a "
+    "tiny output (reduction-bound), or a single row (vector-matrix product)."
 )
 
 m = 65536
@@ -19,7 +19,7 @@ DTYPE = "float32"
 
 CASES = [
     {"name": "65536x64x64", "m": 65536, "k": 64, "n": 64, "DTYPE": "float32"},
-    {"name": "262144x32x16", "m": 262144, "k": 32, "n": 16, "DTYPE": "float32"},
+    {"name": "1x262143x64", "m": 1, "k": 262143, "n": 64, "DTYPE": "float32"},
     {"name": "4096x8x4096", "m": 4096, "k": 8, "n": 4096, "DTYPE": "float32"},
     {"name": "131071x127x33", "m": 131071, "k": 127, "n": 33, "DTYPE": "float32"},
     {"name": "1048575x7x7", "m": 1048575, "k": 7, "n": 7, "DTYPE": "float32"},
