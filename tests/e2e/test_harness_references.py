@@ -21,4 +21,8 @@ def test_reference_runs_on_cpu_for_every_case(info):
             out = model(*inputs)
         tensors = [out] if isinstance(out, torch.Tensor) else [t for t in out if isinstance(t, torch.Tensor)]
         assert tensors, f"{case.name}: the reference returned no tensor"
+        dtype = getattr(torch, module.DTYPE) if isinstance(getattr(module, "DTYPE", None), str) else None
+        for tensor in tensors:
+            if dtype is not None and tensor.is_floating_point():
+                assert tensor.dtype == dtype, f"{case.name}: output dtype {tensor.dtype}, DTYPE says {dtype}"
         assert degenerate_reason(out) is None, f"{case.name}: {degenerate_reason(out)}"
