@@ -29,6 +29,6 @@ setup(
     package_data={
         **{package: ["*.cypher", "*.grass", "*.html", "*.yml", "*.md"] for package in _resource_packages()},
         # the built-in suite's task and candidate files live in plain folders (not packages)
-        "harness.suite": ["tasks/*/*.py", "candidates/*/*.py"],
+        "harness.suite": ["tasks/*/*.py", "tasks/README.md", "candidates/*/*.py", "templates/*/*.py"],
     },
 )
