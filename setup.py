@@ -32,5 +32,7 @@ setup(
     package_data={
         **{package: ["*.cypher", "*.grass", "*.html", "*.yml", "*.md"] for package in _resource_packages()},
         **DATA_PACKAGES,
+        # the built-in suite's task and candidate files live in plain folders (not packages)
+        "harness.suite": ["tasks/*/*.py", "tasks/README.md", "candidates/*/*.py", "templates/*/*.py"],
     },
 )

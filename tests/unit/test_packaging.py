@@ -29,6 +29,7 @@ def test_wheel_contains_cypher_and_docker(tmp_path):
     for name in knowledge:
         assert f"kope/knowledge/{name}" in names, name
     assert any(n.startswith("harness/") for n in names)
+    assert "harness/suite/tasks/normalization/softmax.py" in names and "harness/suite/candidates/cpu/softmax.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kope = kope.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
