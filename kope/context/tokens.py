@@ -74,6 +74,9 @@ def choose_encoding(model: str | None, fallback: str) -> EncodingChoice:
     )
 
 
+_COUNTS: dict[str, dict[str, int]] = {}
+
+
 class TokenCounter:
     """Counts tokens of text for one model; cheap to create (encodings are cached)."""
 
@@ -95,7 +98,13 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self.choice.encoding.encode(text, disallowed_special=()))
+        cache = _COUNTS.setdefault(self.choice.encoding_name, {})
+        cached = cache.get(text)
+        if cached is None:
+            if len(cache) > 8192:  # texts recur across steps (knowledge, lineages, hot sections)
+                cache.clear()
+            cached = cache[text] = len(self.choice.encoding.encode(text, disallowed_special=()))
+        return cached
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""

@@ -190,6 +190,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
         "attempt_hash": at.content_hash(), "status": o.status, "label": p.label, "a": p.a, "r": p.r,
         "d": scoring.downstream(p.r, []), "conf": p.conf, "error_kind": o.error_kind, "created_at": at.created_at,
         "prompt_tokens": at.prompt_tokens, "completion_tokens": at.completion_tokens,
+        "params_json": json.dumps(at.params, sort_keys=True, separators=(",", ":")) if at.params else None,
     })
     cases = [
         {"name": c.name, "passed": c.passed, "speedup": c.speedup, "error": c.error,

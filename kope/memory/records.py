@@ -118,6 +118,11 @@ class DecisionRecord(GraphRecord):
     vendor: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    params_json: str | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return json.loads(self.params_json) if self.params_json else {}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ on the decision id).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
@@ -114,6 +115,11 @@ class Hit:
     cases_passed: int
     diff: str | None  # unified diff against the parent's kernel (None for a root)
     code_hash: str | None
+    params_json: str | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return json.loads(self.params_json) if self.params_json else {}
 
 
 @dataclass(frozen=True)
@@ -238,7 +244,7 @@ def _lineage(rank: int, scored: Mapping[str, Any], raw: Mapping[str, Any], rq: R
         d=h["d"], conf=h["conf"], error_kind=h["error_kind"], error_excerpt=o["error_excerpt"],
         operator=h["operator"], family=h["family"], target=h["target"], hw_id=h["hw_id"], hw_class=h["hw_class"],
         vendor=h["vendor"], cases_total=o["cases_total"], cases_passed=o["cases_passed"], diff=h["diff"],
-        code_hash=h["code_hash"],
+        code_hash=h["code_hash"], params_json=h.get("params_json"),
     )
     relevance = Relevance(
         score=scored["relevance"], operator_tier=operator_tier(scored, rq), hardware_tier=hardware_tier(scored, rq),

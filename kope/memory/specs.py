@@ -116,6 +116,9 @@ class Attempt(_Spec):
     used: tuple[UsedItem, ...] = ()
     prompt_tokens: int | None = Field(default=None, ge=0)
     completion_tokens: int | None = Field(default=None, ge=0)
+    # Structured facts about the decision a proposer wants to find again (e.g. the
+    # offline proposer's template and knob settings); JSON scalars, stored as params_json.
+    params: dict[str, Any] | None = None
     created_at: float = Field(default_factory=time.time)
     _hash: str | None = PrivateAttr(default=None)
     _json: dict[str, Any] | None = PrivateAttr(default=None)

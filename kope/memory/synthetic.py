@@ -59,13 +59,14 @@ def run_spec(operator: str, *, run_id: str, family: str = "normalization", targe
 def attempt(run_id: str, step: int, operator: str, *, parent: str | None = None, status: str = "correct",
             speedup: float | None = 1.0, layer: str = "vectorization", title: str | None = None,
             family: str = "normalization", hw: dict[str, Any] | None = None, code: str | None = None,
-            error_kind: str | None = None, used: tuple = (), created_at: float | None = None, **kw: Any) -> Attempt:
+            error_kind: str | None = None, used: tuple = (), created_at: float | None = None,
+            params: dict[str, Any] | None = None, **kw: Any) -> Attempt:
     data: dict[str, Any] = {
         "run_id": run_id, "step": step, "title": title or f"{layer} step {step}", "layer": layer,
         "thought": f"try {layer} at step {step}", "parent_id": parent,
         "code": code if code is not None else f"// {operator} step {step} {layer}\nvoid kernel() {{ /* {speedup} */ }}\n",
         "outcome": outcome(operator, status, speedup, family=family, hw=hw, error_kind=error_kind, **kw),
-        "used": used, "prompt_tokens": 100, "completion_tokens": 50,
+        "used": used, "prompt_tokens": 100, "completion_tokens": 50, "params": params,
     }
     if created_at is not None:
         data["created_at"] = created_at

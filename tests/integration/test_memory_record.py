@@ -199,3 +199,16 @@ def test_batched_ingest_equals_one_by_one(graph_client, tmp_path):
     view = lambda g: [(d.id, d.label, round(d.d, 12), d.parent_id) for d in g.run_state("r1").decisions]  # noqa: E731
     assert view(batched) == view(single)
     assert batched.run("r1").incumbent_id == single.run("r1").incumbent_id
+
+
+def test_decision_params_round_trip_through_run_state_and_retrieval(graph_client):
+    from kope.memory import ExperienceGraph, RetrievalQuery, synthetic
+
+    memory = ExperienceGraph(graph_client, namespace="params")
+    memory.start_run(synthetic.run_spec("softmax", run_id="pr"))
+    params = {"template": "rowwise", "settings": {"block": 64, "isa": "avx512"}}
+    memory.record_attempt(synthetic.attempt("pr", 0, "softmax", params=params))
+    assert memory.run_state("pr").decisions[0].params == params
+    hw = synthetic.hardware()
+    found = memory.retrieve(RetrievalQuery("softmax", "normalization", "cpu", hw["id"], hw["class"], hw["vendor"]), k=1)
+    assert found.lineages[0].hit.params == params
