@@ -97,7 +97,7 @@ class ContextSettings(_Section):
     recency: int = Field(default=1_000, ge=0)  # R: reserve for the latest feedback
     warm_cap: int = Field(default=6_000, ge=0)  # Q_w
     cold_cap: int = Field(default=2_000, ge=0)  # Q_c
-    encoding_fallback: str = "o200k_base"
+    encoding_fallback: str = "cl100k_base"  # used when the model's own encoding is unknown or unavailable
 
 
 class MemorySettings(_Section):
@@ -196,6 +196,7 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_CONTEXT_RECENCY": ("context", "recency"),
     "KOPE_CONTEXT_WARM_CAP": ("context", "warm_cap"),
     "KOPE_CONTEXT_COLD_CAP": ("context", "cold_cap"),
+    "KOPE_CONTEXT_ENCODING_FALLBACK": ("context", "encoding_fallback"),
     "KOPE_NAMESPACE": ("memory", "namespace"),
     "KOPE_TEAM": ("memory", "team"),
 }

@@ -106,6 +106,9 @@ class GraphClient:
             connection_timeout=connection_timeout,
             max_transaction_retry_time=15.0,
             user_agent="kope",
+            # KOPE's statements read optional properties on purpose; the server's
+            # "property does not exist" notices would only be noise in logs and CLI output.
+            notifications_min_severity="OFF",
         )
 
     @classmethod

@@ -1,4 +1,4 @@
-"""The built wheel carries cypher/ and docker/ and the console script."""
+"""The built wheel carries cypher/, docker/, the knowledge documents and the console script."""
 
 import subprocess
 import sys
@@ -24,7 +24,12 @@ def test_wheel_contains_cypher_and_docker(tmp_path):
     for rel in shipped:
         assert f"kope/_resources/cypher/{rel}" in names, rel
     assert "kope/_resources/docker/compose.yml" in names
+    knowledge = {p.name for p in (REPO / "kope" / "knowledge").glob("*.md")}
+    assert knowledge, "kope/knowledge/ holds no documents"
+    for name in knowledge:
+        assert f"kope/knowledge/{name}" in names, name
     assert any(n.startswith("harness/") for n in names)
+    assert "harness/suite/tasks/normalization/softmax.py" in names and "harness/suite/candidates/cpu/softmax.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kope = kope.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

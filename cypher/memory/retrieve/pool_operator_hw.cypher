@@ -1,0 +1,25 @@
+// mode: read
+// Relevance pool, same operator, same hardware: candidates ranked by relevance, label bucket,
+// d(v) * confidence and id, with the weights of kope/memory/ranking.py passed
+// in as $w. Tiers are fetched in dominance order (kope/memory/retrieval.py);
+// the pool_* statements share this ranking expression, and the test comparing
+// them with ranking.rank_naively keeps them in step.
+MATCH (d:Decision)
+USING INDEX SEEK d:Decision(ns, operator, hw_id)
+WHERE d.ns = $ns AND d.operator = $operator AND d.hw_id = $hardware_id AND NOT d.id IN $exclude
+WITH d,
+     CASE WHEN d.hw_id = $hardware_id THEN $w.same_hardware
+          WHEN d.hw_class = $hardware_class THEN $w.same_class
+          WHEN d.vendor = $vendor THEN $w.same_vendor
+          ELSE 0.0 END
+     + CASE WHEN d.layer = $layer THEN $w.layer_match ELSE 0.0 END
+     + CASE WHEN d.error_kind = $error_kind THEN $w.error_match ELSE 0.0 END AS within_tier,
+     CASE d.label WHEN 'effective' THEN 0 WHEN 'partial' THEN 1 WHEN 'ineffective' THEN 2 ELSE 3 END AS label_rank,
+     d.d * d.conf AS quality
+WITH d, $w.same_operator + within_tier AS relevance, label_rank, quality
+ORDER BY relevance DESC, label_rank ASC, quality DESC, d.id ASC
+LIMIT $limit
+RETURN d.id AS id, d.parent_id AS parent_id, d.operator AS operator, d.family AS family,
+       d.hw_id AS hw_id, d.hw_class AS hw_class, d.vendor AS vendor, d.layer AS layer,
+       d.error_kind AS error_kind, d.label AS label, d.d AS d, d.conf AS conf,
+       relevance, label_rank, quality

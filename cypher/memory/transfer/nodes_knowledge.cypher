@@ -1,0 +1,8 @@
+// mode: read
+// Export page: Knowledge nodes of one namespace, in uid order, after $after.
+MATCH (n:Knowledge)
+USING INDEX n:Knowledge(uid)
+WHERE n.uid STARTS WITH $prefix AND n.uid > $after
+RETURN n.uid AS uid, properties(n) AS props
+ORDER BY n.uid
+LIMIT $limit

@@ -1,0 +1,13 @@
+// mode: read
+// Export page: relationships leaving Insight nodes of one namespace, grouped per
+// source node, in uid order, after $after.
+MATCH (a:Insight)
+USING INDEX a:Insight(uid)
+WHERE a.uid STARTS WITH $prefix AND a.uid > $after
+WITH a ORDER BY a.uid LIMIT $limit
+OPTIONAL MATCH (a)-[r]->(b)
+WITH a, r, b ORDER BY type(r), b.uid
+RETURN a.uid AS uid,
+       collect(CASE WHEN r IS NULL THEN NULL
+                    ELSE {type: type(r), to_label: labels(b)[0], to: b.id, props: properties(r)} END) AS rels
+ORDER BY uid

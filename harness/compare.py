@@ -1,0 +1,180 @@
+"""Comparing a candidate's outputs with the reference's, outside the candidate's process.
+
+Order of checks, per output: structure (tensor / tuple arity), shape, dtype,
+device, non-finite values, then values. An element passes when
+
+    |cand - ref| <= atol * s + rtol * |ref|,    s = RMS(ref) over the whole output
+
+so the absolute term scales with the output (a softmax over 16384 columns has
+values near 6e-5: a fixed atol of 1e-4 would let an all-zeros output pass).
+Tolerances by dtype (``TOLERANCES``):
+
+=========  =======  =======  ===========================================
+dtype      rtol     atol     why
+=========  =======  =======  ===========================================
+float64    1e-9     1e-9     catches a kernel that computes in float32
+float32    1e-4     1e-4     ~1000x float32 rounding; 0.1% errors, wrong
+                             eps or a missing element fail
+float16    2e-3     2e-3     ~2 ulp of float16
+bfloat16   1.6e-2   1.6e-2   ~2 ulp of bfloat16
+integers   0        0        exact
+bool       0        0        exact
+=========  =======  =======  ===========================================
+
+Where the reference is NaN/Inf the candidate must be the same NaN/Inf; a
+NaN/Inf where the reference is finite fails as ``incorrect:nonfinite``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-9, 1e-9),
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (2e-3, 2e-3),
+    torch.bfloat16: (1.6e-2, 1.6e-2),
+}
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    kind: str | None = None      # e.g. "incorrect:mismatch"
+    message: str | None = None   # the first problem, for a person
+
+
+PASS = Verdict(True)
+_CHUNK = 1 << 20
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    return TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+def compare_outputs(cand: Any, ref: Any, *, device: str | None = None, cand_devices: list[str] | None = None) -> Verdict:
+    """Compare nested outputs (tensor, or tuple/list of tensors and scalars)."""
+    cand_flat, ref_flat = flatten(cand), flatten(ref)
+    if _shape_of(cand) != _shape_of(ref):
+        return Verdict(False, "incorrect:structure",
+                       f"output structure differs: expected {_describe(ref)}, got {_describe(cand)}")
+    for i, (c, r) in enumerate(zip(cand_flat, ref_flat)):
+        label = "output" if len(ref_flat) == 1 else f"output[{i}]"
+        if isinstance(r, torch.Tensor):
+            dev = cand_devices[i] if cand_devices and i < len(cand_devices) else None
+            verdict = compare_tensor(c, r, label=label, expected_device=device, cand_device=dev)
+        else:
+            verdict = PASS if _scalar_equal(c, r) else Verdict(False, "incorrect:mismatch", f"{label}: expected {r!r}, got {c!r}")
+        if not verdict.ok:
+            return verdict
+    return PASS
+
+
+def flatten(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [x for item in value for x in flatten(item)]
+    return [value]
+
+
+def _shape_of(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return tuple(_shape_of(v) for v in value)
+    return "tensor" if isinstance(value, torch.Tensor) else "scalar"
+
+
+def _describe(value: Any) -> str:
+    shape = _shape_of(value)
+    return "a tensor" if shape == "tensor" else f"{shape}"
+
+
+def _scalar_equal(c: Any, r: Any) -> bool:
+    if isinstance(r, float) and isinstance(c, (int, float)):
+        return abs(c - r) <= 1e-6 * max(1.0, abs(r))
+    return c == r
+
+
+def compare_tensor(cand: Any, ref: torch.Tensor, *, label: str = "output", expected_device: str | None = None,
+                   cand_device: str | None = None) -> Verdict:
+    if not isinstance(cand, torch.Tensor):
+        return Verdict(False, "incorrect:structure", f"{label}: expected a tensor, got {type(cand).__name__}")
+    if tuple(cand.shape) != tuple(ref.shape):
+        return Verdict(False, "incorrect:shape", f"{label}: expected shape {tuple(ref.shape)}, got {tuple(cand.shape)}")
+    if cand.dtype != ref.dtype:
+        return Verdict(False, "incorrect:dtype", f"{label}: expected dtype {_name(ref.dtype)}, got {_name(cand.dtype)}")
+    if expected_device is not None and cand_device is not None and cand_device.split(":")[0] != expected_device.split(":")[0]:
+        return Verdict(False, "incorrect:device", f"{label}: expected a tensor on {expected_device}, got one on {cand_device}")
+    if ref.numel() == 0:
+        return PASS
+    if not (ref.is_floating_point() or ref.is_complex()):
+        bad = cand != ref
+        if bool(bad.any()):
+            return _mismatch(label, bad, cand, ref, "exact equality")
+        return PASS
+    work = torch.float64 if ref.dtype == torch.float64 else torch.float32
+    c, r = cand.to(work), ref.to(work)
+    rtol, atol = tolerance(ref.dtype)
+    scale = float(torch.linalg.vector_norm(r, dtype=torch.float64)) / math.sqrt(r.numel())
+    if not math.isfinite(scale):  # the reference holds NaN/Inf: the candidate must match them, then compare the rest
+        ref_finite = torch.isfinite(r)
+        same = (c == r) | (torch.isnan(c) & torch.isnan(r))
+        bad_special = ~ref_finite & ~same
+        if bool(bad_special.any()):
+            idx = _first(bad_special)
+            return Verdict(False, "incorrect:mismatch", f"{label}: at {list(idx)} the reference is {r[idx].item()!r}, got {c[idx].item()!r}")
+        c, r = torch.where(ref_finite, c, 0), torch.where(ref_finite, r, 0)
+        scale = float(torch.linalg.vector_norm(r, dtype=torch.float64)) / math.sqrt(r.numel())
+    floor = atol * scale
+    flat_c, flat_r = c.reshape(-1), r.reshape(-1)
+    for start in range(0, flat_r.numel(), _CHUNK):  # one pass in cache-sized chunks
+        cc, rr = flat_c[start:start + _CHUNK], flat_r[start:start + _CHUNK]
+        if not bool(torch.isfinite(cc).all()):
+            nonfinite = ~torch.isfinite(c)
+            idx = _first(nonfinite)
+            return Verdict(False, "incorrect:nonfinite",
+                           f"{label}: {int(nonfinite.sum())} NaN/Inf value(s) where the reference is finite; first at {list(idx)}: "
+                           f"got {c[idx].item()!r}, expected {r[idx].item()!r}")
+        err = (cc - rr).abs_()
+        if bool((err > rr.abs().mul_(rtol).add_(floor)).any()):
+            err = (c - r).abs()
+            bad = err > r.abs() * rtol + floor
+            return _mismatch(label, bad, c, r, f"rtol={rtol:g}, atol={atol:g} x RMS(ref)={scale:.3g}", err=err)
+    return PASS
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _first(mask: torch.Tensor) -> tuple[int, ...]:
+    flat = int(torch.nonzero(mask.reshape(-1), as_tuple=False)[0, 0])
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape)) if mask.dim() else ()
+
+
+def _mismatch(label: str, bad: torch.Tensor, cand: torch.Tensor, ref: torch.Tensor, rule: str, *,
+              err: torch.Tensor | None = None) -> Verdict:
+    idx = _first(bad)
+    count, total = int(bad.sum()), bad.numel()
+    text = (f"{label}: {count}/{total} element(s) outside tolerance ({rule}); first at {list(idx)}: "
+            f"got {cand[idx].item()!r}, expected {ref[idx].item()!r}")
+    if err is not None:
+        text += f"; max abs error {float(err.max()):.3g}"
+    return Verdict(False, "incorrect:mismatch", text)
+
+
+def degenerate_reason(ref: Any) -> str | None:
+    """Why a reference output is too easy to match by accident (None when it is fine)."""
+    for i, r in enumerate(flatten(ref)):
+        if not isinstance(r, torch.Tensor) or not r.is_floating_point() or r.numel() == 0:
+            continue
+        if not bool(torch.isfinite(r).all()):
+            return f"output[{i}] has NaN/Inf values"
+        lo, hi = torch.aminmax(r)
+        if r.numel() > 1 and bool(lo == hi):
+            return f"output[{i}] is constant ({float(hi)!r})"
+        if float(lo) == 0.0 and float(hi) == 0.0:
+            return f"output[{i}] is all zeros"
+    return None

@@ -1,0 +1,263 @@
+"""Run-time anti-cheat checks, used inside the candidate's worker process.
+
+* ``AtenRecorder``: records the aten ops ``ModelNew.forward`` dispatches; any op
+  outside ``ALLOWED_ATEN`` (allocation, views, copies) is a ``reference_call``.
+* ``PatchSnapshot``: identities of the functions and classes of torch, the time,
+  hash and builtin modules, the task module and the harness itself, taken
+  before the candidate is imported and compared after every request
+  (``monkey_patch``).
+* ``AuditGuard``: a ``sys.addaudithook`` hook (it cannot be removed) that,
+  while armed around ``forward``, records file opens outside the Python
+  installation, socket use and process creation (``file_access``,
+  ``network_access``, ``process_spawn``).
+* ``threads_alive`` / ``native_thread_count`` / ``child_processes``: what is
+  still running after ``forward`` returned (``leftover_thread``, ``leftover_process``).
+* ``aliases``: whether an output shares memory with an input.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+ALLOWED_ATEN = frozenset({
+    # allocation and initialisation
+    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "zero_", "fill_", "scalar_tensor",
+    "lift_fresh", "lift_fresh_copy", "arange", "resize_", "set_", "record_stream",
+    # views and metadata
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "as_strided_", "permute", "transpose", "transpose_",
+    "t", "t_", "expand", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "select", "slice", "narrow", "split",
+    "split_with_sizes", "unbind", "alias", "detach", "detach_", "diagonal", "unfold", "view_as_real", "view_as_complex",
+    "_has_compatible_shallow_copy_type", "is_same_size", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+    "_local_scalar_dense",
+    # copies and dtype/device moves
+    "clone", "copy_", "_to_copy", "_copy_from", "_copy_from_and_resize", "contiguous", "to", "cat", "stack", "constant_pad_nd",
+})
+
+
+class AtenRecorder(TorchDispatchMode):
+    """Counts the aten ops dispatched while active; ``forbidden`` lists those outside the allow-list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (torch's signature)
+        name = func.overloadpacket.__name__
+        self.counts[name] = self.counts.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+    @property
+    def forbidden(self) -> dict[str, int]:
+        return {k: v for k, v in self.counts.items() if k not in ALLOWED_ATEN}
+
+
+def prime() -> None:
+    """Run every guard once, so that torch's lazy imports (``torch._dynamo`` rebinds
+    ``torch.manual_seed`` the first time a dispatch mode is entered) happen before the
+    patch snapshot, not during the candidate's forward."""
+    x = torch.ones(3)
+    with AtenRecorder():
+        (x + x).sum()
+    same_bits(x, x.clone())
+    digest([x, 1])
+    native_thread_count()
+    child_processes()
+
+
+# -- monkey-patching ------------------------------------------------------------------------------
+
+def _watched_namespaces(extra: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    import torch.nn.functional as F
+    import torch.nn.modules as nn_modules
+
+    spaces: list[tuple[str, Any]] = [
+        ("torch", torch), ("torch.nn.functional", F), ("torch.Tensor", torch.Tensor), ("torch._C.TensorBase", torch._C.TensorBase),
+        ("torch.nn.Module", torch.nn.Module), ("torch._C._nn", torch._C._nn), ("torch._C._VariableFunctions", torch._C._VariableFunctions),
+        ("torch.linalg", torch.linalg), ("torch.special", torch.special), ("torch.fft", torch.fft),
+        ("time", time), ("hashlib", hashlib), ("builtins", builtins), ("os", os), ("threading", threading),
+    ]
+    for name, value in vars(nn_modules).items():
+        if isinstance(value, type) and issubclass(value, torch.nn.Module):
+            spaces.append((f"torch.nn.{name}", value))
+    for name, module in list(sys.modules.items()):
+        if name == "harness" or (name.startswith("harness.") and not name.startswith("harness.suite")):
+            spaces.append((name, module))
+    spaces.extend(extra)
+    return spaces
+
+
+def _members(space: Any) -> dict[str, Any]:
+    try:
+        items = vars(space)
+    except TypeError:
+        return {}
+    return {k: v for k, v in list(items.items()) if callable(v) or isinstance(v, (type, ModuleType, staticmethod, classmethod))}
+
+
+class PatchSnapshot:
+    """Who is who, before the candidate ran; ``changes()`` lists what was replaced or removed since."""
+
+    def __init__(self, extra: Iterable[tuple[str, Any]] = ()) -> None:
+        self.spaces = _watched_namespaces(extra)
+        self.members = {label: _members(space) for label, space in self.spaces}
+
+    def add(self, label: str, space: Any) -> None:
+        """Watch ``space`` too (replacing whatever was watched under ``label``)."""
+        self.spaces = [(l, s) for l, s in self.spaces if l != label] + [(label, space)]
+        self.members[label] = _members(space)
+
+    def changes(self, limit: int = 10) -> list[str]:
+        found = []
+        for label, space in self.spaces:
+            now = _members(space)
+            for name, before in self.members[label].items():
+                if name not in now:
+                    found.append(f"{label}.{name} was deleted")
+                elif now[name] is not before:
+                    found.append(f"{label}.{name} was replaced")
+                if len(found) >= limit:
+                    return found
+        return found
+
+
+# -- audit hook: files, network, processes during forward ---------------------------------------
+
+_PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "pty.spawn")
+_NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo", "socket.__new__",
+                   "urllib.Request")
+
+
+class AuditGuard:
+    """One per process. ``arm()``/``disarm()`` around forward; ``take()`` returns (check, detail) pairs seen."""
+
+    _installed: "AuditGuard | None" = None
+
+    def __init__(self, allowed_roots: Iterable[str | Path] = ()) -> None:
+        self.armed = False
+        self.events: list[tuple[str, str]] = []
+        harness_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(torch.__file__), harness_root, *map(str, allowed_roots)}
+        self.allowed_roots = tuple(str(Path(r).resolve()) + os.sep for r in roots if r)
+        sys.addaudithook(self._hook)
+        AuditGuard._installed = self
+
+    def _hook(self, event: str, args: tuple) -> None:
+        if not self.armed:
+            return
+        if event == "open":
+            path = args[0] if args else None
+            if isinstance(path, int) or path is None:
+                return
+            text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
+            mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+            full = os.path.realpath(text)
+            writing = any(c in mode for c in "wax+")
+            # Reading a path that does not exist yields nothing (the import system probes such paths).
+            if not full.startswith(self.allowed_roots) and (writing or os.path.exists(full)):
+                self.events.append(("file_access", f"opened {text!r} (mode {mode!r})"))
+        elif event.startswith(_NETWORK_EVENTS):
+            self.events.append(("network_access", f"{event}{_short(args)}"))
+        elif event.startswith(_PROCESS_EVENTS):
+            self.events.append(("process_spawn", f"{event}{_short(args)}"))
+
+    def arm(self) -> None:
+        self.events = []
+        self.armed = True
+
+    def disarm(self) -> list[tuple[str, str]]:
+        self.armed = False
+        events, self.events = self.events, []
+        return events
+
+
+def _short(args: tuple) -> str:
+    text = repr(args)
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+# -- what is left running --------------------------------------------------------------------------
+
+def python_threads() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.is_alive() and t.ident is not None}
+
+
+def native_thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def child_processes() -> list[int]:
+    """Live (non-zombie) children of this process."""
+    me, children = os.getpid(), []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[1] == str(me) and fields[0] != "Z":
+            children.append(int(entry))
+    return children
+
+
+# -- outputs ---------------------------------------------------------------------------------------
+
+def _storage_span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def aliases(outputs: list[Any], inputs: list[Any]) -> str | None:
+    """A description of the first output that shares memory with an input, else None."""
+    spans = [(i, _storage_span(x)) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.untyped_storage().nbytes()]
+    for j, out in enumerate(outputs):
+        if not isinstance(out, torch.Tensor) or out.untyped_storage().nbytes() == 0:
+            continue
+        lo, hi = _storage_span(out)
+        for i, (a, b) in spans:
+            if lo < b and a < hi:
+                return f"output {j} shares memory with input {i}"
+    return None
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equality (NaN-safe): used for mutation and lazy-output checks."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return torch.equal(a.detach().reshape(-1).view(torch.uint8), b.detach().reshape(-1).view(torch.uint8))
+
+
+def digest(values: list[Any]) -> str:
+    """A content hash of tensors (dtype, shape, bytes) and plain values."""
+    h = hashlib.blake2b(digest_size=16)
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().to("cpu").contiguous()
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            if t.numel():
+                h.update(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
+        else:
+            h.update(repr(v).encode())
+    return h.hexdigest()

@@ -1,0 +1,152 @@
+"""Hardware fingerprint: CPU model, ISA features, cores, caches; the GPU when asked.
+
+``cpu_fingerprint()`` reads ``/proc/cpuinfo`` and ``/sys/devices/system/cpu/cpu0/cache``
+(no torch needed). ``gpu_info()`` asks ``torch.cuda``. The ``id`` is a stable hash
+of the fields that describe the machine (same machine -> same id across runs);
+``class`` is the coarse bucket memory retrieval uses (``x86_64-avx512``,
+``x86_64-avx2``, ``x86_64-sse``, ``aarch64-sve``, ``aarch64-neon``, ``riscv64-rvv``,
+``nvidia-sm90``, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+
+from harness.record import GpuInfo, Hardware
+
+# ISA features worth reporting (as named in /proc/cpuinfo flags / Features).
+_X86_FEATURES = (
+    "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "bmi2",
+    "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
+    "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
+)
+_ARM_FEATURES = ("asimd", "asimdhp", "asimddp", "fphp", "sve", "sve2", "sme", "bf16", "i8mm", "fp16")
+_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "HygonGenuine": "amd"}
+
+
+def _read(path: str | Path) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def parse_cpuinfo(text: str) -> dict[str, str]:
+    """The first processor block of /proc/cpuinfo as a dict (keys lower-cased)."""
+    info: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if info.get("processor") is not None and len(info) > 2:
+                break
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            info.setdefault(key.strip().lower(), value.strip())
+    return info
+
+
+def _vendor(arch: str, info: dict[str, str]) -> str:
+    """One of intel, amd, arm, nvidia, unknown (contract §3)."""
+    if arch in ("aarch64", "arm64"):
+        return "nvidia" if info.get("cpu implementer", "").lower() == "0x4e" else "arm"
+    return _VENDORS.get(info.get("vendor_id", ""), "unknown")
+
+
+def isa_features(arch: str, info: dict[str, str]) -> list[str]:
+    if arch in ("x86_64", "amd64", "i686"):
+        flags = set(info.get("flags", "").split())
+        return [f for f in _X86_FEATURES if f in flags]
+    if arch in ("aarch64", "arm64"):
+        flags = set(info.get("features", "").split())
+        found = [f for f in _ARM_FEATURES if f in flags]
+        if "asimd" in flags:
+            found.insert(0, "neon")
+        return found
+    if arch.startswith("riscv"):
+        isa = info.get("isa", "")
+        base = isa.split("_")[0]
+        return ["rvv"] if len(base) > 4 and "v" in base[4:] else []
+    return []
+
+
+def cpu_class(arch: str, isa: list[str]) -> str:
+    if arch in ("x86_64", "amd64"):
+        if "avx512f" in isa:
+            return "x86_64-avx512"
+        if "avx2" in isa:
+            return "x86_64-avx2"
+        return "x86_64-sse"
+    if arch in ("aarch64", "arm64"):
+        return "aarch64-sve" if "sve" in isa else "aarch64-neon"
+    if arch.startswith("riscv"):
+        return f"{arch}-rvv" if "rvv" in isa else arch
+    return arch or "unknown"
+
+
+def cache_sizes(root: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
+    """Bytes per cache level as seen by CPU 0: l1d, l1i, l2, l3 (absent levels omitted)."""
+    caches: dict[str, int] = {}
+    for index in sorted(Path(root).glob("index*")):
+        level, kind, size = _read(index / "level").strip(), _read(index / "type").strip(), _read(index / "size").strip()
+        if not level or not size:
+            continue
+        name = f"l{level}" + {"Data": "d", "Instruction": "i"}.get(kind, "")
+        caches[name] = _parse_size(size)
+    return caches
+
+
+def _parse_size(text: str) -> int:
+    text = text.strip().upper()
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * scale
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def stable_id(prefix: str, fields: dict) -> str:
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    return f"{prefix}-{digest[:8]}"
+
+
+def cpu_fingerprint(cpuinfo_text: str | None = None, arch: str | None = None, cache_root: str | Path | None = None,
+                    cores: int | None = None) -> Hardware:
+    """The CPU this process runs on (arguments exist for tests)."""
+    arch = arch or platform.machine() or "unknown"
+    info = parse_cpuinfo(cpuinfo_text if cpuinfo_text is not None else _read("/proc/cpuinfo"))
+    isa = isa_features(arch, info)
+    vendor = _vendor(arch, info)
+    model = info.get("model name") or info.get("cpu model") or info.get("uarch") or platform.processor() or "unknown"
+    caches = cache_sizes(cache_root) if cache_root is not None else cache_sizes()
+    cores = cores if cores is not None else available_cores()
+    key = {"arch": arch, "vendor": vendor, "model": model, "isa": isa, "cores": cores, "caches": caches}
+    return Hardware(id=stable_id("cpu", key), class_=cpu_class(arch, isa), vendor=vendor, arch=arch, cpu_model=model,
+                    cores=cores, isa=isa, caches=caches, gpu=None)
+
+
+def gpu_info(device: int = 0) -> GpuInfo:
+    """The CUDA device as torch sees it (raises if torch sees no GPU)."""
+    import torch
+
+    props = torch.cuda.get_device_properties(device)
+    return GpuInfo(name=props.name, compute_capability=f"{props.major}.{props.minor}", sms=props.multi_processor_count,
+                   memory_bytes=int(props.total_memory))
+
+
+def gpu_fingerprint(device: int = 0) -> Hardware:
+    """Host CPU fields plus the GPU; ``class`` and ``id`` describe the GPU (``nvidia-sm90``)."""
+    host = cpu_fingerprint()
+    gpu = gpu_info(device)
+    sm = gpu.compute_capability.replace(".", "")
+    key = {"gpu": gpu.name, "cc": gpu.compute_capability, "sms": gpu.sms, "memory": gpu.memory_bytes}
+    return Hardware(id=stable_id("gpu", key), class_=f"nvidia-sm{sm}", vendor="nvidia", arch=host.arch, cpu_model=host.cpu_model,
+                    cores=host.cores, isa=host.isa, caches=host.caches, gpu=gpu)

@@ -1,0 +1,237 @@
+"""The evaluation outcome: one typed record, serialised to ``kope.outcome/1`` JSON.
+
+Field names are a contract with ``kope`` (the lead's contract §3): they never
+change; absent values are ``None`` (JSON ``null``), never ``-1``.
+
+``status`` is one of ``STATUSES``. ``error_kind`` is a short stable string:
+the status, optionally followed by ``:`` and a detail. The details in use:
+
+==========================  ===================================================
+error_kind                  meaning
+==========================  ===================================================
+format_error:no_code        the candidate file is empty (or only comments)
+format_error:syntax         the candidate is not valid Python
+format_error:no_model_new   no ``class ModelNew`` in the candidate
+format_error:signature      ``ModelNew(*get_init_inputs())`` cannot bind
+format_error:import         the candidate imports a module that does not exist
+compile_error               the kernel did not compile (compiler output in the excerpt)
+timeout:compile             compilation ran past the compile timeout
+timeout                     a forward call or the timing of a case ran past its timeout
+runtime_error:<Exception>   the candidate raised (e.g. ``runtime_error:RuntimeError``)
+runtime_error:SIGSEGV       the worker died of a signal (SIGSEGV, SIGABRT, SIGBUS, ...)
+runtime_error:exit_code_N   the worker exited by itself (``os._exit(N)``)
+runtime_error:sys_exit      the candidate called ``sys.exit`` / raised ``SystemExit``
+runtime_error:out_of_memory the candidate hit the memory limit
+runtime_error:output_limit  the candidate wrote more output than the file-size limit
+incorrect:mismatch          values outside tolerance (first mismatch in the case error)
+incorrect:shape             output shape differs from the reference
+incorrect:dtype             output dtype differs
+incorrect:device            output on another device
+incorrect:structure         a tuple where a tensor is expected, wrong arity, not a tensor
+incorrect:nonfinite         NaN/Inf where the reference is finite
+incorrect:timed_mismatch    an output produced during timing did not match the reference
+cheat_detected:<check>      an anti-cheat check fired: reference_call, input_mutation,
+                            monkey_patch, leftover_thread, leftover_process,
+                            lazy_output, output_aliases_input, tensor_subclass,
+                            file_access, network_access, process_spawn,
+                            thread_count, forbidden_api
+==========================  ===================================================
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+SCHEMA = "kope.outcome/1"
+
+
+class Status(StrEnum):
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CHEAT_DETECTED = "cheat_detected"
+    FORMAT_ERROR = "format_error"
+
+
+STATUSES = tuple(s.value for s in Status)
+
+EXCERPT_LIMIT = 2000
+
+
+def excerpt(text: str | None, limit: int = EXCERPT_LIMIT) -> str | None:
+    """At most ``limit`` characters, keeping the first and last lines (the middle is elided)."""
+    if text is None:
+        return None
+    text = text.strip("\n")
+    if len(text) <= limit:
+        return text
+    marker = "\n[... {} characters elided ...]\n"
+    room = limit - len(marker.format(len(text)))
+    head = text[: room * 2 // 5]
+    tail = text[len(text) - (room - len(head)):]
+    head = head[: head.rfind("\n")] if "\n" in head else head
+    tail = tail[tail.find("\n") + 1:] if "\n" in tail else tail
+    return head + marker.format(len(text) - len(head) - len(tail)) + tail
+
+
+@dataclass
+class TimingStats:
+    """Milliseconds per call over ``n`` timed repetitions."""
+
+    median: float
+    iqr: float
+    cv: float
+    n: int
+
+    @classmethod
+    def from_samples(cls, samples_ms: list[float]) -> "TimingStats":
+        if not samples_ms:
+            raise ValueError("no timing samples")
+        xs = sorted(samples_ms)
+        n = len(xs)
+        mean = sum(xs) / n
+        var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
+        return cls(median=_quantile(xs, 0.5), iqr=_quantile(xs, 0.75) - _quantile(xs, 0.25),
+                   cv=(math.sqrt(var) / mean) if mean > 0 else 0.0, n=n)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "TimingStats | None":
+        return None if data is None else cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+def _quantile(sorted_xs: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    pos = (len(sorted_xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+@dataclass
+class GpuInfo:
+    name: str
+    compute_capability: str
+    sms: int
+    memory_bytes: int
+
+
+@dataclass
+class Hardware:
+    """The fingerprint of the machine a target runs on (``class`` is a Python keyword: ``class_``)."""
+
+    id: str
+    class_: str
+    vendor: str
+    arch: str
+    cpu_model: str
+    cores: int
+    isa: list[str]
+    caches: dict[str, int]
+    gpu: GpuInfo | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["class"] = data.pop("class_")
+        return {k: data[k] for k in ("id", "class", "vendor", "arch", "cpu_model", "cores", "isa", "caches", "gpu")}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Hardware":
+        gpu = data.get("gpu")
+        return cls(id=data["id"], class_=data["class"], vendor=data["vendor"], arch=data["arch"], cpu_model=data["cpu_model"],
+                   cores=data["cores"], isa=list(data["isa"]), caches=dict(data["caches"]),
+                   gpu=GpuInfo(**gpu) if gpu else None)
+
+
+@dataclass
+class CaseResult:
+    index: int
+    name: str
+    params: dict[str, Any]
+    passed: bool
+    error: str | None = None
+    ref_ms: TimingStats | None = None
+    cand_ms: TimingStats | None = None
+    speedup: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "params": self.params, "passed": self.passed, "error": self.error,
+                "ref_ms": asdict(self.ref_ms) if self.ref_ms else None,
+                "cand_ms": asdict(self.cand_ms) if self.cand_ms else None, "speedup": self.speedup}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CaseResult":
+        return cls(index=data["index"], name=data["name"], params=dict(data["params"]), passed=data["passed"], error=data["error"],
+                   ref_ms=TimingStats.from_dict(data["ref_ms"]), cand_ms=TimingStats.from_dict(data["cand_ms"]), speedup=data["speedup"])
+
+
+@dataclass
+class Outcome:
+    """What the target said about one candidate for one task (contract §3)."""
+
+    status: Status
+    task: str
+    family: str
+    level: int | None
+    target: str
+    cases_total: int
+    cases_passed: int
+    speedup: float | None
+    error_kind: str | None
+    error_excerpt: str | None
+    compile_time_s: float | None
+    timings_valid: bool
+    threads: int
+    duration_s: float
+    hardware: Hardware
+    cases: list[CaseResult] = field(default_factory=list)
+    schema: str = SCHEMA
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+        if self.error_kind is not None and self.error_kind.split(":", 1)[0] not in STATUSES:
+            raise ValueError(f"error_kind {self.error_kind!r} does not start with a status")
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.CORRECT
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema, "status": self.status.value, "task": self.task, "family": self.family, "level": self.level,
+            "target": self.target, "cases_total": self.cases_total, "cases_passed": self.cases_passed, "speedup": self.speedup,
+            "error_kind": self.error_kind, "error_excerpt": self.error_excerpt, "compile_time_s": self.compile_time_s,
+            "timings_valid": self.timings_valid, "threads": self.threads, "duration_s": self.duration_s,
+            "hardware": self.hardware.to_dict(), "cases": [c.to_dict() for c in self.cases],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Outcome":
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} record (schema={data.get('schema')!r})")
+        return cls(
+            status=Status(data["status"]), task=data["task"], family=data["family"], level=data["level"], target=data["target"],
+            cases_total=data["cases_total"], cases_passed=data["cases_passed"], speedup=data["speedup"],
+            error_kind=data["error_kind"], error_excerpt=data["error_excerpt"], compile_time_s=data["compile_time_s"],
+            timings_valid=data["timings_valid"], threads=data["threads"], duration_s=data["duration_s"],
+            hardware=Hardware.from_dict(data["hardware"]), cases=[CaseResult.from_dict(c) for c in data["cases"]],
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "Outcome":
+        return cls.from_dict(json.loads(text))
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    good = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not good:
+        return None
+    return math.exp(sum(math.log(v) for v in good) / len(good))

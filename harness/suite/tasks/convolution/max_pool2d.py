@@ -1,0 +1,62 @@
+"""2-D max pooling over square windows."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OPERATOR = "max_pool2d"
+FAMILY = "convolution"
+LEVEL = 1
+DESCRIPTION = (
+    "Max pooling of an NCHW tensor with a square window (kernel_size), stride and implicit "
+    "-inf padding (padding <= kernel_size / 2); floor output size, no dilation, values only."
+)
+
+batch_size = 4
+channels = 64
+height = 112
+width = 112
+kernel_size = 3
+stride = 2
+padding = 1
+DTYPE = "float32"
+
+CASES = [
+    {"name": "4x64x112x112-k3s2", "batch_size": 4, "channels": 64, "height": 112, "width": 112,
+     "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "float32"},
+    {"name": "1x64x224x224-k3s2", "batch_size": 1, "channels": 64, "height": 224, "width": 224,
+     "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "float32"},
+    {"name": "8x96x57x57-k3s2", "batch_size": 8, "channels": 96, "height": 57, "width": 57, "kernel_size": 3,
+     "stride": 2, "padding": 1, "DTYPE": "float32"},
+    {"name": "32x32x64x64-k2s2", "batch_size": 32, "channels": 32, "height": 64, "width": 64,
+     "kernel_size": 2, "stride": 2, "padding": 0, "DTYPE": "float32"},
+    {"name": "2x3x385x383-k5s1", "batch_size": 2, "channels": 3, "height": 385, "width": 383,
+     "kernel_size": 5, "stride": 1, "padding": 2, "DTYPE": "float32"},
+    {"name": "64x512x7x7-k3s1", "batch_size": 64, "channels": 512, "height": 7, "width": 7, "kernel_size": 3,
+     "stride": 1, "padding": 1, "DTYPE": "float32"},
+    {"name": "2x64x112x112-k3s2-f64", "batch_size": 2, "channels": 64, "height": 112, "width": 112,
+     "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "float64"},
+    {"name": "4x64x112x112-k3s2-bf16", "batch_size": 4, "channels": 64, "height": 112, "width": 112,
+     "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "bfloat16"},
+    {"name": "7x33x127x129-k2s2-bf16", "batch_size": 7, "channels": 33, "height": 127, "width": 129,
+     "kernel_size": 2, "stride": 2, "padding": 0, "DTYPE": "bfloat16"},
+]
+
+
+class Model(nn.Module):
+    def __init__(self, kernel_size, stride, padding):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, height, width, dtype=getattr(torch, DTYPE))]
+
+
+def get_init_inputs():
+    return [kernel_size, stride, padding]

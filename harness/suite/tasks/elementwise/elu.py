@@ -1,0 +1,44 @@
+"""ELU with a configurable alpha, elementwise on a 2-D tensor."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OPERATOR = "elu"
+FAMILY = "elementwise"
+LEVEL = 1
+DESCRIPTION = "ELU, x if x > 0 else alpha * (exp(x) - 1), elementwise on a (batch_size, dim) tensor."
+
+batch_size = 1024
+dim = 7168
+alpha = 1.0
+DTYPE = "float32"
+
+CASES = [
+    {"name": "1024x7168", "batch_size": 1024, "dim": 7168, "alpha": 1.0, "DTYPE": "float32"},
+    {"name": "2560x2880", "batch_size": 2560, "dim": 2880, "alpha": 1.0, "DTYPE": "float32"},
+    {"name": "1x7340033-a0.5", "batch_size": 1, "dim": 7340033, "alpha": 0.5, "DTYPE": "float32"},
+    {"name": "1023x7177", "batch_size": 1023, "dim": 7177, "alpha": 1.0, "DTYPE": "float32"},
+    {"name": "7x1048573-a2", "batch_size": 7, "dim": 1048573, "alpha": 2.0, "DTYPE": "float32"},
+    {"name": "512x7168-f64", "batch_size": 512, "dim": 7168, "alpha": 1.0, "DTYPE": "float64"},
+    {"name": "257x14281-f64", "batch_size": 257, "dim": 14281, "alpha": 0.5, "DTYPE": "float64"},
+    {"name": "1024x7168-bf16", "batch_size": 1024, "dim": 7168, "alpha": 1.0, "DTYPE": "bfloat16"},
+    {"name": "1x7340033-bf16", "batch_size": 1, "dim": 7340033, "alpha": 1.0, "DTYPE": "bfloat16"},
+]
+
+
+class Model(nn.Module):
+    def __init__(self, alpha: float):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.elu(x, alpha=self.alpha)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim, dtype=getattr(torch, DTYPE))]
+
+
+def get_init_inputs():
+    return [alpha]

@@ -1,0 +1,45 @@
+"""Hardswish activation applied elementwise to a 2-D tensor."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OPERATOR = "hardswish"
+FAMILY = "elementwise"
+LEVEL = 1
+DESCRIPTION = (
+    "Hardswish, x * relu6(x + 3) / 6, elementwise on a (batch_size, dim) tensor; inputs are "
+    "scaled by 4 so all three pieces (x <= -3, -3 < x < 3, x >= 3) occur."
+)
+
+batch_size = 1024
+dim = 7168
+DTYPE = "float32"
+
+CASES = [
+    {"name": "1024x7168", "batch_size": 1024, "dim": 7168, "DTYPE": "float32"},
+    {"name": "2560x2880", "batch_size": 2560, "dim": 2880, "DTYPE": "float32"},
+    {"name": "1x7340033", "batch_size": 1, "dim": 7340033, "DTYPE": "float32"},
+    {"name": "1023x7177", "batch_size": 1023, "dim": 7177, "DTYPE": "float32"},
+    {"name": "7x1048573", "batch_size": 7, "dim": 1048573, "DTYPE": "float32"},
+    {"name": "512x7168-f64", "batch_size": 512, "dim": 7168, "DTYPE": "float64"},
+    {"name": "257x14281-f64", "batch_size": 257, "dim": 14281, "DTYPE": "float64"},
+    {"name": "1024x14336-bf16", "batch_size": 1024, "dim": 14336, "DTYPE": "bfloat16"},
+    {"name": "1x14680067-bf16", "batch_size": 1, "dim": 14680067, "DTYPE": "bfloat16"},
+]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.hardswish(x)
+
+
+def get_inputs():
+    return [4.0 * torch.randn(batch_size, dim, dtype=getattr(torch, DTYPE))]
+
+
+def get_init_inputs():
+    return []

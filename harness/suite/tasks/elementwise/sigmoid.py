@@ -1,0 +1,44 @@
+"""Logistic sigmoid applied elementwise to a 2-D tensor."""
+
+import torch
+import torch.nn as nn
+
+OPERATOR = "sigmoid"
+FAMILY = "elementwise"
+LEVEL = 1
+DESCRIPTION = (
+    "Logistic sigmoid 1 / (1 + exp(-x)), elementwise on a (batch_size, dim) tensor; "
+    "inputs are scaled by 6 so both saturated tails are exercised."
+)
+
+batch_size = 1024
+dim = 7168
+DTYPE = "float32"
+
+CASES = [
+    {"name": "1024x7168", "batch_size": 1024, "dim": 7168, "DTYPE": "float32"},
+    {"name": "2560x2880", "batch_size": 2560, "dim": 2880, "DTYPE": "float32"},
+    {"name": "1x7340033", "batch_size": 1, "dim": 7340033, "DTYPE": "float32"},
+    {"name": "1023x7177", "batch_size": 1023, "dim": 7177, "DTYPE": "float32"},
+    {"name": "127x57793", "batch_size": 127, "dim": 57793, "DTYPE": "float32"},
+    {"name": "512x7168-f64", "batch_size": 512, "dim": 7168, "DTYPE": "float64"},
+    {"name": "257x14281-f64", "batch_size": 257, "dim": 14281, "DTYPE": "float64"},
+    {"name": "1024x14336-bf16", "batch_size": 1024, "dim": 14336, "DTYPE": "bfloat16"},
+    {"name": "1x14680067-bf16", "batch_size": 1, "dim": 14680067, "DTYPE": "bfloat16"},
+]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x)
+
+
+def get_inputs():
+    return [6.0 * torch.randn(batch_size, dim, dtype=getattr(torch, DTYPE))]
+
+
+def get_init_inputs():
+    return []

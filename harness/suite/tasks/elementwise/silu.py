@@ -1,0 +1,42 @@
+"""SiLU (swish) activation applied elementwise to a 2-D tensor."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OPERATOR = "silu"
+FAMILY = "elementwise"
+LEVEL = 1
+DESCRIPTION = "SiLU (swish), x * sigmoid(x), elementwise on a (batch_size, dim) tensor."
+
+batch_size = 1024
+dim = 7168
+DTYPE = "float32"
+
+CASES = [
+    {"name": "1024x7168", "batch_size": 1024, "dim": 7168, "DTYPE": "float32"},
+    {"name": "2560x2880", "batch_size": 2560, "dim": 2880, "DTYPE": "float32"},
+    {"name": "1x7340033", "batch_size": 1, "dim": 7340033, "DTYPE": "float32"},
+    {"name": "1023x7177", "batch_size": 1023, "dim": 7177, "DTYPE": "float32"},
+    {"name": "31x236807", "batch_size": 31, "dim": 236807, "DTYPE": "float32"},
+    {"name": "512x7168-f64", "batch_size": 512, "dim": 7168, "DTYPE": "float64"},
+    {"name": "1x3670019-f64", "batch_size": 1, "dim": 3670019, "DTYPE": "float64"},
+    {"name": "1024x14336-bf16", "batch_size": 1024, "dim": 14336, "DTYPE": "bfloat16"},
+    {"name": "2049x7165-bf16", "batch_size": 2049, "dim": 7165, "DTYPE": "bfloat16"},
+]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.silu(x)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim, dtype=getattr(torch, DTYPE))]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,46 @@
+"""Row-wise log-softmax over the last dimension."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OPERATOR = "log_softmax"
+FAMILY = "normalization"
+LEVEL = 1
+DESCRIPTION = (
+    "log_softmax over the last dimension of a (batch_size, dim) tensor: x - logsumexp(x); "
+    "inputs are scaled by 5 so the max-subtraction matters."
+)
+
+batch_size = 1024
+dim = 4096
+DTYPE = "float32"
+
+CASES = [
+    {"name": "1024x4096", "batch_size": 1024, "dim": 4096, "DTYPE": "float32"},
+    {"name": "64x65536", "batch_size": 64, "dim": 65536, "DTYPE": "float32"},
+    {"name": "1x4194305", "batch_size": 1, "dim": 4194305, "DTYPE": "float32"},
+    {"name": "1023x4097", "batch_size": 1023, "dim": 4097, "DTYPE": "float32"},
+    {"name": "16385x257", "batch_size": 16385, "dim": 257, "DTYPE": "float32"},
+    {"name": "131071x31", "batch_size": 131071, "dim": 31, "DTYPE": "float32"},
+    {"name": "512x4096-f64", "batch_size": 512, "dim": 4096, "DTYPE": "float64"},
+    {"name": "257x8191-f64", "batch_size": 257, "dim": 8191, "DTYPE": "float64"},
+    {"name": "2048x4096-bf16", "batch_size": 2048, "dim": 4096, "DTYPE": "bfloat16"},
+    {"name": "4097x1025-bf16", "batch_size": 4097, "dim": 1025, "DTYPE": "bfloat16"},
+]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.log_softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [5.0 * torch.randn(batch_size, dim, dtype=getattr(torch, DTYPE))]
+
+
+def get_init_inputs():
+    return []

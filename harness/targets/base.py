@@ -1,0 +1,125 @@
+"""The target plug-in interface: compile, run, time, describe the hardware.
+
+A target is a small class. The parent process asks it whether it can run here
+(``check_available``), what environment its workers need (``worker_env``) and
+whether its timings mean anything (``timings_valid``). Inside the worker it
+loads the candidate (``compile``: import the file, which builds its kernels),
+runs a model (``run``: move inputs, call, synchronise), builds a timer
+(``timer``) and describes the hardware (``describe_hardware``). A new target
+(an NPU, say) is one more module registered in ``harness.targets.TARGETS``;
+nothing else changes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harness.record import Hardware
+
+
+class Target:
+    name = "base"
+    device = "cpu"               # torch device type tensors live on for this target
+    uses_rlimit_as = True        # False where the runtime needs a huge virtual address space (CUDA)
+    warmup_forward = False       # True for JIT targets: one unguarded forward per case first (it compiles, e.g. calls ptxas)
+    check_native_threads = True  # False where the runtime starts its own threads lazily (CUDA)
+
+    # -- parent side ---------------------------------------------------------------------------
+    def options(self) -> dict[str, object]:
+        """Keyword arguments that rebuild this target in a worker (``get_target(name, **options)``)."""
+        return {}
+
+    def check_available(self) -> None:
+        """Raise ``TargetUnavailableError`` (with the reason) when this machine cannot run the target."""
+
+    def timings_valid(self) -> bool:
+        return True
+
+    def worker_env(self, threads: int) -> dict[str, str]:
+        """Fixed thread count for every runtime. OMP_WAIT_POLICY=PASSIVE: torch's OpenMP runtime and the
+        candidate's (often a different libgomp) alternate in one process while timing; spinning idle
+        threads of one would steal the cores of the other."""
+        value = str(threads)
+        return {"OMP_NUM_THREADS": value, "MKL_NUM_THREADS": value, "OPENBLAS_NUM_THREADS": value, "OMP_DYNAMIC": "FALSE",
+                "OMP_WAIT_POLICY": "PASSIVE"}
+
+    # -- worker side ---------------------------------------------------------------------------
+    def setup_worker(self, threads: int) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            pass  # already set (only possible before any inter-op work)
+
+    def prime(self) -> None:
+        """Initialise the device runtime before the harness snapshots what may not be patched."""
+        import torch
+
+        if self.device != "cpu":
+            torch.zeros(1, device=self.device).add_(1)
+            self.synchronize()
+
+    def compile(self, path: Path) -> ModuleType:
+        """Import the candidate file (which compiles its kernels); returns the module."""
+        return import_file(path, "kope_candidate")
+
+    def to_device(self, value: Any) -> Any:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            return value.to(self.device)
+        return value
+
+    def synchronize(self) -> None:
+        pass
+
+    def run(self, model: Any, inputs: list[Any]) -> Any:
+        out = model(*inputs)
+        self.synchronize()
+        return out
+
+    def timer(self, hardware: Hardware) -> Any:
+        from harness.timing import CpuTimer
+
+        private = hardware.caches.get("l2", 1 << 20) * max(1, hardware.cores)
+        return CpuTimer(scrub_bytes=min(max(2 * private, 4 << 20), 64 << 20))
+
+    def describe_hardware(self) -> Hardware:
+        from harness.hardware import cpu_fingerprint
+
+        return cpu_fingerprint()
+
+
+def import_file(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compile_seconds() -> float | None:
+    """Seconds spent in the harness's compile paths so far (None: nothing was compiled)."""
+    from harness import cpu
+    from harness.targets import torch_ext
+
+    calls = cpu.STATS["calls"] + torch_ext.STATS["calls"]
+    return None if calls == 0 else cpu.STATS["seconds"] + torch_ext.STATS["seconds"]
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def now() -> float:
+    return time.perf_counter()

@@ -1,0 +1,72 @@
+"""``triton``: Triton kernels. On a GPU: real runs, CUDA-event timing. Without one: the Triton
+interpreter (``TRITON_INTERPRET=1``) on CPU tensors, for correctness only (``timings_valid`` false)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import TargetUnavailableError
+from harness.record import Hardware
+from harness.targets.base import Target
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # a broken CUDA install reads as no GPU
+        return False
+
+
+class TritonTarget(Target):
+    name = "triton"
+
+    def __init__(self, interpret: bool | None = None) -> None:
+        self.interpret = (not _has_gpu()) if interpret is None else interpret
+        self.device = "cpu" if self.interpret else "cuda"
+        self.uses_rlimit_as = self.interpret
+        self.warmup_forward = not self.interpret      # the first launch JIT-compiles (runs ptxas): not a cheat
+        self.check_native_threads = self.interpret
+
+    def options(self) -> dict[str, object]:
+        return {"interpret": self.interpret}
+
+    def check_available(self) -> None:
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            raise TargetUnavailableError("target triton needs the triton package", hint="pip install triton") from None
+
+    def timings_valid(self) -> bool:
+        return not self.interpret
+
+    def worker_env(self, threads: int) -> dict[str, str]:
+        from harness.cpu import cache_root
+
+        env = super().worker_env(threads)
+        env["TRITON_INTERPRET"] = "1" if self.interpret else "0"
+        env.setdefault("TRITON_CACHE_DIR", str(cache_root() / "triton"))  # compiled kernels reused across evaluations
+        return env
+
+    def synchronize(self) -> None:
+        if not self.interpret:
+            import torch
+
+            torch.cuda.synchronize()
+
+    def timer(self, hardware: Hardware) -> Any:
+        if self.interpret:
+            return super().timer(hardware)
+        import torch
+
+        from harness.timing import CudaTimer
+
+        return CudaTimer(torch.device("cuda"))
+
+    def describe_hardware(self) -> Hardware:
+        if self.interpret:
+            return super().describe_hardware()
+        from harness.hardware import gpu_fingerprint
+
+        return gpu_fingerprint()

@@ -1,0 +1,361 @@
+"""Task files: KernelBench-compatible problems, plus KOPE's optional metadata and CASES.
+
+A task is one Python file (contract §1). Required, exactly as KernelBench:
+``class Model(nn.Module)``, ``get_inputs()`` and ``get_init_inputs()``. Optional:
+``OPERATOR`` (snake_case, default: the file stem, normalised), ``FAMILY`` (one of
+``FAMILIES``, default ``"unknown"``), ``LEVEL`` (1..4, default: from a
+``level<N>`` folder in the path, else ``None``), ``DESCRIPTION``, ``DTYPE`` (a
+torch dtype name read by ``get_inputs()``), ``CASES`` (a list of dicts, each with
+a unique ``name`` and JSON-serialisable values) and ``apply_case(case)``.
+
+A case is applied to a *freshly executed* copy of the module: every key other
+than ``name`` is set as a module global (each must already exist, so a typo is
+an error), or, when the module defines ``apply_case``, that hook is called with
+the case dict instead. A task without ``CASES`` has one implicit case,
+``default``: the module as written.
+
+``read_task_info`` reads the metadata without running the file (for listing);
+``load_task`` runs it and validates everything that can be checked without
+calling the model; the reference worker checks the rest per case
+(``get_init_inputs()``, ``Model(...)``, ``get_inputs()``) and reports failures
+as ``ReferenceFailedError`` naming the case.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.util
+import itertools
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harness.errors import TaskFormatError, TaskNotFoundError
+
+FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
+METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES")
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
+          "half", "float", "double", "long", "int", "short")
+_SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Case:
+    index: int
+    name: str
+    params: dict[str, Any]  # every key of the case dict except ``name``
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.params}
+
+
+@dataclass
+class TaskInfo:
+    """What a task is: metadata, path and cases (the implicit ``default`` case when the file has no CASES)."""
+
+    operator: str
+    family: str
+    level: int | None
+    description: str
+    path: Path
+    dtype: str | None = None
+    cases: list[Case] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"operator": self.operator, "family": self.family, "level": self.level, "description": self.description,
+                "path": str(self.path), "dtype": self.dtype,
+                "cases": [c.as_dict() for c in self.cases]}
+
+
+@dataclass
+class Task(TaskInfo):
+    """A loaded, validated task. ``cases`` is always set (the implicit ``default`` case if the file has none)."""
+
+    has_apply_case: bool = False
+    source: str = field(default="", repr=False)
+
+    def module_for_case(self, case: Case) -> ModuleType:
+        """A fresh copy of the task module with ``case`` applied."""
+        module = _exec_module(self.path)
+        apply_case(module, case)
+        return module
+
+
+def default_operator(path: Path) -> str:
+    name = re.sub(r"[^a-z0-9]+", "_", path.stem.lower()).strip("_")
+    return name or "task"
+
+
+def level_from_path(path: Path) -> int | None:
+    for part in reversed(path.resolve().parts[:-1]):
+        match = re.fullmatch(r"level[_-]?(\d)", part.lower())
+        if match and 1 <= int(match.group(1)) <= 4:
+            return int(match.group(1))
+    return None
+
+
+def _resolve(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise TaskNotFoundError(f"task file not found: {p}")
+    if p.suffix != ".py":
+        raise TaskFormatError(f"{p}: a task is a Python file (.py)")
+    return p.resolve()
+
+
+def _parse(path: Path) -> tuple[str, ast.Module]:
+    try:
+        source = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFormatError(f"{path}: cannot read the task file: {exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise TaskFormatError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    return source, tree
+
+
+def _top_level_assignments(tree: ast.Module) -> dict[str, ast.AST]:
+    found: dict[str, ast.AST] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
+                found[target.id] = node
+    return found
+
+
+def _top_level_defs(tree: ast.Module) -> set[str]:
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+    return names | set(_top_level_assignments(tree))
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def read_task_info(path: str | Path) -> TaskInfo:
+    """Metadata and cases from the file's literals, without executing it; falls back to ``load_task``."""
+    p = _resolve(path)
+    _source, tree = _parse(p)
+    assigned = _top_level_assignments(tree)
+    values: dict[str, Any] = {}
+    for name in METADATA:
+        if name in assigned:
+            try:
+                values[name] = ast.literal_eval(assigned[name].value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return load_task(p)
+    defined = _top_level_defs(tree) | _imported_names(tree)
+    problems = _check_metadata(values, assigned, has_apply_case="apply_case" in defined, module_globals=dict.fromkeys(defined))
+    missing = [n for n in REQUIRED if n not in defined]
+    problems = [f"no `{n}` defined at module level (required by the KernelBench format)" for n in missing] + problems
+    _raise_if(p, problems)
+    return _info_from_values(p, values)
+
+
+def load_task(path: str | Path) -> Task:
+    """Execute the task file once and validate it; precise ``TaskFormatError`` otherwise."""
+    p = _resolve(path)
+    source, tree = _parse(p)
+    module = _exec_module(p)
+    assigned = _top_level_assignments(tree)
+    problems = _check_required(module)
+    values = {name: getattr(module, name) for name in METADATA if hasattr(module, name)}
+    has_hook = hasattr(module, "apply_case")
+    if has_hook and not callable(module.apply_case):
+        problems.append("`apply_case` must be a function apply_case(case: dict) -> None")
+    problems += _check_metadata(values, assigned, has_apply_case=has_hook, module_globals=vars(module))
+    _raise_if(p, problems)
+    info = _info_from_values(p, values)
+    return Task(operator=info.operator, family=info.family, level=info.level, description=info.description, path=p,
+                dtype=info.dtype, cases=info.cases, has_apply_case=has_hook, source=source)
+
+
+def apply_case(module: ModuleType, case: Case) -> None:
+    hook = getattr(module, "apply_case", None)
+    if callable(hook):
+        hook(case.as_dict())
+        return
+    for key, value in case.params.items():
+        setattr(module, key, value)
+
+
+def _exec_module(path: Path) -> ModuleType:
+    name = f"_kope_task_{default_operator(path)}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TaskFormatError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the task's own code failed at import: say where
+        sys.modules.pop(name, None)
+        line = _failing_line(exc, path)
+        where = f"{path}:{line}" if line else str(path)
+        raise TaskFormatError(f"{where}: importing the task raised {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _failing_line(exc: BaseException, path: Path) -> int | None:
+    tb, line = exc.__traceback__, None
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve() == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _check_required(module: ModuleType) -> list[str]:
+    problems = []
+    model = getattr(module, "Model", None)
+    if model is None:
+        problems.append("no `Model` defined at module level (required by the KernelBench format: class Model(nn.Module))")
+    else:
+        import torch
+
+        if not (isinstance(model, type) and issubclass(model, torch.nn.Module)):
+            problems.append(f"`Model` must be a class deriving from torch.nn.Module, found {type(model).__name__}")
+    for name in ("get_inputs", "get_init_inputs"):
+        value = getattr(module, name, None)
+        if value is None:
+            problems.append(f"no `{name}()` defined at module level (required by the KernelBench format)")
+        elif not callable(value):
+            problems.append(f"`{name}` must be a function returning a list, found {type(value).__name__}")
+    return problems
+
+
+def _line(assigned: dict[str, ast.AST], name: str) -> str:
+    node = assigned.get(name)
+    return f" (line {node.lineno})" if node is not None else ""
+
+
+def _check_metadata(values: dict[str, Any], assigned: dict[str, ast.AST], *, has_apply_case: bool,
+                    module_globals: dict[str, Any] | None) -> list[str]:
+    problems: list[str] = []
+    if "OPERATOR" in values:
+        op = values["OPERATOR"]
+        if not isinstance(op, str) or not _SNAKE.match(op):
+            problems.append(f"OPERATOR{_line(assigned, 'OPERATOR')} must be a snake_case string like 'layer_norm', found {op!r}")
+    if "FAMILY" in values and values["FAMILY"] not in FAMILIES:
+        problems.append(f"FAMILY{_line(assigned, 'FAMILY')} must be one of {', '.join(FAMILIES)}; found {values['FAMILY']!r}")
+    if "LEVEL" in values:
+        level = values["LEVEL"]
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 4:
+            problems.append(f"LEVEL{_line(assigned, 'LEVEL')} must be an integer from 1 to 4, found {level!r}")
+    if "DESCRIPTION" in values and not isinstance(values["DESCRIPTION"], str):
+        problems.append(f"DESCRIPTION{_line(assigned, 'DESCRIPTION')} must be a string")
+    if "DTYPE" in values and values["DTYPE"] not in DTYPES:
+        problems.append(f"DTYPE{_line(assigned, 'DTYPE')} must name a torch dtype ({', '.join(DTYPES[:6])}, ...), found {values['DTYPE']!r}")
+    if "CASES" in values:
+        problems += _check_cases(values["CASES"], assigned, has_apply_case, module_globals)
+    return problems
+
+
+def _case_line(assigned: dict[str, ast.AST], index: int) -> str:
+    node = assigned.get("CASES")
+    value = getattr(node, "value", None)
+    if isinstance(value, (ast.List, ast.Tuple)) and index < len(value.elts):
+        return f" (line {value.elts[index].lineno})"
+    return ""
+
+
+def _check_cases(cases: Any, assigned: dict[str, ast.AST], has_apply_case: bool, module_globals: dict[str, Any] | None) -> list[str]:
+    where = _line(assigned, "CASES")
+    if not isinstance(cases, (list, tuple)) or not cases:
+        return [f"CASES{where} must be a non-empty list of dicts, found {type(cases).__name__}"]
+    problems, seen = [], set()
+    for i, case in enumerate(cases):
+        at = f"CASES[{i}]{_case_line(assigned, i)}"
+        if not isinstance(case, dict):
+            problems.append(f"{at} must be a dict, found {type(case).__name__}")
+            continue
+        name = case.get("name")
+        if not isinstance(name, str) or not name.strip():
+            problems.append(f"{at} needs a non-empty string 'name'")
+        elif name in seen:
+            problems.append(f"{at} repeats the case name {name!r}")
+        else:
+            seen.add(name)
+        try:
+            json.dumps(case, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{at} holds a value that is not JSON-serialisable: {exc}")
+        for key, value in case.items():
+            if key == "name":
+                continue
+            if not isinstance(key, str) or not key.isidentifier():
+                problems.append(f"{at} key {key!r} is not a valid Python name")
+                continue
+            if key == "DTYPE" and value not in DTYPES:
+                problems.append(f"{at} sets DTYPE to {value!r}, which is not a torch dtype name")
+            if not has_apply_case and module_globals is not None and key not in module_globals:
+                close = difflib.get_close_matches(key, [k for k in module_globals if not k.startswith("__")], n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"{at} sets {key!r}, which is not a module-level name of the task{hint}; "
+                                "define it at module level or add an apply_case(case) hook")
+    return problems
+
+
+def _raise_if(path: Path, problems: list[str]) -> None:
+    if problems:
+        body = "\n".join(f"  - {p}" for p in problems)
+        raise TaskFormatError(f"invalid task file {path}:\n{body}")
+
+
+def _info_from_values(path: Path, values: dict[str, Any]) -> TaskInfo:
+    cases = [Case(0, "default", {})]
+    if "CASES" in values:
+        cases = [Case(i, c["name"], {k: v for k, v in c.items() if k != "name"}) for i, c in enumerate(values["CASES"])]
+    return TaskInfo(
+        operator=values.get("OPERATOR") or default_operator(path), family=values.get("FAMILY", "unknown"),
+        level=values["LEVEL"] if "LEVEL" in values else level_from_path(path), description=values.get("DESCRIPTION", ""),
+        path=path, dtype=values.get("DTYPE"), cases=cases,
+    )
+
+
+def select_cases(task: TaskInfo, spec: str | list[int | str] | tuple | None) -> list[Case]:
+    """Cases by index, index range (``2-5``) or name; ``None`` selects all. Order follows the task."""
+    from harness.errors import OptionsError
+
+    if spec is None or spec == "" or spec == []:
+        return list(task.cases)
+    items: list[int | str] = []
+    for part in (spec.split(",") if isinstance(spec, str) else spec):
+        if isinstance(part, int):
+            items.append(part)
+            continue
+        part = part.strip()
+        if re.fullmatch(r"\d+", part):
+            items.append(int(part))
+        elif re.fullmatch(r"\d+-\d+", part):
+            lo, hi = map(int, part.split("-"))
+            items.extend(range(lo, hi + 1))
+        elif part:
+            items.append(part)
+    by_name = {c.name: c for c in task.cases}
+    chosen: dict[int, Case] = {}
+    for item in items:
+        if isinstance(item, int):
+            if not 0 <= item < len(task.cases):
+                raise OptionsError(f"case index {item} is out of range: task {task.operator} has cases 0-{len(task.cases) - 1}")
+            chosen[item] = task.cases[item]
+        elif item in by_name:
+            chosen[by_name[item].index] = by_name[item]
+        else:
+            close = difflib.get_close_matches(item, list(by_name), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; cases are {', '.join(by_name)}"
+            raise OptionsError(f"task {task.operator} has no case {item!r}{hint}")
+    return [chosen[i] for i in sorted(chosen)]

@@ -1,0 +1,73 @@
+"""Check a task file end to end: validate it, then run every case's reference once in a worker.
+
+``check_task`` loads the task (``TaskFormatError`` for a bad file), then asks a
+reference worker to build the model and compute the output of every case
+(``get_init_inputs``, ``Model(...)``, ``get_inputs``, ``forward``); with
+``measure=True`` it also times the reference (median of a few warm calls), to
+see whether a case falls in the intended 1-100 ms range.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import ReferenceFailedError
+from harness.hardware import available_cores
+from harness.sandbox import Limits, Worker, WorkerError
+from harness.targets import get_target
+from harness.task import Task, load_task
+
+
+@dataclass
+class CaseCheck:
+    index: int
+    name: str
+    ok: bool
+    error: str | None = None
+    outputs: list[str] | None = None   # "float32[16, 1024]" per output tensor
+    degenerate: str | None = None
+    ref_ms: float | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def check_task(task: str | Path | Task, *, measure: bool = False, target: str = "cpu", timeout_s: float = 300.0,
+               threads: int | None = None) -> tuple[Task, list[CaseCheck]]:
+    loaded = task if isinstance(task, Task) else load_task(task)
+    tgt = get_target(target)
+    tgt.check_available()
+    threads = threads or available_cores()
+    env = dict(os.environ)
+    env.update(tgt.worker_env(threads))
+    worker = Worker("reference", env, Limits(), tgt.uses_rlimit_as)
+    results: list[CaseCheck] = []
+    try:
+        reply, _ = worker.request({"op": "load", "task": str(loaded.path), "target": tgt.name, "target_options": tgt.options(),
+                                   "threads": threads}, timeout_s, "loading the task")
+        if not reply.get("ok"):
+            raise ReferenceFailedError(f"{loaded.path}: {reply.get('reference_failed')}")
+        for case in loaded.cases:
+            try:
+                reply, tensors = worker.request({"op": "reference", "case": case.index, "init_seed": 0, "seeds": [1], "retries": 4},
+                                                timeout_s, f"case {case.name!r}")
+            except WorkerError as exc:
+                results.append(CaseCheck(case.index, case.name, False, f"the reference worker failed: {exc}"))
+                break
+            if not reply.get("ok"):
+                results.append(CaseCheck(case.index, case.name, False, reply.get("reference_failed")))
+                continue
+            trial = reply["trials"][0]
+            check = CaseCheck(case.index, case.name, True, outputs=[f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" for t in tensors],
+                              degenerate=trial.get("degenerate"))
+            if measure:
+                timed, _ = worker.request({"op": "time_reference", "case": case.index, "init_seed": 0, "seed": 1, "reps": 5},
+                                          timeout_s, f"timing case {case.name!r}")
+                check.ref_ms = statistics.median(timed["ms"]) if timed.get("ok") else None
+            results.append(check)
+    finally:
+        worker.close()
+    return loaded, results

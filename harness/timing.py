@@ -1,0 +1,173 @@
+"""Timing: the reference and the candidate measured interleaved, in the same process.
+
+Per repetition ``r``: fresh inputs (``make_inputs(r)``, new values every time,
+so an output cache keyed on anything cannot hit), then the two implementations
+in alternating order (``ref, cand`` on even reps, ``cand, ref`` on odd ones) so
+drift and order effects cancel; before each call the caches are flushed (see
+``CpuTimer``/``CudaTimer``); only the call itself is inside the timed region.
+Warm-up runs both until ``warmup_ms`` of each has been spent (at least once).
+Repetitions continue until both have ``rep_ms`` of measured time and at least
+``min_reps`` reps, or ``max_reps``, or ``max_wall_s`` of wall time.
+
+Some repetitions' candidate outputs (``keep``, chosen by the caller, plus the
+last one) are handed back so the harness can check them against the
+reference outside this process: a kernel that is only wrong when it is being
+timed is caught (``incorrect:timed_mismatch``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+_clock = time.perf_counter_ns  # bound before any candidate code runs
+
+_FLUSH_SOURCE = r"""
+#include <cstdint>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+extern "C" void kope_flush_lines(const void* p, int64_t nbytes) {
+    const char* c = static_cast<const char*>(p);
+#if defined(__x86_64__) || defined(__i386__)
+    for (int64_t i = 0; i < nbytes; i += 64) {
+#if defined(__CLFLUSHOPT__)
+        _mm_clflushopt(const_cast<char*>(c + i));
+#else
+        _mm_clflush(c + i);
+#endif
+    }
+    _mm_mfence();
+#elif defined(__aarch64__)
+    for (int64_t i = 0; i < nbytes; i += 64) asm volatile("dc civac, %0" :: "r"(c + i) : "memory");
+    asm volatile("dsb ish" ::: "memory");
+#endif
+}
+"""
+
+
+@dataclass
+class Budget:
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    min_reps: int = 5
+    max_reps: int = 100
+    max_wall_s: float = 60.0
+
+
+@dataclass
+class Measured:
+    ref_ms: list[float] = field(default_factory=list)
+    cand_ms: list[float] = field(default_factory=list)
+    kept: dict[int, Any] = field(default_factory=dict)  # rep -> candidate output
+    last_rep: int = -1
+
+
+class CpuTimer:
+    """Wall time of one call; before it, the cache lines of the inputs and model state are
+    flushed (``clflush``/``dc civac``) and a scrub buffer (twice the private caches) is rewritten."""
+
+    name = "cpu"
+
+    def __init__(self, scrub_bytes: int) -> None:
+        self.scrub = torch.empty(max(scrub_bytes, 1 << 20) // 4, dtype=torch.float32)
+        self._flush_lines = None
+        self.method = "scrub"
+        try:
+            from harness.cpu import compile_cpp
+
+            self._flush_lines = compile_cpp(_FLUSH_SOURCE).kope_flush_lines
+            self.method = "clflush+scrub"
+        except Exception:  # no compiler or an exotic arch: the scrub buffer still evicts the private caches
+            self._flush_lines = None
+
+    def flush(self, tensors: list[torch.Tensor]) -> None:
+        self.scrub.add_(1.0)
+        if self._flush_lines is None:
+            return
+        for t in tensors:
+            if t.device.type == "cpu" and t.untyped_storage().nbytes():
+                self._flush_lines(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+
+    def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        start = _clock()
+        out = fn()
+        return (_clock() - start) / 1e6, out
+
+
+class CudaTimer:
+    """CUDA events around the call; the L2 cache is flushed by rewriting a buffer larger than it."""
+
+    name = "cuda"
+    method = "l2-scrub"
+
+    def __init__(self, device: torch.device) -> None:
+        props = torch.cuda.get_device_properties(device)
+        l2 = int(getattr(props, "L2_cache_size", 0) or 64 << 20)
+        self.scrub = torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device=device)
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def flush(self, tensors: list[torch.Tensor]) -> None:
+        self.scrub.zero_()
+
+    def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        self.start.record()
+        out = fn()
+        self.end.record()
+        torch.cuda.synchronize()
+        return self.start.elapsed_time(self.end), out
+
+
+def measure(ref: Callable[..., Any], cand: Callable[..., Any], make_inputs: Callable[[int], list[Any]],
+            state: tuple[list[torch.Tensor], list[torch.Tensor]], timer: Any, budget: Budget,
+            keep: set[int], synchronize: Callable[[], None] = lambda: None) -> Measured:
+    """Interleaved measurement; ``state`` = (reference model tensors, candidate model tensors) to flush."""
+    ref_state, cand_state = state
+    wall_start = _clock()
+    inputs = make_inputs(-1)
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    spent = {"ref": 0.0, "cand": 0.0}
+    while True:
+        for label, fn, own in (("ref", ref, ref_state), ("cand", cand, cand_state)):
+            timer.flush(tensors + own)
+            synchronize()
+            ms, _ = timer.time(lambda: fn(*inputs))
+            spent[label] += ms
+        if min(spent.values()) >= budget.warmup_ms or (_clock() - wall_start) / 1e9 > budget.max_wall_s / 4:
+            break
+    result = Measured()
+    last_out = None
+    for rep in range(budget.max_reps):
+        inputs = make_inputs(rep)
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        order = (("ref", ref, ref_state), ("cand", cand, cand_state))
+        for label, fn, own in (order if rep % 2 == 0 else order[::-1]):
+            timer.flush(tensors + own)
+            synchronize()
+            ms, out = timer.time(lambda: fn(*inputs))
+            if label == "ref":
+                result.ref_ms.append(ms)
+            else:
+                result.cand_ms.append(ms)
+                last_out = out
+                if rep in keep:
+                    result.kept[rep] = _clone(out)
+        result.last_rep = rep
+        enough = rep + 1 >= budget.min_reps and sum(result.ref_ms) >= budget.rep_ms and sum(result.cand_ms) >= budget.rep_ms
+        if enough or (_clock() - wall_start) / 1e9 > budget.max_wall_s:
+            break
+    if result.last_rep not in result.kept:
+        result.kept[result.last_rep] = last_out
+    return result
+
+
+def _clone(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_clone(v) for v in value)
+    return value

@@ -1,0 +1,258 @@
+"""The candidate worker: loads the candidate, runs it under the run-time guards, times it.
+
+Requests:
+
+* ``load`` {task, candidate, target, target_options, threads, case, init_seed}: snapshot
+  what may not be patched, import the candidate (its kernels compile now), check
+  ``ModelNew`` and build it for the first case.
+* ``run`` {case, init_seed, seeds, lazy_check}: one forward per seed, each on fresh
+  inputs (the second trial writes new values into the first trial's buffers, so a
+  cache keyed on pointers is served stale data); after each forward the guards run
+  in this order: audit events, aten ops, output types, left-over threads and
+  processes, thread count, output changing after return (first trial), input
+  mutation, patched functions. Outputs go back to the parent, which compares them.
+* ``time`` {case, init_seed, seed_base, budget, keep}: interleaved timing (``harness.timing``);
+  the candidate outputs of the ``keep`` repetitions and of the last one go back for checking.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.cpu import cache_root
+from harness.guards import (AtenRecorder, AuditGuard, PatchSnapshot, aliases, child_processes, digest, native_thread_count,
+                            prime, python_threads, same_bits)
+from harness.task import Task, load_task
+from harness.targets import get_target, torch_ext
+from harness.targets.base import compile_seconds
+from harness.timing import Budget, measure
+from harness.worker_common import build, build_reference, encode, flat_tensors, init_inputs, make_inputs, model_tensors
+
+_clock = time.perf_counter
+
+
+class Cheat(Exception):
+    def __init__(self, check: str, detail: str) -> None:
+        super().__init__(detail)
+        self.check, self.detail = check, detail
+
+
+class CandidateWorker:
+    def __init__(self) -> None:
+        self.phase = "load"
+        self.task: Task | None = None
+        self._case: tuple[int, int] | None = None
+
+    def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
+        self.phase = {"load": "load", "run": "run", "time": "time"}.get(op, "run")
+        try:
+            if op == "load":
+                return self.load(header), []
+            if op == "run":
+                return self.run(header)
+            if op == "time":
+                return self.time(header)
+        except Cheat as cheat:
+            return {"ok": False, "error_kind": f"cheat_detected:{cheat.check}", "message": cheat.detail,
+                    "compile_time_s": compile_seconds()}, []
+        return {"ok": False, "error_kind": "runtime_error:protocol", "message": f"unknown request {op!r}"}, []
+
+    # -- load ----------------------------------------------------------------------------------------
+    def load(self, header: dict) -> dict:
+        self.threads = header["threads"]
+        self.target = get_target(header["target"], **header.get("target_options", {}))
+        self.target.setup_worker(self.threads)
+        self.task = load_task(header["task"])
+        self.hardware = self.target.describe_hardware()
+        self.omp_env = os.environ.get("OMP_NUM_THREADS")
+        torch_ext.install()
+        path = Path(header["candidate"]).resolve()
+        self.audit = AuditGuard(allowed_roots=[cache_root(), path])
+        self.target.prime()
+        prime()
+        self.snapshot = PatchSnapshot()
+        module = self.target.compile(path)
+        model_cls = getattr(module, "ModelNew", None)
+        if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
+            found = "nothing" if model_cls is None else type(model_cls).__name__
+            return {"ok": False, "error_kind": "format_error:no_model_new",
+                    "message": f"the candidate must define class ModelNew(torch.nn.Module); found {found}"}
+        self.cls = model_cls
+        self._check_patches()
+        case = self.task.cases[header["case"]]
+        module = self.task.module_for_case(case)
+        init = init_inputs(module, header["init_seed"], case.name)
+        try:
+            inspect.signature(model_cls).bind(*init)
+        except TypeError as exc:
+            return {"ok": False, "error_kind": "format_error:signature",
+                    "message": f"ModelNew{inspect.signature(model_cls)} cannot take get_init_inputs() = {init!r}: {exc}"}
+        self._prepare(header["case"], header["init_seed"])
+        self._check_patches()
+        self.timer = None
+        return {"ok": True, "compile_time_s": compile_seconds()}
+
+    def _prepare(self, index: int, init_seed: int) -> None:
+        if self._case == (index, init_seed):
+            return
+        case = self.task.cases[index]
+        module = self.task.module_for_case(case)
+        self.snapshot.add("task", module)
+        self.snapshot.add("task.Model", module.Model)
+        init = init_inputs(module, init_seed, case.name)
+        device = self.target.device
+        self.ref = build_reference(module, init, init_seed, device, case.name)
+        self.cand = build(self.cls, init, init_seed, device)
+        _share_parameters(self.ref, self.cand)
+        self.module, self.case, self._case = module, case, (index, init_seed)
+
+    # -- run -----------------------------------------------------------------------------------------
+    def run(self, header: dict) -> tuple[dict, list]:
+        self._prepare(header["case"], header["init_seed"])
+        device = self.target.device
+        trials, out_tensors = [], []
+        previous: list[Any] | None = None
+        native_base = None
+        if self.target.warmup_forward:  # JIT targets compile on the first call: do it outside the guards
+            threads_before, children_before = python_threads(), set(child_processes())
+            with torch.no_grad():
+                self.target.run(self.cand, make_inputs(self.module, header["seeds"][0] ^ 0x5A5A5A5A, device, self.case.name))
+            self._check_leftovers(threads_before, children_before)
+            self._check_patches()
+        for t, seed in enumerate(header["seeds"]):
+            fresh = make_inputs(self.module, seed, device, self.case.name)
+            fresh_digest = digest(fresh) if t == 0 else None
+            inputs = _reuse_buffers(previous, fresh) if t == 1 else fresh
+            originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            threads_before, children_before = python_threads(), set(child_processes())
+            if t == 1 and self.target.check_native_threads:
+                native_base = native_thread_count()
+            recorder = AtenRecorder()
+            self.audit.arm()
+            try:
+                with torch.no_grad(), recorder:
+                    start = _clock()
+                    out = self.target.run(self.cand, inputs)
+                    forward_s = _clock() - start
+            finally:
+                events = self.audit.disarm()
+            self._after_forward(out, inputs, originals, events, recorder, threads_before, children_before, native_base,
+                                lazy_delay=_lazy_delay(forward_s) if (t == 0 and header.get("lazy_check", True)) else None)
+            trials.append({"seed": seed, "digest": fresh_digest, "output": encode(out, out_tensors),
+                           "aliases": aliases(flat_tensors(out), inputs), "forward_ms": forward_s * 1e3})
+            previous = inputs
+        return {"ok": True, "trials": trials, "compile_time_s": compile_seconds()}, out_tensors
+
+    def _after_forward(self, out: Any, inputs: list[Any], originals: list[Any], events: list[tuple[str, str]],
+                       recorder: AtenRecorder, threads_before: set[int], children_before: set[int],
+                       native_base: int | None, lazy_delay: float | None) -> None:
+        if events:
+            check, detail = events[0]
+            raise Cheat(check, f"during forward the candidate {detail}")
+        forbidden = recorder.forbidden
+        if forbidden:
+            ops = ", ".join(f"aten.{k} x{v}" for k, v in sorted(forbidden.items(), key=lambda kv: -kv[1])[:8])
+            raise Cheat("reference_call", f"forward dispatched torch compute ops outside the allow-list "
+                                          f"(allocation, views, copies): {ops}")
+        for i, value in enumerate(_flatten(out)):
+            if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
+                raise Cheat("tensor_subclass", f"output {i} is a {type(value).__name__}, a torch.Tensor subclass: "
+                                               "return plain tensors")
+        new_threads = python_threads() - threads_before
+        if new_threads:
+            raise Cheat("leftover_thread", f"{len(new_threads)} Python thread(s) started during forward were still running after it returned")
+        new_children = set(child_processes()) - children_before
+        if new_children:
+            raise Cheat("leftover_process", f"process(es) {sorted(new_children)} started during forward were still running after it returned")
+        if native_base is not None and native_thread_count() > native_base:
+            raise Cheat("leftover_thread", f"the process had {native_thread_count()} threads after forward, {native_base} before: "
+                                           "forward left threads running")
+        if torch.get_num_threads() != self.threads or os.environ.get("OMP_NUM_THREADS") != self.omp_env:
+            raise Cheat("thread_count", f"forward changed the thread count (torch: {torch.get_num_threads()}, "
+                                        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}); the harness fixes it at {self.threads}")
+        if lazy_delay is not None:
+            snapshot = [t.detach().clone() for t in flat_tensors(out)]
+            time.sleep(lazy_delay)
+            for i, (before, now) in enumerate(zip(snapshot, flat_tensors(out))):
+                if not same_bits(before, now):
+                    raise Cheat("lazy_output", f"output {i} kept changing after forward returned: the work must finish inside forward")
+        for i, (before, now) in enumerate(zip(originals, inputs)):
+            if isinstance(before, torch.Tensor) and not same_bits(before, now):
+                raise Cheat("input_mutation", f"forward modified input {i} in place")
+        self._check_patches()
+
+    def _check_leftovers(self, threads_before: set[int], children_before: set[int]) -> None:
+        if python_threads() - threads_before:
+            raise Cheat("leftover_thread", "Python threads started by the candidate were still running afterwards")
+        if set(child_processes()) - children_before:
+            raise Cheat("leftover_process", "processes started by the candidate were still running afterwards")
+
+    def _check_patches(self) -> None:
+        changes = self.snapshot.changes()
+        if changes:
+            raise Cheat("monkey_patch", "the candidate replaced functions it must not touch: " + "; ".join(changes))
+
+    # -- time ----------------------------------------------------------------------------------------
+    def time(self, header: dict) -> tuple[dict, list]:
+        self._prepare(header["case"], header["init_seed"])
+        if self.timer is None:
+            self.timer = self.target.timer(self.hardware)
+        base, device = header["seed_base"], self.target.device
+        threads_before, children_before = python_threads(), set(child_processes())
+        with torch.no_grad():
+            measured = measure(self.ref, self.cand, lambda rep: make_inputs(self.module, base + rep, device, self.case.name),
+                               (model_tensors(self.ref), model_tensors(self.cand)), self.timer, Budget(**header["budget"]),
+                               set(header.get("keep", [])), self.target.synchronize)
+        self._check_leftovers(threads_before, children_before)
+        self._check_patches()
+        out_tensors: list[torch.Tensor] = []
+        kept = [{"rep": rep, "seed": base + rep, "output": encode(out, out_tensors)} for rep, out in sorted(measured.kept.items())]
+        return {"ok": True, "ref_ms": measured.ref_ms, "cand_ms": measured.cand_ms, "kept": kept,
+                "flush": getattr(self.timer, "method", None), "compile_time_s": compile_seconds()}, out_tensors
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _lazy_delay(forward_s: float) -> float:
+    return min(0.2, max(0.02, 3 * forward_s))
+
+
+def _reuse_buffers(previous: list[Any] | None, fresh: list[Any]) -> list[Any]:
+    """The previous trial's tensors refilled with this trial's values (same pointers, new data)."""
+    if previous is None or len(previous) != len(fresh):
+        return fresh
+    out = []
+    for old, new in zip(previous, fresh):
+        if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor) and old.shape == new.shape and old.dtype == new.dtype \
+                and old.stride() == new.stride():
+            old.copy_(new)
+            out.append(old)
+        else:
+            out.append(new)
+    return out
+
+
+def _share_parameters(ref: Any, cand: Any) -> None:
+    """When ModelNew holds the same parameters as Model (same names and shapes), give it Model's values.
+
+    KernelBench relies on equal seeds giving equal initial parameters; this makes it robust to a
+    candidate that creates its parameters in another order.
+    """
+    if not (isinstance(ref, torch.nn.Module) and isinstance(cand, torch.nn.Module)):
+        return
+    ref_state, cand_state = ref.state_dict(), cand.state_dict()
+    if ref_state.keys() != cand_state.keys() or not ref_state:
+        return
+    if all(ref_state[k].shape == cand_state[k].shape and ref_state[k].dtype == cand_state[k].dtype for k in ref_state):
+        with torch.no_grad():
+            cand.load_state_dict(ref_state)

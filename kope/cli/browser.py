@@ -1,0 +1,40 @@
+"""``kope browser``: serve the Experience Graph guide and style for Neo4j Browser."""
+
+from __future__ import annotations
+
+import click
+
+from kope.cli._common import State, err, out, pass_state
+from kope.cli.memory import namespace_option
+
+
+@click.command("browser")
+@namespace_option
+@click.option("--port", default=0, type=click.IntRange(0, 65535), help="Port on 127.0.0.1 (default: any free port).")
+@pass_state
+def command(state: State, port: int) -> None:
+    """Serve the KOPE Browser guide and style on 127.0.0.1 and print the :play and :style commands."""
+    from kope.memory.browser import GuideServer, style_file
+
+    config = state.config
+    try:
+        server = GuideServer(config.memory.namespace, port)
+    except OSError as exc:
+        from kope.errors import PortInUseError
+
+        raise PortInUseError(f"cannot serve the guide on 127.0.0.1:{port}: {exc.strerror}",
+                             hint="choose another port with --port, or 0 for any free port") from None
+    out.print(f"Neo4j Browser:  {config.browser_url}")
+    if config.uses_local_server:
+        out.print(f"  connect to {config.neo4j_uri} as {config.neo4j.user}, password in {config.password_file}")
+    out.print("In Browser, run:")
+    out.print(f"  :play {server.guide_url}")
+    out.print(f"  :style {server.style_url}")
+    out.print(f"(or drag {style_file()} onto the Browser window; namespace {config.memory.namespace})")
+    out.print("Serving until Ctrl-C.", highlight=False)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        err.print("stopped")
+    finally:
+        server.httpd.server_close()

@@ -1,0 +1,1 @@
+"""Active Context Management and Injection (ACMI): budgeted hot/warm/cold prompts."""

@@ -1,0 +1,158 @@
+"""Warm and cold items: experience and knowledge serialized compactly, each with its id.
+
+Every item has a full and a compact rendering; the assembler uses the compact
+one when the full one does not fit. Lineages become decision -> outcome chains
+with labels and ratios, a before/after diff rather than whole files, and
+sibling branches as one line each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from kope.context.hot import trim_lines
+
+MAX_DIFF_LINES = 40
+MAX_THOUGHT_CHARS = 400
+MAX_HISTORY_CODE_LINES = 400
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One candidate for the warm or cold tier (or the passive history)."""
+
+    id: str
+    kind: str  # lineage | rule | knowledge | digest | history
+    tier: str  # warm | cold
+    relevance: float  # higher = more relevant; orders the prompt
+    text: str
+    compact: str | None = None  # shorter rendering, used when ``text`` does not fit
+    group: str | None = None  # diversity key (the parent state of a lineage)
+    evidence_kind: str | None = None  # decision | insight | knowledge: becomes a USED edge
+    dedup_key: str | None = None  # items with the same key are duplicates (e.g. same kernel)
+
+
+def _num(value: Any, fmt: str) -> str:
+    return format(value, fmt) if isinstance(value, (int, float)) else "n/a"
+
+
+def _step_line(step: Any) -> str:
+    ratio = "" if step.status != "correct" else f", r {_num(step.r, '.2f')}"
+    return f'"{step.title}" ({step.status}, {step.label}{ratio}, a {_num(step.a, ".2f")}x)'
+
+
+def _branches(lineage: Any, compact: bool) -> str | None:
+    if not lineage.sibling_total:
+        return None
+    counts = ", ".join(f"{label} {n}" for label, n in lineage.sibling_counts.items() if n)
+    head = f"other branches from the same state: {lineage.sibling_total} ({counts})"
+    if compact:
+        return head
+    lines = [head]
+    for s in lineage.siblings:
+        extra = f" [{s.error_kind}]" if s.error_kind else ""
+        lines.append(f'  - [{s.id}] "{s.title}" ({s.layer}): {s.status}, {s.label}, r {_num(s.r, ".2f")}{extra}')
+    return "\n".join(lines)
+
+
+def lineage_item(lineage: Any, tier: str, relevance: float) -> ContextItem:
+    """A retrieved lineage (kope.memory.retrieval.Lineage) as a prompt item."""
+    h, rel = lineage.hit, lineage.relevance
+    where = f"{rel.operator_tier} match: {h.operator} ({h.family}); hardware: {rel.hardware_tier} ({h.hw_class})"
+    header = f"### Experience [{h.id}] \"{h.title}\"\n{where}"
+    status = (f"outcome: {h.status}, {h.label}, r {_num(h.r, '.2f')}, a {_num(h.a, '.2f')}x, "
+              f"{h.cases_passed}/{h.cases_total} cases, layer {h.layer}, downstream d {_num(h.d, '.2f')}")
+    chain = " -> ".join([_step_line(s) for s in lineage.chain] + ["this"])
+    if lineage.chain_omitted:
+        chain = f"({lineage.chain_omitted} older steps) -> " + chain
+    parts_full = [header, status, f"lineage: {chain}"]
+    parts_compact = [header, status, f"lineage: {chain}"]
+    if h.thought:
+        thought = h.thought if len(h.thought) <= MAX_THOUGHT_CHARS else h.thought[: MAX_THOUGHT_CHARS - 3] + "..."
+        parts_full.append(f"thought: {thought}")
+    if h.error_kind:
+        excerpt = (h.error_excerpt or "").strip()
+        first = excerpt.splitlines()[0][:200] if excerpt else ""
+        parts_full.append(f"error: {h.error_kind}" + (f": {trim_lines(excerpt, 4)[0]}" if excerpt else ""))
+        parts_compact.append(f"error: {h.error_kind}" + (f": {first}" if first else ""))
+    if h.diff:
+        diff, _ = trim_lines(h.diff.strip("\n"), MAX_DIFF_LINES // 2)
+        parts_full.append(f"change vs its parent:\n```diff\n{diff}\n```")
+    branches_full, branches_compact = _branches(lineage, False), _branches(lineage, True)
+    if branches_full:
+        parts_full.append(branches_full)
+        parts_compact.append(branches_compact)  # type: ignore[arg-type]
+    return ContextItem(
+        id=h.id, kind="lineage", tier=tier, relevance=relevance,
+        text="\n".join(parts_full), compact="\n".join(parts_compact),
+        group=h.parent_id or h.id, evidence_kind="decision", dedup_key=h.code_hash,
+    )
+
+
+def rule_item(rule: Any, relevance: float) -> ContextItem:
+    """A validity rule or pattern (kope.memory.records.InsightRecord)."""
+    kind = "validity rule" if rule.kind == "rule" else "pattern"
+    text = (f"### {kind.capitalize()} [{rule.id}] (support {rule.support}, confidence {_num(rule.confidence, '.2f')}, "
+            f"{rule.family} on {rule.hw_class})\n{rule.text}")
+    return ContextItem(id=rule.id, kind="rule", tier="warm", relevance=relevance, text=text,
+                       evidence_kind="insight", dedup_key=f"rule:{rule.text}")
+
+
+def knowledge_item(doc: Any, score: float, relevance: float) -> ContextItem:
+    """A shipped knowledge document (kope.context.knowledge.KnowledgeDoc)."""
+    body = doc.body.strip()
+    text = f"### Knowledge [{doc.id}] {doc.title}\n{body}"
+    paragraphs = [p for p in body.split("\n\n") if p.strip()]
+    compact = f"### Knowledge [{doc.id}] {doc.title}\n" + "\n\n".join(paragraphs[:3])
+    if len(paragraphs) > 3:
+        compact += "\n[... rest of the document omitted]"
+    return ContextItem(id=doc.id, kind="knowledge", tier="cold", relevance=relevance, text=text, compact=compact,
+                       evidence_kind="knowledge", dedup_key=f"knowledge:{doc.id}")
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One earlier attempt of this task (for the run digest and the passive policy)."""
+
+    id: str
+    step: int
+    title: str
+    layer: str
+    status: str
+    label: str | None = None
+    r: float | None = None
+    speedup: float | None = None
+    thought: str = ""
+    code: str | None = None
+    outcome: Mapping[str, Any] | None = None
+
+
+def digest_item(entries: Sequence[HistoryEntry], relevance: float) -> ContextItem | None:
+    """Older attempts of this run, one line each (newest first)."""
+    if not entries:
+        return None
+    lines = ["### This run so far (older attempts, newest first)"]
+    for e in sorted(entries, key=lambda e: -e.step):
+        lines.append(f"- step {e.step} [{e.id}] \"{e.title}\" ({e.layer}): {e.status}"
+                     + (f", {e.label}" if e.label else "") + (f", {_num(e.speedup, '.2f')}x" if e.speedup else ""))
+    compact = "\n".join(lines[:9]) + ("\n- ..." if len(lines) > 9 else "")
+    return ContextItem(id="digest:run", kind="digest", tier="cold", relevance=relevance, text="\n".join(lines),
+                       compact=compact)
+
+
+def history_item(entry: HistoryEntry) -> ContextItem:
+    """A full earlier attempt, code and feedback included (the passive baseline)."""
+    lines = [f"### Attempt step {entry.step} [{entry.id}] \"{entry.title}\" ({entry.layer})"]
+    if entry.thought:
+        lines.append(f"thought: {entry.thought}")
+    o = entry.outcome or {}
+    lines.append(f"result: {entry.status}" + (f" [{o.get('error_kind')}]" if o.get("error_kind") else "")
+                 + f", {o.get('cases_passed', '?')}/{o.get('cases_total', '?')} cases, speedup {_num(entry.speedup, '.2f')}x")
+    if o.get("error_excerpt"):
+        lines.append("error output:\n```\n" + str(o["error_excerpt"]).strip() + "\n```")
+    if entry.code:
+        code, _ = trim_lines(entry.code.strip(), MAX_HISTORY_CODE_LINES // 2)
+        lines.append("code:\n```python\n" + code + "\n```")
+    return ContextItem(id=entry.id, kind="history", tier="warm", relevance=float(entry.step), text="\n".join(lines),
+                       evidence_kind="decision")

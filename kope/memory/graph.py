@@ -1,0 +1,398 @@
+"""``ExperienceGraph``: the memory's one entry point for the loop, the context and the CLI.
+
+Write path (journal first, graph second)::
+
+    graph.start_run(RunSpec(...))            -> RunResult
+    graph.record_attempt(Attempt(...))       -> RecordResult  (r, label, d, incumbent)
+    graph.record_attempts([...])             -> [RecordResult] (batched: UNWIND)
+    graph.finish_run(run_id)                 -> RunRecord (and distils the family's insights)
+
+Every write is appended to the write-ahead log (fsync) and the Markdown journal
+before the graph transaction. When Neo4j cannot be reached the result says so
+(``in_graph=False`` with ``pending_reason``); nothing is lost: this object
+writes what it holds back as soon as the graph answers again, and
+``kope memory sync`` (``graph.sync()``) replays whatever the graph lacks from
+the log, in any later process.
+
+Read path: ``retrieve(query, k)`` (lineages + rules), ``run_state(run_id)``
+(resume from the graph alone), ``kernel_source(decision_id)``, and the
+maintenance views used by the CLI.
+
+Everything is confined to one namespace (``config.memory.namespace``); runs
+carry ``team`` as provenance.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterable, Sequence
+
+from kope.db.client import GraphClient, Tx
+from kope.errors import DatabaseUnavailableError, KopeError, UsageError
+from kope.memory import insights as insights_mod
+from kope.memory import inspect as inspect_mod
+from kope.memory import prune as prune_mod
+from kope.memory import transfer as transfer_mod
+from kope.memory import markdown
+from kope.memory import scoring
+from kope.memory.errors import UnknownDecisionError, UnknownRunError
+from kope.memory.ids import uid
+from kope.memory.journal import Journal, JournalEntry
+from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
+from kope.memory.recorder import RecordResult, RunResult, write_attempts, write_runs
+from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
+from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
+from kope.memory.schema import SchemaReport, apply_schema
+from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+
+log = logging.getLogger("kope.memory")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+RUN_STATUSES = ("finished", "interrupted", "failed", "budget_exhausted", "target_reached")
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A run as the graph holds it: enough to resume it with nothing else."""
+
+    run: RunRecord
+    decisions: tuple[DecisionRecord, ...]  # in step order
+
+    @property
+    def next_step(self) -> int:
+        return (self.decisions[-1].step + 1) if self.decisions else 0
+
+    @property
+    def last(self) -> DecisionRecord | None:
+        return self.decisions[-1] if self.decisions else None
+
+    @property
+    def incumbent(self) -> DecisionRecord | None:
+        return next((d for d in self.decisions if d.id == self.run.incumbent_id), None)
+
+    def best_by_downstream(self, exclude: Iterable[str] = ()) -> DecisionRecord | None:
+        """The most promising state to backtrack to: highest d(v) * confidence among
+        correct decisions (earliest step among equals)."""
+        skip = set(exclude)
+        pool = [d for d in self.decisions if d.status == "correct" and d.id not in skip]
+        return min(pool, key=lambda d: (-(d.d * d.conf), d.step)) if pool else None
+
+
+class ExperienceGraph:
+    def __init__(
+        self,
+        client: GraphClient,
+        *,
+        namespace: str = "default",
+        team: str = "local",
+        journal: Journal | None = None,
+        weights: RankingWeights = DEFAULT_WEIGHTS,
+        owns_client: bool = False,
+    ) -> None:
+        for value, what in ((namespace, "namespace"), (team, "team")):
+            if not _NAMESPACE.match(value):
+                raise UsageError(f"{what} must be 1-64 letters, digits, '_', '.', '-' (got {value!r})")
+        self.client = client
+        self.namespace = namespace
+        self.team = team
+        self.journal = journal
+        self.weights = weights
+        self._owns_client = owns_client
+        self._schema_ready = False
+        self._offline: str | None = None
+        self._pending: list[tuple[str, Any]] = []
+        self._known_a: dict[str, float | None] = {}
+        self._run_operator: dict[str, str] = {}
+
+    @classmethod
+    def from_config(cls, config: Any = None, *, namespace: str | None = None, team: str | None = None,
+                    journal: bool = True, client: GraphClient | None = None) -> "ExperienceGraph":
+        """The graph of ``config`` (default: ``load_config()``), journaling under ``<data dir>/memory``."""
+        from kope.config import load_config
+
+        config = config or load_config()
+        ns = namespace or config.memory.namespace
+        return cls(
+            client or GraphClient.from_config(config), namespace=ns, team=team or config.memory.team,
+            journal=Journal(config.data_dir / "memory", ns) if journal else None, owns_client=client is None,
+        )
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.close()
+
+    def __enter__(self) -> "ExperienceGraph":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def uid(self, local_id: str) -> str:
+        return uid(self.namespace, local_id)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def init_schema(self) -> SchemaReport:
+        report = apply_schema(self.client)
+        self._schema_ready = True
+        return report
+
+    def _ensure_schema(self) -> None:
+        if not self._schema_ready:
+            self.init_schema()
+
+    @property
+    def offline_reason(self) -> str | None:
+        """Why the last graph write failed for want of a server (None when it answered)."""
+        return self._offline
+
+    @property
+    def pending(self) -> int:
+        """Items this object journaled that are not in the graph yet."""
+        return sum(len(item) if kind == "attempts" else 1 for kind, item in self._pending)
+
+    def _write(self, work: Any) -> Any:
+        """A graph write; first the items held back while Neo4j was unreachable."""
+        if self._offline is not None:
+            self.client.verify()  # fails fast (no retry loop) while the server is still down
+        self._ensure_schema()
+        while self._pending:
+            kind, item = self._pending[0]
+            try:
+                self.client.write(self._work_for(kind, item))
+            except DatabaseUnavailableError:
+                raise
+            except KopeError:
+                self._pending.pop(0)  # it is in the journal; `kope memory sync` reports it
+                raise
+            self._pending.pop(0)
+        result = self.client.write(work)
+        self._offline = None
+        return result
+
+    def _work_for(self, kind: str, item: Any) -> Any:
+        ns, team = self.namespace, self.team
+        if kind == "run":
+            spec, run_team = item
+            return lambda tx: write_runs(tx, ns, run_team, [spec])
+        if kind == "attempts":
+            return lambda tx: write_attempts(tx, ns, item)
+        run_id, status, ended_at = item
+        return lambda tx: self._finish_tx(tx, run_id, status, ended_at)
+
+    def _unavailable(self, exc: DatabaseUnavailableError, kind: str, item: Any) -> str:
+        if self.journal is None:
+            raise exc
+        self._offline = exc.message
+        self._pending.append((kind, item))
+        reason = f"{exc.message}; kept in the journal ({self.journal.wal_dir}), run `kope memory sync` once Neo4j is back"
+        log.warning("memory: %s", reason)
+        return reason
+
+    # -- runs ------------------------------------------------------------------------------------
+    def start_run(self, spec: RunSpec | dict) -> RunResult:
+        return self.start_runs([spec])[0]
+
+    def start_runs(self, specs: Sequence[RunSpec | dict]) -> list[RunResult]:
+        """Start runs (journal, then one graph transaction)."""
+        parsed = [RunSpec.parse(s) for s in specs]
+        for spec in parsed:
+            self._run_operator[spec.run_id] = spec.task.operator
+        if self.journal is not None:
+            self.journal.append(
+                [JournalEntry("run", s.run_id, s.task.operator, {"spec": s.model_dump(mode="json", by_alias=True), "team": self.team})
+                 for s in parsed],
+                [(s.task.operator, markdown.run_block(s, self.team)) for s in parsed],
+            )
+        team = self.team
+        try:
+            return self._write(lambda tx: write_runs(tx, self.namespace, team, parsed))
+        except DatabaseUnavailableError as exc:
+            reason = ""
+            for spec in parsed:
+                reason = self._unavailable(exc, "run", (spec, team))
+            return [RunResult(s.run_id, in_graph=False, pending_reason=reason) for s in parsed]
+
+    def finish_run(self, run_id: str, status: str = "finished", *, distill: bool = True) -> RunRecord | None:
+        """End a run (journal, then graph) and distil its family's insights. None while offline."""
+        if status not in RUN_STATUSES:
+            raise UsageError(f"run status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
+        ended_at = time.time()
+        if self.journal is not None:
+            operator = self._run_operator.get(run_id) or self._operator_of(run_id)
+            entry = JournalEntry("run_end", run_id, operator, {"run_id": run_id, "status": status, "ended_at": ended_at})
+            self.journal.append([entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))])
+        try:
+            family = self._write(lambda tx: self._finish_tx(tx, run_id, status, ended_at))
+        except DatabaseUnavailableError as exc:
+            self._unavailable(exc, "run_end", (run_id, status, ended_at))
+            return None
+        if distill and family:
+            self.distill(family)
+        return self.run(run_id)
+
+    def _finish_tx(self, tx: Tx, run_id: str, status: str, ended_at: float) -> str | None:
+        rows = tx.run("memory/run/finish", uid=self.uid(run_id), status=status, ended_at=ended_at)
+        if not rows:
+            raise UnknownRunError(f"run {run_id} is not in the graph (namespace {self.namespace})")
+        return rows[0]["family"]
+
+    def _operator_of(self, run_id: str) -> str:
+        try:
+            return self.run(run_id).operator
+        except (DatabaseUnavailableError, UnknownRunError):
+            return "_runs"
+
+    def run(self, run_id: str) -> RunRecord:
+        rows = self.client.execute("memory/run/get", uid=self.uid(run_id))
+        if not rows:
+            raise UnknownRunError(f"no run {run_id!r} in namespace {self.namespace!r}")
+        return RunRecord.from_record(rows[0])
+
+    def run_state(self, run_id: str) -> RunState:
+        """The run and its decisions from the graph alone (what ``--resume`` reads)."""
+        run = self.run(run_id)
+        rows = self.client.execute("memory/run/decisions", ns=self.namespace, run_id=run_id)
+        decisions = tuple(DecisionRecord.from_record(r) for r in rows)
+        self._run_operator[run_id] = run.operator
+        for d in decisions:
+            self._known_a[d.id] = d.a
+        return RunState(run, decisions)
+
+    # -- attempts --------------------------------------------------------------------------------
+    def record_attempt(self, attempt: Attempt | dict) -> RecordResult:
+        return self.record_attempts([attempt])[0]
+
+    def record_attempts(self, attempts: Sequence[Attempt | dict], *, batch_size: int = 500) -> list[RecordResult]:
+        parsed = [Attempt.parse(a) for a in attempts]
+        if self.journal is not None:
+            self._journal_attempts(parsed)
+        results: list[RecordResult] = []
+        for start in range(0, len(parsed), batch_size):
+            results.extend(self._write_attempts(parsed[start:start + batch_size]))
+        return results
+
+    def _journal_attempts(self, attempts: list[Attempt]) -> None:
+        entries, blocks = [], []
+        local_a = dict(self._known_a)
+        for at in attempts:
+            entries.append(JournalEntry("attempt", at.id, at.outcome.task, at.to_json()))
+            known = at.parent_id is None or at.parent_id in local_a
+            parent_a = local_a.get(at.parent_id) if at.parent_id else None
+            blocks.append((at.outcome.task, markdown.attempt_block(at, parent_a, known)))
+            local_a[at.id] = scoring.absolute_speedup(at.outcome)
+        self.journal.append(entries, blocks)  # type: ignore[union-attr]
+
+    def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
+        work = lambda tx: write_attempts(tx, self.namespace, batch)  # noqa: E731
+        try:
+            try:
+                results = self._write(work)
+            except (UnknownRunError, UnknownDecisionError):
+                if self.journal is None:
+                    raise
+                # The run or parent may be journaled by a process that could not reach
+                # the graph: replay the journal of these operators, then try once more.
+                for operator in sorted({at.outcome.task for at in batch}):
+                    self.sync(operator=operator)
+                results = self._write(work)
+        except DatabaseUnavailableError as exc:
+            reason = self._unavailable(exc, "attempts", batch)
+            return [RecordResult(at.id, in_graph=False, pending_reason=reason) for at in batch]
+        for r in results:
+            self._known_a[r.decision_id] = r.a
+        return results
+
+    # -- reading ---------------------------------------------------------------------------------
+    def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
+        return retrieve(self.client, self.namespace, query, k, self.weights)
+
+    def outcome(self, decision_id: str) -> OutcomeNodeRecord:
+        """What the target said about a decision (status, error, per-case results)."""
+        rows = self.client.execute("memory/outcome/get", uid=self.uid(decision_id))
+        if not rows:
+            raise UnknownDecisionError(f"no decision {decision_id!r} in namespace {self.namespace!r}")
+        return OutcomeNodeRecord.from_record(rows[0])
+
+    def kernel_source(self, decision_id: str) -> str | None:
+        rows = self.client.execute("memory/kernel/by_decision", uid=self.uid(decision_id))
+        if not rows:
+            raise UnknownDecisionError(f"no decision {decision_id!r} in namespace {self.namespace!r}")
+        return rows[0]["source"]
+
+    def candidates(self) -> list[dict[str, Any]]:
+        """Every decision with its ranking fields (the naive ranking's input)."""
+        return self.client.execute("memory/retrieve/candidates", ns=self.namespace)
+
+    # -- insights and knowledge ------------------------------------------------------------------
+    def distill(self, family: str | None = None) -> insights_mod.DistillReport:
+        self._ensure_schema()
+        return insights_mod.distill(self.client, self.namespace, family)
+
+    def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict]) -> int:
+        rows = []
+        for doc in docs:
+            doc = KnowledgeDoc.parse(doc)
+            rows.append({"uid": self.uid(doc.id), "ns": self.namespace, "id": doc.id, "title": doc.title,
+                         "text": doc.text, "targets": list(doc.targets), "families": list(doc.families)})
+        if not rows:
+            return 0
+        self._ensure_schema()
+        return self.client.write(lambda tx: tx.run("memory/knowledge/upsert", rows=rows))[0]["written"]
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def sync(self, operator: str | None = None, *, dry_run: bool = False):
+        from kope.memory.sync import sync_journal
+
+        return sync_journal(self, operator=operator, dry_run=dry_run)
+
+    def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
+        self._ensure_schema()
+        for spec, team in items:
+            self.client.write(lambda tx: write_runs(tx, self.namespace, team, [spec]))
+
+    def _replay_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
+        self._ensure_schema()
+        return self.client.write(lambda tx: write_attempts(tx, self.namespace, batch))
+
+    def _replay_end(self, run_id: str, status: str, ended_at: float) -> str | None:
+        return self.client.write(lambda tx: self._finish_tx(tx, run_id, status, ended_at))
+
+    def journal_dir(self) -> Path | None:
+        return self.journal.root if self.journal else None
+
+    def stats(self) -> "inspect_mod.MemoryStats":
+        return inspect_mod.stats(self.client, self.namespace, self.journal)
+
+    def run_evidence(self, run_id: str) -> dict[str, dict[str, int]]:
+        return inspect_mod.run_evidence(self.client, self.namespace, run_id)
+
+    def lineage(self, decision_id: str, limit: int = 200) -> "inspect_mod.LineageTree":
+        return inspect_mod.lineage_tree(self.client, self.namespace, decision_id, limit)
+
+    def export_to(self, out: IO[str]) -> "transfer_mod.TransferReport":
+        return transfer_mod.export_namespace(self.client, self.namespace, out)
+
+    def import_from(self, stream: IO[str], source: str = "<input>", *, distill: bool = True) -> "transfer_mod.TransferReport":
+        self._ensure_schema()
+        report = transfer_mod.import_namespace(self.client, self.namespace, stream, source)
+        if distill:
+            self.distill()
+        return report
+
+    def prune(self, run_ids: Sequence[str] = (), *, older_than_days: float | None = None,
+              everything: bool = False, dry_run: bool = False) -> "prune_mod.PruneReport":
+        if everything:
+            if run_ids or older_than_days is not None:
+                raise UsageError("prune everything or a selection of runs, not both")
+            if dry_run:
+                stats = self.stats()
+                return prune_mod.PruneReport(deleted_nodes=sum(stats.nodes.values()), dry_run=True)
+            return prune_mod.prune_namespace(self.client, self.namespace)
+        if not run_ids and older_than_days is None:
+            raise UsageError("say what to prune: run ids, an age (older than N days), or everything")
+        selected = prune_mod.select_runs(self.client, self.namespace, run_ids, older_than_days)
+        return prune_mod.prune_runs(self.client, self.namespace, selected, dry_run=dry_run)
+

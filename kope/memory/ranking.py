@@ -1,0 +1,152 @@
+"""Retrieval ranking: every weight in this one place.
+
+A candidate is a Decision already in the graph. Its **relevance** to the query is
+
+    relevance = operator tier + hardware tier + layer match + error match
+
+=================  ==========================================  ======
+component          when                                        weight
+=================  ==========================================  ======
+operator tier      same operator                               24
+                   same family (other operator)                12
+                   other family                                 0
+hardware tier      same hardware (fingerprint id)               9
+                   same hardware class (e.g. x86_64-avx2)       6
+                   same vendor                                  3
+                   other                                        0
+layer match        the candidate's optimization layer equals
+                   the incumbent's                              1
+error match        the candidate's error kind equals the
+                   latest error kind                            1
+=================  ==========================================  ======
+
+The weights are spaced so that each tier strictly dominates everything below
+it (``RankingWeights`` checks this): same operator always beats same family,
+and inside one operator tier same hardware beats same class beats same vendor,
+whatever the bonuses. Candidates are ordered by
+
+    relevance (high first), label bucket (effective, partial, ineffective,
+    negative), d(v) * confidence (high first), decision id (ascending)
+
+so inside each label bucket the downstream score decides, and equal inputs
+always give the same order (the id breaks every tie). Diversity: at most
+``max_hits_per_parent`` hits that share a parent (the rest of a branch family is
+summarised as siblings of the hits). The same rules run in Cypher
+(``cypher/memory/retrieve/pool_*.cypher``, which receive these weights as
+parameters) and in ``rank_naively`` below (the reference the tests and the
+benchmark compare against).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from kope.memory.scoring import LABELS
+
+
+@dataclass(frozen=True)
+class RankingWeights:
+    same_operator: float = 24.0
+    same_family: float = 12.0
+    same_hardware: float = 9.0
+    same_class: float = 6.0
+    same_vendor: float = 3.0
+    layer_match: float = 1.0
+    error_match: float = 1.0
+    # how much the retrieval fetches and returns
+    pool_size: int = 32  # candidates fetched per operator tier before the diversity rule
+    max_hits_per_parent: int = 2
+    max_chain: int = 8  # ancestors kept per lineage (the nearest ones)
+    max_siblings: int = 5  # sibling branches listed per lineage (all are counted)
+    max_rules: int = 6  # validity rules / patterns returned
+
+    def __post_init__(self) -> None:
+        bonus = self.layer_match + self.error_match
+        checks = [
+            (self.same_hardware > self.same_class + bonus, "same_hardware must exceed same_class + bonuses"),
+            (self.same_class > self.same_vendor + bonus, "same_class must exceed same_vendor + bonuses"),
+            (self.same_vendor > bonus, "same_vendor must exceed the bonuses"),
+            (self.same_family > self.same_hardware + bonus, "same_family must exceed same_hardware + bonuses"),
+            (self.same_operator > self.same_family + self.same_hardware + bonus,
+             "same_operator must exceed same_family + same_hardware + bonuses"),
+            (min(self.pool_size, self.max_hits_per_parent, self.max_chain) >= 1, "sizes must be >= 1"),
+        ]
+        for ok, why in checks:
+            if not ok:
+                raise ValueError(f"RankingWeights: {why}")
+
+    def cypher_params(self) -> dict[str, Any]:
+        """The weights as the ``$w`` map the pool statements read."""
+        return {k: v for k, v in asdict(self).items()}
+
+
+DEFAULT_WEIGHTS = RankingWeights()
+LABEL_RANK = {label: i for i, label in enumerate(LABELS)}
+
+
+@dataclass(frozen=True)
+class RankQuery:
+    """The part of a retrieval query the ranking reads."""
+
+    operator: str
+    family: str | None
+    hardware_id: str | None
+    hardware_class: str | None
+    vendor: str | None
+    layer: str | None
+    error_kind: str | None
+    exclude: tuple[str, ...] = ()
+
+
+def operator_tier(row: Mapping[str, Any], q: RankQuery) -> str:
+    if row["operator"] == q.operator:
+        return "operator"
+    if q.family is not None and row["family"] == q.family:
+        return "family"
+    return "other"
+
+
+def hardware_tier(row: Mapping[str, Any], q: RankQuery) -> str:
+    if q.hardware_id is not None and row["hw_id"] == q.hardware_id:
+        return "hardware"
+    if q.hardware_class is not None and row["hw_class"] == q.hardware_class:
+        return "class"
+    if q.vendor is not None and row["vendor"] == q.vendor:
+        return "vendor"
+    return "other"
+
+
+def relevance(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> float:
+    op = {"operator": w.same_operator, "family": w.same_family, "other": 0.0}[operator_tier(row, q)]
+    hw = {"hardware": w.same_hardware, "class": w.same_class, "vendor": w.same_vendor, "other": 0.0}[hardware_tier(row, q)]
+    layer = w.layer_match if q.layer is not None and row["layer"] == q.layer else 0.0
+    error = w.error_match if q.error_kind is not None and row["error_kind"] == q.error_kind else 0.0
+    return op + ((hw + layer) + error)  # the order the Cypher pool statements add in
+
+
+def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> tuple:
+    return (-relevance(row, q, w), LABEL_RANK[row["label"]], -(row["d"] * row["conf"]), row["id"])
+
+
+def diversify(rows: Iterable[Mapping[str, Any]], k: int, w: RankingWeights = DEFAULT_WEIGHTS) -> list[Mapping[str, Any]]:
+    """Take rows in order, at most ``max_hits_per_parent`` per parent, until ``k``."""
+    per_parent: dict[str, int] = {}
+    chosen: list[Mapping[str, Any]] = []
+    for row in rows:
+        parent = row["parent_id"]
+        if parent is not None:
+            if per_parent.get(parent, 0) >= w.max_hits_per_parent:
+                continue
+            per_parent[parent] = per_parent.get(parent, 0) + 1
+        chosen.append(row)
+        if len(chosen) >= k:
+            break
+    return chosen
+
+
+def rank_naively(rows: Sequence[Mapping[str, Any]], q: RankQuery, k: int, w: RankingWeights = DEFAULT_WEIGHTS) -> list[Mapping[str, Any]]:
+    """The whole ranking in Python over every candidate (reference and benchmark baseline)."""
+    excluded = set(q.exclude)
+    ordered = sorted((r for r in rows if r["id"] not in excluded), key=lambda r: sort_key(r, q, w))
+    return diversify(ordered, k, w)

@@ -1,0 +1,353 @@
+"""The graph side of recording: runs and attempts, in one transaction per batch.
+
+``write_attempts`` is the only way attempts reach the graph (a single
+``record_attempt`` is a batch of one; ``sync`` and the benchmark's ingest use
+bigger batches). Inside one write transaction it:
+
+1. skips attempts whose Decision exists already (same content: idempotent; other
+   content under the same id: ``RecordConflictError``);
+2. locks the runs written to, then every ancestor of the parents the new
+   decisions start from (property writes take Neo4j write locks, held to
+   commit), so that concurrent writers to one lineage are serialised;
+3. computes a, r, label and confidence in Python (``kope.memory.scoring``), the
+   diff against the parent's kernel, and writes Decision, Outcome, Kernel with
+   PRODUCED, IN_RUN, WROTE, FROM, NEXT and USED edges;
+4. recomputes d(v) for the new decisions and all their ancestors from their
+   children (after the locks, so every committed sibling is seen);
+5. recomputes each run's totals and incumbent.
+
+The driver retries the whole transaction on transient errors (deadlocks
+between writers that lock overlapping lineages in different orders included);
+every step is idempotent, so a retry is safe.
+
+Concurrency that is safe: any number of processes recording attempts of
+different runs, of the same task, into the same lineages (FROM edges across
+runs), at the same time. Not supported: two processes writing the same run at
+once (each run belongs to one loop), and ``prune`` concurrently with writers of
+the same namespace.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from kope.db.client import Tx
+from kope.memory import scoring
+from kope.memory.errors import InvalidRecordError, RecordConflictError, UnknownDecisionError, UnknownRunError
+from kope.memory.ids import content_hash, kernel_id, uid
+from kope.memory.specs import Attempt, RunSpec
+
+MAX_DIFF_CHARS = 12_000
+MAX_EXCERPT_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What happened to one attempt. ``in_graph`` False: it is only in the journal
+    (``pending_reason`` says why); ``kope memory sync`` will write it."""
+
+    decision_id: str
+    in_graph: bool
+    created: bool = False
+    a: float | None = None
+    r: float | None = None
+    label: str | None = None
+    d: float | None = None
+    incumbent_id: str | None = None
+    incumbent_changed: bool = False
+    missing_evidence: tuple[str, ...] = ()
+    pending_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    in_graph: bool
+    created: bool = False
+    pending_reason: str | None = None
+
+
+@dataclass
+class _Prepared:
+    attempt: Attempt
+    uid: str
+    a: float | None
+    r: float
+    label: str
+    conf: float
+    rows: dict[str, Any] = field(default_factory=dict)
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+def run_rows(ns: str, team: str, spec: RunSpec) -> dict[str, Any]:
+    task, hw = spec.task, spec.hardware
+    case_names = [c.get("name", str(i)) if isinstance(c, dict) else str(c) for i, c in enumerate(task.cases)]
+    return {
+        "operator": {"uid": uid(ns, task.operator), "ns": ns, "id": task.operator, "name": task.operator,
+                     "family": task.family, "level": task.level},
+        "hardware": {"uid": uid(ns, hw.id), "ns": ns, "id": hw.id, "hw_class": hw.hw_class, "vendor": hw.vendor,
+                     "arch": hw.arch, "cpu_model": hw.cpu_model, "cores": hw.cores, "isa": list(hw.isa),
+                     "caches_json": json.dumps(hw.caches, sort_keys=True),
+                     "gpu_json": json.dumps(hw.gpu.model_dump(mode="json")) if hw.gpu else None},
+        "task": {"uid": uid(ns, task.id), "ns": ns, "id": task.id, "operator": task.operator, "target": task.target,
+                 "family": task.family, "level": task.level, "case_names": case_names, "case_count": len(case_names)},
+        "run": {"uid": uid(ns, spec.run_id), "ns": ns, "id": spec.run_id, "team": team, "task_id": task.id,
+                "operator": task.operator, "family": task.family, "level": task.level, "target": task.target,
+                "case_names": case_names, "hw_id": hw.id, "hw_class": hw.hw_class, "vendor": hw.vendor,
+                "proposer": spec.proposer, "model": spec.model, "context_policy": spec.context_policy,
+                "memory_enabled": spec.memory_enabled, "budgets_json": json.dumps(spec.budgets, sort_keys=True),
+                "started_at": spec.started_at, "status": "running", "steps": 0, "prompt_tokens": 0,
+                "completion_tokens": 0, "spec_hash": content_hash(spec.content(), 32)},
+    }
+
+
+def write_runs(tx: Tx, ns: str, team: str, specs: Sequence[RunSpec]) -> list[RunResult]:
+    wanted = {uid(ns, s.run_id): s for s in specs}
+    existing = {row["uid"]: row["spec_hash"] for row in tx.run("memory/run/existing", uids=list(wanted))}
+    results, rows = [], []
+    for u, spec in wanted.items():
+        if u in existing:
+            if existing[u] != content_hash(spec.content(), 32):
+                raise RecordConflictError(f"run {spec.run_id} was started before with a different task, hardware or settings")
+            results.append(RunResult(spec.run_id, in_graph=True, created=False))
+        else:
+            rows.append(run_rows(ns, team, spec))
+            results.append(RunResult(spec.run_id, in_graph=True, created=True))
+    if rows:
+        tx.run("memory/run/create", rows=rows)
+    return results
+
+
+# -- attempts --------------------------------------------------------------------------------
+
+
+def _topological(attempts: list[Attempt]) -> list[Attempt]:
+    """Parents before children inside the batch (stable otherwise)."""
+    by_id = {a.id: a for a in attempts}
+    placed: set[str] = set()
+    ordered: list[Attempt] = []
+    for start in attempts:
+        chain: list[Attempt] = []
+        node: Attempt | None = start
+        seen: set[str] = set()
+        while node is not None and node.id not in placed:
+            if node.id in seen:
+                raise InvalidRecordError(f"attempts form a cycle through {node.id}")
+            seen.add(node.id)
+            chain.append(node)
+            node = by_id.get(node.parent_id) if node.parent_id else None
+        for item in reversed(chain):
+            placed.add(item.id)
+            ordered.append(item)
+    return ordered
+
+
+def _diff(parent_code: str | None, code: str | None) -> str | None:
+    if parent_code is None or code is None:
+        return None
+    text = "".join(difflib.unified_diff(
+        parent_code.splitlines(keepends=True), code.splitlines(keepends=True), "parent", "candidate", n=2,
+    ))
+    if len(text) > MAX_DIFF_CHARS:
+        text = text[:MAX_DIFF_CHARS] + "\n... (diff truncated)\n"
+    return text
+
+
+def _check_against_run(attempt: Attempt, run: dict[str, Any]) -> None:
+    o = attempt.outcome
+    if o.task != run["operator"]:
+        raise InvalidRecordError(f"attempt {attempt.id}: outcome is for task {o.task!r} but run {run['id']} optimises {run['operator']!r}")
+    if o.target != run["target"]:
+        raise InvalidRecordError(f"attempt {attempt.id}: outcome target {o.target!r} differs from the run's target {run['target']!r}")
+    if o.hardware.id != run["hw_id"]:
+        raise InvalidRecordError(f"attempt {attempt.id}: outcome hardware {o.hardware.id!r} differs from the run's hardware {run['hw_id']!r}")
+    if attempt.parent_id == attempt.id:
+        raise InvalidRecordError(f"attempt {attempt.id} cannot start from itself")
+
+
+def _compact(values: dict[str, Any]) -> dict[str, Any]:
+    """Leave out null values: for a new node an absent key and a null are the same,
+    and every value sent costs packing time in the driver."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
+    """One attempt as statement parameters (attempt/create fills in ns, uids, run facts)."""
+    at, o = p.attempt, p.attempt.outcome
+    code_hash = kernel_id(at.code) if at.code is not None else None
+    excerpt = o.error_excerpt
+    if excerpt is not None and len(excerpt) > MAX_EXCERPT_CHARS:
+        excerpt = excerpt[: MAX_EXCERPT_CHARS // 2] + "\n...\n" + excerpt[-MAX_EXCERPT_CHARS // 2:]
+    decision = _compact({
+        "id": at.id, "step": at.step, "title": at.title, "thought": at.thought, "layer": at.layer,
+        "parent_id": at.parent_id, "code_hash": code_hash, "diff": _diff(parent_code, at.code),
+        "attempt_hash": at.content_hash(), "status": o.status, "label": p.label, "a": p.a, "r": p.r,
+        "d": scoring.downstream(p.r, []), "conf": p.conf, "error_kind": o.error_kind, "created_at": at.created_at,
+        "prompt_tokens": at.prompt_tokens, "completion_tokens": at.completion_tokens,
+        "params_json": json.dumps(at.params, sort_keys=True, separators=(",", ":")) if at.params else None,
+    })
+    cases = [
+        {"name": c.name, "passed": c.passed, "speedup": c.speedup, "error": c.error,
+         "ref_ms": c.ref_ms.median if c.ref_ms else None, "cand_ms": c.cand_ms.median if c.cand_ms else None}
+        for c in o.cases
+    ]
+    outcome = _compact({
+        "cases_total": o.cases_total, "cases_passed": o.cases_passed, "speedup_measured": o.speedup,
+        "error_excerpt": excerpt, "compile_time_s": o.compile_time_s, "timings_valid": o.timings_valid,
+        "threads": o.threads, "duration_s": o.duration_s, "cases_json": json.dumps(cases, separators=(",", ":")),
+    })
+    kernel = None
+    if at.code is not None:
+        kernel = {"source": at.code, "bytes": len(at.code.encode("utf-8")), "lines": at.code.count("\n") + 1}
+    return {"run_id": at.run_id, "decision": decision, "outcome": outcome, "kernel": kernel}
+
+
+def _relink_next(tx: Tx, ns: str, run_ids: list[str]) -> None:
+    add, stale = [], []
+    for row in tx.run("memory/attempt/run_steps", ns=ns, run_ids=run_ids):
+        steps = row["steps"]
+        desired = {(a[0], b[0]) for a, b in zip(steps, steps[1:])}
+        current = {(step[0], step[2]) for step in steps if step[2] is not None}
+        add.extend(sorted(desired - current))
+        stale.extend(sorted(current - desired))
+    if stale:
+        tx.run("memory/attempt/unlink_next", pairs=[list(p) for p in stale])
+    if add:
+        tx.run("memory/attempt/link_next", pairs=[list(p) for p in add])
+
+
+def _link_used(tx: Tx, ns: str, new: list[_Prepared]) -> dict[str, list[str]]:
+    """USED edges; returns decision uid -> evidence ids that are not in the graph."""
+    wanted: dict[str, list[dict[str, Any]]] = {"decision": [], "insight": [], "knowledge": []}
+    for p in new:
+        by_kind: dict[str, list[list[Any]]] = {}
+        for item in p.attempt.used:
+            by_kind.setdefault(item.kind, []).append([item.id, item.tier, item.rank, item.tokens])
+        for kind, items in by_kind.items():
+            wanted[kind].append({"from": p.uid, "items": items})
+    missing: dict[str, list[str]] = {}
+    for kind, rows in wanted.items():
+        if rows:
+            for row in tx.run(f"memory/attempt/used_{kind}", ns=ns, rows=rows):
+                missing.setdefault(row["from"], []).extend(f"{kind}:{item}" for item in row["missing"])
+    return missing
+
+
+def recompute_scores(tx: Tx, affected: list[str]) -> dict[str, float]:
+    """d(v) for ``affected`` (which must contain every ancestor of every node in it
+    whose score changed) from their children; stores them and releases the locks."""
+    if not affected:
+        return {}
+    nodes = tx.run("memory/attempt/children_scores", uids=affected)[0]["nodes"]
+    info = {node: (r, children) for node, r, children in nodes}
+    scores: dict[str, float] = {}
+
+    def score(node: str) -> float:
+        stack = [(node, False)]
+        while stack:
+            key, expanded = stack.pop()
+            if key in scores:
+                continue
+            r, children = info[key]
+            pending = [c for c, _d in children if c in info and c not in scores]
+            if not expanded and pending:
+                stack.append((key, True))
+                stack.extend((c, False) for c in pending)
+                continue
+            values = [scores[c] if c in info else (d if d is not None else 0.0) for c, d in children]
+            scores[key] = scoring.downstream(r, values)
+        return scores[node]
+
+    for node in info:
+        score(node)
+    tx.run("memory/attempt/set_scores", rows=[[k, v] for k, v in scores.items()])
+    return scores
+
+
+def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt]) -> list[RecordResult]:
+    """Write a batch of attempts in this transaction; one result per distinct attempt, in input order."""
+    by_uid: dict[str, Attempt] = {}
+    for at in attempts:
+        key = uid(ns, at.id)
+        if key in by_uid and by_uid[key].content_hash() != at.content_hash():
+            raise RecordConflictError(f"attempt {at.id} appears twice in one batch with different content")
+        by_uid.setdefault(key, at)
+    existing = {row["uid"]: row["attempt_hash"] for row in tx.run("memory/attempt/existing", uids=list(by_uid))}
+    for key, stored in existing.items():
+        if stored != by_uid[key].content_hash():
+            raise RecordConflictError(
+                f"attempt {by_uid[key].id} was recorded before with different content",
+                hint="a run's step is recorded once; use a new step number for a new attempt",
+            )
+    new = [at for key, at in by_uid.items() if key not in existing]
+    results = _write_new(tx, ns, new) if new else {}
+    others = [key for key in by_uid if key not in results]
+    if others:  # recorded before (or concurrently by another writer): report what the graph holds
+        for row in tx.run("memory/attempt/results", uids=others):
+            results[row["uid"]] = RecordResult(
+                decision_id=row["id"], in_graph=True, created=False, a=row["a"], r=row["r"], label=row["label"],
+                d=row["d"], incumbent_id=row["incumbent_id"],
+            )
+    return [results[key] for key in by_uid]
+
+
+def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
+    run_uids = sorted({uid(ns, at.run_id) for at in new})
+    runs = {row["uid"]: row for row in tx.run("memory/attempt/lock_runs", run_uids=run_uids)}
+    for ru in run_uids:
+        if ru not in runs:
+            raise UnknownRunError(f"run {ru.split('/', 1)[1]} is not in the graph (namespace {ns})",
+                                  hint="start the run first (ExperienceGraph.start_run), or `kope memory sync` if it is journaled")
+    new_ids = {at.id for at in new}
+    external = sorted({uid(ns, at.parent_id) for at in new if at.parent_id and at.parent_id not in new_ids})
+    parents = {row["uid"]: row for row in tx.run("memory/attempt/parents", parent_uids=external)} if external else {}
+    for pu in external:
+        if pu not in parents:
+            raise UnknownDecisionError(f"parent decision {pu.split('/', 1)[1]} is not in the graph (namespace {ns})")
+    chain = [row["uid"] for row in tx.run("memory/attempt/lock_chains", parent_uids=external)] if external else []
+
+    prepared: dict[str, _Prepared] = {}
+    rows = []
+    for at in _topological(new):
+        run = runs[uid(ns, at.run_id)]
+        _check_against_run(at, run)
+        correct = at.outcome.correct
+        a = scoring.absolute_speedup(at.outcome)
+        if at.parent_id is None:
+            a_parent, parent_code = None, None
+        elif at.parent_id in prepared:
+            parent = prepared[at.parent_id]
+            a_parent, parent_code = parent.a, parent.attempt.code
+        else:
+            row = parents[uid(ns, at.parent_id)]
+            a_parent, parent_code = row["a"], row["source"]
+        r = scoring.step_ratio(a, correct, a_parent, at.parent_id is not None)
+        p = _Prepared(at, uid(ns, at.id), a, r, scoring.label_for(r, correct), scoring.confidence(at.outcome))
+        prepared[at.id] = p
+        rows.append(_rows(p, parent_code))
+    created = set(tx.run("memory/attempt/create", ns=ns, rows=rows, nonce=secrets.token_hex(8))[0]["created"])
+    made = [p for p in prepared.values() if p.uid in created]
+    links = [[p.uid, uid(ns, p.attempt.parent_id)] for p in made if p.attempt.parent_id]
+    if links:
+        tx.run("memory/attempt/link_from", links=links)
+    _relink_next(tx, ns, sorted({at.run_id for at in new}))
+    missing = _link_used(tx, ns, made)
+    mine = {p.uid for p in prepared.values()}
+    scores = recompute_scores(tx, list(mine) + [c for c in chain if c not in mine])
+    incumbents = {row["uid"]: (row["previous"], row["incumbent"])
+                  for row in tx.run("memory/attempt/refresh_runs", run_uids=run_uids)}
+    results = {}
+    for p in made:
+        previous, current = incumbents[uid(ns, p.attempt.run_id)]
+        results[p.uid] = RecordResult(
+            decision_id=p.attempt.id, in_graph=True, created=True, a=p.a, r=p.r, label=p.label, d=scores[p.uid],
+            incumbent_id=current, incumbent_changed=current == p.attempt.id and previous != p.attempt.id,
+            missing_evidence=tuple(missing.get(p.uid, ())),
+        )
+    return results

@@ -1,0 +1,179 @@
+"""Typed records of the Experience Graph's nodes, parsed from database rows.
+
+Each record is a frozen dataclass with ``from_record(row)``: every field
+without a default must be present in the row (a ``None`` value is fine where
+the type allows it); a missing one raises ``RecordShapeError`` naming the
+record and the field, instead of a ``KeyError`` deep inside a formatter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, TypeVar
+
+from kope.errors import KopeError
+
+R = TypeVar("R", bound="GraphRecord")
+
+
+class RecordShapeError(KopeError):
+    """A database row lacks a field its record needs (a Cypher/record mismatch: a bug)."""
+
+
+class GraphRecord:
+    @classmethod
+    def from_record(cls: type[R], row: Mapping[str, Any]) -> R:
+        if row is None:
+            raise RecordShapeError(f"{cls.__name__}: no row")
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name in row:
+                values[f.name] = row[f.name]
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                raise RecordShapeError(f"{cls.__name__} record lacks field {f.name!r} (got {sorted(row)})")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class OperatorRecord(GraphRecord):
+    id: str
+    family: str
+    level: int | None = None
+
+
+@dataclass(frozen=True)
+class HardwareRecord(GraphRecord):
+    id: str
+    hw_class: str
+    vendor: str
+    arch: str | None = None
+    cpu_model: str | None = None
+    cores: int | None = None
+    isa: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class TaskRecord(GraphRecord):
+    id: str
+    operator: str
+    target: str
+    family: str
+    case_count: int = 0
+
+
+@dataclass(frozen=True)
+class RunRecord(GraphRecord):
+    id: str
+    team: str
+    task_id: str
+    operator: str
+    family: str
+    target: str
+    hw_id: str
+    hw_class: str
+    vendor: str
+    proposer: str
+    model: str | None
+    context_policy: str
+    memory_enabled: bool
+    started_at: float
+    ended_at: float | None
+    status: str
+    steps: int
+    last_step: int | None
+    prompt_tokens: int
+    completion_tokens: int
+    best_speedup: float | None
+    incumbent_id: str | None
+
+
+@dataclass(frozen=True)
+class DecisionRecord(GraphRecord):
+    id: str
+    run_id: str
+    step: int
+    title: str
+    layer: str
+    parent_id: str | None
+    status: str
+    label: str
+    a: float | None
+    r: float
+    d: float
+    conf: float
+    error_kind: str | None
+    operator: str
+    family: str
+    hw_id: str
+    hw_class: str
+    created_at: float
+    thought: str = ""
+    code_hash: str | None = None
+    target: str | None = None
+    vendor: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    params_json: str | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return json.loads(self.params_json) if self.params_json else {}
+
+
+@dataclass(frozen=True)
+class OutcomeNodeRecord(GraphRecord):
+    id: str
+    status: str
+    cases_total: int
+    cases_passed: int
+    speedup: float | None
+    speedup_measured: float | None
+    error_kind: str | None
+    error_excerpt: str | None
+    timings_valid: bool
+    confidence: float
+    r: float
+    label: str
+    compile_time_s: float | None = None
+    threads: int | None = None
+    duration_s: float | None = None
+    cases_json: str | None = None  # per case: name, passed, speedup, error, ref_ms, cand_ms (medians)
+
+    @property
+    def cases(self) -> list[dict[str, Any]]:
+        return json.loads(self.cases_json) if self.cases_json else []
+
+
+@dataclass(frozen=True)
+class KernelRecord(GraphRecord):
+    id: str
+    source: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class InsightRecord(GraphRecord):
+    id: str
+    kind: str  # "rule" (validity rule from repeated failures) | "pattern" (from repeated effective decisions)
+    family: str
+    hw_class: str
+    text: str
+    support: int
+    confidence: float
+    active: bool
+    error_kind: str | None = None
+    layer: str | None = None
+
+
+@dataclass(frozen=True)
+class KnowledgeRecord(GraphRecord):
+    id: str
+    title: str
+    text: str
+    targets: list[str] | None = None
+    families: list[str] | None = None

@@ -1,0 +1,54 @@
+"""Apply ``cypher/schema.cypher`` idempotently (``kope memory init`` and first use)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kope.db.client import GraphClient
+from kope.errors import QueryError
+
+SCHEMA_SCRIPT = "schema"
+
+
+@dataclass(frozen=True)
+class SchemaReport:
+    constraints: tuple[str, ...]
+    indexes: tuple[str, ...]
+    created: bool  # False when everything already existed
+
+
+def expected_names(client: GraphClient) -> set[str]:
+    """The kope_* names the schema file declares."""
+    names = set()
+    for text in client.catalog.statements(SCHEMA_SCRIPT):
+        match = re.match(r"CREATE\s+(?:FULLTEXT\s+)?(?:CONSTRAINT|INDEX)\s+(\w+)", text, re.IGNORECASE)
+        if match:
+            names.add(match.group(1))
+    return names
+
+
+def existing(client: GraphClient) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    rows = client.execute("memory/schema/objects")
+    constraints = tuple(r["name"] for r in rows if r["kind"] == "constraint")
+    indexes = tuple(r["name"] for r in rows if r["kind"] == "index")
+    return constraints, indexes
+
+
+def apply_schema(client: GraphClient) -> SchemaReport:
+    """Create what is missing (every statement is IF NOT EXISTS) and wait for indexes to come online."""
+    constraints, indexes = existing(client)
+    if expected_names(client) <= set(constraints) | set(indexes):
+        return SchemaReport(constraints, indexes, created=False)
+    try:
+        client.run_script(SCHEMA_SCRIPT)
+    except QueryError as exc:
+        # Two processes creating the same schema at once: the loser sees an
+        # "equivalent schema rule" error; what matters is that it exists now.
+        if "quivalent" not in str(exc) and "already exists" not in str(exc):
+            raise
+    constraints, indexes = existing(client)
+    missing = expected_names(client) - set(constraints) - set(indexes)
+    if missing:
+        raise QueryError(f"the memory schema is incomplete after applying it: missing {', '.join(sorted(missing))}")
+    return SchemaReport(constraints, indexes, created=True)

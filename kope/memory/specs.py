@@ -1,0 +1,177 @@
+"""What callers hand to the memory: a run to start, an attempt to record.
+
+These are the inputs of ``ExperienceGraph.start_run`` and ``record_attempt``
+(the loop builds them; the journal stores them as JSON and replays them). They
+validate on construction, so a bad value is one ``InvalidRecordError`` before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from kope.memory import ids
+from kope.memory.errors import InvalidRecordError
+from kope.memory.outcome import HardwareInfo, OutcomeRecord, parse_outcome
+
+# Optimization layers named in DESIGN.md; other snake_case layers are accepted.
+KNOWN_LAYERS: tuple[str, ...] = (
+    "parallelization", "tiling", "vectorization", "memory_layout", "fusion", "algorithm", "instruction",
+)
+Tier = Literal["hot", "warm", "cold"]
+EvidenceKind = Literal["decision", "insight", "knowledge"]
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def parse(cls, data: Any) -> Any:
+        if isinstance(data, cls):
+            return data
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or cls.__name__
+            more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            raise InvalidRecordError(f"invalid {cls.__name__}: {where}: {first['msg']}{more}") from None
+
+
+def _name(value: str, what: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(f"{what} must be 1-128 letters, digits, '_', '.', '-' (got {value!r})")
+    return value
+
+
+class TaskSpec(_Spec):
+    """A task: operator + target + case set (the case names, or the case dicts)."""
+
+    operator: str
+    target: str
+    family: str = "unknown"
+    level: int | None = None
+    cases: tuple[Any, ...] = ()
+
+    @field_validator("operator", "target", "family")
+    @classmethod
+    def _check(cls, value: str) -> str:
+        return _name(value, "operator, target and family")
+
+    @property
+    def id(self) -> str:
+        return ids.task_id(self.operator, self.target, list(self.cases))
+
+
+class RunSpec(_Spec):
+    """One optimization session of one task on one machine."""
+
+    task: TaskSpec
+    hardware: HardwareInfo
+    run_id: str = Field(default_factory=ids.new_run_id)
+    proposer: str = "unknown"
+    model: str | None = None
+    context_policy: str = "active"
+    memory_enabled: bool = True
+    budgets: dict[str, float | int | None] = Field(default_factory=dict)
+    started_at: float = Field(default_factory=time.time)
+
+    @field_validator("run_id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        ids.check_local_id(value, "run id")
+        return value
+
+    def content(self) -> dict[str, Any]:
+        """Everything that identifies the run (the started_at stamp excluded)."""
+        return self.model_dump(mode="json", by_alias=True, exclude={"started_at"})
+
+
+class UsedItem(_Spec):
+    """One piece of evidence that was in the prompt: becomes a USED edge."""
+
+    kind: EvidenceKind
+    id: str
+    tier: Tier
+    rank: int = Field(ge=0)
+    tokens: int = Field(ge=0)
+
+
+class Attempt(_Spec):
+    """One attempt: the decision the proposer made and the outcome the target reported."""
+
+    run_id: str
+    step: int = Field(ge=0, le=1_000_000)
+    title: str = Field(min_length=1, max_length=300)
+    layer: str = "other"
+    thought: str = Field(default="", max_length=20_000)
+    parent_id: str | None = None
+    code: str | None = None
+    outcome: OutcomeRecord
+    used: tuple[UsedItem, ...] = ()
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+    # Structured facts about the decision a proposer wants to find again (e.g. the
+    # offline proposer's template and knob settings); JSON scalars, stored as params_json.
+    params: dict[str, Any] | None = None
+    created_at: float = Field(default_factory=time.time)
+    _hash: str | None = PrivateAttr(default=None)
+    _json: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @field_validator("outcome", mode="before")
+    @classmethod
+    def _outcome(cls, value: Any) -> OutcomeRecord:
+        return parse_outcome(value)
+
+    @field_validator("layer")
+    @classmethod
+    def _layer(cls, value: str) -> str:
+        layer = re.sub(r"[\s\-]+", "_", value.strip().lower())
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,47}", layer):
+            raise ValueError(f"optimization layer must be a short snake_case word (got {value!r})")
+        return layer
+
+    @field_validator("run_id", "parent_id")
+    @classmethod
+    def _ids(cls, value: str | None) -> str | None:
+        if value is not None:
+            ids.check_local_id(value, "run or decision id")
+        return value
+
+    @property
+    def id(self) -> str:
+        return ids.decision_id(self.run_id, self.step)
+
+    def content_hash(self) -> str:
+        """Identity of the attempt's content (the created_at stamp excluded)."""
+        if self._hash is None:
+            data = {k: v for k, v in self.to_json().items() if k != "created_at"}
+            self._hash = ids.content_hash(data, 32)
+        return self._hash
+
+    def to_json(self) -> dict[str, Any]:
+        """The attempt as JSON-ready data (computed once; do not modify the result)."""
+        if self._json is None:
+            self._json = self.model_dump(mode="json", by_alias=True)
+        return self._json
+
+
+class KnowledgeDoc(_Spec):
+    """A cold-tier document (``kope/knowledge/``) stored as a Knowledge node."""
+
+    id: str
+    title: str
+    text: str
+    targets: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        ids.check_local_id(value, "knowledge id")
+        return value

@@ -1,0 +1,192 @@
+"""Export and import a namespace as JSON Lines (``kope memory export`` / ``import``).
+
+Format ``kope.memory`` version 1, one JSON object per line, UTF-8::
+
+    {"format": "kope.memory", "version": 1, "namespace": "default", "exported_at": "...", "kope": "0.1.0"}
+    {"node": "Operator", "id": "softmax", "props": {...}}              every node, label by label, in id order
+    {"rel": "FROM", "from": ["Decision", "<id>"], "to": ["Decision", "<id>"], "props": {}}
+    {"end": true, "nodes": 1234, "relationships": 5678}                 trailer: detects a truncated file
+
+Ids are namespace-local, so a file can be imported into any namespace; the
+importer MERGEs on ``"<namespace>/<id>"``. Import is idempotent (importing a
+file twice changes nothing) and merges: two teams importing each other's
+exports end up with the union (run ids are unique per run; kernels, operators,
+hardware and tasks have content-derived ids and merge). Afterwards the
+namespace's insights are distilled again from the merged evidence.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from typing import IO, Any, Iterator
+
+from kope import __version__
+from kope.db.client import GraphClient
+from kope.memory.errors import ExportFormatError
+from kope.memory.ids import uid
+
+FORMAT = "kope.memory"
+VERSION = 1
+NODE_LABELS = ("Operator", "Hardware", "Task", "Run", "Kernel", "Decision", "Outcome", "Knowledge", "Insight")
+REL_SOURCES = ("Task", "Run", "Decision", "Insight")
+REL_KEYS = frozenset({
+    ("FOR_TASK", "Run", "Task"), ("ON_HARDWARE", "Run", "Hardware"), ("INCUMBENT", "Run", "Decision"),
+    ("OF_OPERATOR", "Task", "Operator"), ("IN_RUN", "Decision", "Run"), ("PRODUCED", "Decision", "Outcome"),
+    ("WROTE", "Decision", "Kernel"), ("FROM", "Decision", "Decision"), ("NEXT", "Decision", "Decision"),
+    ("USED", "Decision", "Decision"), ("USED", "Decision", "Insight"), ("USED", "Decision", "Knowledge"),
+    ("DERIVED_FROM", "Insight", "Outcome"), ("ABOUT", "Insight", "Operator"), ("ABOUT", "Insight", "Hardware"),
+})
+INTERNAL = frozenset({"uid", "ns", "_lock"})
+PAGE = 2000
+BATCH = 1000
+
+
+@dataclass
+class TransferReport:
+    namespace: str
+    nodes: dict[str, int] = field(default_factory=dict)
+    relationships: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def node_total(self) -> int:
+        return sum(self.nodes.values())
+
+    @property
+    def relationship_total(self) -> int:
+        return sum(self.relationships.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "nodes": self.nodes, "relationships": self.relationships,
+                "node_total": self.node_total, "relationship_total": self.relationship_total}
+
+
+def _public(props: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in sorted(props.items()) if k not in INTERNAL}
+
+
+def _pages(client: GraphClient, statement: str, prefix: str) -> Iterator[dict[str, Any]]:
+    after = ""
+    while True:
+        rows = client.execute(statement, prefix=prefix, after=after, limit=PAGE)
+        yield from rows
+        if len(rows) < PAGE:
+            return
+        after = rows[-1]["uid"]
+
+
+def export_namespace(client: GraphClient, ns: str, out: IO[str]) -> TransferReport:
+    report = TransferReport(ns)
+    prefix = f"{ns}/"
+    header = {"format": FORMAT, "version": VERSION, "namespace": ns, "kope": __version__,
+              "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    out.write(json.dumps(header) + "\n")
+    dumps = lambda obj: json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"  # noqa: E731
+    for label in NODE_LABELS:
+        for row in _pages(client, f"memory/transfer/nodes_{label.lower()}", prefix):
+            out.write(dumps({"node": label, "id": row["uid"][len(prefix):], "props": _public(row["props"])}))
+            report.nodes[label] = report.nodes.get(label, 0) + 1
+    for label in REL_SOURCES:
+        for row in _pages(client, f"memory/transfer/rels_{label.lower()}", prefix):
+            source = row["uid"][len(prefix):]
+            for rel in row["rels"]:
+                out.write(dumps({"rel": rel["type"], "from": [label, source], "to": [rel["to_label"], rel["to"]],
+                                 "props": _public(rel["props"])}))
+                report.relationships[rel["type"]] = report.relationships.get(rel["type"], 0) + 1
+    out.write(json.dumps({"end": True, "nodes": report.node_total, "relationships": report.relationship_total}) + "\n")
+    return report
+
+
+def _check_value(value: Any, where: str) -> None:
+    scalar = (str, int, float, bool, type(None))
+    if isinstance(value, scalar):
+        return
+    if isinstance(value, list) and all(isinstance(v, scalar) and v is not None for v in value):
+        return
+    raise ExportFormatError(f"{where}: property values must be strings, numbers, booleans or lists of them")
+
+
+def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], list[dict], dict[str, Any]]:
+    header: dict[str, Any] | None = None
+    trailer: dict[str, Any] | None = None
+    nodes: list[dict] = []
+    rels: list[dict] = []
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ExportFormatError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise ExportFormatError(f"{where}: expected a JSON object")
+        if header is None:
+            if obj.get("format") != FORMAT:
+                raise ExportFormatError(f"{where}: not a KOPE memory export (the first line must name format {FORMAT!r})")
+            if obj.get("version") != VERSION:
+                raise ExportFormatError(f"{where}: export format version {obj.get('version')!r} is not supported (this KOPE reads version {VERSION})")
+            header = obj
+            continue
+        if trailer is not None:
+            raise ExportFormatError(f"{where}: content after the end marker")
+        if obj.get("end") is True:
+            trailer = obj
+        elif "node" in obj:
+            if obj["node"] not in NODE_LABELS or not isinstance(obj.get("id"), str) or not isinstance(obj.get("props"), dict):
+                raise ExportFormatError(f"{where}: bad node line (label must be one of {', '.join(NODE_LABELS)}, with id and props)")
+            for key, value in obj["props"].items():
+                _check_value(value, f"{where} {obj['node']}.{key}")
+            nodes.append(obj)
+        elif "rel" in obj:
+            frm, to = obj.get("from"), obj.get("to")
+            ok = (isinstance(frm, list) and isinstance(to, list) and len(frm) == 2 and len(to) == 2
+                  and (obj["rel"], frm[0], to[0]) in REL_KEYS and isinstance(obj.get("props", {}), dict))
+            if not ok:
+                raise ExportFormatError(f"{where}: bad relationship line ({obj.get('rel')!r} is not an allowed type between these labels)")
+            for key, value in obj.get("props", {}).items():
+                _check_value(value, f"{where} {obj['rel']}.{key}")
+            rels.append(obj)
+        else:
+            raise ExportFormatError(f"{where}: a line must be a node, a relationship or the end marker")
+    if header is None:
+        raise ExportFormatError(f"{source}: empty file, not a KOPE memory export")
+    if trailer is None:
+        raise ExportFormatError(f"{source}: no end marker: the file is truncated")
+    present = {(obj["node"], obj["id"]) for obj in nodes}
+    for obj in rels:
+        for end in (obj["from"], obj["to"]):
+            if tuple(end) not in present:
+                raise ExportFormatError(f"{source}: a {obj['rel']} relationship points at {end[0]} {end[1]!r}, which the file does not hold")
+    if trailer.get("nodes") != len(nodes) or trailer.get("relationships") != len(rels):
+        raise ExportFormatError(f"{source}: the end marker counts {trailer.get('nodes')} nodes and "
+                                f"{trailer.get('relationships')} relationships, the file holds {len(nodes)} and {len(rels)}")
+    return header, nodes, rels, trailer
+
+
+def import_namespace(client: GraphClient, ns: str, stream: IO[str], source: str = "<input>") -> TransferReport:
+    """Validate the whole file first, then MERGE nodes and relationships into ``ns``
+    (in batches of ``BATCH`` per transaction; an interrupted import is completed by running it again)."""
+    _header, nodes, rels, _trailer = _parse(stream, source)
+    report = TransferReport(ns)
+    node_rows = []
+    for obj in nodes:
+        props = dict(obj["props"], ns=ns, id=obj["id"], uid=uid(ns, obj["id"]))
+        node_rows.append({"label": obj["node"], "uid": props["uid"], "props": props})
+        report.nodes[obj["node"]] = report.nodes.get(obj["node"], 0) + 1
+    rel_rows = []
+    for obj in rels:
+        key = f"{obj['rel']}:{obj['from'][0]}:{obj['to'][0]}"
+        rel_rows.append({"key": key, "from": uid(ns, obj["from"][1]), "to": uid(ns, obj["to"][1]), "props": obj.get("props", {})})
+        report.relationships[obj["rel"]] = report.relationships.get(obj["rel"], 0) + 1
+
+    for start in range(0, len(node_rows), BATCH):
+        batch = node_rows[start:start + BATCH]
+        client.write(lambda tx: tx.run("memory/transfer/import_nodes", rows=batch))
+    for start in range(0, len(rel_rows), BATCH):
+        batch = rel_rows[start:start + BATCH]
+        linked = client.write(lambda tx: tx.run("memory/transfer/import_rels", rows=batch))[0]["linked"]
+        if linked != len(batch):
+            raise ExportFormatError(f"{source}: {len(batch) - linked} relationships could not be linked")
+    return report
