@@ -190,6 +190,7 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_LLM_MODEL": ("llm", "model"),
     "KOPE_LLM_API_KEY": ("llm", "api_key"),
     "KOPE_LLM_TIMEOUT": ("llm", "timeout"),
+    "KOPE_LLM_MAX_RETRIES": ("llm", "max_retries"),
     "KOPE_CONTEXT_WINDOW": ("context", "window"),
     "KOPE_CONTEXT_SYSTEM": ("context", "system"),
     "KOPE_CONTEXT_GENERATION": ("context", "generation"),

@@ -74,8 +74,13 @@ def build_context(
     latest_note: str | None = None,
     incumbent_override: tuple[str | None, str | None, Mapping[str, Any] | None] | None = None,
     exclude: Sequence[str] = (),
+    use_memory: bool = True,
 ) -> tuple[AssembledContext, Any]:
-    """(assembled context, retrieval result or None)."""
+    """(assembled context, retrieval result or None).
+
+    With a ``run_id`` the hot tier (incumbent, latest feedback, step) comes from
+    the run in the graph; ``use_memory=False`` still reads the run itself but
+    retrieves no experience (the ``--no-memory`` ablation)."""
     from kope.memory import RetrievalQuery
 
     incumbent_id = incumbent_code = incumbent_outcome = None
@@ -107,7 +112,7 @@ def build_context(
     retrieval = None
     knowledge: list = []
     if policy == "active":
-        if graph is not None:
+        if graph is not None and use_memory:
             query = RetrievalQuery(
                 operator=task.operator, family=task.family, target=target, hardware_id=hardware.get("id"),
                 hardware_class=hardware.get("class"), vendor=hardware.get("vendor"), layer=layer,

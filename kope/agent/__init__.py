@@ -1,0 +1,1 @@
+"""The optimization loop: retrieve -> assemble -> propose -> evaluate -> record."""

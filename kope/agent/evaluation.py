@@ -1,0 +1,48 @@
+"""The loop's boundary to the harness: candidate file in, ``kope.outcome/1`` dict out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from kope.context.protocol import FormatProblem
+from kope.errors import KopeError, ToolMissingError, UsageError
+
+
+def harness_error(exc: Exception) -> KopeError:
+    from harness.errors import TargetUnavailableError
+
+    if isinstance(exc, TargetUnavailableError):
+        return ToolMissingError(exc.message, hint=exc.hint)
+    return UsageError(getattr(exc, "message", str(exc)), hint=getattr(exc, "hint", None))
+
+
+def evaluate_code(task_path: Path, code: str, path: Path, *, target: str, cases: Any = None,
+                  timing: bool = True) -> dict[str, Any]:
+    """Write ``code`` to ``path`` and evaluate it on ``target``; problems with the candidate are outcomes."""
+    from harness.errors import HarnessError
+    from harness.evaluate import EvalOptions, evaluate
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(code, encoding="utf-8")
+    try:
+        outcome = evaluate(task_path, path, EvalOptions(target=target, cases=cases, timing=timing))
+    except HarnessError as exc:
+        raise harness_error(exc) from None
+    return outcome.to_dict()
+
+
+def format_error_outcome(problem: FormatProblem, *, operator: str, family: str, level: int | None, target: str,
+                         hardware: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The outcome of a response with no usable candidate: recorded like any failure."""
+    return {
+        "schema": "kope.outcome/1", "status": "format_error", "task": operator, "family": family, "level": level,
+        "target": target, "cases_total": len(cases) or 1, "cases_passed": 0, "speedup": None,
+        "error_kind": problem.error_kind, "error_excerpt": problem.message, "compile_time_s": None,
+        "timings_valid": False, "threads": None, "duration_s": 0.0, "hardware": dict(hardware),
+        "cases": [
+            {"index": i, "name": str(c.get("name", i)), "params": {k: v for k, v in c.items() if k != "name"},
+             "passed": False, "error": problem.message, "ref_ms": None, "cand_ms": None, "speedup": None}
+            for i, c in enumerate(cases)
+        ],
+    }

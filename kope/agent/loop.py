@@ -1,0 +1,347 @@
+"""The optimization loop: retrieve -> assemble -> propose -> evaluate -> record, step by step.
+
+Each step starts from the incumbent (the best correct kernel so far; before
+there is one, from the latest attempt, to repair it). After ``patience``
+steps without improvement the loop backtracks to the most promising earlier
+state by downstream score d(v): the next decision's FROM points at that state
+(an alternative branch) while NEXT keeps time order. The run stops on the step
+budget, the token budget, the wall-clock budget, a target speedup, or when the
+proposer has nothing left to try. Everything a step needs is read back from
+the graph, so a run resumes from the graph alone (``resume=RUN_ID``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from kope.agent.evaluation import evaluate_code, format_error_outcome
+from kope.agent.proposal import ParentState, PastAttempt, Proposal, ProposalRequest, Proposer, ProposerExhausted
+from kope.config import KopeConfig
+from kope.context.budget import Budget
+from kope.context.knowledge import load_knowledge
+from kope.context.state import TaskView, build_context
+from kope.errors import KopeError, UsageError
+
+
+@dataclass
+class LoopOptions:
+    target: str = "cpu"
+    steps: int = 8  # total steps of the run (a resumed run continues to this count)
+    policy: str = "active"
+    memory: bool = True  # retrieve experience (attempts are recorded either way)
+    patience: int = 3  # non-improving steps before backtracking
+    token_budget: int | None = None
+    time_budget_s: float | None = None
+    target_speedup: float | None = None
+    cases: Any = None  # harness case selection; None = all
+    k: int = 8
+    out_dir: Path = Path("kope-out")
+
+
+@dataclass
+class StepReport:
+    step: int
+    decision_id: str
+    parent_id: str | None
+    title: str
+    layer: str
+    status: str
+    error_kind: str | None
+    speedup: float | None
+    label: str
+    r: float
+    incumbent_id: str | None
+    improved: bool
+    backtracked: bool
+    prompt_tokens: int
+    completion_tokens: int
+    context_tokens: int
+    used: int
+    seconds: float
+    in_graph: bool
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    operator: str
+    family: str
+    target: str
+    proposer: str
+    policy: str
+    memory: bool
+    status: str  # finished | target_reached | token_budget | time_budget | exhausted
+    stop_reason: str
+    steps: list[StepReport] = field(default_factory=list)
+    best_id: str | None = None
+    best_speedup: float | None = None
+    best_path: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    context_tokens: int = 0
+    memory_before: dict[str, int] = field(default_factory=dict)
+    memory_after: dict[str, int] = field(default_factory=dict)
+    resumed_at: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Progress = Callable[[str, Any], None]
+
+
+def _quiet(_event: str, _data: Any) -> None:
+    pass
+
+
+def load_task_view(name_or_path: str) -> tuple[TaskView, Path]:
+    from harness.errors import HarnessError
+    from harness.suite import find_task
+    from harness.task import load_task
+
+    from kope.agent.evaluation import harness_error
+
+    try:
+        info = load_task(find_task(name_or_path).path)
+    except HarnessError as exc:
+        raise harness_error(exc) from None
+    return TaskView.from_info(info), info.path
+
+
+def hardware_for(target: str) -> dict[str, Any]:
+    from harness import hardware
+
+    if target in ("triton", "cuda"):
+        try:
+            return hardware.gpu_fingerprint().to_dict()
+        except Exception as exc:  # noqa: BLE001 - torch raises several kinds when no GPU is visible
+            if target == "cuda":
+                raise KopeError(f"the cuda target needs an NVIDIA GPU, and none is visible ({type(exc).__name__})") from None
+    return hardware.cpu_fingerprint().to_dict()
+
+
+class Optimizer:
+    """Runs one task with one proposer against one Experience Graph."""
+
+    def __init__(self, config: KopeConfig, graph: Any, proposer: Proposer, options: LoopOptions,
+                 progress: Progress = _quiet) -> None:
+        self.config = config
+        self.graph = graph
+        self.proposer = proposer
+        self.options = options
+        self.progress = progress
+        self.budget = Budget.from_settings(config.context)
+
+    # -- run setup -----------------------------------------------------------------------------
+    def _start(self, task: TaskView, hardware: dict[str, Any], resume: str | None) -> tuple[str, int | None]:
+        from kope.memory import RunSpec, TaskSpec
+
+        if resume:
+            run = self.graph.run(resume)  # raises a clear error for an unknown run
+            if run.operator != task.operator or run.target != self.options.target:
+                raise UsageError(f"run {resume} is for {run.operator} on {run.target}, not {task.operator} on "
+                                 f"{self.options.target}")
+            return resume, self.graph.run_state(resume).next_step
+        spec = RunSpec(
+            task=TaskSpec(operator=task.operator, target=self.options.target, family=task.family, level=task.level,
+                          cases=tuple(str(c.get("name")) for c in task.cases)),
+            hardware=hardware, proposer=self.proposer.name, model=self.proposer.model,
+            context_policy=self.options.policy, memory_enabled=self.options.memory,
+            budgets={"steps": self.options.steps, "tokens": self.options.token_budget,
+                     "seconds": self.options.time_budget_s, "window": self.budget.window, "B_k": self.budget.total},
+        )
+        result = self.graph.start_run(spec)
+        if not result.in_graph:
+            raise KopeError(f"could not start the run in the Experience Graph: {result.pending_reason}",
+                            hint="start Neo4j (`kope db start`); the run was journaled and `kope memory sync` replays it")
+        return result.run_id, None
+
+    def _history(self, run_id: str) -> tuple[list[PastAttempt], Any]:
+        state = self.graph.run_state(run_id)
+        history = [PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params)
+                   for d in state.decisions]
+        return history, state
+
+    def _parent(self, state: Any, stale: int) -> tuple[Any, bool]:
+        """The state this step starts from, and whether it is a backtrack."""
+        incumbent = state.incumbent
+        if incumbent is not None and stale >= self.options.patience:
+            candidate = state.best_by_downstream(exclude=[incumbent.id])
+            if candidate is not None:
+                return candidate, True
+        if incumbent is not None:
+            return incumbent, False
+        return state.last, False
+
+    def _stale_steps(self, state: Any) -> int:
+        """Steps since the incumbent last changed (or since the last backtrack)."""
+        count = 0
+        for d in reversed(state.decisions):
+            if (state.incumbent is not None and d.id == state.incumbent.id) or (d.params or {}).get("backtracked"):
+                break
+            count += 1
+        return count
+
+    # -- the loop --------------------------------------------------------------------------------
+    def run(self, task: TaskView, task_path: Path, *, resume: str | None = None) -> RunSummary:
+        opts = self.options
+        hardware = hardware_for(opts.target)
+        memory_before = self._memory_counts()
+        run_id, resumed_at = self._start(task, hardware, resume)
+        self.graph.upsert_knowledge([{"id": d.id, "title": d.title, "text": d.body, "targets": list(d.targets),
+                                      "families": list(d.families)} for d in load_knowledge()])
+        summary = RunSummary(run_id, task.operator, task.family, opts.target, self.proposer.name, opts.policy,
+                             opts.memory, "finished", "step budget reached", memory_before=memory_before,
+                             resumed_at=resumed_at)
+        run_dir = opts.out_dir / task.operator / run_id
+        began = time.monotonic()
+        self.progress("run", {"run_id": run_id, "operator": task.operator, "resumed_at": resumed_at})
+        try:
+            self._steps(task, task_path, run_id, hardware, summary, run_dir, began)
+        except (KopeError, KeyboardInterrupt) as exc:
+            # an outage or Ctrl-C is not an attempt: end the run as interrupted (resumable) and re-raise
+            try:
+                self.graph.finish_run(run_id, "interrupted", distill=False)
+            except KopeError:
+                pass
+            self.progress("interrupted", {"run_id": run_id, "error": str(exc)})
+            if isinstance(exc, KopeError):
+                resume_hint = f"the run is kept: continue it with `kope optimize --resume {run_id}`"
+                exc.hint = f"{exc.hint}; {resume_hint}" if exc.hint else resume_hint
+            raise
+        return self._finish(run_id, summary, run_dir)
+
+    def _steps(self, task: TaskView, task_path: Path, run_id: str, hardware: dict[str, Any], summary: RunSummary,
+               run_dir: Path, began: float) -> None:
+        opts = self.options
+        while True:
+            history, state = self._history(run_id)
+            step = state.next_step
+            summary.prompt_tokens = state.run.prompt_tokens
+            summary.completion_tokens = state.run.completion_tokens
+            stop = self._should_stop(step, summary, state, began)
+            if stop:
+                summary.status, summary.stop_reason = stop
+                break
+            stale = self._stale_steps(state)
+            parent_record, backtracked = self._parent(state, stale)
+            parent = None
+            override = None
+            if parent_record is not None:
+                code = self.graph.kernel_source(parent_record.id)
+                parent = ParentState(parent_record.id, code, parent_record.params, parent_record.a, parent_record.status)
+                if backtracked or (state.incumbent is None and parent_record.status == "correct"):
+                    override = (parent_record.id, code, self._outcome_dict(parent_record.id))
+            started = time.monotonic()
+            context, retrieval = build_context(
+                task, target=opts.target, hardware=hardware, budget=self.budget, policy=opts.policy,
+                graph=self.graph, run_id=run_id, model=self.config.llm.model,
+                encoding_fallback=self.config.context.encoding_fallback, k=opts.k, step=step,
+                incumbent_override=override, use_memory=opts.memory,
+            )
+            request = ProposalRequest(task, opts.target, step, hardware, context, retrieval, parent, history, backtracked)
+            try:
+                proposal = self.proposer.propose(request)
+            except ProposerExhausted as exc:
+                summary.status, summary.stop_reason = "exhausted", str(exc)
+                break
+            report = self._evaluate_and_record(task, task_path, run_id, step, parent, proposal, context, hardware,
+                                               run_dir, backtracked, started)
+            summary.steps.append(report)
+            self.progress("step", report)
+
+    def _finish(self, run_id: str, summary: RunSummary, run_dir: Path) -> RunSummary:
+        graph_status = {"token_budget": "budget_exhausted", "time_budget": "budget_exhausted",
+                        "exhausted": "finished"}.get(summary.status, summary.status)
+        end = self.graph.finish_run(run_id, graph_status)
+        final = self.graph.run_state(run_id)
+        summary.prompt_tokens = final.run.prompt_tokens
+        summary.completion_tokens = final.run.completion_tokens
+        summary.context_tokens = sum(s.context_tokens for s in summary.steps)
+        if final.incumbent is not None:
+            summary.best_id = final.incumbent.id
+            summary.best_speedup = final.incumbent.a
+            summary.best_path = str(self._write_best(run_dir, final.incumbent.id))
+        summary.memory_after = self._memory_counts()
+        if end is None:
+            summary.stop_reason += " (run end journaled: Neo4j unreachable)"
+        (run_dir).mkdir(parents=True, exist_ok=True)
+        (run_dir / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str), encoding="utf-8")
+        self.progress("done", summary)
+        return summary
+
+    def _should_stop(self, step: int, summary: RunSummary, state: Any, began: float) -> tuple[str, str] | None:
+        opts = self.options
+        best = state.incumbent.a if state.incumbent is not None else None
+        if opts.target_speedup is not None and best is not None and best >= opts.target_speedup:
+            return "target_reached", f"speedup {best:.2f}x reached the target {opts.target_speedup:.2f}x"
+        if step >= opts.steps:
+            return "finished", f"step budget reached ({opts.steps} steps)"
+        used = summary.prompt_tokens + summary.completion_tokens
+        if opts.token_budget is not None and used >= opts.token_budget:
+            return "token_budget", f"token budget used ({used} >= {opts.token_budget})"
+        if opts.time_budget_s is not None and time.monotonic() - began >= opts.time_budget_s:
+            return "time_budget", f"wall-clock budget used ({opts.time_budget_s:.0f} s)"
+        return None
+
+    def _evaluate_and_record(self, task: TaskView, task_path: Path, run_id: str, step: int, parent: ParentState | None,
+                             proposal: Proposal, context: Any, hardware: dict[str, Any], run_dir: Path,
+                             backtracked: bool, started: float) -> StepReport:
+        from kope.memory import Attempt, UsedItem
+
+        opts = self.options
+        if proposal.code is None:
+            outcome = format_error_outcome(proposal.format_problem, operator=task.operator, family=task.family,
+                                           level=task.level, target=opts.target, hardware=hardware, cases=task.cases)
+        else:
+            outcome = evaluate_code(task_path, proposal.code, run_dir / "candidates" / f"step-{step:03d}.py",
+                                    target=opts.target, cases=opts.cases)
+        used = tuple(UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)
+                     for i in context.evidence())
+        params = dict(proposal.params or {})
+        if backtracked:
+            params["backtracked"] = True
+        if proposal.cited:
+            params["cited"] = list(proposal.cited)
+        context_tokens = context.tokens["prompt"] + context.tokens["system"]
+        attempt = Attempt(
+            run_id=run_id, step=step, title=proposal.title, layer=proposal.layer, thought=proposal.thought,
+            parent_id=parent.id if parent else None, code=proposal.code, outcome=outcome, used=used,
+            # the offline proposer sends its context nowhere: record what an LLM would have been sent
+            prompt_tokens=proposal.prompt_tokens if self.proposer.name == "llm" else context_tokens,
+            completion_tokens=proposal.completion_tokens, params=params or None,
+        )
+        result = self.graph.record_attempt(attempt)
+        return StepReport(
+            step=step, decision_id=result.decision_id, parent_id=attempt.parent_id, title=proposal.title,
+            layer=proposal.layer, status=outcome["status"], error_kind=outcome.get("error_kind"),
+            speedup=outcome.get("speedup"), label=result.label, r=result.r, incumbent_id=result.incumbent_id,
+            improved=bool(result.incumbent_changed), backtracked=backtracked,
+            prompt_tokens=attempt.prompt_tokens or 0, completion_tokens=proposal.completion_tokens,
+            context_tokens=context_tokens, used=len(used), seconds=time.monotonic() - started, in_graph=result.in_graph,
+        )
+
+    def _outcome_dict(self, decision_id: str) -> dict[str, Any]:
+        from kope.context.state import outcome_dict
+
+        return outcome_dict(self.graph, decision_id)
+
+    def _write_best(self, run_dir: Path, decision_id: str) -> Path:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / "best.py"
+        path.write_text(self.graph.kernel_source(decision_id) or "", encoding="utf-8")
+        record = self.graph.outcome(decision_id)
+        (run_dir / "best_outcome.json").write_text(json.dumps(
+            {"decision_id": decision_id, **{k: v for k, v in record.to_dict().items() if k != "cases_json"},
+             "cases": record.cases}, indent=2, default=str), encoding="utf-8")
+        return path
+
+    def _memory_counts(self) -> dict[str, int]:
+        stats = self.graph.stats()
+        counts = {label: n for label, n in stats.nodes.items() if n}
+        counts["relationships"] = sum(stats.relationships.values())
+        return counts

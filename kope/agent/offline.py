@@ -1,0 +1,191 @@
+"""The offline proposer: explores the suite's expert kernel templates, guided by memory.
+
+It needs no LLM, so KOPE's main job runs on a fresh machine with no API key.
+For a built-in operator with a template (``harness/suite/templates/<target>``)
+each step is one decision on the template's knobs:
+
+* first step: the best settings that memory holds for the same template or
+  family on the same or similar hardware (the warm lineages that made it into
+  the prompt), else the template's defaults;
+* later steps: one knob changed from the state the loop starts from (the
+  incumbent, or an earlier state after a backtrack), preferring values that
+  were part of effective decisions elsewhere, skipping settings that failed
+  there or were already tried in this run;
+* when every single-knob change from every good state was tried, an untried
+  combination; when the whole space was tried, it says it is exhausted.
+
+A task without a template gets only generic decisions: the suite's
+hand-written example kernel when one ships. The proposer says plainly in every
+thought that it is the offline proposer.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Iterable, Mapping
+
+from harness.suite import find_candidate
+from harness.suite.kernel_templates import KernelTemplate, template_for
+
+from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
+
+PREFIX = "[offline proposer]"
+GOOD_LABELS = ("effective", "partial")
+
+
+def _key(settings: Mapping[str, Any]) -> str:
+    return json.dumps(dict(settings), sort_keys=True)
+
+
+class OfflineProposer:
+    name = "offline"
+    model = None
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    # -- memory -------------------------------------------------------------------------------
+    @staticmethod
+    def _prior(request: ProposalRequest, template: KernelTemplate) -> list[dict[str, Any]]:
+        """Lineage hits in the prompt that carry settings usable by ``template`` (best first)."""
+        if request.retrieval is None:
+            return []
+        in_prompt = {item.id for item in request.context.items if item.evidence_kind == "decision"}
+        knobs = {k.name: k for k in template.knobs}
+        prior = []
+        for lineage in request.retrieval.lineages:
+            hit = lineage.hit
+            if hit.id not in in_prompt:
+                continue
+            params = hit.params or {}
+            settings = {k: v for k, v in (params.get("settings") or {}).items() if k in knobs and v in knobs[k].values}
+            if not settings:
+                continue
+            prior.append({"id": hit.id, "operator": hit.operator, "same_template": params.get("template") == template.name,
+                          "settings": settings, "full": params.get("template") == template.name and len(settings) == len(knobs),
+                          "status": hit.status, "label": hit.label, "a": hit.a or 0.0, "r": hit.r,
+                          "hardware": lineage.relevance.hardware_tier, "change": params.get("change")})
+        return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
+
+    # -- the decision -------------------------------------------------------------------------
+    def propose(self, request: ProposalRequest) -> Proposal:
+        template = template_for(request.task.operator, request.target)
+        if template is None:
+            return self._generic(request)
+        tried = {_key(h.params.get("settings", {})) for h in request.history if h.params.get("template") == template.name}
+        prior = self._prior(request, template)
+        failed_elsewhere = {_key({**template.default_settings(), **p["settings"]}): p for p in prior
+                            if p["status"] != "correct" and p["same_template"]}
+        parent = request.parent
+        if parent is None or parent.params.get("template") != template.name:
+            return self._start(request, template, prior, tried)
+        base = template.check_settings(dict(parent.params.get("settings", {})))
+        preference = self._preference(template, prior)
+        for knob, value in self._neighbours(template, base, preference):
+            settings = {**base, knob.name: value}
+            key = _key(settings)
+            if key in tried:
+                continue
+            if key in failed_elsewhere:
+                continue
+            evidence = [p["id"] for p in prior if p["settings"].get(knob.name) == value and p["label"] in GOOD_LABELS][:3]
+            why = f"{knob.doc}: {base[knob.name]} -> {value}"
+            memory_note = (f" Memory: {knob.name}={value} was part of effective decisions elsewhere ({', '.join(evidence)})."
+                           if evidence else "")
+            skipped = [p for p in failed_elsewhere.values() if p["settings"].get(knob.name) == value]
+            if skipped:
+                memory_note += f" Avoiding settings that failed on {skipped[0]['operator']} ({skipped[0]['id']})."
+            return self._proposal(request, template, settings, f"{knob.name}: {base[knob.name]} -> {value}", knob.layer,
+                                  f"{PREFIX} {'Backtracked to an earlier state; ' if request.backtracked else ''}"
+                                  f"change one knob of template '{template.name}': {why}.{memory_note}",
+                                  change={"knob": knob.name, "from": base[knob.name], "to": value}, cited=evidence)
+        return self._untried(request, template, tried, failed_elsewhere)
+
+    def _start(self, request: ProposalRequest, template: KernelTemplate, prior: list[dict[str, Any]],
+               tried: set[str]) -> Proposal:
+        good = [p for p in prior if p["status"] == "correct" and p["label"] in GOOD_LABELS + ("ineffective",)]
+        for p in good:
+            settings = template.check_settings({**template.default_settings(), **p["settings"]})
+            if _key(settings) in tried:
+                continue
+            where = {"hardware": "the same machine", "class": "the same hardware class", "vendor": "the same vendor"}.get(
+                p["hardware"], "other hardware")
+            changed = {k: v for k, v in settings.items() if v != template.knob(k).default}
+            layer = template.knob(next(iter(changed))).layer if changed else "other"
+            return self._proposal(
+                request, template, settings, f"start from the best recorded settings ({p['operator']})", layer,
+                f"{PREFIX} Memory holds {len(prior)} decisions with settings for template '{template.name}'; the best "
+                f"correct one ({p['id']}: {p['operator']} on {where}, {p['a']:.2f}x) used {changed or 'the defaults'}. "
+                "Start there instead of the defaults.", cited=[p["id"]])
+        settings = template.default_settings()
+        if _key(settings) in tried:
+            return self._untried(request, template, tried, {})
+        return self._proposal(request, template, settings, f"baseline: template {template.name}", "other",
+                              f"{PREFIX} No usable experience for template '{template.name}' in the prompt; start from "
+                              f"its default settings {settings}.")
+
+    @staticmethod
+    def _preference(template: KernelTemplate, prior: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+        score: dict[tuple[str, str], float] = {}
+        for rank, p in enumerate(prior):
+            if p["status"] != "correct" or p["label"] not in GOOD_LABELS:
+                continue
+            for name, value in p["settings"].items():
+                if value != template.knob(name).default:
+                    key = (name, json.dumps(value))
+                    score[key] = score.get(key, 0.0) + max(p["a"], 0.1) / (rank + 1)
+        return score
+
+    @staticmethod
+    def _neighbours(template: KernelTemplate, base: Mapping[str, Any],
+                    preference: Mapping[tuple[str, str], float]) -> Iterable[tuple[Any, Any]]:
+        moves = []
+        for order, knob in enumerate(template.knobs):
+            index = knob.values.index(base[knob.name])
+            for value_index, value in enumerate(knob.values):
+                if value_index == index:
+                    continue
+                pref = preference.get((knob.name, json.dumps(value)), 0.0)
+                moves.append((-pref, abs(value_index - index), order, value_index, knob, value))
+        moves.sort(key=lambda m: m[:4])
+        return [(m[4], m[5]) for m in moves]
+
+    def _untried(self, request: ProposalRequest, template: KernelTemplate, tried: set[str],
+                 failed: Mapping[str, Any]) -> Proposal:
+        rng = random.Random(f"{self.seed}:{request.task.operator}:{request.step}")
+        names = [k.name for k in template.knobs]
+        space = 1
+        for knob in template.knobs:
+            space *= len(knob.values)
+        for _ in range(min(space * 4, 4000)):
+            settings = {k.name: rng.choice(k.values) for k in template.knobs}
+            if _key(settings) not in tried and _key(settings) not in failed:
+                return self._proposal(request, template, settings, "untried combination", "other",
+                                      f"{PREFIX} Every single-knob change from the good states was tried; an untried "
+                                      f"combination of {', '.join(names)}: {settings}.")
+        raise ProposerExhausted(f"the offline proposer tried every setting of template '{template.name}' "
+                                f"({space} combinations) for {request.task.operator}")
+
+    def _proposal(self, request: ProposalRequest, template: KernelTemplate, settings: dict[str, Any], title: str,
+                  layer: str, thought: str, *, change: dict | None = None, cited: list[str] | tuple = ()) -> Proposal:
+        code = template.render(request.task.operator, settings)
+        params: dict[str, Any] = {"template": template.name, "settings": settings}
+        if change:
+            params["change"] = change
+        return Proposal(title=title, layer=layer, thought=thought, code=code, params=params, cited=tuple(cited),
+                        prompt_tokens=0, completion_tokens=0)
+
+    def _generic(self, request: ProposalRequest) -> Proposal:
+        operator = request.task.operator
+        example = find_candidate(operator, request.target)
+        if example is not None and not any(h.params.get("generic") == "example" for h in request.history):
+            return Proposal(
+                title="use the shipped example kernel", layer="other",
+                thought=f"{PREFIX} No kernel template covers {operator}, so only generic decisions are possible: "
+                        "start from the suite's hand-written example candidate.",
+                code=example.read_text(), params={"generic": "example"})
+        raise ProposerExhausted(
+            f"the offline proposer has no kernel template for {operator!r} on {request.target} "
+            f"{'and already tried the example kernel' if example else 'and no example kernel ships for it'}; "
+            "it only makes generic decisions for such tasks. Use --proposer llm with an LLM endpoint")

@@ -1,0 +1,75 @@
+"""What a proposer receives and returns: one decision and its candidate per step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+from kope.context.assemble import AssembledContext
+from kope.context.protocol import FormatProblem
+from kope.context.state import TaskView
+
+
+@dataclass(frozen=True)
+class ParentState:
+    """The state this step starts from (the incumbent, or an earlier state when backtracking)."""
+
+    id: str
+    code: str | None
+    params: Mapping[str, Any]
+    speedup: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class PastAttempt:
+    """One earlier attempt of this run (from the graph), as proposers read it."""
+
+    id: str
+    step: int
+    parent_id: str | None
+    title: str
+    layer: str
+    status: str
+    label: str
+    a: float | None
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ProposalRequest:
+    task: TaskView
+    target: str
+    step: int
+    hardware: Mapping[str, Any]
+    context: AssembledContext
+    retrieval: Any | None  # kope.memory.RetrievalResult, or None without memory
+    parent: ParentState | None
+    history: Sequence[PastAttempt]
+    backtracked: bool = False
+
+
+@dataclass(frozen=True)
+class Proposal:
+    title: str
+    layer: str
+    thought: str
+    code: str | None  # None: the response had no usable candidate (see format_problem)
+    params: Mapping[str, Any] | None = None
+    format_problem: FormatProblem | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str | None = None
+    cited: tuple[str, ...] = ()  # evidence ids the proposer said it used
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Proposer(Protocol):
+    name: str  # "llm" | "offline"
+    model: str | None
+
+    def propose(self, request: ProposalRequest) -> Proposal: ...
+
+
+class ProposerExhausted(Exception):
+    """The proposer has nothing left to try for this task (the loop ends the run)."""

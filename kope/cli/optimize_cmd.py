@@ -1,0 +1,139 @@
+"""``kope optimize``: run the optimization loop on one task or a suite, with a live view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from kope.cli._common import State, err, out, pass_state, print_json
+from kope.errors import UsageError
+
+
+def _fmt(value: Any, spec: str = ".2f", suffix: str = "") -> str:
+    return f"{format(value, spec)}{suffix}" if isinstance(value, (int, float)) else "-"
+
+
+class LiveView:
+    """Step, status of the last attempt, best speedup so far and tokens, redrawn after each step."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.live: Live | None = None
+        self.rows: list[Any] = []
+        self.header = ""
+
+    def __enter__(self) -> "LiveView":
+        if self.enabled:
+            self.live = Live(self._render(), console=err, refresh_per_second=4, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def _render(self) -> Group:
+        table = Table(box=None, pad_edge=False)
+        for name in ("step", "decision", "status", "speedup", "label", "best", "tokens", "s"):
+            table.add_column(name, overflow="ellipsis", no_wrap=True, max_width=48 if name == "decision" else None)
+        best, tokens = None, 0
+        for r in self.rows:
+            tokens += r.prompt_tokens + r.completion_tokens
+            if r.status == "correct" and r.speedup and (best is None or r.speedup > best):
+                best = r.speedup
+            style = "green" if r.improved else ("red" if r.status != "correct" else "")
+            table.add_row(str(r.step) + ("↩" if r.backtracked else ""), r.title, Text(r.status, style=style),
+                          _fmt(r.speedup, ".2f", "x"), r.label, _fmt(best, ".2f", "x"), str(tokens), f"{r.seconds:.0f}")
+        return Group(Text(self.header, style="bold"), table)
+
+    def event(self, kind: str, data: Any) -> None:
+        if kind == "run":
+            self.rows = []
+            resumed = f", resumed at step {data['resumed_at']}" if data.get("resumed_at") is not None else ""
+            self.header = f"{data['operator']}: run {data['run_id']}{resumed}"
+        elif kind == "step":
+            self.rows.append(data)
+        if self.live is not None:
+            self.live.update(self._render())
+        elif kind == "step":
+            err.print(f"step {data.step}: {data.status} {_fmt(data.speedup, '.2f', 'x')} {data.title}")
+
+
+def _summary_table(summaries: list[Any]) -> Table:
+    table = Table(title="kope optimize", title_justify="left")
+    for name in ("operator", "run", "steps", "correct", "best speedup", "first correct", "stop", "tokens", "best kernel"):
+        table.add_column(name, overflow="fold", max_width=40 if name == "best kernel" else None)
+    for s in summaries:
+        correct = [r for r in s.steps if r.status == "correct"]
+        first = next((str(r.step) for r in s.steps if r.status == "correct"), "-")
+        table.add_row(s.operator, s.run_id, str(len(s.steps)), str(len(correct)), _fmt(s.best_speedup, ".2f", "x"),
+                      first, s.status, str(s.prompt_tokens + s.completion_tokens), s.best_path or "-")
+    return table
+
+
+@click.command("optimize")
+@click.argument("task", required=False)
+@click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
+@click.option("--proposer", type=click.Choice(["llm", "offline"]), default=None,
+              help="Default: llm when an LLM endpoint is configured, else offline.")
+@click.option("--steps", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Steps per run (total, also when resuming).")
+@click.option("--policy", type=click.Choice(["active", "passive", "none"]), default="active", show_default=True)
+@click.option("--no-memory", is_flag=True, help="Do not retrieve experience (attempts are still recorded).")
+@click.option("--team", default=None, help="Team recorded on the run (KOPE_TEAM).")
+@click.option("--namespace", default=None, help="Memory namespace (KOPE_NAMESPACE).")
+@click.option("--resume", "resume", default=None, metavar="RUN_ID", help="Continue this run from the graph.")
+@click.option("--suite", type=click.Choice(["builtin"]), default=None, help="Run several built-in tasks in sequence.")
+@click.option("--level", type=click.IntRange(1, 4), multiple=True, help="With --suite: only these levels.")
+@click.option("--family", default=None, help="With --suite: only this family.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="With --suite: at most this many tasks.")
+@click.option("--cases", default=None, help="Harness case selection (indices, ranges, names), e.g. 0,3-5.")
+@click.option("--patience", type=click.IntRange(1), default=3, show_default=True, help="Non-improving steps before backtracking.")
+@click.option("--token-budget", type=click.IntRange(1), default=None, help="Stop a run after this many tokens.")
+@click.option("--time-budget", type=click.FloatRange(1), default=None, help="Stop a run after this many seconds.")
+@click.option("--target-speedup", type=click.FloatRange(0, min_open=True), default=None, help="Stop once the best speedup reaches this.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kope-out"), show_default=True,
+              help="Where candidates, the best kernel and its outcome are written.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summaries as JSON.")
+@pass_state
+def command(state: State, task: str | None, target: str, proposer: str | None, steps: int, policy: str, no_memory: bool,
+            team: str | None, namespace: str | None, resume: str | None, suite: str | None, level: tuple[int, ...],
+            family: str | None, limit: int | None, cases: str | None, patience: int, token_budget: int | None,
+            time_budget: float | None, target_speedup: float | None, out_dir: Path, as_json: bool) -> None:
+    """Optimize TASK (a built-in operator or a task file), or a suite with --suite builtin."""
+    from kope.agent.loop import LoopOptions
+    from kope.agent.runner import make_proposer, optimize_tasks, suite_tasks
+
+    state.override(**{"memory.team": team, "memory.namespace": namespace})
+    config = state.config
+    if resume and task is None and suite is None:
+        from kope.memory import ExperienceGraph
+
+        with ExperienceGraph.from_config(config, journal=False) as graph:
+            task = graph.run(resume).operator
+    if (task is None) == (suite is None):
+        raise UsageError("give either a TASK or --suite builtin", hint="e.g. `kope optimize softmax` or `kope optimize --suite builtin --level 1`")
+    if resume and suite:
+        raise UsageError("--resume continues one run; it cannot be combined with --suite")
+    if (level or family or limit) and not suite:
+        raise UsageError("--level, --family and --limit select tasks of --suite")
+    chosen = make_proposer(config, proposer)
+    if chosen.name == "offline":
+        err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
+    options = LoopOptions(target=target, steps=steps, policy=policy, memory=not no_memory, patience=patience,
+                          token_budget=token_budget, time_budget_s=time_budget, target_speedup=target_speedup,
+                          cases=cases, out_dir=out_dir)
+    tasks = suite_tasks(level, family, limit) if suite else [task]
+    with LiveView(enabled=not as_json and err.is_terminal) as view:
+        summaries = optimize_tasks(config, chosen, options, tasks, resume=resume, progress=view.event)
+    if as_json:
+        print_json([s.to_dict() for s in summaries])
+        return
+    out.print(_summary_table(summaries))
+    for s in summaries:
+        out.print(f"{s.operator}: {s.stop_reason}")
