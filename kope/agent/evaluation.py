@@ -6,15 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kope.context.protocol import FormatProblem
-from kope.errors import KopeError, ToolMissingError, UsageError
-
-
-def harness_error(exc: Exception) -> KopeError:
-    from harness.errors import TargetUnavailableError
-
-    if isinstance(exc, TargetUnavailableError):
-        return ToolMissingError(exc.message, hint=exc.hint)
-    return UsageError(getattr(exc, "message", str(exc)), hint=getattr(exc, "hint", None))
+from kope.targets import harness_error
 
 
 def evaluate_code(task_path: Path, code: str, path: Path, *, target: str, cases: Any = None,

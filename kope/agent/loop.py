@@ -25,6 +25,7 @@ from kope.context.budget import Budget
 from kope.context.knowledge import load_knowledge
 from kope.context.state import TaskView, build_context
 from kope.errors import KopeError, UsageError
+from kope.targets import hardware_for
 
 
 @dataclass
@@ -96,32 +97,6 @@ Progress = Callable[[str, Any], None]
 
 def _quiet(_event: str, _data: Any) -> None:
     pass
-
-
-def load_task_view(name_or_path: str) -> tuple[TaskView, Path]:
-    from harness.errors import HarnessError
-    from harness.suite import find_task
-    from harness.task import load_task
-
-    from kope.agent.evaluation import harness_error
-
-    try:
-        info = load_task(find_task(name_or_path).path)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
-    return TaskView.from_info(info), info.path
-
-
-def hardware_for(target: str) -> dict[str, Any]:
-    from harness import hardware
-
-    if target in ("triton", "cuda"):
-        try:
-            return hardware.gpu_fingerprint().to_dict()
-        except Exception as exc:  # noqa: BLE001 - torch raises several kinds when no GPU is visible
-            if target == "cuda":
-                raise KopeError(f"the cuda target needs an NVIDIA GPU, and none is visible ({type(exc).__name__})") from None
-    return hardware.cpu_fingerprint().to_dict()
 
 
 class Optimizer:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from kope.agent.loop import LoopOptions, Optimizer, Progress, RunSummary, load_task_view
+from kope.agent.loop import LoopOptions, Optimizer, Progress, RunSummary
+from kope.targets import harness_error, load_task_view
 from kope.agent.proposal import Proposer
 from kope.config import KopeConfig
 from kope.errors import UsageError
@@ -27,7 +28,6 @@ def make_proposer(config: KopeConfig, name: str | None) -> Proposer:
 def suite_tasks(levels: Sequence[int] = (), family: str | None = None, limit: int | None = None) -> list[str]:
     from harness.suite import list_tasks
 
-    from kope.agent.evaluation import harness_error
     from harness.errors import HarnessError
 
     try:

@@ -5,20 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from kope.cli._common import State, err, out, pass_state, print_json
-from kope.cli.eval_cmd import harness_error
-
-
-def hardware_for(target: str) -> dict:
-    """The fingerprint of the machine the target runs on (the GPU for triton/cuda when present)."""
-    from harness import hardware
-
-    if target in ("triton", "cuda"):
-        try:
-            return hardware.gpu_fingerprint().to_dict()
-        except Exception:  # no GPU here: the prompt is built for this host's CPU, and says so
-            err.print(f"no GPU visible: the {target} prompt describes this host's CPU instead")
-    return hardware.cpu_fingerprint().to_dict()
+from kope.cli._common import State, out, pass_state, print_json
+from kope.targets import hardware_for, harness_error
 
 
 @click.command("context")

@@ -6,19 +6,10 @@ import click
 from rich.table import Table
 
 from kope.cli._common import out, print_json
-from kope.errors import KopeError, ToolMissingError, UsageError
+from kope.targets import harness_error
 
 STATUS_STYLE = {"correct": "green", "incorrect": "red", "cheat_detected": "bold red", "compile_error": "yellow",
                 "runtime_error": "red", "timeout": "yellow", "format_error": "yellow"}
-
-
-def harness_error(exc: Exception) -> KopeError:
-    """The harness's typed errors as KOPE errors (exit 3 for a target this machine cannot run, else 2)."""
-    from harness.errors import TargetUnavailableError
-
-    if isinstance(exc, TargetUnavailableError):
-        return ToolMissingError(exc.message, hint=exc.hint)
-    return UsageError(exc.message, hint=getattr(exc, "hint", None))
 
 
 @click.command("eval")

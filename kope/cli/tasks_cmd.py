@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from kope.cli._common import KopeGroup, out, print_json
-from kope.cli.eval_cmd import harness_error
+from kope.targets import harness_error
 
 FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
 

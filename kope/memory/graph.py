@@ -173,7 +173,7 @@ class ExperienceGraph:
         return result
 
     def _work_for(self, kind: str, item: Any) -> Any:
-        ns, team = self.namespace, self.team
+        ns = self.namespace
         if kind == "run":
             spec, run_team = item
             return lambda tx: write_runs(tx, ns, run_team, [spec])
