@@ -233,7 +233,7 @@ class ContextAssembler:
                 return text, chosen
             victim = min(chosen, key=lambda pair: (pair[0].relevance, pair[0].id))
             chosen.remove(victim)
-            dropped.append((victim.id, "joined prompt over B_k"))
+            dropped.append((victim[0].id, "joined prompt over B_k"))
 
 
 def assemble(state: HotState, budget: Budget, *, policy: str = "active", model: str | None = None,
