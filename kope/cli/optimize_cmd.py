@@ -137,3 +137,21 @@ def command(state: State, task: str | None, target: str, proposer: str | None, s
     out.print(_summary_table(summaries))
     for s in summaries:
         out.print(f"{s.operator}: {s.stop_reason}")
+    _memory_and_browser(config, summaries)
+
+
+def _memory_and_browser(config: Any, summaries: list[Any]) -> None:
+    from kope.memory.browser import GUIDE_PATH
+
+    before, after = summaries[0].memory_before, summaries[-1].memory_after
+
+    def describe(counts: dict[str, int]) -> str:
+        return (f"{counts.get('Decision', 0)} decisions, {counts.get('Run', 0)} runs, {counts.get('Insight', 0)} insights, "
+                f"{sum(v for k, v in counts.items() if k != 'relationships')} nodes, {counts.get('relationships', 0)} relationships")
+
+    out.print(f"memory (namespace {config.memory.namespace}): before {describe(before)}")
+    out.print(f"                          after  {describe(after)}")
+    out.print(f"Inspect the lineages in Neo4j Browser: {config.browser_url}")
+    if config.uses_local_server:
+        out.print(f"  (connect as {config.neo4j.user}; the password is in {config.password_file})")
+    out.print(f"  run `kope browser --port 7476`, then in Browser: :play http://127.0.0.1:7476{GUIDE_PATH}")

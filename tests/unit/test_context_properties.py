@@ -10,7 +10,7 @@ from tests.support.context_strategies import budget, history, hot_state, knowled
 HOT_HEADINGS = ("## Objective", "## Task:", "## Cases", "## Target and hardware", "## Incumbent kernel",
                 "## Latest feedback", "## Your next step")
 KNOWLEDGE = knowledge_docs()
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def assemble(state, b, policy, graph, hist):
