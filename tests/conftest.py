@@ -23,6 +23,8 @@ from typing import Iterator
 
 import pytest
 
+from tests.support.graph import clear_graph
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -96,11 +98,6 @@ def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jEndp
         yield Neo4jEndpoint(config.neo4j_uri, "neo4j", config.neo4j_password() or "", "neo4j", "maven-provisioned")
     finally:
         server.stop()
-
-
-def clear_graph(client) -> None:
-    while client.execute("db/clear_batch", limit=10_000)[0]["deleted"]:
-        pass
 
 
 @pytest.fixture

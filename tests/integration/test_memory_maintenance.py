@@ -45,7 +45,7 @@ def test_export_then_import_into_an_empty_database_reproduces_identical_counts(g
     before = counts(source)
     assert exported.node_total == sum(before[0].values()) and exported.relationship_total == sum(before[1].values())
 
-    from conftest import clear_graph
+    from tests.support.graph import clear_graph
 
     text = buffer.getvalue()
     clear_graph(graph_client)  # the database is now empty
