@@ -1,0 +1,172 @@
+"""C++ generators shared by the row-wise templates (logsumexp, softmax/log_softmax, layer/RMS/L2 norms).
+
+* ``fold(accs, lanes, ...)``: a loop folding one slice of a row into one or more
+  accumulators (sums or maxima). ``lanes == 1`` is a single ``omp simd
+  reduction`` (the compiler picks the vector width and keeps one vector of
+  partial results); ``lanes > 1`` keeps that many explicit partial results,
+  which hides the add latency and lets the loop run at load speed.
+* ``row_driver(split_rows, ...)``: the OpenMP structure around an operator's three
+  hooks, ``part_of`` (statistics of one slice), ``merge`` (of two slices'
+  statistics) and ``emit`` (write a slice's outputs from the row's statistics).
+  Rows are spread over the threads; with ``split_rows = "few_rows"``, when there
+  are fewer than two rows per thread, every row is instead cut into one slice
+  per thread, the slices' statistics are merged after a barrier, and each
+  thread writes its own slice.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Acc(NamedTuple):
+    name: str
+    type: str    # C++ type of the accumulator
+    kind: str    # "+" (sum of term) or "max" (maximum of term)
+    term: str    # C++ expression of the loaded value v (and of variables in scope)
+
+    @property
+    def init(self) -> str:
+        return "0" if self.kind == "+" else f"-std::numeric_limits<{self.type}>::infinity()"
+
+    def update(self, target: str) -> str:
+        if self.kind == "+":
+            return f"{target} += {self.term};"
+        return f"{{ const {self.type} t = {self.term}; {target} = t > {target} ? t : {target}; }}"
+
+    def combine(self, a: str, b: str) -> str:
+        return f"{a} + {b}" if self.kind == "+" else f"({b} > {a} ? {b} : {a})"
+
+
+def fold(accs: list[Acc], lanes: int, load: str, lo: str, hi: str, pre: str = "", post: str = "") -> str:
+    """Statements declaring each accumulator and folding v = <load at index i> over i in [lo, hi).
+
+    ``pre``: statements per element after v is loaded (temporaries the terms use); ``post``: a statement
+    per element after the updates (e.g. a store).
+    """
+    decl = "".join(f"{a.type} {a.name} = {a.init};\n" for a in accs)
+    extra_pre = f"{pre}\n" if pre else ""
+    extra_post = f"\n{post}" if post else ""
+    if lanes == 1:
+        clauses = " ".join(f"reduction({'+' if a.kind == '+' else 'max'} : {a.name})" for a in accs)
+        body = "\n".join(a.update(a.name) for a in accs)
+        return (f"{decl}#pragma omp simd {clauses}\nfor (int64_t i = {lo}; i < {hi}; ++i) {{\n"
+                f"{indent(f'const C v = {load};' + chr(10) + extra_pre + body + extra_post, 4)}}}\n")
+    L = lanes
+    parts = "".join(f"{a.type} {a.name}_l[{L}];\n" for a in accs)
+    init = " ".join(f"{a.name}_l[l] = {a.init};" for a in accs)
+    lane_body = "\n".join(a.update(a.name + "_l[l]") for a in accs)
+    tail_body = "\n".join(a.update(a.name + "_l[0]") for a in accs)
+    first = "".join(f"{a.name} = {a.name}_l[0];\n" for a in accs)
+    merge = "".join(f"for (int l = 1; l < {L}; ++l) {a.name} = {a.combine(a.name, a.name + '_l[l]')};\n" for a in accs)
+    lane = f"const int64_t i = i0 + l;\nconst C v = {load};\n{extra_pre}{lane_body}{extra_post}"
+    tail = f"const C v = {load};\n{extra_pre}{tail_body}{extra_post}"
+    inner = (f"{parts}for (int l = 0; l < {L}; ++l) {{ {init} }}\n"
+             f"int64_t i0 = {lo};\n"
+             f"for (; i0 + {L} <= {hi}; i0 += {L}) {{  // {L} independent partial results\n"
+             f"    #pragma omp simd\n    for (int l = 0; l < {L}; ++l) {{\n{indent(lane, 8)}    }}\n}}\n"
+             f"for (int64_t i = i0; i < {hi}; ++i) {{\n{indent(tail, 4)}}}\n"
+             f"{first}{merge}")
+    return f"{decl}{{\n{indent(inner, 4)}}}\n"
+
+
+def indent(text: str, spaces: int) -> str:
+    return "".join((" " * spaces + line if line.strip() else "") + "\n" for line in text.strip("\n").splitlines())
+
+
+def row_driver(split_rows: str, args: str, call_args: str, row_output: bool) -> str:
+    """``run<D>(x, y, rows, n, <args>)``: the rows loop around part_of/merge/emit.
+
+    ``args``/``call_args``: the operator's extra parameters (declaration / names), passed to the hooks.
+    ``row_output``: one output per row (logsumexp): emit gets ``y + r`` and is called once per row.
+    """
+    out_row = "y + r" if row_output else "y + r * n"
+    per_row = (f"const Part p = part_of<D>(x + r * n, {out_row}, 0, n{call_args});\n"
+               f"emit<D>(x + r * n, {out_row}, 0, n, n, p, p{call_args});")
+    simple = (f"#pragma omp parallel for schedule(static)\nfor (int64_t r = 0; r < rows; ++r) {{\n{indent(per_row, 4)}}}\n")
+    head = (f"template <typename D, typename C = typename D::C, typename S = typename D::S>\n"
+            f"static void run(const S* __restrict__ x, S* __restrict__ y, int64_t rows, int64_t n{args}) {{\n"
+            f"    using Part = PartT<C>;\n")
+    if split_rows == "never":
+        return head + indent(simple, 4) + "}\n"
+    emit_lo = "if (t == 0) " if row_output else ""
+    split = f"""if (rows >= 2 * omp_get_max_threads()) {{
+{indent(simple, 4)}    return;
+}}
+// Few rows: every thread takes one slice of each row; slice statistics are merged after a barrier.
+std::vector<Part> parts(omp_get_max_threads());
+#pragma omp parallel
+{{
+    const int T = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = n * t / T, hi = n * (t + 1) / T;
+    for (int64_t r = 0; r < rows; ++r) {{
+        parts[t] = part_of<D>(x + r * n, {out_row}, lo, hi{call_args});
+        #pragma omp barrier
+        Part all = parts[0];
+        for (int u = 1; u < T; ++u) all = merge<C>(all, parts[u]);
+        {emit_lo}emit<D>(x + r * n, {out_row}, lo, hi, n, all, parts[t]{call_args});
+        #pragma omp barrier
+    }}
+}}
+"""
+    return head + indent(split, 4) + "}\n"
+
+
+SPLIT_KNOB = {"name": "split_rows", "values": ["never", "few_rows"], "default": "never", "layer": "parallelization",
+              "doc": "never: one thread per row; few_rows: with fewer than two rows per thread, every row is split "
+                     "across all threads (slice statistics merged after a barrier)"}
+LANES_KNOB = {"name": "lanes", "values": [1, 16, 64], "default": 1, "layer": "unrolling",
+              "doc": "independent partial results per row reduction (1: one omp-simd reduction, the compiler's "
+                     "choice); more lanes hide the add latency"}
+VECTOR_KNOB = {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "instruction",
+               "doc": "SIMD width the compiler prefers (-mprefer-vector-width); 512 takes effect only with AVX-512"}
+
+
+ONLINE_CHUNK = 1024  # elements per chunk of the online (one-sweep) max/sum: the chunk is re-read from L1
+
+
+def softmax_stats(algorithm: str, lanes: int, store_exp: bool) -> str:
+    """``PartT<C>{m, s}`` (maximum, sum of exp(x - m)) of a slice, and its merge.
+
+    two_pass: one sweep for the maximum, one for the sum (``store_exp``: the sum sweep also writes
+    exp(x - m) to y, which emit then rescales). online: one sweep over memory, in chunks of
+    ``ONLINE_CHUNK`` elements: the chunk's maximum, then its exp-sum against the new running maximum,
+    the running sum rescaled by exp(old max - new max).
+    """
+    load = "D::load(x[i])"
+    mx = Acc("m", "C", "max", "v")
+    if algorithm == "two_pass":
+        sm = Acc("s", "C", "+", "e")
+        body = (fold([mx], lanes, load, "lo", "hi")
+                + fold([sm], lanes, load, "lo", "hi", pre="const C e = Math::exp(v - m);",
+                       post="y[i] = D::store(e);" if store_exp else "")
+                + "return Part{m, s};\n")
+    elif algorithm == "online":
+        chunk = (fold([Acc("cm", "C", "max", "v")], lanes, load, "c0", "c1")
+                 + "const C nm = cm > m ? cm : m;\n"
+                 + fold([Acc("cs", "C", "+", "Math::exp(v - nm)")], lanes, load, "c0", "c1")
+                 + "s = s * Math::exp(m - nm) + cs;  // rescale the running sum to the new maximum\nm = nm;\n")
+        body = (f"C m = -std::numeric_limits<C>::infinity(), s = 0;\n"
+                f"for (int64_t c0 = lo; c0 < hi; c0 += {ONLINE_CHUNK}) {{\n"
+                f"    const int64_t c1 = std::min<int64_t>(hi, c0 + {ONLINE_CHUNK});\n{indent(chunk, 4)}}}\n"
+                f"return Part{{m, s}};\n")
+    else:
+        raise ValueError(f"algorithm must be two_pass or online, got {algorithm!r}")
+    return f"""
+// Statistics of a slice [lo, hi) of a row: its maximum m and the sum s of exp(x - m).
+template <typename C> struct PartT {{ C m; C s; }};
+
+template <typename C>
+static inline PartT<C> merge(const PartT<C>& a, const PartT<C>& b) {{
+    if (a.s == C(0)) return b;  // an empty slice
+    if (b.s == C(0)) return a;
+    const C m = a.m > b.m ? a.m : b.m;
+    return PartT<C>{{m, a.s * Math::exp(a.m - m) + b.s * Math::exp(b.m - m)}};
+}}
+
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static inline PartT<C> part_of(const S* __restrict__ x, S* __restrict__ y, int64_t lo, int64_t hi) {{
+    using Part = PartT<C>;
+    if (hi <= lo) return Part{{-std::numeric_limits<C>::infinity(), C(0)}};
+{indent(body, 4)}}}
+"""
