@@ -170,3 +170,76 @@ static inline PartT<C> part_of(const S* __restrict__ x, S* __restrict__ y, int64
     if (hi <= lo) return Part{{-std::numeric_limits<C>::infinity(), C(0)}};
 {indent(body, 4)}}}
 """
+
+
+VARIANCE_KNOB_VALUES = ["two_pass", "shifted", "welford"]
+LOAD = "D::load(x[i])"
+
+
+def _moments_body(variance: str, lanes: int) -> str:
+    """The body of part_of: (count, mean, M2) of the slice [lo, hi)."""
+    if variance == "two_pass":
+        body = (fold([Acc("sum", "A", "+", "A(v)")], lanes, LOAD, "lo", "hi")
+                + "const A mean = sum / A(hi - lo);\n"
+                + fold([Acc("m2", "A", "+", "(A(v) - mean) * (A(v) - mean)")], lanes, LOAD, "lo", "hi")
+                + "return Part{A(hi - lo), mean, m2};\n")
+    elif variance == "shifted":
+        body = ("const A K = A(D::load(x[lo]));  // shift by the first value: no cancellation when |mean| >> std\n"
+                + fold([Acc("s1", "A", "+", "A(v) - K"), Acc("s2", "A", "+", "(A(v) - K) * (A(v) - K)")], lanes, LOAD, "lo", "hi")
+                + "const A cnt = A(hi - lo);\n"
+                + "return Part{cnt, K + s1 / cnt, s2 - s1 * s1 / cnt};\n")
+    elif variance == "welford":
+        L = lanes
+        body = f"""A mean_l[{L}], m2_l[{L}];
+for (int l = 0; l < {L}; ++l) {{ mean_l[l] = 0; m2_l[l] = 0; }}
+int64_t k = 0, i0 = lo;
+for (; i0 + {L} <= hi; i0 += {L}) {{  // every lane has seen k values: one division per step for all lanes
+    ++k;
+    const A inv = A(1) / A(k);
+    #pragma omp simd
+    for (int l = 0; l < {L}; ++l) {{
+        const A v = A(D::load(x[i0 + l]));
+        const A d = v - mean_l[l];
+        mean_l[l] += d * inv;
+        m2_l[l] += d * (v - mean_l[l]);
+    }}
+}}
+Part p{{A(0), A(0), A(0)}};
+for (int l = 0; l < {L}; ++l) p = merge<C>(p, Part{{A(k), mean_l[l], m2_l[l]}});
+for (int64_t i = i0; i < hi; ++i) p = merge<C>(p, Part{{A(1), A(D::load(x[i])), A(0)}});  // the tail
+return p;
+"""
+    else:
+        raise ValueError(f"variance must be two_pass, shifted or welford, got {variance!r}")
+    return body
+
+
+
+
+def moments(variance: str, lanes: int, acc: str, args: str = "") -> str:
+    """``PartT<C>{n, mean, m2}`` of a slice (accumulated in ``acc``), Chan's merge, and ``part_of``.
+
+    ``variance``: two_pass (mean, then squared deviations: two reads), shifted (sums of x - K and
+    (x - K)^2, K the slice's first value: one read, no cancellation when |mean| >> std) or welford
+    (per-lane online updates merged with Chan's formula: one read, a division per step).
+    """
+    return f"""
+// Statistics of a slice: count, mean and M2 (sum of squared deviations), merged with Chan's formula.
+template <typename C> struct PartT {{ using A = {acc}; A n, mean, m2; }};
+
+template <typename C>
+static inline PartT<C> merge(const PartT<C>& a, const PartT<C>& b) {{
+    using A = typename PartT<C>::A;
+    if (a.n == A(0)) return b;
+    if (b.n == A(0)) return a;
+    const A n = a.n + b.n, d = b.mean - a.mean;
+    return PartT<C>{{n, a.mean + d * (b.n / n), a.m2 + b.m2 + d * d * (a.n * b.n / n)}};
+}}
+
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static inline PartT<C> part_of(const S* __restrict__ x, S* __restrict__ y, int64_t lo, int64_t hi{args}) {{
+    using Part = PartT<C>;
+    using A = typename Part::A;
+    if (hi <= lo) return Part{{A(0), A(0), A(0)}};
+{indent(_moments_body(variance, lanes), 4)}}}
+"""
