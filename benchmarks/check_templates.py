@@ -92,13 +92,16 @@ class Runner:
                "changed": short(template, settings), "status": outcome.status.value,
                "cases_passed": outcome.cases_passed, "cases_total": outcome.cases_total,
                "speedup": outcome.speedup, "error_kind": outcome.error_kind, "seconds": round(seconds, 1),
-               "candidate": str(path)}
+               "candidate": str(path),
+               "case_speedups": {c.name: (None if c.speedup is None else round(c.speedup, 3)) for c in outcome.cases}}
         if outcome.status.value != "correct":
             row["error_excerpt"] = outcome.error_excerpt
         self.rows.append(row)
         speed = "-" if outcome.speedup is None else f"{outcome.speedup:.2f}x"
         print(f"{template.name:14} {operator:14} {row['status']:15} {outcome.cases_passed:>2}/{outcome.cases_total:<2} "
               f"{speed:>7} {seconds:6.1f}s  {row['changed']}", flush=True)
+        if timing and self.args.verbose:
+            print("    " + "  ".join(f"{k} {'-' if v is None else f'{v:.2f}x'}" for k, v in row["case_speedups"].items()), flush=True)
         if outcome.status.value != "correct":
             print(f"    {outcome.error_kind}: {(outcome.error_excerpt or '')[:600]}\n    candidate kept at {path}", flush=True)
         return row
@@ -156,6 +159,7 @@ def main() -> int:
     mode.add_argument("--search", action="store_true", help="greedy search per operator with timing; default vs best")
     parser.add_argument("--time", action="store_true", help="time the candidates (speedup over the PyTorch reference)")
     parser.add_argument("--seeds", type=int, default=1, help="correctness trials per case (default 1)")
+    parser.add_argument("--verbose", action="store_true", help="with --time: print every case's speedup")
     parser.add_argument("--json", type=Path, help="write every evaluation's row to this file")
     args = parser.parse_args()
 
