@@ -14,6 +14,7 @@ imports torch; it only builds text.
   do not vectorise) or vectorisable polynomial approximations (``poly``).
 * ``STREAM_COPY``: copy a tile to memory with non-temporal stores (AVX-512, else
   AVX, else plain memcpy: it compiles and is correct on any x86 or non-x86 CPU).
+* ``vector_pragma(width)``: the guarded ``#pragma GCC target("prefer-vector-width=512")``.
 * ``candidate(...)``: assemble the Python candidate file around a C++ source.
 """
 
@@ -213,12 +214,16 @@ static inline void store_fence() {
 """
 
 
-def vector_flags(width: int) -> list[str]:
-    """Compiler flags for a preferred SIMD width. 512 only takes effect where the CPU has AVX-512
-    (-march=native): elsewhere GCC keeps the widest vectors the CPU has, so it falls back cleanly."""
+def vector_pragma(width: int) -> str:
+    """The source line asking for a preferred SIMD width. 512 applies only where the compiler targets AVX-512
+    (``-march=native`` on a CPU that has it); elsewhere the guard drops it, so the code falls back cleanly to
+    the widest vectors the CPU has (and compiles on non-x86 compilers, which do not know the option)."""
     if width not in (256, 512):
         raise ValueError(f"vector_width must be 256 or 512, got {width!r}")
-    return ["-mprefer-vector-width=512"] if width == 512 else []
+    if width == 256:
+        return "// vector_width=256: the compiler's default preference on this target\n"
+    return ("// vector_width=512: prefer 512-bit (zmm) vectors where the CPU has AVX-512\n"
+            "#if defined(__x86_64__) && defined(__AVX512F__)\n#pragma GCC target(\"prefer-vector-width=512\")\n#endif\n")
 
 
 def describe(template: str, operator: str, settings: dict, lines: list[str]) -> str:
@@ -228,10 +233,14 @@ def describe(template: str, operator: str, settings: dict, lines: list[str]) -> 
     return f'"""{operator} on the CPU, rendered by the `{template}` kernel template.\n\nSettings: {shown}\n\n{body}\n"""'
 
 
-def candidate(doc: str, source: str, flags: list[str], tables: str, model: str) -> str:
-    """A complete candidate file: docstring, compile_cpp of the source, kernel tables, ModelNew."""
+def candidate(doc: str, source: str, vector_width: int, tables: str, model: str) -> str:
+    """A complete candidate file: docstring, compile_cpp of the source (with the vector-width preference
+    after its includes), kernel tables, ModelNew."""
+    if not source.startswith(HEADERS):
+        raise ValueError("a template's C++ source must start with HEADERS")
+    source = HEADERS + vector_pragma(vector_width) + source[len(HEADERS):]
     return (f"{doc}\n\nimport torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
-            f"_lib = compile_cpp(r\"\"\"\n{source.strip()}\n\"\"\", flags={flags!r})\n\n{tables.strip()}\n\n\n{model.strip()}\n")
+            f"_lib = compile_cpp(r\"\"\"\n{source.strip()}\n\"\"\")\n\n{tables.strip()}\n\n\n{model.strip()}\n")
 
 
 def kernel_table(name: str, entry: str, suffixes: list[str]) -> str:

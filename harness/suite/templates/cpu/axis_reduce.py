@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table, vector_flags
+from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 
 FAMILY = "reduction"
 
@@ -280,4 +280,4 @@ def render(operator: str, settings: dict) -> str:
                                          if s["prefetch"] == "on" else "hardware prefetching only"),
     ]
     doc = describe("axis_reduce", operator, s, lines)
-    return candidate(doc, source, vector_flags(s["vector_width"]), kernel_table("_KERNELS", operator, SUFFIXES), _model(operator))
+    return candidate(doc, source, s["vector_width"], kernel_table("_KERNELS", operator, SUFFIXES), _model(operator))

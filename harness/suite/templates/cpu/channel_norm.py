@@ -19,7 +19,7 @@ b[c] = bias[c] - mean * a[c], leaving one multiply-add per element.
 
 from __future__ import annotations
 
-from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table, vector_flags
+from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import LANES_KNOB, VECTOR_KNOB, indent, moments
 
 FAMILY = "normalization"
@@ -191,5 +191,5 @@ def render(operator: str, settings: dict) -> str:
         f"schedule={s['schedule']}: OpenMP schedule({s['schedule']}{', 1' if s['schedule'] == 'dynamic' else ''})",
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
     ]
-    return candidate(describe("channel_norm", operator, s, lines), source, vector_flags(s["vector_width"]),
+    return candidate(describe("channel_norm", operator, s, lines), source, s["vector_width"],
                      kernel_table("_KERNELS", operator, SUFFIXES), MODELS[operator])

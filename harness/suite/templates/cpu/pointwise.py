@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from harness.suite.templates.cpu._cpp_blocks import (DTYPE_ENTRIES, DTYPES, HEADERS, STREAM_COPY, candidate, describe, kernel_table,
-                                                     math_struct, omp_schedule, vector_flags)
+                                                     math_struct, omp_schedule)
 
 FAMILY = "elementwise"
 
@@ -172,4 +172,4 @@ def render(operator: str, settings: dict) -> str:
     ]
     doc = describe("pointwise", operator, s, lines)
     tables = kernel_table("_KERNELS", operator, list(op.dtypes))
-    return candidate(doc, _source(operator, op, s), vector_flags(s["vector_width"]), tables, _model(operator, op))
+    return candidate(doc, _source(operator, op, s), s["vector_width"], tables, _model(operator, op))

@@ -20,7 +20,7 @@ on the CPU), so float32 rounding does not grow along a row of millions.
 
 from __future__ import annotations
 
-from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table, vector_flags
+from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import SPLIT_KNOB, VECTOR_KNOB
 
 FAMILY = "reduction"
@@ -143,5 +143,5 @@ def render(operator: str, settings: dict) -> str:
         _KERNELS[x.dtype](x, y, x.numel() // n, n)
         return y
 """
-    return candidate(describe("prefix_scan", operator, s, lines), source, vector_flags(s["vector_width"]),
+    return candidate(describe("prefix_scan", operator, s, lines), source, s["vector_width"],
                      kernel_table("_KERNELS", operator, SUFFIXES), model)

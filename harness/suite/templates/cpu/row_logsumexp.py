@@ -11,7 +11,7 @@ rescaled when the maximum grows), reading the row from memory once. ``math``,
 from __future__ import annotations
 
 from harness.suite.templates.cpu._cpp_blocks import (DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table,
-                                                     math_struct, vector_flags)
+                                                     math_struct)
 from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, row_driver, softmax_stats
 
 FAMILY = "reduction"
@@ -68,5 +68,5 @@ def render(operator: str, settings: dict) -> str:
         _KERNELS[x.dtype](x, y, x.numel() // n, n)
         return y
 """
-    return candidate(describe("row_logsumexp", operator, s, lines), source, vector_flags(s["vector_width"]),
+    return candidate(describe("row_logsumexp", operator, s, lines), source, s["vector_width"],
                      kernel_table("_KERNELS", operator, SUFFIXES), model)

@@ -20,7 +20,7 @@ computed in float (float64: double).
 
 from __future__ import annotations
 
-from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table, vector_flags
+from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, Acc, fold, indent, moments, row_driver
 
 FAMILY = "normalization"
@@ -154,5 +154,5 @@ def render(operator: str, settings: dict) -> str:
         f"split_rows={s['split_rows']}: " + ("one thread per row" if s["split_rows"] == "never"
                                              else "rows are shared by all threads when there are fewer than two per thread"),
     ]
-    return candidate(describe("row_norm", operator, s, lines), _source(operator, s), vector_flags(s["vector_width"]),
+    return candidate(describe("row_norm", operator, s, lines), _source(operator, s), s["vector_width"],
                      kernel_table("_KERNELS", operator, SUFFIXES), MODELS[operator])

@@ -18,7 +18,7 @@ threads; ``vector_width`` the SIMD width the compiler prefers. float32 and
 from __future__ import annotations
 
 from harness.suite.templates.cpu._cpp_blocks import (DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table,
-                                                     math_struct, vector_flags)
+                                                     math_struct)
 from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, indent, row_driver, softmax_stats
 
 FAMILY = "normalization"
@@ -89,5 +89,5 @@ def render(operator: str, settings: dict) -> str:
         _KERNELS[x.dtype](x, y, x.numel() // n, n)
         return y
 """
-    return candidate(describe("row_softmax", operator, s, lines), source, vector_flags(s["vector_width"]),
+    return candidate(describe("row_softmax", operator, s, lines), source, s["vector_width"],
                      kernel_table("_KERNELS", operator, SUFFIXES), model)
