@@ -7,7 +7,8 @@ Which settings, per template (each evaluated on every operator it serves):
   knobs has appeared in at least one of them (pairwise coverage);
 * ``--all-combinations``: every combination of knob values;
 * ``--defaults``: only the default settings;
-* ``--settings '{"math": "poly"}'``: these settings (the rest default);
+* ``--settings '{"math": "poly"}'``: these settings (the rest default); repeat the option for several
+  settings (``--settings '{}'`` is the defaults);
 * ``--search``: (implies ``--time``) a greedy search per operator: from the
   defaults, try every other value of one knob at a time, keep the best
   correct setting, repeat while it improves; reports default vs best.
@@ -38,7 +39,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from harness.evaluate import EvalOptions, evaluate  # noqa: E402
 from harness.suite import find_task  # noqa: E402
-from harness.suite.kernel_templates import KernelTemplate, list_templates  # noqa: E402
+from harness.suite.kernel_templates import KernelTemplate, TemplateError, list_templates  # noqa: E402
 
 FAMILIES = ("elementwise", "reduction", "normalization")
 
@@ -155,7 +156,7 @@ def main() -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--all-combinations", action="store_true")
     mode.add_argument("--defaults", action="store_true")
-    mode.add_argument("--settings", help="JSON object of knob settings (the rest default)")
+    mode.add_argument("--settings", action="append", help="JSON object of knob settings (the rest default); repeatable")
     mode.add_argument("--search", action="store_true", help="greedy search per operator with timing; default vs best")
     parser.add_argument("--time", action="store_true", help="time the candidates (speedup over the PyTorch reference)")
     parser.add_argument("--seeds", type=int, default=1, help="correctness trials per case (default 1)")
@@ -173,7 +174,10 @@ def main() -> int:
                     summary.append(runner.search(template, op))
                 continue
             if args.settings:
-                settings_list = [template.check_settings(json.loads(args.settings))]
+                try:
+                    settings_list = [template.check_settings(json.loads(text)) for text in args.settings]
+                except (TemplateError, json.JSONDecodeError) as exc:
+                    raise SystemExit(f"error: --settings for template {template.name}: {exc}") from None
             elif args.defaults:
                 settings_list = [template.default_settings()]
             elif args.all_combinations:
@@ -189,6 +193,12 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps({"rows": runner.rows, "search": [{"default": d, "best": b} for d, b in summary]},
                                         indent=1))
+    if args.time and not summary:  # default vs best among the evaluated settings, per operator
+        for op in dict.fromkeys(r["operator"] for r in runner.rows):
+            rows = [r for r in runner.rows if r["operator"] == op]
+            default = next((r for r in rows if r["changed"] == "defaults"), rows[0])
+            best = max((r for r in rows if r["status"] == "correct" and r["speedup"]), key=lambda r: r["speedup"], default=default)
+            summary.append((default, best))
     if summary:
         print(f"\n{'operator':14} {'default':>8} {'best':>8}  best settings")
         for d, b in summary:

@@ -22,43 +22,44 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
+from harness.suite.templates.cpu._rows import Acc, fold, indent
 
 FAMILY = "reduction"
 
 
 class Fold(NamedTuple):
-    acc: str        # accumulator type (C is the compute type)
-    init: str       # identity
-    map: str        # value folded in, from the loaded element v
-    combine: str    # a, b -> a (+) b
-    red: str        # OpenMP reduction identifier for lanes == 1
-    finish: str     # accumulator a (and R) -> the output value in C
+    sum: bool       # a sum of map(v) (the `accumulate` knob applies), else a maximum
+    square: bool    # sum of squares
+    finish: str     # the accumulator a (double for sums, C for max) and R -> the output value in C
 
 
 FOLDS = {
-    "sum_dim": Fold("double", "0.0", "double(v)", "a + b", "+", "C(a)"),
-    "mean_dim": Fold("double", "0.0", "double(v)", "a + b", "+", "C(a / double(R))"),
-    "vector_norm": Fold("double", "0.0", "double(v) * double(v)", "a + b", "+", "C(std::sqrt(a))"),
-    "max_dim": Fold("C", "-std::numeric_limits<C>::infinity()", "v", "(b > a ? b : a)", "max", "a"),
+    "sum_dim": Fold(True, False, "C(a)"),
+    "mean_dim": Fold(True, False, "C(a / double(R))"),
+    "vector_norm": Fold(True, True, "C(std::sqrt(a))"),
+    "max_dim": Fold(False, False, "a"),
 }
 OPERATORS = ["sum_dim", "mean_dim", "max_dim", "argmax_dim", "vector_norm"]
 SUFFIXES = ["f32", "f64", "bf16", "f16"]
+BLOCK = 4096  # accumulate=float: values (contiguous) or rows (strided) summed in float before a double add
+PREFETCH_ROWS = 8
 
 KNOBS = [
     {"name": "lanes", "values": [1, 16, 64], "default": 1, "layer": "unrolling",
      "doc": "independent partial results per contiguous row (1: one omp-simd reduction; argmax: a scalar loop); "
             "more lanes hide the add/compare latency"},
+    {"name": "accumulate", "values": ["double", "float"], "default": "double", "layer": "algorithm",
+     "doc": "sums: double accumulators throughout, or the compute type (float for float32/16-bit: twice the SIMD "
+            f"lanes, no conversions) within blocks of {BLOCK} values whose totals are added in double"},
     {"name": "tile", "values": [512, 128, 2048], "default": 512, "layer": "tiling",
      "doc": "columns per work item when the reduced dimension is not the last (the accumulator tile stays in L1)"},
     {"name": "schedule", "values": ["static", "dynamic"], "default": "static", "layer": "scheduling",
      "doc": "OpenMP schedule of rows / column tiles over the threads (dynamic hands out chunks of ~16K elements)"},
     {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "instruction",
-     "doc": "SIMD width the compiler prefers (-mprefer-vector-width); 512 takes effect only with AVX-512"},
+     "doc": "SIMD width the compiler prefers (a guarded GCC target pragma); 512 takes effect only with AVX-512"},
     {"name": "prefetch", "values": ["off", "on"], "default": "off", "layer": "memory_layout",
      "doc": "software-prefetch the tile 8 rows ahead in the strided (not-last-dimension) kernel"},
 ]
-
-PREFETCH_ROWS = 8
 
 
 def _schedule(s: dict, chunk: str) -> str:
@@ -66,52 +67,63 @@ def _schedule(s: dict, chunk: str) -> str:
 
 
 def _fold_source(f: Fold, s: dict) -> str:
-    L = s["lanes"]
-    if L == 1:
-        row = f"""    {f.acc} a = {f.init};
-    #pragma omp simd reduction({f.red} : a)
-    for (int64_t r = 0; r < R; ++r) {{
-        const C v = D::load(p[r]);
-        const {f.acc} b = {f.map};
-        a = {f.combine};
-    }}
-    return a;"""
+    blocked = f.sum and s["accumulate"] == "float"   # float partial sums per block, blocks added in double
+    t = "C" if blocked or not f.sum else "double"     # the type the inner loops accumulate in
+    acc = "double" if f.sum else "C"                  # the type of the finished accumulator `a`
+    term = (f"{t}(v) * {t}(v)" if f.square else f"{t}(v)") if f.sum else "v"
+    inner = Acc("a", t, "+" if f.sum else "max", term)
+    if blocked:
+        row = (f"double total = 0.0;\n"
+               f"for (int64_t b0 = 0; b0 < R; b0 += {BLOCK}) {{  // float sums per block, blocks added in double\n"
+               f"    const int64_t b1 = std::min<int64_t>(R, b0 + {BLOCK});\n"
+               + indent(fold([inner], s["lanes"], "D::load(p[i])", "b0", "b1") + "total += double(a);", 4)
+               + "}\nreturn total;")
     else:
-        row = f"""    {f.acc} part[{L}];
-    for (int l = 0; l < {L}; ++l) part[l] = {f.init};
-    int64_t r = 0;
-    for (; r + {L} <= R; r += {L}) {{
-        #pragma omp simd
-        for (int l = 0; l < {L}; ++l) {{
-            const C v = D::load(p[r + l]);
-            const {f.acc} a = part[l], b = {f.map};
-            part[l] = {f.combine};
+        row = fold([inner], s["lanes"], "D::load(p[i])", "0", "R") + "return a;"
+    update = inner.update("part[i]")
+    if blocked:
+        strided = f"""double acc[{s["tile"]}];
+C part[{s["tile"]}];
+for (int64_t i = 0; i < len; ++i) acc[i] = 0.0;
+for (int64_t r0 = 0; r0 < R; r0 += {BLOCK}) {{  // float sums over blocks of rows, added in double
+    const int64_t r1 = std::min<int64_t>(R, r0 + {BLOCK});
+    for (int64_t i = 0; i < len; ++i) part[i] = 0;
+    for (int64_t r = r0; r < r1; ++r) {{
+        const S* __restrict__ row = x + (o * R + r) * inner + i0;
+{_prefetch(s, 8)}        #pragma omp simd
+        for (int64_t i = 0; i < len; ++i) {{
+            const C v = D::load(row[i]);
+            {update}
         }}
     }}
-    for (; r < R; ++r) {{
-        const C v = D::load(p[r]);
-        const {f.acc} a = part[0], b = {f.map};
-        part[0] = {f.combine};
+    for (int64_t i = 0; i < len; ++i) acc[i] += double(part[i]);
+}}"""
+    else:
+        strided = f"""{t} part[{s["tile"]}];
+for (int64_t i = 0; i < len; ++i) part[i] = {inner.init};
+for (int64_t r = 0; r < R; ++r) {{
+    const S* __restrict__ row = x + (o * R + r) * inner + i0;
+{_prefetch(s, 4)}    #pragma omp simd
+    for (int64_t i = 0; i < len; ++i) {{
+        const C v = D::load(row[i]);
+        {update}
     }}
-    {f.acc} a = part[0];
-    for (int l = 1; l < {L}; ++l) {{
-        const {f.acc} b = part[l];
-        a = {f.combine};
-    }}
-    return a;"""
-    return f"""
-// One contiguous row of R values -> its accumulator ({"one omp-simd reduction" if L == 1 else f"{L} partial results"}).
-template <typename D, typename C = typename D::C, typename S = typename D::S>
-static inline {f.acc} fold_row(const S* __restrict__ p, int64_t R) {{
-{row}
 }}
+const {t}* acc = part;"""
+    how = ("one omp-simd reduction" if s["lanes"] == 1 else f"{s['lanes']} partial results") + \
+        (f", float sums per {BLOCK}-value block added in double" if blocked else "")
+    return f"""
+// One contiguous row of R values -> its accumulator ({how}).
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static inline {acc} fold_row(const S* __restrict__ p, int64_t R) {{
+{indent(row, 4)}}}
 
 template <typename D, typename C = typename D::C, typename S = typename D::S>
 static void reduce(const S* __restrict__ x, S* __restrict__ y, int64_t outer, int64_t R, int64_t inner) {{
     if (inner == 1) {{
         #pragma omp parallel for {_schedule(s, "std::max<int64_t>(1, 16384 / R)")}
         for (int64_t o = 0; o < outer; ++o) {{
-            const {f.acc} a = fold_row<D>(x + o * R, R);
+            const {acc} a = fold_row<D>(x + o * R, R);
             y[o] = D::store({f.finish});
         }}
         return;
@@ -122,20 +134,9 @@ static void reduce(const S* __restrict__ x, S* __restrict__ y, int64_t outer, in
         for (int64_t t = 0; t < tiles; ++t) {{
             const int64_t i0 = t * {s["tile"]};
             const int64_t len = std::min<int64_t>({s["tile"]}, inner - i0);
-            {f.acc} acc[{s["tile"]}];
-            for (int64_t i = 0; i < len; ++i) acc[i] = {f.init};
-            for (int64_t r = 0; r < R; ++r) {{
-                const S* __restrict__ row = x + (o * R + r) * inner + i0;
-{_prefetch(s)}                #pragma omp simd
-                for (int64_t i = 0; i < len; ++i) {{
-                    const C v = D::load(row[i]);
-                    const {f.acc} a = acc[i], b = {f.map};
-                    acc[i] = {f.combine};
-                }}
-            }}
-            S* __restrict__ out = y + o * inner + i0;
+{indent(strided, 12)}            S* __restrict__ out = y + o * inner + i0;
             for (int64_t i = 0; i < len; ++i) {{
-                const {f.acc} a = acc[i];
+                const {acc} a = acc[i];
                 out[i] = D::store({f.finish});
             }}
         }}
@@ -144,12 +145,13 @@ static void reduce(const S* __restrict__ x, S* __restrict__ y, int64_t outer, in
 """
 
 
-def _prefetch(s: dict) -> str:
+def _prefetch(s: dict, spaces: int) -> str:
+    """Statements prefetching the tile PREFETCH_ROWS rows ahead of `row` (strided kernels), indented."""
     if s["prefetch"] == "off":
         return ""
-    return (f"                if (r + {PREFETCH_ROWS} < R)  // the same tile {PREFETCH_ROWS} rows ahead, one prefetch per cache line\n"
-            f"                    for (int64_t i = 0; i < len; i += 64 / int64_t(sizeof(S))) "
-            f"__builtin_prefetch(row + {PREFETCH_ROWS} * inner + i);\n")
+    return indent(f"if (r + {PREFETCH_ROWS} < R)  // the same tile {PREFETCH_ROWS} rows ahead, one prefetch per cache line\n"
+                  f"    for (int64_t i = 0; i < len; i += 64 / int64_t(sizeof(S))) __builtin_prefetch(row + {PREFETCH_ROWS} * inner + i);",
+                  spaces)
 
 
 def _argmax_source(s: dict) -> str:
@@ -211,7 +213,7 @@ static void reduce(const S* __restrict__ x, int64_t* __restrict__ y, int64_t out
             for (int64_t i = 0; i < len; ++i) {{ best[i] = D::load(first[i]); arg[i] = 0; }}
             for (int64_t r = 1; r < R; ++r) {{
                 const S* __restrict__ row = x + (o * R + r) * inner + i0;
-{_prefetch(s)}                #pragma omp simd
+{_prefetch(s, 16)}                #pragma omp simd
                 for (int64_t i = 0; i < len; ++i) {{
                     const C v = D::load(row[i]);
                     const bool gt = v > best[i];  // strict: an equal later value keeps the first index
@@ -272,6 +274,9 @@ def render(operator: str, settings: dict) -> str:
         f"lanes={s['lanes']}: " + ("one omp-simd reduction per contiguous row" if s["lanes"] == 1 and operator != "argmax_dim"
                                    else "a scalar loop per contiguous row" if s["lanes"] == 1
                                    else f"{s['lanes']} independent partial results per contiguous row"),
+        f"accumulate={s['accumulate']}: " + ("not used (a maximum)" if operator in ("max_dim", "argmax_dim")
+                                             else "sums in double" if s["accumulate"] == "double"
+                                             else f"float sums per {BLOCK}-value block, blocks added in double"),
         f"tile={s['tile']}: columns per work item when the reduced dimension is not the last",
         f"schedule={s['schedule']}: OpenMP " + ("static schedule" if s["schedule"] == "static"
                                                  else "dynamic schedule in chunks of ~16K elements"),
