@@ -119,7 +119,8 @@ LANES_KNOB = {"name": "lanes", "values": [1, 16, 64], "default": 1, "layer": "un
               "doc": "independent partial results per row reduction (1: one omp-simd reduction, the compiler's "
                      "choice); more lanes hide the add latency"}
 VECTOR_KNOB = {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "instruction",
-               "doc": "SIMD width the compiler prefers (-mprefer-vector-width); 512 takes effect only with AVX-512"}
+               "doc": "SIMD width the compiler prefers (a GCC target pragma guarded by __AVX512F__): 512 uses zmm "
+                      "registers where the CPU has AVX-512 and is dropped elsewhere"}
 
 
 ONLINE_CHUNK = 1024  # elements per chunk of the online (one-sweep) max/sum: the chunk is re-read from L1

@@ -8,8 +8,8 @@ the expression. The knobs change how the loop is built:
 
 * ``math``: the C library's exp/erf/tanh (accurate, scalar calls) or
   vectorisable polynomials (the transcendental operators only);
-* ``vector_width``: the SIMD width GCC prefers (512 needs AVX-512; elsewhere it
-  is a no-op);
+* ``vector_width``: the SIMD width GCC prefers (512 needs AVX-512; elsewhere the
+  guarded pragma is dropped);
 * ``unroll``: explicit unrolling into fixed 16*unroll-element SIMD chunks;
 * ``block`` / ``schedule``: work-item size and how threads take them;
 * ``store``: regular stores, or results computed into an L1 tile and written
@@ -53,8 +53,8 @@ KNOBS = [
      "doc": "exp/erf/tanh for gelu, sigmoid, silu, tanh, elu: libm calls (accurate, keep the loop scalar) or "
             "vectorisable polynomials (float32/16-bit; float64 gelu keeps libm erf)"},
     {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "instruction",
-     "doc": "SIMD width the compiler prefers (-mprefer-vector-width); 512 uses AVX-512 zmm registers where the CPU "
-            "has them and is a no-op elsewhere"},
+     "doc": "SIMD width the compiler prefers (a GCC target pragma guarded by __AVX512F__): 512 uses zmm registers "
+            "where the CPU has AVX-512 and is dropped elsewhere"},
     {"name": "unroll", "values": [1, 2, 4], "default": 1, "layer": "unrolling",
      "doc": "1: a plain omp-simd loop; k > 1: fixed 16*k-element SIMD chunks the compiler fully unrolls"},
     {"name": "block", "values": [16384, 4096, 65536], "default": 16384, "layer": "tiling",
