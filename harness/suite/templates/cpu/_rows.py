@@ -174,14 +174,16 @@ static inline PartT<C> part_of(const S* __restrict__ x, S* __restrict__ y, int64
 
 
 VARIANCE_KNOB_VALUES = ["two_pass", "shifted", "welford"]
+WELFORD_STEPS = 1024  # steps per Welford lane before the lanes are merged and restarted
 LOAD = "D::load(x[i])"
 
 
 def _moments_body(variance: str, lanes: int) -> str:
     """The body of part_of: (count, mean, M2) of the slice [lo, hi)."""
     if variance == "two_pass":
-        body = (fold([Acc("sum", "A", "+", "A(v)")], lanes, LOAD, "lo", "hi")
-                + "const A mean = sum / A(hi - lo);\n"
+        body = ("const A K = A(D::load(x[lo]));  // the mean sweep sums x - K: float sums stay small when |mean| >> std\n"
+                + fold([Acc("sum", "A", "+", "A(v) - K")], lanes, LOAD, "lo", "hi")
+                + "const A mean = K + sum / A(hi - lo);\n"
                 + fold([Acc("m2", "A", "+", "(A(v) - mean) * (A(v) - mean)")], lanes, LOAD, "lo", "hi")
                 + "return Part{A(hi - lo), mean, m2};\n")
     elif variance == "shifted":
@@ -191,23 +193,32 @@ def _moments_body(variance: str, lanes: int) -> str:
                 + "return Part{cnt, K + s1 / cnt, s2 - s1 * s1 / cnt};\n")
     elif variance == "welford":
         L = lanes
-        body = f"""A mean_l[{L}], m2_l[{L}];
-for (int l = 0; l < {L}; ++l) {{ mean_l[l] = 0; m2_l[l] = 0; }}
-int64_t k = 0, i0 = lo;
-for (; i0 + {L} <= hi; i0 += {L}) {{  // every lane has seen k values: one division per step for all lanes
-    ++k;
-    const A inv = A(1) / A(k);
-    #pragma omp simd
-    for (int l = 0; l < {L}; ++l) {{
-        const A v = A(D::load(x[i0 + l]));
-        const A d = v - mean_l[l];
-        mean_l[l] += d * inv;
-        m2_l[l] += d * (v - mean_l[l]);
-    }}
-}}
+        body = f"""// Welford on x - K (K the slice's first value): the running means stay small, so their rounding
+// does not grow with |mean|; lanes restart every {WELFORD_STEPS} steps (merged into p), which bounds
+// the drift of long float chains.
+const A K = A(D::load(x[lo]));
 Part p{{A(0), A(0), A(0)}};
-for (int l = 0; l < {L}; ++l) p = merge<C>(p, Part{{A(k), mean_l[l], m2_l[l]}});
-for (int64_t i = i0; i < hi; ++i) p = merge<C>(p, Part{{A(1), A(D::load(x[i])), A(0)}});  // the tail
+int64_t i0 = lo;
+while (i0 + {L} <= hi) {{
+    A mean_l[{L}], m2_l[{L}];
+    for (int l = 0; l < {L}; ++l) {{ mean_l[l] = 0; m2_l[l] = 0; }}
+    const int64_t stop = std::min<int64_t>(hi, i0 + int64_t({L}) * {WELFORD_STEPS});
+    int64_t k = 0;
+    for (; i0 + {L} <= stop; i0 += {L}) {{  // every lane has seen k values: one division per step for all lanes
+        ++k;
+        const A inv = A(1) / A(k);
+        #pragma omp simd
+        for (int l = 0; l < {L}; ++l) {{
+            const A v = A(D::load(x[i0 + l])) - K;
+            const A d = v - mean_l[l];
+            mean_l[l] += d * inv;
+            m2_l[l] += d * (v - mean_l[l]);
+        }}
+    }}
+    for (int l = 0; l < {L}; ++l) p = merge<C>(p, Part{{A(k), mean_l[l], m2_l[l]}});
+}}
+for (int64_t i = i0; i < hi; ++i) p = merge<C>(p, Part{{A(1), A(D::load(x[i])) - K, A(0)}});  // the tail
+p.mean += K;
 return p;
 """
     else:
@@ -222,7 +233,7 @@ def moments(variance: str, lanes: int, acc: str, args: str = "") -> str:
 
     ``variance``: two_pass (mean, then squared deviations: two reads), shifted (sums of x - K and
     (x - K)^2, K the slice's first value: one read, no cancellation when |mean| >> std) or welford
-    (per-lane online updates merged with Chan's formula: one read, a division per step).
+    (per-lane online updates of x - K merged with Chan's formula: one read, a division per step).
     """
     return f"""
 // Statistics of a slice: count, mean and M2 (sum of squared deviations), merged with Chan's formula.
