@@ -1,0 +1,195 @@
+"""Channel normalisations of NCHW tensors on the CPU: inference BatchNorm, GroupNorm, InstanceNorm.
+
+In a contiguous NCHW tensor every (sample, channel) plane is HW contiguous
+values, and a (sample, group) unit of GroupNorm is cpg = C / G consecutive
+planes. InstanceNorm is GroupNorm with one channel per group.
+
+* group_norm / instance_norm: the units are spread over the threads; a thread
+  computes its unit's (count, mean, M2) (``variance``: two sweeps, one shifted
+  sweep or Welford lanes, from ``_rows.moments``; ``accumulate``: in double or
+  in the compute type), then writes the unit channel by channel while it is
+  still in L2.
+* batch_norm: no reduction; the running statistics are fixed. The (n, c) planes
+  are spread over the threads.
+
+``affine=separate`` computes (x - mean) * rstd * weight[c] + bias[c] per element;
+``affine=folded`` first folds everything into a[c] = rstd * weight[c] and
+b[c] = bias[c] - mean * a[c], leaving one multiply-add per element.
+"""
+
+from __future__ import annotations
+
+from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
+from harness.suite.templates.cpu._rows import LANES_KNOB, VECTOR_KNOB, indent, moments
+
+FAMILY = "normalization"
+OPERATORS = ["batch_norm", "group_norm", "instance_norm"]
+SUFFIXES = ["f32", "f64", "bf16", "f16"]
+
+KNOBS = [
+    {"name": "variance", "values": ["two_pass", "shifted", "welford"], "default": "two_pass", "layer": "algorithm",
+     "doc": "group/instance norm: mean then squared deviations (two reads of a unit), shifted sums (one read), "
+            "or Welford's online update per lane (one read, a division per step)"},
+    {"name": "accumulate", "values": ["double", "float"], "default": "double", "layer": "algorithm",
+     "doc": "group/instance norm statistics in double (float32/16-bit widened), or in the compute type"},
+    {"name": "affine", "values": ["separate", "folded"], "default": "separate", "layer": "algorithm",
+     "doc": "separate: (x - mean) * rstd * weight + bias per element; folded: per-channel a, b so that y = x * a + b "
+            "(one multiply-add per element)"},
+    LANES_KNOB,
+    {"name": "schedule", "values": ["static", "dynamic"], "default": "static", "layer": "scheduling",
+     "doc": "OpenMP schedule of the (sample, group) units or (sample, channel) planes over the threads"},
+    VECTOR_KNOB,
+]
+
+
+def _plane(affine: str) -> str:
+    """Normalise one plane of HW values xp -> yp with the channel's mean, rstd (double), weight wc, bias bc."""
+    if affine == "folded":
+        return """const C a = C(rstd * double(wc)), sh = C(double(bc) - mean * rstd * double(wc));  // y = x * a + sh
+#pragma omp simd
+for (int64_t i = 0; i < HW; ++i) yp[i] = D::store(D::load(xp[i]) * a + sh);"""
+    return """const C m = C(mean), r = C(rstd);
+#pragma omp simd
+for (int64_t i = 0; i < HW; ++i) yp[i] = D::store((D::load(xp[i]) - m) * r * wc + bc);"""
+
+
+def _schedule(s: dict) -> str:
+    return "schedule(static)" if s["schedule"] == "static" else "schedule(dynamic, 1)"
+
+
+def _group_source(s: dict) -> str:
+    acc = "double" if s["accumulate"] == "double" else "C"
+    run = f"""
+// x, y: N x Cn x HW; G groups of cpg = Cn / G channels; a (sample, group) unit is cpg * HW contiguous values.
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static void run(const S* __restrict__ x, S* __restrict__ y, int64_t N, int64_t Cn, int64_t G, int64_t HW,
+                const S* __restrict__ w, const S* __restrict__ b, double eps) {{
+    using Part = PartT<C>;
+    using A = typename Part::A;
+    const int64_t cpg = Cn / G, len = cpg * HW;
+    #pragma omp parallel for {_schedule(s)}
+    for (int64_t u = 0; u < N * G; ++u) {{
+        const S* __restrict__ xu = x + u * len;
+        S* __restrict__ yu = y + u * len;
+        const Part p = part_of<D>(xu, yu, 0, len);
+        const double mean = double(p.mean);
+        const double rstd = 1.0 / std::sqrt(std::max(double(p.m2) / double(len), 0.0) + eps);
+        const int64_t c0 = (u % G) * cpg;
+        for (int64_t j = 0; j < cpg; ++j) {{  // the unit is still in L2: write it channel by channel
+            const C wc = D::load(w[c0 + j]), bc = D::load(b[c0 + j]);
+            const S* __restrict__ xp = xu + j * HW;
+            S* __restrict__ yp = yu + j * HW;
+{indent(_plane(s["affine"]), 12)}        }}
+    }}
+}}
+"""
+    return moments(s["variance"], s["lanes"], acc) + run
+
+
+def _batch_source(s: dict) -> str:
+    return f"""
+// x, y: N x Cn x HW; fixed per-channel running mean/var, weight, bias.
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static void run(const S* __restrict__ x, S* __restrict__ y, int64_t N, int64_t Cn, int64_t HW,
+                const S* __restrict__ rmean, const S* __restrict__ rvar, const S* __restrict__ w,
+                const S* __restrict__ b, double eps) {{
+    #pragma omp parallel for collapse(2) {_schedule(s)}
+    for (int64_t n = 0; n < N; ++n) {{
+        for (int64_t c = 0; c < Cn; ++c) {{
+            const double mean = double(D::load(rmean[c]));
+            const double rstd = 1.0 / std::sqrt(double(D::load(rvar[c])) + eps);
+            const C wc = D::load(w[c]), bc = D::load(b[c]);
+            const S* __restrict__ xp = x + (n * Cn + c) * HW;
+            S* __restrict__ yp = y + (n * Cn + c) * HW;
+{indent(_plane(s["affine"]), 12)}        }}
+    }}
+}}
+"""
+
+
+def _entries(operator: str) -> str:
+    lines = []
+    for suffix in SUFFIXES:
+        trait, t, _ = DTYPE_ENTRIES[suffix]
+        if operator == "batch_norm":
+            lines.append(f'extern "C" void batch_norm_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, int64_t HW, '
+                         f'const {t}* mean, const {t}* var, const {t}* w, const {t}* b, double eps) '
+                         f'{{ run<{trait}>(x, y, N, C, HW, mean, var, w, b, eps); }}')
+        else:
+            lines.append(f'extern "C" void {operator}_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, int64_t G, '
+                         f'int64_t HW, const {t}* w, const {t}* b, double eps) {{ run<{trait}>(x, y, N, C, G, HW, w, b, eps); }}')
+    return "\n".join(lines)
+
+
+_PARAMS = """        dt = getattr(torch, dtype)
+        self.eps = 1e-5
+        self.weight = nn.Parameter((1.0 + 0.2 * torch.randn(channels)).to(dt))
+        self.bias = nn.Parameter((0.2 * torch.randn(channels)).to(dt))
+"""
+_FORWARD_HEAD = """    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        N, C = x.shape[0], x.shape[1]
+        HW = x.numel() // (N * C)
+"""
+
+MODELS = {
+    "batch_norm": f"""class ModelNew(nn.Module):
+    def __init__(self, channels: int, dtype: str):
+        super().__init__()
+        # Created like the reference's (same names, same order), so they hold the same values.
+        dt = getattr(torch, dtype)
+        self.eps = 1e-5
+        self.register_buffer("running_mean", (0.5 * torch.randn(channels)).to(dt))
+        self.register_buffer("running_var", (0.5 + torch.rand(channels)).to(dt))
+        self.weight = nn.Parameter((1.0 + 0.2 * torch.randn(channels)).to(dt))
+        self.bias = nn.Parameter((0.2 * torch.randn(channels)).to(dt))
+
+{_FORWARD_HEAD}        _KERNELS[x.dtype](x, y, N, C, HW, self.running_mean.contiguous(), self.running_var.contiguous(),
+                          self.weight.detach().contiguous(), self.bias.detach().contiguous(), self.eps)
+        return y
+""",
+    "group_norm": f"""class ModelNew(nn.Module):
+    def __init__(self, num_groups: int, channels: int, dtype: str):
+        super().__init__()
+        self.num_groups = num_groups
+{_PARAMS}
+{_FORWARD_HEAD}        _KERNELS[x.dtype](x, y, N, C, self.num_groups, HW, self.weight.detach().contiguous(),
+                          self.bias.detach().contiguous(), self.eps)
+        return y
+""",
+    "instance_norm": f"""class ModelNew(nn.Module):
+    def __init__(self, channels: int, dtype: str):
+        super().__init__()
+{_PARAMS}
+{_FORWARD_HEAD}        _KERNELS[x.dtype](x, y, N, C, C, HW, self.weight.detach().contiguous(), self.bias.detach().contiguous(),
+                          self.eps)
+        return y
+""",
+}
+
+
+def render(operator: str, settings: dict) -> str:
+    s = settings
+    body = _batch_source(s) if operator == "batch_norm" else _group_source(s)
+    source = f"{HEADERS}{DTYPES}{body}\n{_entries(operator)}\n"
+    stats = operator != "batch_norm"
+    variance = {"two_pass": "a mean sweep, then a squared-deviation sweep per unit",
+                "shifted": "one sweep of shifted sums per unit",
+                "welford": "one sweep of per-lane Welford updates per unit"}[s["variance"]]
+    lines = [
+        {"batch_norm": "batch_norm (inference): fixed running statistics, (sample, channel) planes over the threads",
+         "group_norm": "group_norm: per (sample, group) unit statistics, units over the threads",
+         "instance_norm": "instance_norm: per (sample, channel) plane statistics, planes over the threads"}[operator],
+        f"variance={s['variance']}: " + (variance if stats else "not used (no statistics to compute)"),
+        f"accumulate={s['accumulate']}: " + (("statistics in " + ("double" if s["accumulate"] == "double" else "the compute type"))
+                                             if stats else "not used"),
+        f"affine={s['affine']}: " + ("(x - mean) * rstd * weight + bias per element" if s["affine"] == "separate"
+                                     else "y = x * a[c] + b[c], a and b folded per channel"),
+        f"lanes={s['lanes']}: " + ("not used" if not stats else "one omp-simd reduction per sweep" if s["lanes"] == 1
+                                   else f"{s['lanes']} independent partial results per sweep"),
+        f"schedule={s['schedule']}: OpenMP schedule({s['schedule']}{', 1' if s['schedule'] == 'dynamic' else ''})",
+        f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
+    ]
+    return candidate(describe("channel_norm", operator, s, lines), source, s["vector_width"],
+                     kernel_table("_KERNELS", operator, SUFFIXES), MODELS[operator])

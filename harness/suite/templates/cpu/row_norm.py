@@ -1,0 +1,158 @@
+"""Row normalisations over the last dimension on the CPU: LayerNorm, RMSNorm, L2 normalisation.
+
+Each row is reduced to its statistics (a ``Part`` per slice, merged across
+slices when ``split_rows`` shares a row between threads), then one SIMD sweep
+writes the normalised row:
+
+* layer_norm: (count, mean, M2) in Chan's mergeable form; ``variance`` picks
+  how a slice gets them: two sweeps (mean, then squared deviations), one
+  shifted sweep (sums of x - K and (x - K)^2 with K the slice's first value:
+  one read, and stable when |mean| >> std, unlike E[x^2] - E[x]^2), or
+  Welford's online update per lane (one read, a division per step);
+  y = (x - mean) / sqrt(var + eps) * weight + bias;
+* rms_norm: the sum of squares; y = x / sqrt(mean(x^2) + eps) * weight;
+* l2_normalize: the sum of squares; y = x / max(||x||, eps).
+
+``accumulate`` keeps the statistics in double (float32 and 16-bit inputs are
+widened) or in the compute type (twice the SIMD lanes); the outputs are
+computed in float (float64: double).
+"""
+
+from __future__ import annotations
+
+from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
+from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, Acc, fold, indent, moments, row_driver
+
+FAMILY = "normalization"
+OPERATORS = ["layer_norm", "rms_norm", "l2_normalize"]
+SUFFIXES = ["f32", "f64", "bf16", "f16"]
+
+KNOBS = [
+    {"name": "variance", "values": ["two_pass", "shifted", "welford"], "default": "two_pass", "layer": "algorithm",
+     "doc": "layer_norm only: mean then squared deviations (two reads), shifted sums (one read, stable for large "
+            "means), or Welford's online update per lane (one read, a division per step)"},
+    {"name": "accumulate", "values": ["double", "float"], "default": "double", "layer": "algorithm",
+     "doc": "statistics in double (float32/16-bit widened), or in the compute type (twice the SIMD lanes)"},
+    LANES_KNOB,
+    VECTOR_KNOB,
+    SPLIT_KNOB,
+]
+
+ARGS = {  # operator -> (C++ parameter declarations, argument names) passed through to the hooks
+    "layer_norm": (", const S* __restrict__ w, const S* __restrict__ b, double eps", ", w, b, eps"),
+    "rms_norm": (", const S* __restrict__ w, double eps", ", w, eps"),
+    "l2_normalize": (", double eps", ", eps"),
+}
+
+def _source(operator: str, s: dict) -> str:
+    args, call = ARGS[operator]
+    acc = "double" if s["accumulate"] == "double" else "C"
+    if operator == "layer_norm":
+        part = moments(s["variance"], s["lanes"], acc, args)
+        emit = """    using A = typename PartT<C>::A;
+    const A var = std::max(all.m2 / A(n), A(0));
+    const C mean = C(all.mean), rstd = C(1.0 / std::sqrt(double(var) + eps));
+    #pragma omp simd
+    for (int64_t i = lo; i < hi; ++i) y[i] = D::store((D::load(x[i]) - mean) * rstd * D::load(w[i]) + D::load(b[i]));"""
+    else:
+        part = f"""
+// Statistics of a slice: the sum of squares.
+template <typename C> struct PartT {{ using A = {acc}; A ss; }};
+
+template <typename C>
+static inline PartT<C> merge(const PartT<C>& a, const PartT<C>& b) {{ return PartT<C>{{a.ss + b.ss}}; }}
+
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static inline PartT<C> part_of(const S* __restrict__ x, S* __restrict__ y, int64_t lo, int64_t hi{args}) {{
+    using A = typename PartT<C>::A;
+{indent(fold([Acc("ss", "A", "+", "A(v) * A(v)")], s["lanes"], "D::load(x[i])", "lo", "hi") + "return PartT<C>{ss};", 4)}}}
+"""
+        if operator == "rms_norm":
+            emit = """    const C rstd = C(1.0 / std::sqrt(double(all.ss) / double(n) + eps));
+    #pragma omp simd
+    for (int64_t i = lo; i < hi; ++i) y[i] = D::store(D::load(x[i]) * rstd * D::load(w[i]));"""
+        else:
+            emit = """    const C inv = C(1.0 / std::max(std::sqrt(double(all.ss)), eps));
+    #pragma omp simd
+    for (int64_t i = lo; i < hi; ++i) y[i] = D::store(D::load(x[i]) * inv);"""
+    emit_fn = f"""
+// Write the slice [lo, hi) of the normalised row from the row's statistics.
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static inline void emit(const S* __restrict__ x, S* __restrict__ y, int64_t lo, int64_t hi, int64_t n,
+                        const PartT<C>& all, const PartT<C>& own{args}) {{
+{emit}
+}}
+"""
+    entries = []
+    for suffix in SUFFIXES:
+        trait, ctype, _ = DTYPE_ENTRIES[suffix]
+        decl = args.replace("const S* __restrict__", f"const {ctype}*")
+        entries.append(f'extern "C" void {operator}_{suffix}(const {ctype}* x, {ctype}* y, int64_t rows, int64_t n{decl}) '
+                       f'{{ run<{trait}>(x, y, rows, n{call}); }}')
+    return f"{HEADERS}#include <vector>\n{DTYPES}{part}{emit_fn}\n{row_driver(s['split_rows'], args, call, False)}\n" + "\n".join(entries) + "\n"
+
+
+MODELS = {
+    "layer_norm": """class ModelNew(nn.Module):
+    def __init__(self, hidden: int, eps: float, dtype: str):
+        super().__init__()
+        # The same module as the reference's, so the parameters have the same names and values.
+        self.norm = nn.LayerNorm(hidden, eps=eps, dtype=getattr(torch, dtype))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        w = self.norm.weight.detach().contiguous()
+        b = self.norm.bias.detach().contiguous()
+        y = torch.empty_like(x)
+        n = x.shape[-1]
+        _KERNELS[x.dtype](x, y, x.numel() // n, n, w, b, float(self.norm.eps))
+        return y
+""",
+    "rms_norm": """class ModelNew(nn.Module):
+    def __init__(self, hidden: int, dtype: str):
+        super().__init__()
+        self.eps = 1e-6
+        self.weight = nn.Parameter((1.0 + 0.1 * torch.randn(hidden)).to(getattr(torch, dtype)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        w = self.weight.detach().contiguous()
+        y = torch.empty_like(x)
+        n = x.shape[-1]
+        _KERNELS[x.dtype](x, y, x.numel() // n, n, w, self.eps)
+        return y
+""",
+    "l2_normalize": """class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.eps = 1e-12
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.shape[-1]
+        _KERNELS[x.dtype](x, y, x.numel() // n, n, self.eps)
+        return y
+""",
+}
+
+
+def render(operator: str, settings: dict) -> str:
+    s = settings
+    variance = {"two_pass": "a mean sweep, then a squared-deviation sweep",
+                "shifted": "one sweep of shifted sums (x - K, (x - K)^2), K the slice's first value",
+                "welford": "one sweep of per-lane Welford updates, lanes merged with Chan's formula"}[s["variance"]]
+    lines = [
+        {"layer_norm": "layer_norm: y = (x - mean) / sqrt(var + eps) * weight + bias over the last dimension",
+         "rms_norm": "rms_norm: y = x / sqrt(mean(x^2) + eps) * weight over the last dimension",
+         "l2_normalize": "l2_normalize: y = x / max(||x||_2, eps) over the last dimension"}[operator],
+        f"variance={s['variance']}: " + (variance if operator == "layer_norm" else "not used (only a sum of squares)"),
+        f"accumulate={s['accumulate']}: statistics in " + ("double" if s["accumulate"] == "double" else "the compute type"),
+        f"lanes={s['lanes']}: " + ("one omp-simd reduction per sweep" if s["lanes"] == 1
+                                   else f"{s['lanes']} independent partial results per sweep"),
+        f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
+        f"split_rows={s['split_rows']}: " + ("one thread per row" if s["split_rows"] == "never"
+                                             else "rows are shared by all threads when there are fewer than two per thread"),
+    ]
+    return candidate(describe("row_norm", operator, s, lines), _source(operator, s), s["vector_width"],
+                     kernel_table("_KERNELS", operator, SUFFIXES), MODELS[operator])
