@@ -1,0 +1,53 @@
+"""Assemble a candidate file: docstring, imports, the C++ source, the kernel table and ModelNew."""
+
+from __future__ import annotations
+
+from harness.suite.cpp_kit.prelude import FLAGS
+
+DTYPE_SUFFIX = {"float32": "f32", "float64": "f64", "bfloat16": "bf16"}
+
+
+def settings_line(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
+def entry_macro(name: str, params: str, body: str) -> str:
+    """An entry-point macro instantiated for float32, float64 and bfloat16.
+
+    ``params`` uses ``PT`` for the pointer element type of the entry point
+    (``uint16_t`` for bfloat16) and the body uses ``T`` (``bf16``) after casting
+    with ``C(x)`` (const pointers) or ``W(x)`` (writable pointers).
+    """
+    lines = [f"#define ENTRY_{name.upper()}(SUFFIX, T, PT)", f'extern "C" void {name}_##SUFFIX({params}) {{']
+    lines += ["    " + line for line in body.strip("\n").splitlines()]
+    lines.append("}")
+    macro = " \\\n".join(lines)
+    return (f"{macro}\n"
+            f"ENTRY_{name.upper()}(f32, float, float)\n"
+            f"ENTRY_{name.upper()}(f64, double, double)\n"
+            f"ENTRY_{name.upper()}(bf16, bf16, uint16_t)\n")
+
+
+CASTS = r"""
+template <class T, class P> static inline const T* C(const P* p) { return reinterpret_cast<const T*>(p); }
+template <class T, class P> static inline T* W(P* p) { return reinterpret_cast<T*>(p); }
+// The output itself can hold partial sums when it has the accumulator's type.
+template <class T> static inline typename AccOf<T>::type* acc_alias(T* p) {
+    if constexpr (std::is_same<T, typename AccOf<T>::type>::value) return p;
+    else return nullptr;
+}
+"""
+
+
+def kernel_table(name: str) -> str:
+    return (f"_KERNELS = {{torch.float32: _lib.{name}_f32, torch.float64: _lib.{name}_f64, "
+            f"torch.bfloat16: _lib.{name}_bf16}}\n")
+
+
+def module(doc: str, cpp: str, body: str, *, extra_imports: str = "") -> str:
+    """The candidate file text."""
+    return (f'"""{doc.strip()}\n"""\n\n'
+            f"{extra_imports}import torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
+            f'_SOURCE = r"""{cpp}"""\n\n'
+            f"_lib = compile_cpp(_SOURCE, flags={FLAGS!r})\n"
+            f"{body.strip()}\n")
