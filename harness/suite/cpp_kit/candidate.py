@@ -16,7 +16,7 @@ def entry_macro(name: str, params: str, body: str) -> str:
 
     ``params`` uses ``PT`` for the pointer element type of the entry point
     (``uint16_t`` for bfloat16) and the body uses ``T`` (``bf16``) after casting
-    with ``C(x)`` (const pointers) or ``W(x)`` (writable pointers).
+    with ``cptr<T>(x)`` (const pointers) or ``wptr<T>(x)`` (writable pointers).
     """
     lines = [f"#define ENTRY_{name.upper()}(SUFFIX, T, PT)", f'extern "C" void {name}_##SUFFIX({params}) {{']
     lines += ["    " + line for line in body.strip("\n").splitlines()]
@@ -29,13 +29,8 @@ def entry_macro(name: str, params: str, body: str) -> str:
 
 
 CASTS = r"""
-template <class T, class P> static inline const T* C(const P* p) { return reinterpret_cast<const T*>(p); }
-template <class T, class P> static inline T* W(P* p) { return reinterpret_cast<T*>(p); }
-// The output itself can hold partial sums when it has the accumulator's type.
-template <class T> static inline typename AccOf<T>::type* acc_alias(T* p) {
-    if constexpr (std::is_same<T, typename AccOf<T>::type>::value) return p;
-    else return nullptr;
-}
+template <class T, class P> static inline const T* cptr(const P* p) { return reinterpret_cast<const T*>(p); }
+template <class T, class P> static inline T* wptr(P* p) { return reinterpret_cast<T*>(p); }
 """
 
 

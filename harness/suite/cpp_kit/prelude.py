@@ -64,6 +64,23 @@ static inline void put(bf16* p, float v) {      // round to nearest even; NaN st
     p->bits = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded);
 }
 
+// v rounded to T's precision and widened again (an intermediate the reference keeps in T).
+template <class T> static inline typename AccOf<T>::type rounded(typename AccOf<T>::type v) {
+    if constexpr (std::is_same<T, bf16>::value) {
+        bf16 h;
+        put(&h, v);
+        return to_acc(h);
+    } else {
+        return v;
+    }
+}
+
+// The output itself can hold partial sums when it has the accumulator's type.
+template <class T> static inline typename AccOf<T>::type* acc_alias(T* p) {
+    if constexpr (std::is_same<T, typename AccOf<T>::type>::value) return p;
+    else return nullptr;
+}
+
 // Per-thread scratch memory, grown on demand and reused across calls (SLOT tells buffers apart).
 template <class T, int SLOT>
 static T* scratch(size_t n) {

@@ -39,9 +39,9 @@ ENTRY = entry_macro(
     "const PT* a, const PT* b, const PT* bias, PT* c, int64_t batch, int64_t M, int64_t N, int64_t K, "
     "int64_t a_bs, int64_t a_rs, int64_t a_cs, int64_t b_bs, int64_t b_rs, int64_t b_cs",
     """
-StridedA<T> A{{C<T>(a), a_rs, a_cs, a_bs}};
-StridedB<T> B{{C<T>(b), b_rs, b_cs, b_bs}};
-StoreRows<T> epi{W<T>(c), C<T>(bias), M, N, acc_alias(W<T>(c))};
+StridedA<T> A{{cptr<T>(a), a_rs, a_cs, a_bs}};
+StridedB<T> B{{cptr<T>(b), b_rs, b_cs, b_bs}};
+StoreRows<T> epi{wptr<T>(c), cptr<T>(bias), M, N, acc_alias(wptr<T>(c))};
 gemm(batch, M, N, K, A, B, epi);
 """)
 
