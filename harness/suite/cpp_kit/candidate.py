@@ -39,10 +39,16 @@ def kernel_table(name: str) -> str:
             f"torch.bfloat16: _lib.{name}_bf16}}\n")
 
 
-def module(doc: str, cpp: str, body: str, *, extra_imports: str = "") -> str:
-    """The candidate file text."""
+def module(doc: str, cpp: str, body: str, *, extra_imports: str = "", vector_width: int | None = None) -> str:
+    """The candidate file text; ``vector_width`` adds ``-mprefer-vector-width`` on x86-64 CPUs."""
+    flags = f"{FLAGS!r}"
+    if vector_width is not None:
+        extra_imports = "import platform\n" + extra_imports
+        flags += (f" + ([\"-mprefer-vector-width={vector_width}\"] if platform.machine() in (\"x86_64\", \"AMD64\") "
+                  "else [])")
+    imports = extra_imports + ("\n" if extra_imports else "")
     return (f'"""{doc.strip()}\n"""\n\n'
-            f"{extra_imports}import torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
+            f"{imports}import torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
             f'_SOURCE = r"""{cpp}"""\n\n'
-            f"_lib = compile_cpp(_SOURCE, flags={FLAGS!r})\n"
+            f"_lib = compile_cpp(_SOURCE, flags={flags})\n"
             f"{body.strip()}\n")

@@ -456,32 +456,30 @@ struct Gemm {
 #if KOPE_PARALLEL == 2
         if (tasks < threads && nkb > 1) splits = int(std::min<i64>(threads, nkb));
 #endif
-        std::vector<Acc> work;
+        Acc* work = nullptr;                        // the calling thread's scratch (slot 7), reused across calls
         if (!fused || splits > 1) {                 // raw sums first, the epilogue as its own pass
             const i64 size = batch * M * N;
-            work.resize(size_t(splits * size));
+            work = scratch<Acc, 7>(size_t(splits * size));
             #pragma omp parallel for schedule(static)
             for (i64 t = 0; t < splits * tasks; ++t) {
                 const i64 s = t / tasks, r = t % tasks;
                 const i64 b = r / (mb * nb), ic = (r / nb) % mb * G::MC, jc = r % nb * G::NC;
                 const i64 k0 = nkb * s / splits * G::KC, k1 = std::min(K, nkb * (s + 1) / splits * G::KC);
-                if (k1 > k0) block(b, ic, jc, k0, k1, work.data() + s * size);
+                if (k1 > k0) block(b, ic, jc, k0, k1, work + s * size);
                 else for (i64 i = ic; i < std::min(M, ic + G::MC); ++i)
-                    std::fill_n(work.data() + s * size + (b * M + i) * N + jc, std::min(G::NC, N - jc), Acc(0));
+                    std::fill_n(work + s * size + (b * M + i) * N + jc, std::min(G::NC, N - jc), Acc(0));
             }
-            epilogue_pass(work.data(), splits);
+            epilogue_pass(work, splits);
             return;
         }
         if (K == 0) {                               // an empty sum: zeros through the epilogue
-            work.assign(size_t(batch * M * N), Acc(0));
-            epilogue_pass(work.data(), 1);
+            work = scratch<Acc, 7>(size_t(batch * M * N));
+            std::fill_n(work, batch * M * N, Acc(0));
+            epilogue_pass(work, 1);
             return;
         }
         cacc = epi.accumulator;
-        if (nkb > 1 && cacc == nullptr) {
-            work.resize(size_t(batch * M * N));
-            cacc = work.data();
-        }
+        if (nkb > 1 && cacc == nullptr) cacc = scratch<Acc, 8>(size_t(batch * M * N));
 #if KOPE_PARALLEL == 0
         #pragma omp parallel for schedule(static)
         for (i64 t = 0; t < batch * mb; ++t) {

@@ -217,4 +217,4 @@ def render(operator: str, settings: dict) -> str:
     doc = (f"{operator} on the CPU, rendered from the kernel template gemm_epilogue.py "
            f"({settings_line(settings)}).\n\n{core.SUMMARY}\nThe epilogue is a struct the GEMM hands each finished "
            "row piece to (see EPILOGUES in the source).")
-    return module(doc, cpp, body, extra_imports="import math\n\n" if operator == "matmul_softmax" else "")
+    return module(doc, cpp, body, extra_imports="import math\n" if operator == "matmul_softmax" else "")
