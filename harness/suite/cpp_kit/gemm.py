@@ -197,17 +197,18 @@ static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp,
 #endif
 
 // ---- matrix-vector kernels ---------------------------------------------------------------------
-// out[r] = sum_k X[r * ld + k] * v[k] for RN rows.
+// out[r] = sum_k X[r * ld + k] * v[k] for RN rows. Sums run in blocks of 4096 whose results are added in
+// double: one long float sum would drift by more than float32's tolerance on a dot product of 10^7 terms.
 template <int RN, class T, class Acc>
-static inline void dot_rows(const T* X, i64 ld, i64 K, const Acc* v, Acc* out) {
+static inline void dot_block(const T* X, i64 ld, i64 k0, i64 k1, const Acc* v, Acc* out) {
 #if KOPE_VEC_BITS
     typedef Vec<Acc> V;
     constexpr int L = V::L;
     typename V::R acc[RN][NV];
     for (int r = 0; r < RN; ++r)
         for (int u = 0; u < NV; ++u) acc[r][u] = V::zero();
-    i64 k = 0;
-    for (; k + NV * L <= K; k += NV * L) {
+    i64 k = k0;
+    for (; k + NV * L <= k1; k += NV * L) {
         #pragma GCC unroll 4
         for (int u = 0; u < NV; ++u) {
             const typename V::R vv = V::load(v + k + u * L);
@@ -218,18 +219,30 @@ static inline void dot_rows(const T* X, i64 ld, i64 K, const Acc* v, Acc* out) {
     for (int r = 0; r < RN; ++r) {
         Acc s = 0;
         for (int u = 0; u < NV; ++u) s += V::sum(acc[r][u]);
-        for (i64 q = k; q < K; ++q) s += to_acc(X[r * ld + q]) * v[q];
+        for (i64 q = k; q < k1; ++q) s += to_acc(X[r * ld + q]) * v[q];
         out[r] = s;
     }
 #else
     Acc s[RN] = {};
     #pragma omp simd reduction(+ : s[:RN])
-    for (i64 k = 0; k < K; ++k) {
+    for (i64 k = k0; k < k1; ++k) {
         const Acc vk = v[k];
         for (int r = 0; r < RN; ++r) s[r] += to_acc(X[r * ld + k]) * vk;
     }
     for (int r = 0; r < RN; ++r) out[r] = s[r];
 #endif
+}
+
+template <int RN, class T, class Acc>
+static inline void dot_rows(const T* X, i64 ld, i64 K, const Acc* v, Acc* out) {
+    constexpr i64 KB = 4096;
+    double total[RN] = {};
+    Acc part[RN];
+    for (i64 k0 = 0; k0 < K; k0 += KB) {
+        dot_block<RN>(X, ld, k0, std::min(K, k0 + KB), v, part);
+        for (int r = 0; r < RN; ++r) total[r] += part[r];
+    }
+    for (int r = 0; r < RN; ++r) out[r] = Acc(total[r]);
 }
 
 // y[r] = sum_k X[r * ld + k] * v[k] for R rows: rows spread over threads, or K split when rows are few.
@@ -255,9 +268,9 @@ static void gemv_dot(const T* X, i64 ld, i64 R, i64 K, const Acc* v, Acc* y) {
         for (i64 r = 0; r < R; ++r) dot_rows<1>(X + r * ld + k0, ld, k1 - k0, v + k0, part.data() + c * R + r);
     }
     for (i64 r = 0; r < R; ++r) {
-        Acc s = 0;
+        double s = 0;
         for (i64 c = 0; c < chunks; ++c) s += part[c * R + r];
-        y[r] = s;
+        y[r] = Acc(s);
     }
 }
 
@@ -392,6 +405,25 @@ struct Gemm {
         }
     }
 
+    // The vector operand of a matrix-vector product as contiguous Acc values: in place when it already is,
+    // else copied (in parallel) into the calling thread's scratch.
+    template <class Load>
+    const Acc* vector_of(const Load& L, i64 b, bool a_side, Acc* buf) const {
+        if constexpr (Load::strided && std::is_same<typename Load::In, Acc>::value) {
+            if (a_side ? L.cs == 1 : L.rs == 1) return L.p + b * L.bs;
+        }
+        #pragma omp parallel for schedule(static)
+        for (i64 k0 = 0; k0 < K; k0 += 4096) {
+            const i64 n = std::min<i64>(4096, K - k0);
+            if constexpr (Load::strided) {
+                for (i64 k = k0; k < k0 + n; ++k) buf[k] = a_side ? L.at(b, 0, k) : L.at(b, k, 0);
+            } else {
+                L.row(b, 0, k0, n, buf + k0);       // only A loaders are not strided
+            }
+        }
+        return buf;
+    }
+
     // Matrix-vector shapes with strided operands; false when the general path must run.
     bool gemv() const {
         if constexpr (!BLoad::strided) {
@@ -401,24 +433,24 @@ struct Gemm {
             bool col_vec = false;
             if constexpr (ALoad::strided) col_vec = N == 1 && (A.cs == 1 || A.rs == 1);
             if (!row_vec && !col_vec) return false;
-            const i64 len = row_vec ? N : M;
-            std::vector<Acc> vec(static_cast<size_t>(K)), y(static_cast<size_t>(len));
+            Acc* buf = scratch<Acc, 15>(size_t(K));
+            Acc* y = scratch<Acc, 9>(size_t(row_vec ? N : M));
             for (i64 b = 0; b < batch; ++b) {
                 if (row_vec) {                      // y[j] = sum_k a[k] * B[k, j]
-                    A.row(b, 0, 0, K, vec.data());
+                    const Acc* a = vector_of(A, b, true, buf);
                     const typename BLoad::In* Bb = B.p + b * B.bs;
-                    if (B.rs == 1) gemv_dot(Bb, B.cs, N, K, vec.data(), y.data());
-                    else gemv_axpy(Bb, B.rs, K, N, vec.data(), y.data());
+                    if (B.rs == 1) gemv_dot(Bb, B.cs, N, K, a, y);
+                    else gemv_axpy(Bb, B.rs, K, N, a, y);
                     #pragma omp parallel for schedule(static)
-                    for (i64 j0 = 0; j0 < N; j0 += NR) epi.row(b, 0, j0, y.data() + j0, std::min<i64>(NR, N - j0));
+                    for (i64 j0 = 0; j0 < N; j0 += NR) epi.row(b, 0, j0, y + j0, std::min<i64>(NR, N - j0));
                 } else {
                     if constexpr (ALoad::strided) { // y[i] = sum_k A[i, k] * b[k]
-                        for (i64 k = 0; k < K; ++k) vec[k] = B.at(b, k, 0);
+                        const Acc* v = vector_of(B, b, false, buf);
                         const typename ALoad::In* Ab = A.p + b * A.bs;
-                        if (A.cs == 1) gemv_dot(Ab, A.rs, M, K, vec.data(), y.data());
-                        else gemv_axpy(Ab, A.cs, K, M, vec.data(), y.data());
+                        if (A.cs == 1) gemv_dot(Ab, A.rs, M, K, v, y);
+                        else gemv_axpy(Ab, A.cs, K, M, v, y);
                         #pragma omp parallel for schedule(static)
-                        for (i64 i = 0; i < M; ++i) epi.row(b, i, 0, y.data() + i, 1);
+                        for (i64 i = 0; i < M; ++i) epi.row(b, i, 0, y + i, 1);
                     }
                 }
                 if constexpr (Epi::rows_hook) epi.rows_done(b, 0, M);

@@ -82,6 +82,8 @@ template <class T> static inline typename AccOf<T>::type* acc_alias(T* p) {
 }
 
 // Per-thread scratch memory, grown on demand and reused across calls (SLOT tells buffers apart).
+// Slots: GEMM core 0, 1 (packing), 7, 8, 9, 15; convolution 2; windows 3-5; row kernels 6;
+// blocks 10-14; attention 16-21.
 template <class T, int SLOT>
 static T* scratch(size_t n) {
     static thread_local std::vector<T> buf;
