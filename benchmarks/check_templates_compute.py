@@ -7,14 +7,16 @@ exit status is 1 when any setting fails.
 
 Which settings:
 
-* default: a pairwise covering set: every pair of values of every two knobs
-  appears in at least one setting (so every value of every knob is checked
-  with every operator, and every pair of interacting knobs together);
+* default: every combination when a template has at most 24, else a pairwise
+  covering set: every pair of values of every two knobs appears in at least
+  one setting (so every value of every knob is checked with every operator,
+  and every pair of interacting knobs together);
+* ``--pairwise``: the pairwise covering set for every template;
 * ``--all-combinations``: the full product of the knob values;
 * ``--defaults``: only the default setting.
 
     PYTHONPATH=$PWD python benchmarks/check_templates_compute.py [--family F] [--operator OP]
-        [--all-combinations | --defaults] [--time] [--seeds N] [--cases SPEC] [--json FILE]
+        [--all-combinations | --pairwise | --defaults] [--time] [--seeds N] [--cases SPEC] [--json FILE]
 
 Timings (``--time``) are medians over the harness's interleaved repetitions on
 this shared, noisy machine: read them as rough speedups.
@@ -34,6 +36,7 @@ from harness.evaluate import EvalOptions, evaluate
 from harness.suite.kernel_templates import KernelTemplate, list_templates
 
 FAMILIES = ("matmul", "convolution", "fused", "block")
+SMALL = 24  # templates with at most this many knob combinations are checked exhaustively by default
 
 
 def pairwise_settings(template: KernelTemplate) -> list[dict]:
@@ -76,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator", action="append", help="only these operators (repeatable)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--all-combinations", action="store_true", help="every combination of knob values")
+    mode.add_argument("--pairwise", action="store_true", help="a pairwise covering set of knob values")
     mode.add_argument("--defaults", action="store_true", help="only the default settings")
     parser.add_argument("--time", action="store_true", help="also time the cases (speedup vs the PyTorch reference)")
     parser.add_argument("--seeds", type=int, default=3, help="correctness trials per case (default 3)")
@@ -87,8 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     templates = [t for t in list_templates("cpu") if t.family in families]
     jobs = []
     for template in templates:
-        settings_list = ([template.default_settings()] if args.defaults else
-                         all_settings(template) if args.all_combinations else pairwise_settings(template))
+        every = all_settings(template)
+        if args.defaults:
+            settings_list, how = [template.default_settings()], "defaults"
+        elif args.all_combinations or (not args.pairwise and len(every) <= SMALL):
+            settings_list, how = every, "all combinations"
+        else:
+            settings_list, how = pairwise_settings(template), "pairwise covering set"
+        print(f"{template.name}: {len(settings_list)} settings ({how} of {len(every)}) x "
+              f"{len(template.operators)} operators", flush=True)
         for operator in template.operators:
             if args.operator and operator not in args.operator:
                 continue

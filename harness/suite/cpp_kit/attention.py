@@ -13,8 +13,8 @@ panels). ``KOPE_ATTN_ALGO``:
   output accumulator rescaled when the max grows; memory is BQ x (BK + D).
 
 Causal masking (key j > query i, top-left aligned as in PyTorch) skips key
-blocks past the diagonal. For bfloat16, the probabilities are rounded to
-bfloat16 before the P V product, as PyTorch's CPU kernel does.
+blocks past the diagonal. Everything between the bfloat16 inputs and the
+output stays in float32.
 """
 
 from __future__ import annotations
@@ -109,7 +109,9 @@ static void pv(const AttnArgs<T>& a, const T* v, i64 kb, i64 kn, int bq, const A
 }
 
 // Softmax numerators of row s over its first `valid` entries (zero after, up to n): p = exp(s - mx),
-// returned sum of p; the stored p are rounded to T (what the P V product of the reference consumes).
+// returned sum of p. The p stay in the accumulator type: PyTorch's CPU kernel rounds them to bfloat16
+// before its P V product, an implementation detail whose error on short causal rows can reach the
+// bfloat16 tolerance by itself; the unrounded result is the closest to the exact one.
 template <class T, class Acc>
 static Acc exp_row(Acc* s, i64 valid, i64 n, Acc mx) {
     Acc sum = 0;
@@ -117,7 +119,7 @@ static Acc exp_row(Acc* s, i64 valid, i64 n, Acc mx) {
     for (i64 j = 0; j < valid; ++j) {
         const Acc p = fexp(s[j] - mx);
         sum += p;
-        s[j] = rounded<T>(p);
+        s[j] = p;
     }
     for (i64 j = valid; j < n; ++j) s[j] = Acc(0);
     return sum;

@@ -1,4 +1,4 @@
-"""Attention template for the block family: sdpa_attention and multi_head_attention.
+"""Attention template for the block family: sdpa_attention, multi_head_attention and transformer_layer.
 
 The attention core (``harness/suite/cpp_kit/attention.py``) runs both of its
 products on the GEMM micro-kernel, a block of query rows at a time, either
@@ -6,7 +6,9 @@ keeping the block's scores against every key (two-pass) or streaming key
 blocks with a running softmax (online, flash-attention style); causal masks
 skip the key blocks past the diagonal. multi_head_attention adds the fused
 QKV projection and the output projection (GEMM core, bias in the epilogue)
-and reads the heads straight out of the QKV buffer by strides.
+and reads the heads straight out of the QKV buffer by strides; transformer_layer
+wraps that in a pre-LayerNorm decoder layer (causal attention and a GELU MLP,
+each residual), normalising rows while the following GEMM packs them.
 
 Knobs: ``algorithm``; ``micro_kernel`` and ``isa`` (the micro-kernel of both
 products and of the projections); ``tiles`` (query rows x key block: BQxBK;
@@ -22,7 +24,7 @@ from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, mo
 from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
 
 FAMILY = "block"
-OPERATORS = ["sdpa_attention", "multi_head_attention"]
+OPERATORS = ["sdpa_attention", "multi_head_attention", "transformer_layer"]
 KNOBS = [
     {"name": "algorithm", "values": ["two_pass", "online"], "default": "two_pass", "layer": "algorithm",
      "doc": attn.ALGORITHM_DOC},
@@ -63,6 +65,34 @@ linear<EPI_STORE>(heads, cptr<T>(wout), cptr<T>(bout), none, wptr<T>(y), B * L, 
 """),
 }
 
+ENTRIES["transformer_layer"] = entry_macro(
+    "transformer_layer",
+    "const PT* x, const PT* ln1_w, const PT* ln1_b, const PT* wqkv, const PT* bqkv, const PT* wproj, const PT* bproj, "
+    "const PT* ln2_w, const PT* ln2_b, const PT* w1, const PT* b1, const PT* w2, const PT* b2, PT* y, int64_t B, "
+    "int64_t L, int64_t Dm, int64_t H", """
+typedef typename AccOf<T>::type Acc;
+const i64 rows = B * L, Dh = Dm / H;
+Acc* mean = scratch<Acc, 10>(static_cast<size_t>(rows));
+Acc* rstd = scratch<Acc, 11>(static_cast<size_t>(rows));
+T* qkv = scratch<T, 20>(static_cast<size_t>(rows * 3 * Dm));
+T* heads = scratch<T, 21>(static_cast<size_t>(rows * Dm));
+T* h = scratch<T, 12>(static_cast<size_t>(rows * Dm));
+T* ff = scratch<T, 13>(static_cast<size_t>(rows * 4 * Dm));
+const T* none = nullptr;
+row_stats(cptr<T>(x), rows, Dm, 1e-5, false, mean, rstd);
+NormA<T> n1{cptr<T>(x), Dm, mean, rstd, cptr<T>(ln1_w), cptr<T>(ln1_b)};
+linear_from<EPI_STORE>(n1, cptr<T>(wqkv), cptr<T>(bqkv), none, qkv, rows, 3 * Dm, Dm, true);
+AttnArgs<T> a{qkv, qkv + Dm, qkv + 2 * Dm, heads, B, H, L, L, Dh,
+              L * 3 * Dm, Dh, 3 * Dm, L * 3 * Dm, Dh, 3 * Dm, L * 3 * Dm, Dh, 3 * Dm, L * Dm, Dh, Dm,
+              1, 1.0 / std::sqrt(double(Dh))};
+attention(a);
+linear<EPI_RESIDUAL>(heads, cptr<T>(wproj), cptr<T>(bproj), cptr<T>(x), h, rows, Dm, Dm, true);
+row_stats(h, rows, Dm, 1e-5, false, mean, rstd);
+NormA<T> n2{h, Dm, mean, rstd, cptr<T>(ln2_w), cptr<T>(ln2_b)};
+linear_from<EPI_GELU>(n2, cptr<T>(w1), cptr<T>(b1), none, ff, rows, 4 * Dm, Dm, true);
+linear<EPI_RESIDUAL>(ff, cptr<T>(w2), cptr<T>(b2), h, wptr<T>(y), rows, Dm, 4 * Dm, true);
+""")
+
 MODELS = {
     "sdpa_attention": ("sdpa", "causal", """
         self.causal = causal""", """
@@ -86,6 +116,25 @@ MODELS = {
         y = torch.empty_like(x)
         p = [w.detach().contiguous() for w in (self.qkv.weight, self.qkv.bias, self.out.weight, self.out.bias)]
         _KERNELS[x.dtype](x, *p, y, b, t, d, self.num_heads, int(bool(self.causal)))
+        return y
+"""),
+    "transformer_layer": ("transformer_layer", "d_model, num_heads, dtype", """
+        # The reference's modules, so the harness copies its parameters in by name.
+        self.num_heads = num_heads
+        self.ln1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.fc1 = nn.Linear(d_model, 4 * d_model)
+        self.fc2 = nn.Linear(4 * d_model, d_model)
+        self.to(getattr(torch, dtype))""", """
+    def forward(self, x):
+        x = x.contiguous()
+        b, t, d = x.shape
+        y = torch.empty_like(x)
+        modules = (self.ln1, self.qkv, self.proj, self.ln2, self.fc1, self.fc2)
+        p = [w.detach().contiguous() for m in modules for w in (m.weight, m.bias)]
+        _KERNELS[x.dtype](x, *p, y, b, t, d, self.num_heads)
         return y
 """),
 }
