@@ -101,3 +101,28 @@ def test_every_knob_value_passes_representative_cases(tmp_path, template, index,
     outcome = evaluate_rendered(tmp_path, template, operator, settings, cases=REPRESENTATIVE[operator])
     assert outcome.status.value == "correct", f"{operator} {settings}: {failure(outcome)}"
     assert outcome.cases_passed == outcome.cases_total == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("disable", [[], ["-mno-avx512f"], ["-mno-avx512f", "-mno-avx2", "-mno-fma"]],
+                         ids=["native", "no-avx512", "no-avx2"])
+def test_an_avx512_setting_builds_and_computes_on_cpus_without_avx512(disable):
+    """isa=avx512 falls back to AVX2 intrinsics, then to omp simd code, when the compiler target lacks them."""
+    import re
+
+    import torch
+
+    from harness.cpu import compile_cpp
+    from harness.suite.cpp_kit.prelude import FLAGS
+    from harness.suite.kernel_templates import template_for
+
+    source = template_for("matmul").render("matmul", {"isa": "avx512", "micro_kernel": "8x3", "pack_a": True})
+    cpp = re.search(r'_SOURCE = r"""(.*?)"""', source, re.S).group(1)
+    lib = compile_cpp(cpp, flags=FLAGS + disable)
+    torch.manual_seed(0)
+    for m, k, n, dtype in [(67, 301, 129, torch.float32), (1, 513, 77, torch.float32), (33, 65, 17, torch.float64)]:
+        a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+        c = torch.empty(m, n, dtype=dtype)
+        kernel = lib.gemm_f32 if dtype == torch.float32 else lib.gemm_f64
+        kernel(a, b, None, c, 1, m, n, k, 0, k, 1, 0, n, 1)
+        torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
