@@ -162,13 +162,27 @@ template <class T> struct Im2colB {
             iw0[j] = ow * a.SW - a.PW;
         }
         const i64 taps = a.KH * a.KW;
+        const bool one_row = j0 / a.OW == (j0 + nr - 1) / a.OW;   // the panel's outputs share an output row
         for (i64 k = 0; k < kc; ++k) {
             const i64 p = p0 + k, c = p / taps, kh = p % taps / a.KW, kw = p % a.KW;
             const T* plane = a.x + (b * a.C + c) * a.H * a.W;
             Acc* d = dst + k * NR;
-            for (int j = 0; j < nr; ++j) {
-                const i64 ih = ih0[j] + kh, iw = iw0[j] + kw;
-                d[j] = (ih >= 0 && ih < a.H && iw >= 0 && iw < a.W) ? to_acc(plane[ih * a.W + iw]) : Acc(0);
+            const i64 first = iw0[0] + kw, last = iw0[nr - 1] + kw;
+            if (one_row && (ih0[0] + kh < 0 || ih0[0] + kh >= a.H)) {
+                std::fill(d, d + nr, Acc(0));                          // a padding row
+            } else if (one_row && first >= 0 && last < a.W) {          // an in-bounds run of one input row
+                const T* src = plane + (ih0[0] + kh) * a.W + first;
+                if (a.SW == 1) {
+                    #pragma omp simd
+                    for (int j = 0; j < nr; ++j) d[j] = to_acc(src[j]);
+                } else {
+                    for (int j = 0; j < nr; ++j) d[j] = to_acc(src[j * a.SW]);
+                }
+            } else {
+                for (int j = 0; j < nr; ++j) {
+                    const i64 ih = ih0[j] + kh, iw = iw0[j] + kw;
+                    d[j] = (ih >= 0 && ih < a.H && iw >= 0 && iw < a.W) ? to_acc(plane[ih * a.W + iw]) : Acc(0);
+                }
             }
             for (int j = nr; j < NR; ++j) d[j] = Acc(0);
         }
