@@ -13,8 +13,8 @@ panels). ``KOPE_ATTN_ALGO``:
   output accumulator rescaled when the max grows; memory is BQ x (BK + D).
 
 Causal masking (key j > query i, top-left aligned as in PyTorch) skips key
-blocks past the diagonal. Everything between the bfloat16 inputs and the
-output stays in float32.
+blocks past the diagonal. ``KOPE_ROUND_P`` (bfloat16 only) rounds the
+probabilities before the P V product as PyTorch's CPU kernel does.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ ALGORITHM_DOC = ("'two_pass': all of a query block's scores, then softmax, then 
                  "with a running max/sum and a rescaled output accumulator (flash attention)")
 
 
-def defines(algorithm: str, tiles: str, parallel: str) -> str:
+def defines(algorithm: str, tiles: str, parallel: str, round_p: bool) -> str:
     bq, bk = (int(x) for x in tiles.split("x"))
     return (f"#define KOPE_ATTN_ALGO {ALGORITHMS[algorithm]}  // algorithm={algorithm}\n"
+            f"#define KOPE_ROUND_P {int(round_p)}  // round bfloat16 probabilities as PyTorch's kernel\n"
             f"#define KOPE_BQ {bq}  // attention tiles={tiles}\n#define KOPE_BK {bk}\n"
             f"#define KOPE_ATTN_PAR {int(parallel == 'bhq')}  // parallel={parallel}\n")
 
@@ -109,9 +110,11 @@ static void pv(const AttnArgs<T>& a, const T* v, i64 kb, i64 kn, int bq, const A
 }
 
 // Softmax numerators of row s over its first `valid` entries (zero after, up to n): p = exp(s - mx),
-// returned sum of p. The p stay in the accumulator type: PyTorch's CPU kernel rounds them to bfloat16
-// before its P V product, an implementation detail whose error on short causal rows can reach the
-// bfloat16 tolerance by itself; the unrounded result is the closest to the exact one.
+// returned sum of p (unrounded). With KOPE_ROUND_P the stored p are rounded to T, as PyTorch's CPU
+// kernel does before its P V product (bfloat16 only). That rounding error is large on short causal
+// rows: a projection after the attention (multi-head attention) makes it visible in aggregate, so
+// there the candidate rounds like the reference; for the bare attention output, where single p values
+// decide, the unrounded (closest to exact) result is kept.
 template <class T, class Acc>
 static Acc exp_row(Acc* s, i64 valid, i64 n, Acc mx) {
     Acc sum = 0;
@@ -119,7 +122,7 @@ static Acc exp_row(Acc* s, i64 valid, i64 n, Acc mx) {
     for (i64 j = 0; j < valid; ++j) {
         const Acc p = fexp(s[j] - mx);
         sum += p;
-        s[j] = p;
+        s[j] = KOPE_ROUND_P ? rounded<T>(p) : p;
     }
     for (i64 j = valid; j < n; ++j) s[j] = Acc(0);
     return sum;

@@ -144,7 +144,8 @@ def render(operator: str, settings: dict) -> str:
     kernel, init_args, init_body, forward = MODELS[operator]
     cpp = (isa_define(settings["isa"])
            + core.defines(settings["micro_kernel"], "96x256x1024", True, "mn")
-           + attn.defines(settings["algorithm"], settings["tiles"], settings["parallel"])
+           + attn.defines(settings["algorithm"], settings["tiles"], settings["parallel"],
+                          round_p=operator != "sdpa_attention")
            + PRELUDE + core.GEMM + BLOCKS + attn.ATTENTION + CASTS + ENTRIES[operator])
     body = (kernel_table(kernel) + "\n\nclass ModelNew(nn.Module):\n"
             f"    def __init__(self, {init_args}):\n        super().__init__()\n        {init_body.strip()}\n" + forward)
