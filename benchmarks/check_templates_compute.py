@@ -15,7 +15,7 @@ Which settings:
 * ``--all-combinations``: the full product of the knob values;
 * ``--defaults``: only the default setting.
 
-    PYTHONPATH=$PWD python benchmarks/check_templates_compute.py [--family F] [--operator OP]
+    PYTHONPATH=$PWD python benchmarks/check_templates_compute.py [--family F] [--template T] [--operator OP]
         [--all-combinations | --pairwise | --defaults] [--time] [--seeds N] [--cases SPEC] [--json FILE]
 
 Timings (``--time``) are medians over the harness's interleaved repetitions on
@@ -76,6 +76,7 @@ def compact(settings: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", choices=FAMILIES, action="append", help="only these families (repeatable)")
+    parser.add_argument("--template", action="append", help="only these templates (repeatable)")
     parser.add_argument("--operator", action="append", help="only these operators (repeatable)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--all-combinations", action="store_true", help="every combination of knob values")
@@ -88,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     families = set(args.family or FAMILIES)
-    templates = [t for t in list_templates("cpu") if t.family in families]
+    templates = [t for t in list_templates("cpu") if t.family in families
+                 and (not args.template or t.name in args.template)]
     jobs = []
     for template in templates:
         every = all_settings(template)
