@@ -1,0 +1,561 @@
+"""A packed, cache-blocked, register-blocked GEMM in C++ (the BLIS design), shared by the templates.
+
+``gemm(batch, M, N, K, A, B, epi, fused)`` computes ``C[b] = A[b] @ B[b]``
+(A is M x K, B is K x N, in any layout) and hands C to an *epilogue* row
+piece by row piece; nothing is written unless the epilogue writes it.
+
+The loops (per batch entry b)::
+
+    for jc in N step NC:                       # a block of B columns ...
+      for pc in K step KC:                     # ... and of the reduction: pack B[pc:, jc:] (KC x NC, in L2/L3)
+        for ic in M step MC:                   # pack A[ic:, pc:] (MC x KC, in L2) when A is packed
+          for jr in NC step NR:                # one packed B panel (KC x NR, in L1)
+            for ir in MC step MR:              # the micro-kernel: an MR x NR tile in registers
+              C[ir:ir+MR, jr:jr+NR] += A_panel @ B_panel
+
+Knobs (preprocessor constants the templates set):
+
+* ``KOPE_MR``, ``KOPE_NV``: the micro-kernel tile, MR rows x NV vectors (NR = NV * lanes);
+* ``KOPE_MC``, ``KOPE_KC``, ``KOPE_NC``: cache blocks (rounded up to multiples of MR / NR);
+* ``KOPE_PACK_A``: 1 copies each MR-row panel of A into contiguous scratch (B is always
+  packed: it converts bfloat16 and any layout into the micro-kernel's panel format);
+* ``KOPE_PARALLEL``: 0 = OpenMP over (batch, M blocks), each task sweeping all of N and
+  finishing its rows while they are hot; 1 = over (batch, M blocks, N blocks);
+  2 = like 1, and when that gives fewer tasks than threads, K is split between threads too
+  (partial sums added afterwards);
+* ``KOPE_ISA`` (prelude): intrinsics micro-kernel (``Vec<T>``) or ``#pragma omp simd`` loops.
+
+Operands are *loaders*: ``StridedA``/``StridedB`` read a matrix in place
+(element (r, c) of batch b at ``p[b*bs + r*rs + c*cs]``, so transposed and
+batched layouts are strides); other loaders (``NormA``, ``ConcatA``, ...) build
+the packed panels on the fly, e.g. normalising rows or gathering im2col columns.
+When M == 1 or N == 1 and the operands are strided, matrix-vector kernels run
+instead (dot products or row streaming, with K split across threads when there
+are few outputs).
+
+The epilogue (a struct with ``typedef Acc``) receives the finished sums::
+
+    void row(i64 b, i64 i, i64 j0, const Acc* v, i64 n) const;  // C[b, i, j0:j0+n]; j0 is a multiple of NR
+    void rows_done(i64 b, i64 i0, i64 i1) const;                // rows [i0, i1) of batch b are complete
+    static constexpr bool rows_hook;                            // false: rows_done does nothing
+    Acc* accumulator;                                           // batch*M*N scratch for partial sums, or null
+
+Every (b, i, NR-aligned j0) piece reaches ``row`` exactly once, from one
+thread, so an epilogue may keep per-piece partial results without atomics.
+With ``fused`` false, C is first written whole to scratch and the epilogue runs
+as a separate pass over it (the unfused baseline).
+"""
+
+from __future__ import annotations
+
+SUMMARY = ("C = A @ B by a packed, cache-blocked GEMM with a register-blocked micro-kernel (the knobs are the\n"
+           "#defines at the top of _SOURCE); shapes with one output row or column use matrix-vector kernels.\n"
+           "bfloat16 is computed in float32 and rounded once, to nearest even.")
+TILES_DOC = ("cache blocking MCxKCxNC: rows of A per L2 block, depth of the K block, columns of B per "
+             "packed block (rounded to the micro-kernel)")
+MICRO_DOC = ("register blocking of the micro-kernel: MR rows x NV SIMD vectors of C held in registers "
+             "(6x2 and 8x3 need 32 vector registers: AVX-512)")
+PARALLEL_DOC = ("OpenMP work split: 'm' = batch x row blocks (each thread sweeps all columns), 'mn' = batch x "
+                "row blocks x column blocks, 'mnk' = like 'mn' and splits K across threads when there are "
+                "fewer blocks than threads")
+PARALLEL_CODES = {"m": 0, "mn": 1, "mnk": 2}
+
+
+def defines(micro_kernel: str, tiles: str, pack_a: bool, parallel: str) -> str:
+    """The ``#define`` lines for one knob setting (micro_kernel "6x2", tiles "96x256x1024")."""
+    mr, nv = (int(x) for x in micro_kernel.split("x"))
+    mc, kc, nc = (int(x) for x in tiles.split("x"))
+    return (f"#define KOPE_MR {mr}  // micro_kernel={micro_kernel}\n#define KOPE_NV {nv}\n"
+            f"#define KOPE_MC {mc}  // tiles={tiles}\n#define KOPE_KC {kc}\n#define KOPE_NC {nc}\n"
+            f"#define KOPE_PACK_A {int(bool(pack_a))}  // pack_a={pack_a}\n"
+            f"#define KOPE_PARALLEL {PARALLEL_CODES[parallel]}  // parallel={parallel}\n")
+
+
+GEMM = r"""
+// ==== GEMM core =============================================================================
+constexpr int MR = KOPE_MR, NV = KOPE_NV;
+
+template <class Acc> struct Geo {                 // tile geometry for one accumulator type
+#if KOPE_VEC_BITS
+    static constexpr int L = Vec<Acc>::L;
+#else
+    static constexpr int L = 32 / int(sizeof(Acc));
+#endif
+    static constexpr int NR = NV * L;
+    static constexpr i64 MC = (KOPE_MC + MR - 1) / MR * MR;
+    static constexpr i64 KC = KOPE_KC;
+    static constexpr i64 NC = (KOPE_NC + NR - 1) / NR * NR;
+};
+
+// ---- operand loaders --------------------------------------------------------------------------
+// A matrix read in place: element (r, c) of batch b is p[b * bs + r * rs + c * cs].
+template <class T> struct Strided {
+    typedef T In;
+    typedef typename AccOf<T>::type Acc;
+    static constexpr bool strided = true;
+    const T* p; i64 rs, cs, bs;
+    Acc at(i64 b, i64 r, i64 c) const { return to_acc(p[b * bs + r * rs + c * cs]); }
+};
+
+// A (M x K): MR-row panels, panel[k * MR + i] = A[i0 + i, p0 + k]; rows past mr are zero.
+template <class T> struct StridedA : Strided<T> {
+    typedef typename AccOf<T>::type Acc;
+    void pack(i64 b, i64 i0, int mr, i64 p0, i64 kc, Acc* dst) const {
+        const T* base = this->p + b * this->bs + i0 * this->rs + p0 * this->cs;
+        if (this->cs == 1) {
+            for (int i = 0; i < mr; ++i)
+                for (i64 k = 0; k < kc; ++k) dst[k * MR + i] = to_acc(base[i * this->rs + k]);
+        } else {
+            for (i64 k = 0; k < kc; ++k)
+                for (int i = 0; i < mr; ++i) dst[k * MR + i] = to_acc(base[k * this->cs + i * this->rs]);
+        }
+        for (int i = mr; i < MR; ++i)
+            for (i64 k = 0; k < kc; ++k) dst[k * MR + i] = Acc(0);
+    }
+    void row(i64 b, i64 i, i64 p0, i64 n, Acc* dst) const {
+        for (i64 k = 0; k < n; ++k) dst[k] = this->at(b, i, p0 + k);
+    }
+};
+
+// B (K x N): NR-column panels, panel[k * NR + j] = B[p0 + k, j0 + j]; columns past nr are zero.
+template <class T> struct StridedB : Strided<T> {
+    typedef typename AccOf<T>::type Acc;
+    void pack(i64 b, i64 p0, i64 kc, i64 j0, int nr, Acc* dst) const {
+        constexpr int NR = Geo<Acc>::NR;
+        const T* base = this->p + b * this->bs + p0 * this->rs + j0 * this->cs;
+        if (this->cs == 1) {
+            for (i64 k = 0; k < kc; ++k) {
+                const T* src = base + k * this->rs;
+                Acc* d = dst + k * NR;
+                #pragma omp simd
+                for (int j = 0; j < nr; ++j) d[j] = to_acc(src[j]);
+                for (int j = nr; j < NR; ++j) d[j] = Acc(0);
+            }
+        } else {
+            for (int j = 0; j < nr; ++j) {
+                const T* src = base + j * this->cs;
+                for (i64 k = 0; k < kc; ++k) dst[k * NR + j] = to_acc(src[k * this->rs]);
+            }
+            for (i64 k = 0; k < kc; ++k)
+                for (int j = nr; j < NR; ++j) dst[k * NR + j] = Acc(0);
+        }
+    }
+};
+
+// ---- micro-kernels: ct[MR x NR] = sum over kc of A panel (MR) x B panel (NR) --------------------
+// A is either packed (a[k * MR + i]) or read in place (a[i * a_rs + k * a_cs], any element type).
+template <bool PACKED, class Acc, class AT>
+static inline Acc a_elem(const AT* a, i64 a_rs, i64 a_cs, int i, i64 k) {
+    if constexpr (PACKED) return a[k * MR + i];
+    else return to_acc(a[i * a_rs + k * a_cs]);
+}
+
+#if KOPE_VEC_BITS
+template <bool PACKED, class Acc, class AT>
+static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp, Acc* ct) {
+    typedef Vec<Acc> V;
+    constexpr int L = V::L, NR = NV * L;
+    typename V::R c[MR][NV];
+    #pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+        #pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) c[i][j] = V::zero();
+    for (i64 k = 0; k < kc; ++k) {
+        typename V::R bv[NV];
+        #pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) bv[j] = V::load(bp + k * NR + j * L);
+        #pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+            const typename V::R av = V::set1(a_elem<PACKED, Acc>(a, a_rs, a_cs, i, k));
+            #pragma GCC unroll 4
+            for (int j = 0; j < NV; ++j) c[i][j] = V::fma(av, bv[j], c[i][j]);
+        }
+    }
+    #pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+        #pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) V::store(ct + i * NR + j * L, c[i][j]);
+}
+#else
+template <bool PACKED, class Acc, class AT>
+static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp, Acc* ct) {
+    constexpr int NR = Geo<Acc>::NR;
+    Acc c[MR][NR];
+    for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < NR; ++j) c[i][j] = Acc(0);
+    for (i64 k = 0; k < kc; ++k) {
+        const Acc* b = bp + k * NR;
+        for (int i = 0; i < MR; ++i) {
+            const Acc av = a_elem<PACKED, Acc>(a, a_rs, a_cs, i, k);
+            #pragma omp simd
+            for (int j = 0; j < NR; ++j) c[i][j] += av * b[j];
+        }
+    }
+    for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < NR; ++j) ct[i * NR + j] = c[i][j];
+}
+#endif
+
+// ---- matrix-vector kernels ---------------------------------------------------------------------
+// out[r] = sum_k X[r * ld + k] * v[k] for RN rows. Sums run in blocks of 4096 whose results are added in
+// double: one long float sum would drift by more than float32's tolerance on a dot product of 10^7 terms.
+template <int RN, class T, class Acc>
+static inline void dot_block(const T* X, i64 ld, i64 k0, i64 k1, const Acc* v, Acc* out) {
+#if KOPE_VEC_BITS
+    typedef Vec<Acc> V;
+    constexpr int L = V::L;
+    typename V::R acc[RN][NV];
+    for (int r = 0; r < RN; ++r)
+        for (int u = 0; u < NV; ++u) acc[r][u] = V::zero();
+    i64 k = k0;
+    for (; k + NV * L <= k1; k += NV * L) {
+        #pragma GCC unroll 4
+        for (int u = 0; u < NV; ++u) {
+            const typename V::R vv = V::load(v + k + u * L);
+            #pragma GCC unroll 16
+            for (int r = 0; r < RN; ++r) acc[r][u] = V::fma(V::load(X + r * ld + k + u * L), vv, acc[r][u]);
+        }
+    }
+    for (int r = 0; r < RN; ++r) {
+        Acc s = 0;
+        for (int u = 0; u < NV; ++u) s += V::sum(acc[r][u]);
+        for (i64 q = k; q < k1; ++q) s += to_acc(X[r * ld + q]) * v[q];
+        out[r] = s;
+    }
+#else
+    Acc s[RN] = {};
+    #pragma omp simd reduction(+ : s[:RN])
+    for (i64 k = k0; k < k1; ++k) {
+        const Acc vk = v[k];
+        for (int r = 0; r < RN; ++r) s[r] += to_acc(X[r * ld + k]) * vk;
+    }
+    for (int r = 0; r < RN; ++r) out[r] = s[r];
+#endif
+}
+
+template <int RN, class T, class Acc>
+static inline void dot_rows(const T* X, i64 ld, i64 K, const Acc* v, Acc* out) {
+    constexpr i64 KB = 4096;
+    double total[RN] = {};
+    Acc part[RN];
+    for (i64 k0 = 0; k0 < K; k0 += KB) {
+        dot_block<RN>(X, ld, k0, std::min(K, k0 + KB), v, part);
+        for (int r = 0; r < RN; ++r) total[r] += part[r];
+    }
+    for (int r = 0; r < RN; ++r) out[r] = Acc(total[r]);
+}
+
+// y[r] = sum_k X[r * ld + k] * v[k] for R rows: rows spread over threads, or K split when rows are few.
+template <class T, class Acc>
+static void gemv_dot(const T* X, i64 ld, i64 R, i64 K, const Acc* v, Acc* y) {
+    const int threads = omp_get_max_threads();
+    if (R >= 4 * i64(threads) * MR || K < 4096) {
+        const i64 groups = cdiv(R, MR);
+        #pragma omp parallel for schedule(static)
+        for (i64 g = 0; g < groups; ++g) {
+            const i64 r0 = g * MR;
+            if (r0 + MR <= R) dot_rows<MR>(X + r0 * ld, ld, K, v, y + r0);
+            else
+                for (i64 r = r0; r < R; ++r) dot_rows<1>(X + r * ld, ld, K, v, y + r);
+        }
+        return;
+    }
+    const i64 chunks = threads;
+    std::vector<Acc> part(size_t(chunks * R));
+    #pragma omp parallel for schedule(static)
+    for (i64 c = 0; c < chunks; ++c) {
+        const i64 k0 = K * c / chunks, k1 = K * (c + 1) / chunks;
+        for (i64 r = 0; r < R; ++r) dot_rows<1>(X + r * ld + k0, ld, k1 - k0, v + k0, part.data() + c * R + r);
+    }
+    for (i64 r = 0; r < R; ++r) {
+        double s = 0;
+        for (i64 c = 0; c < chunks; ++c) s += part[c * R + r];
+        y[r] = Acc(s);
+    }
+}
+
+// y[j] += sum_k c[k] * X[k * ld + j] for j < W, P rows of X streamed in blocks.
+template <class T, class Acc>
+static void axpy_rows(const T* X, i64 ld, i64 P, i64 W, const Acc* c, Acc* y) {
+    constexpr i64 PB = 256;
+    for (i64 p0 = 0; p0 < P; p0 += PB) {
+        const i64 p1 = std::min(P, p0 + PB);
+#if KOPE_VEC_BITS
+        typedef Vec<Acc> V;
+        constexpr int L = V::L;
+        i64 j = 0;
+        for (; j + NV * L <= W; j += NV * L) {
+            typename V::R acc[NV];
+            for (int u = 0; u < NV; ++u) acc[u] = V::load(y + j + u * L);
+            for (i64 k = p0; k < p1; ++k) {
+                const typename V::R ck = V::set1(c[k]);
+                #pragma GCC unroll 4
+                for (int u = 0; u < NV; ++u) acc[u] = V::fma(ck, V::load(X + k * ld + j + u * L), acc[u]);
+            }
+            for (int u = 0; u < NV; ++u) V::store(y + j + u * L, acc[u]);
+        }
+        for (; j < W; ++j) {
+            Acc s = y[j];
+            for (i64 k = p0; k < p1; ++k) s += c[k] * to_acc(X[k * ld + j]);
+            y[j] = s;
+        }
+#else
+        i64 k = p0;
+        for (; k + MR <= p1; k += MR) {               // MR rows of X per pass over y
+            #pragma omp simd
+            for (i64 j = 0; j < W; ++j) {
+                Acc s = y[j];
+                for (int r = 0; r < MR; ++r) s += c[k + r] * to_acc(X[(k + r) * ld + j]);
+                y[j] = s;
+            }
+        }
+        for (; k < p1; ++k) {
+            const Acc ck = c[k];
+            #pragma omp simd
+            for (i64 j = 0; j < W; ++j) y[j] += ck * to_acc(X[k * ld + j]);
+        }
+#endif
+    }
+}
+
+// y[j] = sum_k c[k] * X[k * ld + j]: K split over threads, partial rows added in a fixed order.
+template <class T, class Acc>
+static void gemv_axpy(const T* X, i64 ld, i64 P, i64 W, const Acc* c, Acc* y) {
+    const i64 chunks = std::max<i64>(1, std::min<i64>(omp_get_max_threads(), P / 64));
+    std::vector<Acc> part(size_t(chunks * W), Acc(0));
+    #pragma omp parallel for schedule(static)
+    for (i64 t = 0; t < chunks; ++t) {
+        const i64 k0 = P * t / chunks, k1 = P * (t + 1) / chunks;
+        axpy_rows(X + k0 * ld, ld, k1 - k0, W, c + k0, part.data() + t * W);
+    }
+    #pragma omp parallel for schedule(static)
+    for (i64 j = 0; j < W; ++j) {
+        Acc s = 0;
+        for (i64 t = 0; t < chunks; ++t) s += part[t * W + j];
+        y[j] = s;
+    }
+}
+
+// ---- the driver -------------------------------------------------------------------------------
+template <class ALoad, class BLoad, class Epi>
+struct Gemm {
+    typedef typename Epi::Acc Acc;
+    typedef Geo<Acc> G;
+    static constexpr int NR = G::NR;
+    static constexpr bool PACK_A = KOPE_PACK_A || !ALoad::strided;   // transforming loaders always pack
+
+    i64 batch, M, N, K;
+    const ALoad& A;
+    const BLoad& B;
+    const Epi& epi;
+    Acc* cacc = nullptr;   // partial sums over K blocks (fused mode), batch * M * N
+
+    // C[b, i0:i0+mr, j0:j0+nr] from the tile ct: into dst (raw sums), into cacc (partial), or to the epilogue.
+    void store(const Acc* ct, i64 b, i64 i0, i64 j0, int mr, int nr, bool first, bool last, Acc* dst) const {
+        for (int i = 0; i < mr; ++i) {
+            const Acc* s = ct + i * NR;
+            const i64 off = (b * M + i0 + i) * N + j0;
+            if (dst != nullptr || !last) {
+                Acc* d = (dst != nullptr ? dst : cacc) + off;
+                if (first) {
+                    std::copy(s, s + nr, d);
+                } else {
+                    #pragma omp simd
+                    for (int j = 0; j < nr; ++j) d[j] += s[j];
+                }
+            } else if (first) {
+                epi.row(b, i0 + i, j0, s, nr);
+            } else {
+                Acc t[NR];
+                const Acc* c = cacc + off;
+                #pragma omp simd
+                for (int j = 0; j < nr; ++j) t[j] = c[j] + s[j];
+                epi.row(b, i0 + i, j0, t, nr);
+            }
+        }
+    }
+
+    // One block: rows [ic, ic+MC) x columns [jc, jc+NC) over the reduction range [k0, k1).
+    void block(i64 b, i64 ic, i64 jc, i64 k0, i64 k1, Acc* dst) const {
+        const i64 mc = std::min(G::MC, M - ic), nc = std::min(G::NC, N - jc);
+        Acc* bp = scratch<Acc, 0>(size_t(G::KC * G::NC));
+        Acc* ap = scratch<Acc, 1>(size_t(G::MC * G::KC));
+        alignas(64) Acc ct[MR * NR];
+        for (i64 p0 = k0; p0 < k1; p0 += G::KC) {
+            const i64 kc = std::min(G::KC, k1 - p0);
+            const bool first = p0 == k0, last = p0 + kc == k1;
+            for (i64 jr = 0; jr < nc; jr += NR) B.pack(b, p0, kc, jc + jr, int(std::min<i64>(NR, nc - jr)), bp + jr * kc);
+            if constexpr (PACK_A)
+                for (i64 ir = 0; ir < mc; ir += MR) A.pack(b, ic + ir, int(std::min<i64>(MR, mc - ir)), p0, kc, ap + ir * kc);
+            for (i64 jr = 0; jr < nc; jr += NR) {
+                const int nr = int(std::min<i64>(NR, nc - jr));
+                for (i64 ir = 0; ir < mc; ir += MR) {
+                    const int mr = int(std::min<i64>(MR, mc - ir));
+                    if constexpr (PACK_A) {
+                        micro<true>(kc, ap + ir * kc, 0, 0, bp + jr * kc, ct);
+                    } else if (mr == MR) {
+                        micro<false>(kc, A.p + b * A.bs + (ic + ir) * A.rs + p0 * A.cs, A.rs, A.cs, bp + jr * kc, ct);
+                    } else {  // a partial panel at the bottom edge: pack it (zero rows) rather than read past M
+                        A.pack(b, ic + ir, mr, p0, kc, ap);
+                        micro<true>(kc, ap, 0, 0, bp + jr * kc, ct);
+                    }
+                    store(ct, b, ic + ir, jc + jr, mr, nr, first, last, dst);
+                }
+            }
+        }
+    }
+
+    // The vector operand of a matrix-vector product as contiguous Acc values: in place when it already is,
+    // else copied (in parallel) into the calling thread's scratch.
+    template <class Load>
+    const Acc* vector_of(const Load& L, i64 b, bool a_side, Acc* buf) const {
+        if constexpr (Load::strided && std::is_same<typename Load::In, Acc>::value) {
+            if (a_side ? L.cs == 1 : L.rs == 1) return L.p + b * L.bs;
+        }
+        #pragma omp parallel for schedule(static)
+        for (i64 k0 = 0; k0 < K; k0 += 4096) {
+            const i64 n = std::min<i64>(4096, K - k0);
+            if constexpr (Load::strided) {
+                for (i64 k = k0; k < k0 + n; ++k) buf[k] = a_side ? L.at(b, 0, k) : L.at(b, k, 0);
+            } else {
+                L.row(b, 0, k0, n, buf + k0);       // only A loaders are not strided
+            }
+        }
+        return buf;
+    }
+
+    // Matrix-vector shapes with strided operands; false when the general path must run.
+    bool gemv() const {
+        if constexpr (!BLoad::strided) {
+            return false;
+        } else {
+            const bool row_vec = M == 1 && (B.rs == 1 || B.cs == 1);
+            bool col_vec = false;
+            if constexpr (ALoad::strided) col_vec = N == 1 && (A.cs == 1 || A.rs == 1);
+            if (!row_vec && !col_vec) return false;
+            Acc* buf = scratch<Acc, 15>(size_t(K));
+            Acc* y = scratch<Acc, 9>(size_t(row_vec ? N : M));
+            for (i64 b = 0; b < batch; ++b) {
+                if (row_vec) {                      // y[j] = sum_k a[k] * B[k, j]
+                    const Acc* a = vector_of(A, b, true, buf);
+                    const typename BLoad::In* Bb = B.p + b * B.bs;
+                    if (B.rs == 1) gemv_dot(Bb, B.cs, N, K, a, y);
+                    else gemv_axpy(Bb, B.rs, K, N, a, y);
+                    #pragma omp parallel for schedule(static)
+                    for (i64 j0 = 0; j0 < N; j0 += NR) epi.row(b, 0, j0, y + j0, std::min<i64>(NR, N - j0));
+                } else {
+                    if constexpr (ALoad::strided) { // y[i] = sum_k A[i, k] * b[k]
+                        const Acc* v = vector_of(B, b, false, buf);
+                        const typename ALoad::In* Ab = A.p + b * A.bs;
+                        if (A.cs == 1) gemv_dot(Ab, A.rs, M, K, v, y);
+                        else gemv_axpy(Ab, A.cs, K, M, v, y);
+                        #pragma omp parallel for schedule(static)
+                        for (i64 i = 0; i < M; ++i) epi.row(b, i, 0, y + i, 1);
+                    }
+                }
+                if constexpr (Epi::rows_hook) epi.rows_done(b, 0, M);
+            }
+            return true;
+        }
+    }
+
+    // Epilogue pass over raw sums (splits slices of batch*M*N added), a row block per task.
+    void epilogue_pass(const Acc* raw, int splits) const {
+        const i64 mb = cdiv(M, G::MC), size = batch * M * N;
+        #pragma omp parallel for schedule(static)
+        for (i64 t = 0; t < batch * mb; ++t) {
+            const i64 b = t / mb, i0 = (t % mb) * G::MC, i1 = std::min(M, i0 + G::MC);
+            Acc v[NR];
+            for (i64 i = i0; i < i1; ++i)
+                for (i64 j0 = 0; j0 < N; j0 += NR) {
+                    const i64 n = std::min<i64>(NR, N - j0), off = (b * M + i) * N + j0;
+                    for (i64 j = 0; j < n; ++j) v[j] = raw[off + j];
+                    for (int s = 1; s < splits; ++s)
+                        for (i64 j = 0; j < n; ++j) v[j] += raw[s * size + off + j];
+                    epi.row(b, i, j0, v, n);
+                }
+            if constexpr (Epi::rows_hook) epi.rows_done(b, i0, i1);
+        }
+    }
+
+    void run(bool fused) {
+        if (batch == 0 || M == 0 || N == 0) return;
+        if (K > 0 && gemv()) return;
+        const i64 threads = omp_get_max_threads();
+        const i64 mb = cdiv(M, G::MC), nb = cdiv(N, G::NC), nkb = std::max<i64>(1, cdiv(K, G::KC));
+        const i64 tasks = batch * mb * nb;
+        int splits = 1;
+#if KOPE_PARALLEL == 2
+        if (tasks < threads && nkb > 1) splits = int(std::min<i64>(threads, nkb));
+#endif
+        Acc* work = nullptr;                        // the calling thread's scratch (slot 7), reused across calls
+        if (!fused || splits > 1) {                 // raw sums first, the epilogue as its own pass
+            const i64 size = batch * M * N;
+            work = scratch<Acc, 7>(size_t(splits * size));
+            #pragma omp parallel for schedule(static)
+            for (i64 t = 0; t < splits * tasks; ++t) {
+                const i64 s = t / tasks, r = t % tasks;
+                const i64 b = r / (mb * nb), ic = (r / nb) % mb * G::MC, jc = r % nb * G::NC;
+                const i64 k0 = nkb * s / splits * G::KC, k1 = std::min(K, nkb * (s + 1) / splits * G::KC);
+                if (k1 > k0) block(b, ic, jc, k0, k1, work + s * size);
+                else for (i64 i = ic; i < std::min(M, ic + G::MC); ++i)
+                    std::fill_n(work + s * size + (b * M + i) * N + jc, std::min(G::NC, N - jc), Acc(0));
+            }
+            epilogue_pass(work, splits);
+            return;
+        }
+        if (K == 0) {                               // an empty sum: zeros through the epilogue
+            work = scratch<Acc, 7>(size_t(batch * M * N));
+            std::fill_n(work, batch * M * N, Acc(0));
+            epilogue_pass(work, 1);
+            return;
+        }
+        cacc = epi.accumulator;
+        if (nkb > 1 && cacc == nullptr) cacc = scratch<Acc, 8>(size_t(batch * M * N));
+#if KOPE_PARALLEL == 0
+        #pragma omp parallel for schedule(static)
+        for (i64 t = 0; t < batch * mb; ++t) {
+            const i64 b = t / mb, ic = t % mb * G::MC;
+            for (i64 jc = 0; jc < N; jc += G::NC) block(b, ic, jc, 0, K, nullptr);
+            if constexpr (Epi::rows_hook) epi.rows_done(b, ic, std::min(M, ic + G::MC));
+        }
+#else
+        #pragma omp parallel for schedule(static)
+        for (i64 t = 0; t < tasks; ++t) {
+            const i64 b = t / (mb * nb), ic = (t / nb) % mb * G::MC, jc = t % nb * G::NC;
+            block(b, ic, jc, 0, K, nullptr);
+        }
+        if constexpr (Epi::rows_hook) {
+            #pragma omp parallel for schedule(static)
+            for (i64 t = 0; t < batch * mb; ++t) epi.rows_done(t / mb, t % mb * G::MC, std::min(M, t % mb * G::MC + G::MC));
+        }
+#endif
+    }
+};
+
+template <class ALoad, class BLoad, class Epi>
+static void gemm(i64 batch, i64 M, i64 N, i64 K, const ALoad& A, const BLoad& B, const Epi& epi, bool fused = true) {
+    Gemm<ALoad, BLoad, Epi> g{batch, M, N, K, A, B, epi};
+    g.run(fused);
+}
+
+// The plain epilogue: out[b, i, j] = C (+ bias[j]), stored as Out.
+template <class Out> struct StoreRows {
+    typedef typename AccOf<Out>::type Acc;
+    static constexpr bool rows_hook = false;
+    Out* out; const Out* bias; i64 M, N;
+    Acc* accumulator;
+    void row(i64 b, i64 i, i64 j0, const Acc* v, i64 n) const {
+        Out* o = out + (b * M + i) * N + j0;
+        if (bias != nullptr) {
+            const Out* bb = bias + j0;
+            #pragma omp simd
+            for (i64 j = 0; j < n; ++j) put(o + j, v[j] + to_acc(bb[j]));
+        } else {
+            #pragma omp simd
+            for (i64 j = 0; j < n; ++j) put(o + j, v[j]);
+        }
+    }
+    void rows_done(i64, i64, i64) const {}
+};
+"""

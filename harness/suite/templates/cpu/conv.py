@@ -1,0 +1,79 @@
+"""Convolution template (NCHW, groups 1, with bias): conv2d, conv2d_strided and conv1d.
+
+The first decision is the algorithm (``harness/suite/cpp_kit/conv.py``): a
+direct loop over the taps, or a GEMM of the weights (O x C*KH*KW) with the
+input's patch matrix, either written out (im2col) or gathered while the GEMM
+packs its panels (implicit GEMM). A 1-D convolution is a 2-D one with a
+single row. The GEMM knobs (micro-kernel, instruction set, cache blocks)
+then tune the GEMM; for the direct algorithm the micro-kernel's MR is the
+number of output channels per task and, with unit stride, its NV x vector
+width the register-blocked run of outputs (``tiles`` does not apply).
+"""
+
+from harness.suite.cpp_kit import conv as conv_kit
+from harness.suite.cpp_kit import gemm as core
+from harness.suite.cpp_kit.candidate import kernel_table, module, settings_line
+from harness.suite.cpp_kit.prelude import ISA_DOC
+
+FAMILY = "convolution"
+OPERATORS = ["conv2d", "conv2d_strided", "conv1d"]
+KNOBS = [
+    {"name": "algorithm", "values": ["direct", "im2col", "implicit_gemm"], "default": "direct",
+     "layer": "algorithm", "doc": conv_kit.ALGORITHM_DOC},
+    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
+     "doc": core.MICRO_DOC + "; direct: MR output channels per task"},
+    {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd", "layer": "vectorization",
+     "doc": ISA_DOC},
+    {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
+     "layer": "tiling", "doc": core.TILES_DOC + " (GEMM algorithms only)"},
+]
+
+_CONV2D_FORWARD = """
+    def forward(self, x):
+        x = x.contiguous()
+        w = self.conv.weight.detach().contiguous()
+        bias = self.conv.bias.detach().contiguous()
+        n, c, h, wd = x.shape
+        o, _, kh, kw = w.shape
+        (sh, sw), (ph, pw) = self.conv.stride, self.conv.padding
+        oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+        y = torch.empty(n, o, oh, ow, dtype=x.dtype)
+        _KERNELS[x.dtype](x, w, bias, y, n, c, h, wd, o, kh, kw, sh, sw, ph, pw, oh, ow, 0, 1)
+        return y
+"""
+# Per operator: (__init__ arguments, __init__ body creating the reference's parameters, forward).
+MODELS = {
+    "conv2d": ("in_channels, out_channels, kernel, stride, padding, dtype", """
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel, stride=stride, padding=padding, bias=True,
+                              dtype=getattr(torch, dtype))""", _CONV2D_FORWARD),
+    "conv2d_strided": ("in_channels, out_channels, kernel_size, stride, padding, dtype", """
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
+        self.conv.to(getattr(torch, dtype))""", _CONV2D_FORWARD),
+    "conv1d": ("in_channels, out_channels, kernel_size, stride, padding, dtype", """
+        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
+        self.conv.to(getattr(torch, dtype))""", """
+    def forward(self, x):
+        x = x.contiguous()
+        w = self.conv.weight.detach().contiguous()
+        bias = self.conv.bias.detach().contiguous()
+        n, c, length = x.shape
+        o, _, k = w.shape
+        s, p = self.conv.stride[0], self.conv.padding[0]
+        out_len = (length + 2 * p - k) // s + 1
+        y = torch.empty(n, o, out_len, dtype=x.dtype)
+        # a 2-D convolution of one-row images
+        _KERNELS[x.dtype](x, w, bias, y, n, c, 1, length, o, 1, k, 1, s, 0, p, 1, out_len, 0, 1)
+        return y
+"""),
+}
+
+
+def render(operator: str, settings: dict) -> str:
+    init_args, init_body, forward = MODELS[operator]
+    body = (kernel_table("conv2d") + "\n\nclass ModelNew(nn.Module):\n"
+            f"    def __init__(self, {init_args}):\n        super().__init__()\n        {init_body.strip()}\n"
+            + forward)
+    doc = (f"{operator} on the CPU, rendered from the kernel template conv.py ({settings_line(settings)}).\n\n"
+           "Convolution by the algorithm the knob names (direct taps, im2col + GEMM or implicit GEMM; see\n"
+           "harness/suite/cpp_kit/conv.py); the knobs are the #defines at the top of _SOURCE.")
+    return module(doc, conv_kit.source(settings), body)

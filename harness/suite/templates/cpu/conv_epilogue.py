@@ -1,0 +1,56 @@
+"""Convolution-with-epilogue template for the fused family: relu(conv2d(x, W) + bias).
+
+The convolution is the one of the conv.py template (``harness/suite/cpp_kit/conv.py``:
+direct, im2col + GEMM or implicit GEMM); the bias add and ReLU are either a
+second pass over the output ('separate', as PyTorch runs them) or applied to
+each finished value before it is stored ('fused').
+"""
+
+from harness.suite.cpp_kit import conv as conv_kit
+from harness.suite.cpp_kit import gemm as core
+from harness.suite.cpp_kit.candidate import kernel_table, module, settings_line
+from harness.suite.cpp_kit.prelude import ISA_DOC
+
+FAMILY = "fused"
+OPERATORS = ["conv2d_bias_relu"]
+KNOBS = [
+    {"name": "fusion", "values": ["separate", "fused"], "default": "separate", "layer": "fusion",
+     "doc": "'separate': bias and ReLU as a second pass over the output; 'fused': applied before each store"},
+    {"name": "algorithm", "values": ["direct", "im2col", "implicit_gemm"], "default": "direct",
+     "layer": "algorithm", "doc": conv_kit.ALGORITHM_DOC},
+    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
+     "doc": core.MICRO_DOC + "; direct: MR output channels per task"},
+    {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd", "layer": "vectorization",
+     "doc": ISA_DOC},
+]
+
+BODY = """
+class ModelNew(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, dtype):
+        super().__init__()
+        # The reference's parameters (a bias-free convolution and a separate (O, 1, 1) bias), same names.
+        dt = getattr(torch, dtype)
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=False).to(dt)
+        self.bias = nn.Parameter((0.1 * torch.randn(out_channels, 1, 1)).to(dt))
+
+    def forward(self, x):
+        x = x.contiguous()
+        w = self.conv.weight.detach().contiguous()
+        bias = self.bias.detach().contiguous()
+        n, c, h, wd = x.shape
+        o, _, k, _ = w.shape
+        p = k // 2
+        oh, ow = h + 2 * p - k + 1, wd + 2 * p - k + 1
+        y = torch.empty(n, o, oh, ow, dtype=x.dtype)
+        _KERNELS[x.dtype](x, w, bias, y, n, c, h, wd, o, k, k, 1, 1, p, p, oh, ow, 1, _FUSED)
+        return y
+"""
+
+
+def render(operator: str, settings: dict) -> str:
+    body = (kernel_table("conv2d") + f"_FUSED = {int(settings['fusion'] == 'fused')}  # fusion={settings['fusion']}\n"
+            + "\n" + BODY)
+    doc = (f"{operator} on the CPU, rendered from the kernel template conv_epilogue.py "
+           f"({settings_line(settings)}).\n\nConvolution as in harness/suite/cpp_kit/conv.py; bias + ReLU fused "
+           "into its stores or run as a second pass\n(the knobs are the #defines at the top of _SOURCE).")
+    return module(doc, conv_kit.source(settings), body)
