@@ -1,0 +1,1 @@
+"""Memory transfer: comparing benches run with different imported memories."""
