@@ -104,7 +104,7 @@ def _suite_line(data: Mapping[str, Any]) -> str:
             f"{', cases ' + opts['cases'] if opts.get('cases') else ''}): {len(data['operators'])} operators, "
             f"{cases} cases. Target `{opts['target']}` on {hw.get('cpu_model') or hw.get('id') or 'unknown hardware'} "
             f"(`{hw.get('class', '?')}`, {hw.get('cores', '?')} cores). Proposer `{opts['proposer']}`{model}, "
-            f"{opts['steps']} steps per run, {opts.get('workers', 1)} worker(s).")
+            f"{opts['steps']} step(s) per run, {opts.get('workers', 1)} worker(s).")
 
 
 def render_markdown(data: Mapping[str, Any]) -> str:

@@ -112,7 +112,7 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
               if _given(ctx, k) and _normalise(k, args[k]) != kept[k]]
     if differ:
         raise UsageError(f"--resume: the bench in {args['out']} was started with other options "
-                         f"({', '.join(f'{k}={kept[k]!r}' for k in differ)})",
+                         f"({'; '.join(f'{k}: started with {kept[k]!r}, given {_normalise(k, args[k])!r}' for k in differ)})",
                          hint="resume with the same options (or only --out and --resume), or start a new bench")
     if stored.proposer == "llm" and state.config.llm.model != stored.model:
         raise UsageError(f"--resume: the bench used model {stored.model!r}, the configuration now says "
