@@ -110,7 +110,8 @@ def _suite_line(data: Mapping[str, Any]) -> str:
 def render_markdown(data: Mapping[str, Any]) -> str:
     done, total = len(data["pairs"]), data.get("pairs_total", len(data["pairs"]))
     status = "complete" if data.get("complete") else f"**incomplete: {done} of {total} pairs finished**"
-    lines = [f"# kope bench: {data['options']['name']}", "", f"```\n{data['command']}\n```", "",
+    commands = [data["command"], *(r["command"] for r in data.get("resumes") or [])]
+    lines = [f"# kope bench: {data['options']['name']}", "", "```\n" + "\n".join(commands) + "\n```", "",
              _suite_line(data), f"Started {data['created_at']}; {status}.", ""]
     if data.get("imports"):
         files = sorted({i["file"] for i in data["imports"]})

@@ -119,6 +119,12 @@ class BenchRunner:
         with self._graph(namespace) as graph:
             return memory_size(graph)
 
+    def note_resume(self) -> None:
+        """Record this invocation in plan.json (results.json lists every resume with its command)."""
+        plan = self.store.read_plan()
+        plan.setdefault("resumes", []).append({"command": self.command, "at": _now(), "workers": self.plan.options.workers})
+        write_json(self.store.plan_file, plan)
+
     # -- running -------------------------------------------------------------------------------------
     def pending(self) -> list[Pair]:
         return [p for p in self.plan.pairs() if self.store.finished(p.config, p.operator) is None]
@@ -261,6 +267,7 @@ def assemble(store: BenchStore, plan: Plan) -> dict[str, Any]:
     data = {
         "schema": RESULTS_SCHEMA,
         "command": stored["command"],
+        "resumes": stored.get("resumes", []),
         "options": stored["options"],
         "created_at": stored["created_at"],
         "updated_at": _now(),

@@ -188,7 +188,9 @@ def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
         err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
     command_line = "kope " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "kope bench"
     runner = BenchRunner(plan, state.config, command_line, Printer())
-    if not args["resume"]:
+    if args["resume"]:
+        runner.note_resume()
+    else:
         runner.start_fresh()
     data = runner.run()
     paths = write_report(options.out, data)

@@ -237,18 +237,15 @@ def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_inter
     runs = cypher(graph_client, "MATCH (r:Run {ns: 'bench-bench-active'}) RETURN r.id AS id, r.operator AS op ORDER BY op")
     assert runs == [{"id": finished_a["run_id"], "op": "relu_a"}, {"id": started_b, "op": "relu_b"}]
     assert results["metrics"]["active"]["cases_passed"] == 3
+    assert len(results["resumes"]) == 1 and "--resume" in results["resumes"][0]["command"]
 
 
 # -- parallel workers -----------------------------------------------------------------------------------
 
 @pytest.mark.slow
 def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namespaces(kope_cli, neo4j_server, graph_client, tmp_path):
-    from harness.suite import find_task
-
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "relu.py").write_text(find_task("relu").path.read_text())  # the offline proposer tries its example kernel
-    (suite / "no_template.py").write_text(TASK.format(operator="no_template", level=1))  # nothing to try: missing
+    # a small relu task: the offline proposer knows the operator (its example kernel); no_template it does not
+    suite = write_suite(tmp_path / "suite", [("relu", 1), ("no_template", 1)])
     out = tmp_path / "bench"
     proc = kope_cli("bench", "--suite", str(suite), "--proposer", "offline", "--steps", "1", "--configs", "active,no-memory",
                     "--cases", "0", "--workers", "2", "--out", str(out), env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
@@ -258,6 +255,8 @@ def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namesp
     assert results["complete"] and results["options"]["workers"] == 2
     pairs = {(p["config"], p["operator"]): p for p in results["pairs"]}
     assert set(pairs) == {(c, o) for c in ("active", "no-memory") for o in ("relu", "no_template")}
+    # two workers, two configurations: the next pair is always of the idle configuration, so none overlapped
+    assert all(p["overlapped_with"] == [] for p in results["pairs"])
     for config in ("active", "no-memory"):
         assert len(pairs[(config, "relu")]["attempts"]) == 1
         assert pairs[(config, "no_template")]["attempts"] == [] and pairs[(config, "no_template")]["status"] == "exhausted"
@@ -269,6 +268,25 @@ def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namesp
             found = cypher(graph_client, "MATCH (r:Run {ns: $ns, id: $id}) RETURN r.operator AS op", ns=ns,
                            id=pairs[(config, operator)]["run_id"])
             assert found == [{"op": operator}]
+
+
+@pytest.mark.slow
+def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes_on(kope_cli, neo4j_server, tmp_path):
+    suite = write_suite(tmp_path / "suite", [("relu", 1), ("zz_after", 1)])
+    broken = (suite / "relu.py").read_text().replace(
+        "        return torch.relu(x)", "        if x.shape[0] == 128:\n            raise RuntimeError('reference broken on purpose')\n"
+                                      "        return torch.relu(x)")
+    (suite / "relu.py").write_text(broken)
+    out = tmp_path / "bench"
+    proc = kope_cli("bench", "--suite", str(suite), "--proposer", "offline", "--steps", "1", "--configs", "active",
+                    "--cases", "0-1", "--out", str(out), env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads((out / "results.json").read_text())
+    pairs = {p["operator"]: p for p in results["pairs"]}
+    assert results["complete"] and set(pairs) == {"relu", "zz_after"}
+    assert pairs["relu"]["status"] == "error" and "reference broken on purpose" in pairs["relu"]["error"]
+    assert pairs["relu"]["attempts"] == []
+    assert (results["metrics"]["active"]["cases_passed"], results["metrics"]["active"]["cases"]) == (0, 4)
 
 
 # -- reports and bad inputs (no database needed) --------------------------------------------------------
