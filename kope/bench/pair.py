@@ -85,7 +85,8 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
 
 def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], progress: Progress) -> dict[str, Any]:
     """Run one pair to its end and return its result record (see ``store`` for where it goes)."""
-    from kope.agent.loop import LoopOptions, Optimizer, load_task_view
+    from kope.agent.loop import LoopOptions, Optimizer
+    from kope.targets import load_task_view
     from kope.agent.runner import make_proposer
     from kope.memory import ExperienceGraph
     from kope.memory.errors import UnknownRunError

@@ -216,7 +216,7 @@ def _suite_infos(suite: str, family: str | None) -> list[Any]:
     from harness.suite import list_tasks
     from harness.task import FAMILIES, read_task_info
 
-    from kope.agent.evaluation import harness_error
+    from kope.targets import harness_error
 
     if family is not None and family not in FAMILIES and family != "unknown":
         raise UsageError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
@@ -243,7 +243,7 @@ def build_plan(options: BenchOptions) -> Plan:
     from harness.errors import HarnessError
     from harness.task import load_task, select_cases
 
-    from kope.agent.evaluation import harness_error
+    from kope.targets import harness_error
 
     if options.steps < 1:
         raise UsageError("--steps must be at least 1")

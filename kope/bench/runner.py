@@ -70,7 +70,7 @@ class BenchRunner:
 
     # -- preparing -----------------------------------------------------------------------------------
     def start_fresh(self) -> None:
-        from kope.agent.loop import hardware_for
+        from kope.targets import hardware_for
 
         opts = self.plan.options
         store = self.store
