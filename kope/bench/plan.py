@@ -17,7 +17,8 @@ namespaces (graph and journal) first.
 
 Order: configurations in the canonical order above (whatever order ``--configs``
 lists them in); operators in suite order (family, level, operator name, as
-``kope tasks list``). The bench runs operator-major: the first operator under
+``kope tasks list``; in a folder suite, numbers in names sort numerically, so
+KernelBench's ``4_...`` comes before ``21_...``). The bench runs operator-major: the first operator under
 every configuration, then the second, ... so that drifting machine load
 touches every configuration alike, while inside one configuration operators
 still follow suite order (memory carries across them in that order).
@@ -235,7 +236,12 @@ def _suite_infos(suite: str, family: str | None) -> list[Any]:
         raise UsageError(f"no task files (*.py) in {suite}")
     order = {f: i for i, f in enumerate(FAMILIES)}
     infos = [i for i in infos if family is None or i.family == family]
-    return sorted(infos, key=lambda t: (order.get(t.family, len(order)), t.level or 0, t.operator))
+    return sorted(infos, key=lambda t: (order.get(t.family, len(order)), t.level or 0, _natural(t.operator)))
+
+
+def _natural(name: str) -> list[Any]:
+    """``4_matvec`` before ``21_sigmoid`` (KernelBench's numbered problems in their own order)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name) if part]
 
 
 def build_plan(options: BenchOptions) -> Plan:
