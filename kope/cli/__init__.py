@@ -27,9 +27,9 @@ def cli(ctx: click.Context, verbose: int) -> None:
 
 
 def _register() -> None:
-    from kope.cli import browser, config_cmd, context_cmd, db, doctor, eval_cmd, memory, optimize_cmd, tasks_cmd
+    from kope.cli import bench_cmd, browser, config_cmd, context_cmd, db, doctor, eval_cmd, memory, optimize_cmd, tasks_cmd
 
-    for module in (db, config_cmd, doctor, tasks_cmd, eval_cmd, context_cmd, optimize_cmd, memory, browser):
+    for module in (db, config_cmd, doctor, tasks_cmd, eval_cmd, context_cmd, optimize_cmd, bench_cmd, memory, browser):
         cli.add_command(module.command)
 
 

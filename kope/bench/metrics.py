@@ -1,0 +1,256 @@
+"""The paper's metrics, computed from the per-case results a bench stored.
+
+Everything here reads the ``results.json`` structure only (``operators``: each
+with its selected case names; ``pairs``: each finished (configuration,
+operator) pair with every attempt and its per-case results), so a report can
+be regenerated from that file alone. Each definition sits next to its code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+LEVEL_KEYS = ("1", "2", "3", "4")
+
+
+def positive(value: Any) -> bool:
+    """A "positive field": a finite number above zero (not None, not 0, not negative, not NaN/inf, not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def geomean(values: Iterable[Any]) -> float | None:
+    """Geometric mean over the positive fields only; None when there is none.
+
+    Missing, zero and negative entries are skipped rather than counted: a speedup
+    that was never measured, or is not a time ratio, has no logarithm."""
+    logs = [math.log(v) for v in values if positive(v)]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def level_key(level: Any) -> str:
+    return str(level) if level in (1, 2, 3, 4) else "unknown"
+
+
+# -- one (configuration, operator) pair ------------------------------------------------------------
+
+def case_view(attempt: Mapping[str, Any] | None, universe: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per case of ``universe``: passed and speedup in ``attempt``.
+
+    A case the attempt has no result for (no attempt at all, or an outcome that
+    lists other cases) is a failure. A case's speedup counts only when the case
+    passed and the speedup is a positive field."""
+    results = {c["name"]: c for c in (attempt or {}).get("cases") or []}
+    view = {}
+    for name in universe:
+        case = results.get(name) or {}
+        passed = bool(case.get("passed"))
+        speedup = case.get("speedup") if passed and positive(case.get("speedup")) else None
+        view[name] = {"passed": passed, "speedup": speedup}
+    return view
+
+
+def best_attempt(attempts: Sequence[Mapping[str, Any]], universe: Sequence[str]) -> Mapping[str, Any] | None:
+    """The attempt a pair is judged by: most passing cases (of the selected cases), then highest
+    speedup (the outcome's geometric mean; a missing speedup ranks lowest), then the earliest step."""
+    def key(attempt: Mapping[str, Any]) -> tuple:
+        passed = sum(1 for c in case_view(attempt, universe).values() if c["passed"])
+        speed = attempt.get("speedup")
+        return (-passed, -(speed if positive(speed) else 0.0), attempt.get("step", 0))
+
+    return min(attempts, key=key) if attempts else None
+
+
+@dataclass
+class PairView:
+    """A pair as the metrics see it: its best attempt's per-case results (all failures when missing)."""
+
+    config: str
+    operator: str
+    level: str
+    cases: dict[str, dict[str, Any]]
+    missing: bool  # no finished pair, or a pair with no attempt at all
+    attempts: int
+    prompt_tokens: int
+    completion_tokens: int
+    best_step: int | None
+    best_decision: str | None
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for c in self.cases.values() if c["passed"])
+
+    @property
+    def speedups(self) -> list[float]:
+        return [c["speedup"] for c in self.cases.values() if c["speedup"] is not None]
+
+
+def pair_views(data: Mapping[str, Any], config: str) -> list[PairView]:
+    """One view per operator of the bench (in bench order) for ``config``."""
+    pairs = {(p["config"], p["operator"]): p for p in data["pairs"]}
+    views = []
+    for op in data["operators"]:
+        pair = pairs.get((config, op["operator"]))
+        attempts = list((pair or {}).get("attempts") or [])
+        best = best_attempt(attempts, op["cases"])
+        views.append(PairView(
+            config=config, operator=op["operator"], level=level_key(op.get("level")),
+            cases=case_view(best, op["cases"]), missing=not attempts, attempts=len(attempts),
+            prompt_tokens=sum(int(a.get("prompt_tokens") or 0) for a in attempts),
+            completion_tokens=sum(int(a.get("completion_tokens") or 0) for a in attempts),
+            best_step=best.get("step") if best else None, best_decision=best.get("decision_id") if best else None,
+        ))
+    return views
+
+
+# -- one configuration -----------------------------------------------------------------------------
+
+def rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+@dataclass
+class LevelMetrics:
+    operators: int = 0
+    operators_passed: int = 0
+    cases: int = 0
+    cases_passed: int = 0
+    pass_rate: float | None = None
+
+
+@dataclass
+class Paired:
+    """Paired speedup of ``config`` against ``baseline`` (see ``paired_speedup``)."""
+
+    baseline: str
+    speedup: float | None
+    n: int
+
+
+@dataclass
+class ConfigMetrics:
+    config: str
+    operators: int
+    operators_passed: int
+    operators_missing: int
+    operator_pass_rate: float | None
+    cases: int
+    cases_passed: int
+    pass_rate: float | None
+    levels: dict[str, LevelMetrics]
+    geomean_speedup: float | None
+    speedup_cases: int
+    steps: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    tokens_per_step: float | None
+    paired: Paired | None = None
+    per_operator: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
+    """The paper's per-configuration metrics.
+
+    * operators passed: operators whose best attempt passes at least one case;
+    * cases passed / cases: passing cases of the best attempts over every selected case of every
+      operator of the bench; an operator that is missing (never finished, or no attempt) counts
+      all its cases as failures;
+    * pass rate: cases passed / cases (``operator_pass_rate``: operators passed / operators);
+    * per level (L1-L4): the same counts over the operators of that level;
+    * geometric-mean speedup: over the per-case speedups of the best attempts, positive fields
+      only (passing cases with a measured T_ref/T_cand > 0); ``speedup_cases`` says how many;
+    * tokens: prompt + completion tokens over every recorded attempt; per step: tokens / attempts.
+    """
+    views = pair_views(data, config)
+    levels: dict[str, LevelMetrics] = {}
+    for view in views:
+        level = levels.setdefault(view.level, LevelMetrics())
+        level.operators += 1
+        level.operators_passed += view.passed > 0
+        level.cases += len(view.cases)
+        level.cases_passed += view.passed
+    for level in levels.values():
+        level.pass_rate = rate(level.cases_passed, level.cases)
+    speedups = [s for v in views for s in v.speedups]
+    steps = sum(v.attempts for v in views)
+    prompt = sum(v.prompt_tokens for v in views)
+    completion = sum(v.completion_tokens for v in views)
+    ops_passed = sum(1 for v in views if v.passed > 0)
+    cases = sum(len(v.cases) for v in views)
+    cases_passed = sum(v.passed for v in views)
+    return ConfigMetrics(
+        config=config, operators=len(views), operators_passed=ops_passed,
+        operators_missing=sum(1 for v in views if v.missing), operator_pass_rate=rate(ops_passed, len(views)),
+        cases=cases, cases_passed=cases_passed, pass_rate=rate(cases_passed, cases),
+        levels={k: levels[k] for k in sorted(levels, key=lambda k: (k == "unknown", k))},
+        geomean_speedup=geomean(speedups), speedup_cases=len(speedups), steps=steps, prompt_tokens=prompt,
+        completion_tokens=completion, tokens=prompt + completion, tokens_per_step=(prompt + completion) / steps if steps else None,
+        per_operator=[{"operator": v.operator, "level": v.level, "cases": len(v.cases), "cases_passed": v.passed,
+                       "missing": v.missing, "attempts": v.attempts, "best_step": v.best_step,
+                       "best_decision": v.best_decision, "geomean_speedup": geomean(v.speedups)} for v in views],
+    )
+
+
+def paired_speedup(data: Mapping[str, Any], with_config: str, without_config: str) -> Paired:
+    """Paired speedup (without/with) on the exact intersection of cases both configurations timed.
+
+    For every (operator, case) where the best attempts of both configurations passed with a
+    positive speedup, the ratio T_without / T_with = speedup_with / speedup_without (each time
+    normalised by the reference timing interleaved with it); the result is the geometric mean
+    of those ratios (> 1: ``with_config`` found faster kernels), and ``n`` the size of the
+    intersection. An empty intersection gives ``speedup=None, n=0``."""
+    return paired_views(pair_views(data, with_config), pair_views(data, without_config), without_config)
+
+
+def paired_views(with_views: Sequence[PairView], without_views: Sequence[PairView], label: str) -> Paired:
+    """``paired_speedup`` on pair views (which may come from two benches: operators are matched by name)."""
+    mine = {v.operator: v.cases for v in with_views}
+    ratios = []
+    for without in without_views:
+        cases = mine.get(without.operator) or {}
+        for name, base in without.cases.items():
+            other = cases.get(name)
+            if other and base["speedup"] is not None and other["speedup"] is not None:
+                ratios.append(other["speedup"] / base["speedup"])
+    return Paired(label, geomean(ratios), len(ratios))
+
+
+def bench_metrics(data: Mapping[str, Any], baseline: str | None = None) -> dict[str, ConfigMetrics]:
+    """Every configuration's metrics, each non-baseline one paired against ``baseline``."""
+    configs = [c["name"] for c in data["configurations"]]
+    result = {}
+    for config in configs:
+        metrics = config_metrics(data, config)
+        if baseline is not None and config != baseline:
+            metrics.paired = paired_speedup(data, config, baseline)
+        result[config] = metrics
+    return result
+
+
+# -- per-step series (for the plots) ---------------------------------------------------------------
+
+def tokens_by_step(data: Mapping[str, Any], config: str) -> dict[int, float]:
+    """Mean tokens (prompt + completion) of the attempts at each step index, over the operators."""
+    sums: dict[int, list[int]] = {}
+    for pair in data["pairs"]:
+        if pair["config"] != config:
+            continue
+        for attempt in pair.get("attempts") or []:
+            tokens = int(attempt.get("prompt_tokens") or 0) + int(attempt.get("completion_tokens") or 0)
+            sums.setdefault(int(attempt["step"]), []).append(tokens)
+    return {step: sum(v) / len(v) for step, v in sorted(sums.items())}
+
+
+def memory_series(data: Mapping[str, Any], config: str) -> list[dict[str, Any]]:
+    """The configuration's namespace size at the start and after each finished pair (in finishing order)."""
+    start = (data.get("memory_start") or {}).get(config)
+    series = [{"operator": None, **start}] if start else []
+    done = sorted((p for p in data["pairs"] if p["config"] == config and p.get("memory_after")),
+                  key=lambda p: (p.get("ended_at") or 0, p.get("index", 0)))
+    series.extend({"operator": p["operator"], **p["memory_after"]} for p in done)
+    return series

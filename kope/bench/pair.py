@@ -1,0 +1,140 @@
+"""One (configuration, operator) pair: run the optimization loop, then read every attempt back from the graph.
+
+The per-case results the metrics use are read from the Experience Graph (each
+decision's Outcome), not from the loop's in-memory summary, so what the bench
+reports is exactly what the memory holds.
+
+Resume: when the pair was started before (its run id is in
+``pairs/<config>/<operator>.run.json``) and the graph holds that run, the loop
+continues it from its last recorded step (the step that was in flight when
+the bench stopped is redone); when the graph lacks it, the pair starts over.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kope.errors import KopeError
+
+Progress = Callable[[str, Any], None]
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """Everything a process needs to run one pair (JSON-serialisable, for worker processes)."""
+
+    config: str
+    operator: str
+    index: int
+    task_path: str
+    cases: str | None
+    namespace: str
+    policy: str
+    memory: bool
+    target: str
+    proposer: str
+    steps: int
+    runs_dir: str
+    resume_run_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def task_problem(exc: BaseException) -> bool:
+    """Whether ``exc`` came from the harness refusing the task or target (not from the memory or the LLM)."""
+    from harness.errors import HarnessError
+
+    seen = exc
+    for _ in range(8):
+        seen = seen.__context__ or seen.__cause__  # type: ignore[assignment]
+        if seen is None:
+            return False
+        if isinstance(seen, HarnessError):
+            return True
+    return False
+
+
+def memory_size(graph: Any) -> dict[str, int]:
+    stats = graph.stats()
+    return {"nodes": sum(stats.nodes.values()), "decisions": stats.nodes.get("Decision", 0),
+            "relationships": sum(stats.relationships.values())}
+
+
+def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
+    """Every attempt of the run as the graph holds it, with its outcome's per-case results."""
+    state = graph.run_state(run_id)
+    attempts = []
+    for d in state.decisions:
+        outcome = graph.outcome(d.id)
+        attempts.append({
+            "step": d.step, "decision_id": d.id, "parent_id": d.parent_id, "title": d.title, "layer": d.layer,
+            "status": outcome.status, "error_kind": outcome.error_kind, "label": d.label, "a": d.a,
+            "speedup": outcome.speedup_measured, "cases_total": outcome.cases_total,
+            "cases_passed": outcome.cases_passed, "prompt_tokens": d.prompt_tokens or 0,
+            "completion_tokens": d.completion_tokens or 0,
+            "cases": [{"name": c.get("name"), "passed": bool(c.get("passed")), "speedup": c.get("speedup"),
+                       "ref_ms": c.get("ref_ms"), "cand_ms": c.get("cand_ms"), "error": c.get("error")}
+                      for c in outcome.cases],
+        })
+    return attempts
+
+
+def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], progress: Progress) -> dict[str, Any]:
+    """Run one pair to its end and return its result record (see ``store`` for where it goes)."""
+    from kope.agent.loop import LoopOptions, Optimizer
+    from kope.targets import load_task_view
+    from kope.agent.runner import make_proposer
+    from kope.memory import ExperienceGraph
+    from kope.memory.errors import UnknownRunError
+
+    started_at = time.time()
+    began = time.monotonic()
+    graph = ExperienceGraph.from_config(config, namespace=spec.namespace)
+    try:
+        proposer = make_proposer(config, spec.proposer)
+        options = LoopOptions(target=spec.target, steps=spec.steps, policy=spec.policy, memory=spec.memory,
+                              cases=spec.cases, out_dir=Path(spec.runs_dir))
+        resume = spec.resume_run_id
+        if resume is not None:
+            try:
+                graph.run(resume)
+            except UnknownRunError:
+                resume = None  # started but never reached the graph: start over
+        run_id: list[str] = []
+
+        def event(kind: str, data: Any) -> None:
+            if kind == "run":
+                run_id.append(data["run_id"])
+                on_started(data["run_id"])
+            progress(kind, data)
+
+        view, path = load_task_view(spec.task_path)
+        optimizer = Optimizer(config, graph, proposer, options, event)
+        error = None
+        status = stop_reason = None
+        resumed_at = None
+        try:
+            summary = optimizer.run(view, path, resume=resume)
+            status, stop_reason, resumed_at = summary.status, summary.stop_reason, summary.resumed_at
+        except KopeError as exc:
+            if not (run_id and task_problem(exc)):
+                raise
+            error = exc.message
+            status, stop_reason = "error", exc.message
+        attempts = collect_attempts(graph, run_id[0])
+        return {
+            "config": spec.config, "operator": spec.operator, "index": spec.index, "namespace": spec.namespace,
+            "run_id": run_id[0], "status": status, "stop_reason": stop_reason, "error": error,
+            "resumed_from": spec.resume_run_id if resume else None, "resumed_at": resumed_at,
+            "started_at": started_at, "ended_at": time.time(), "seconds": round(time.monotonic() - began, 3),
+            "attempts": attempts,
+            "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
+            "completion_tokens": sum(a["completion_tokens"] for a in attempts),
+            "memory_after": memory_size(graph),
+        }
+    finally:
+        graph.close()

@@ -1,0 +1,281 @@
+"""What a bench runs: its options, its configurations, its operators, in a stable order.
+
+Configurations (the paper's ablations)::
+
+    active     ACMI active context (graph-ranked hot/warm/cold tiers), memory on
+    passive    the task's full chronological history (the paper's baseline), memory on
+    none       hot tier only (task, incumbent, latest feedback), memory on
+    no-memory  active policy with retrieval off (``LoopOptions.memory=False``)
+
+Attempts are recorded in every configuration (so memory growth is comparable);
+only ``no-memory`` never reads experience back.
+
+Each configuration has its own memory namespace, ``bench-<name>-<config>``
+(``<name>``: ``--name``, default the ``--out`` folder's name), so no
+configuration can see another's experience. A fresh bench wipes those
+namespaces (graph and journal) first.
+
+Order: configurations in the canonical order above (whatever order ``--configs``
+lists them in); operators in suite order (family, level, operator name, as
+``kope tasks list``; in a folder suite, numbers in names sort numerically, so
+KernelBench's ``4_...`` comes before ``21_...``). The bench runs operator-major: the first operator under
+every configuration, then the second, ... so that drifting machine load
+touches every configuration alike, while inside one configuration operators
+still follow suite order (memory carries across them in that order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from kope.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    policy: str
+    memory: bool
+    description: str
+
+
+CONFIGURATIONS: dict[str, Configuration] = {
+    "active": Configuration("active", "active", True, "active context (graph-ranked tiers), memory on"),
+    "passive": Configuration("passive", "passive", True, "full chronological history, memory on"),
+    "none": Configuration("none", "none", True, "hot tier only, memory on"),
+    "no-memory": Configuration("no-memory", "active", False, "active policy, retrieval off"),
+}
+CONFIG_ORDER = tuple(CONFIGURATIONS)
+LEVELS = (1, 2, 3, 4)
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
+# Options that decide what a bench measures: a resumed bench must agree on all of them.
+PLAN_KEYS = ("suite", "levels", "family", "limit", "cases", "target", "proposer", "model", "steps", "configs", "name",
+             "imports")
+
+
+def parse_configs(text: str) -> tuple[str, ...]:
+    """``active,none`` -> the named configurations in canonical order (duplicates dropped)."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise UsageError("--configs needs at least one configuration", hint=f"choose from {', '.join(CONFIG_ORDER)}")
+    unknown = [n for n in names if n not in CONFIGURATIONS]
+    if unknown:
+        raise UsageError(f"unknown configuration {unknown[0]!r}; configurations are {', '.join(CONFIG_ORDER)}")
+    return tuple(c for c in CONFIG_ORDER if c in names)
+
+
+def parse_levels(text: str | None) -> tuple[int, ...]:
+    """``1,2`` or ``1-3`` -> sorted levels; empty or None: every level."""
+    if text is None or not text.strip():
+        return ()
+    levels: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not match:
+            raise UsageError(f"bad --levels {text!r}: use levels 1-4 like 1,2 or 1-3")
+        lo, hi = int(match.group(1)), int(match.group(2) or match.group(1))
+        if lo > hi or lo not in LEVELS or hi not in LEVELS:
+            raise UsageError(f"bad --levels {text!r}: levels are 1 to 4")
+        levels.update(range(lo, hi + 1))
+    return tuple(sorted(levels))
+
+
+def default_name(out: Path) -> str:
+    """The bench name from the output folder's name, made safe for a namespace."""
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(out).resolve().name).strip("-._")[:48]
+    return base or "bench"
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise UsageError(f"bench name must be 1-48 letters, digits, '_', '.', '-' starting with a letter or digit (got {name!r})")
+    return name
+
+
+def namespace_for(name: str, config: str) -> str:
+    return f"bench-{name}-{config}"
+
+
+@dataclass
+class BenchOptions:
+    suite: str = "builtin"  # "builtin" or a folder of task files
+    levels: tuple[int, ...] = ()
+    family: str | None = None
+    limit: int | None = None
+    cases: str | None = None
+    target: str = "cpu"
+    proposer: str = "offline"
+    model: str | None = None  # the LLM model (recorded; part of the plan)
+    steps: int = 8
+    configs: tuple[str, ...] = CONFIG_ORDER
+    workers: int = 1
+    out: Path = Path("kope-bench")
+    name: str = ""
+    imports: tuple[dict[str, Any], ...] = ()  # {"file": path, "sha256": digest}
+    baseline: str | None = None
+
+    def plan_view(self) -> dict[str, Any]:
+        data = self.to_dict()
+        return {k: data[k] for k in PLAN_KEYS}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["out"] = str(self.out)
+        data["levels"] = list(self.levels)
+        data["configs"] = list(self.configs)
+        data["imports"] = [dict(i) for i in self.imports]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BenchOptions":
+        values = dict(data)
+        values["out"] = Path(values["out"])
+        values["levels"] = tuple(values.get("levels") or ())
+        values["configs"] = tuple(values["configs"])
+        values["imports"] = tuple(values.get("imports") or ())
+        return cls(**{k: v for k, v in values.items() if k in cls.__dataclass_fields__})
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def default_baseline(configs: Sequence[str]) -> str:
+    """The configuration others are paired against: no-memory, else none, else the last one."""
+    for name in ("no-memory", "none"):
+        if name in configs:
+            return name
+    return configs[-1]
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    operator: str
+    family: str
+    level: int | None
+    path: str
+    cases: tuple[str, ...]  # the selected case names: every case the metrics count
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"operator": self.operator, "family": self.family, "level": self.level, "path": self.path,
+                "cases": list(self.cases)}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One unit of work: one operator under one configuration."""
+
+    config: str
+    operator: str
+    index: int  # position in the bench order
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.config, self.operator)
+
+
+@dataclass
+class Plan:
+    options: BenchOptions
+    tasks: list[TaskEntry] = field(default_factory=list)
+
+    @property
+    def configurations(self) -> list[Configuration]:
+        return [CONFIGURATIONS[c] for c in self.options.configs]
+
+    def namespace(self, config: str) -> str:
+        return namespace_for(self.options.name, config)
+
+    def pairs(self) -> list[Pair]:
+        """Operator-major: every configuration of the first operator, then the second, ..."""
+        order = []
+        for task in self.tasks:
+            for config in self.options.configs:
+                order.append(Pair(config, task.operator, len(order)))
+        return order
+
+    def task(self, operator: str) -> TaskEntry:
+        return next(t for t in self.tasks if t.operator == operator)
+
+
+def _task_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py")
+                  if not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts))
+
+
+def _suite_infos(suite: str, family: str | None) -> list[Any]:
+    from harness.errors import HarnessError
+    from harness.suite import list_tasks
+    from harness.task import FAMILIES, read_task_info
+
+    from kope.targets import harness_error
+
+    if family is not None and family not in FAMILIES and family != "unknown":
+        raise UsageError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
+    try:
+        if suite == "builtin":
+            return list_tasks(family)
+        folder = Path(suite)
+        if not folder.exists():
+            raise UsageError(f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files")
+        if not folder.is_dir():
+            raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
+        infos = [read_task_info(p) for p in _task_files(folder)]
+    except HarnessError as exc:
+        raise harness_error(exc) from None
+    if not infos:
+        raise UsageError(f"no task files (*.py) in {suite}")
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    infos = [i for i in infos if family is None or i.family == family]
+    return sorted(infos, key=lambda t: (order.get(t.family, len(order)), t.level or 0, _natural(t.operator)))
+
+
+def _natural(name: str) -> list[Any]:
+    """``4_matvec`` before ``21_sigmoid`` (KernelBench's numbered problems in their own order)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name) if part]
+
+
+def build_plan(options: BenchOptions) -> Plan:
+    """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench)."""
+    from harness.errors import HarnessError
+    from harness.task import load_task, select_cases
+
+    from kope.targets import harness_error
+
+    if options.steps < 1:
+        raise UsageError("--steps must be at least 1")
+    if options.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    check_name(options.name)
+    infos = [i for i in _suite_infos(options.suite, options.family)
+             if not options.levels or i.level in options.levels]
+    if options.limit is not None:
+        infos = infos[:options.limit]
+    if not infos:
+        raise UsageError("no task of the suite matches that level/family selection")
+    seen: dict[str, Path] = {}
+    tasks = []
+    for info in infos:
+        if info.operator in seen:
+            raise UsageError(f"operator {info.operator!r} is defined twice: {seen[info.operator]} and {info.path}",
+                             hint="give each task file a unique OPERATOR")
+        seen[info.operator] = info.path
+        try:
+            task = load_task(info.path) if options.suite != "builtin" else info
+            cases = select_cases(task, options.cases)
+        except HarnessError as exc:
+            raise harness_error(exc) from None
+        tasks.append(TaskEntry(info.operator, info.family, info.level, str(Path(info.path).resolve()),
+                               tuple(c.name for c in cases)))
+    if options.baseline is not None and options.baseline not in options.configs:
+        raise UsageError(f"--baseline {options.baseline!r} is not one of the configurations run ({', '.join(options.configs)})")
+    return Plan(options, tasks)
