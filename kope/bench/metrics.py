@@ -254,3 +254,62 @@ def memory_series(data: Mapping[str, Any], config: str) -> list[dict[str, Any]]:
                   key=lambda p: (p.get("ended_at") or 0, p.get("index", 0)))
     series.extend({"operator": p["operator"], **p["memory_after"]} for p in done)
     return series
+
+
+# -- how fast a configuration gets there ------------------------------------------------------------
+
+@dataclass
+class StepsToBest:
+    """Steps each configuration needed to reach ``fraction`` of an operator's best speedup."""
+
+    fraction: float
+    budget: int
+    per_operator: list[dict[str, Any]]
+    summary: dict[str, dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest:
+    """Steps needed to reach ``fraction`` of the best speedup, per operator and configuration.
+
+    * best: the highest speedup of a correct attempt (its outcome's geometric mean over the
+      selected cases) over every configuration of the bench for that operator, so all
+      configurations are measured against the same bar;
+    * steps: 1 + the step index of a configuration's first correct attempt at or above
+      ``fraction * best``; ``None`` when it never got there (or nothing was correct anywhere);
+    * ``later``: the operator is the second or later of its family in bench order, which is
+      where memory from the earlier operators can help;
+    * summary per configuration over the ``later`` operators: how many reached the bar, and the
+      mean steps with a miss counted as budget + 1 (the bench's ``--steps`` plus one).
+    """
+    configs = [c["name"] for c in data["configurations"]]
+    budget = int((data.get("options") or {}).get("steps") or 0)
+    pairs = {(p["config"], p["operator"]): p for p in data["pairs"]}
+    seen_in_family: dict[str, int] = {}
+    rows = []
+    for op in data["operators"]:
+        family = op.get("family") or "?"
+        position = seen_in_family[family] = seen_in_family.get(family, 0) + 1
+        series = {}
+        for config in configs:
+            attempts = sorted((pairs.get((config, op["operator"])) or {}).get("attempts") or [],
+                              key=lambda a: a.get("step", 0))
+            series[config] = [(int(a.get("step", 0)), a.get("speedup")) for a in attempts
+                              if a.get("status") == "correct" and positive(a.get("speedup"))]
+        best = max((s for points in series.values() for _, s in points), default=None)
+        steps = {}
+        for config, points in series.items():
+            hit = next((step for step, s in points if best is not None and s >= fraction * best), None)
+            steps[config] = None if hit is None else hit + 1
+        rows.append({"operator": op["operator"], "family": family, "position": position, "later": position >= 2,
+                     "best": best, "steps": steps})
+    summary = {}
+    for config in configs:
+        later = [r for r in rows if r["later"]]
+        reached = [r["steps"][config] for r in later if r["steps"][config] is not None]
+        penalised = [r["steps"][config] if r["steps"][config] is not None else budget + 1 for r in later]
+        summary[config] = {"operators": len(later), "reached": len(reached),
+                           "mean_steps": sum(penalised) / len(penalised) if penalised else None}
+    return StepsToBest(fraction, budget, rows, summary)

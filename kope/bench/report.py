@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from kope.bench.metrics import LEVEL_KEYS, bench_metrics, pair_views
+from kope.bench.metrics import LEVEL_KEYS, bench_metrics, pair_views, steps_to_best
 from kope.bench.plan import default_baseline
 from kope.bench.plots import write_plots
 from kope.errors import UsageError
@@ -38,7 +38,8 @@ def with_metrics(data: Mapping[str, Any], baseline: str | None = None) -> dict[s
     if baseline not in configs:
         raise UsageError(f"baseline {baseline!r} is not a configuration of this bench ({', '.join(configs)})")
     metrics = bench_metrics(data, baseline)
-    return {**data, "baseline": baseline, "metrics": {c: m.to_dict() for c, m in metrics.items()}}
+    return {**data, "baseline": baseline, "metrics": {c: m.to_dict() for c, m in metrics.items()},
+            "steps_to_best": steps_to_best(data).to_dict()}
 
 
 def summary_table(data: Mapping[str, Any]) -> str:
@@ -80,6 +81,26 @@ def operator_table(data: Mapping[str, Any]) -> str:
             cells.append(f"{view.passed}/{len(view.cases)} · {times(speed)} · step {view.best_step}")
         level = f"L{op['level']}" if op.get("level") else "?"
         lines.append(f"| {op['operator']} | {op['family']} | {level} | {len(op['cases'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def steps_table(data: Mapping[str, Any]) -> str:
+    """Steps to reach 90% of the best speedup, for the second and later operators of each family."""
+    stb = data["steps_to_best"]
+    configs = [c["name"] for c in data["configurations"]]
+    later = [r for r in stb["per_operator"] if r["later"]]
+    if not later:
+        return ""
+    lines = ["| operator | family | best speedup | " + " | ".join(configs) + " |", "|" + "---|" * (3 + len(configs))]
+    for row in later:
+        cells = ["-" if row["steps"][c] is None else str(row["steps"][c]) for c in configs]
+        lines.append(f"| {row['operator']} | {row['family']} | {times(row['best'])} | " + " | ".join(cells) + " |")
+    means = []
+    for config in configs:
+        s = stb["summary"][config]
+        mean = "-" if s["mean_steps"] is None else f"{s['mean_steps']:.2f}"
+        means.append(f"{mean} ({s['reached']}/{s['operators']} reached)")
+    lines.append("| **mean** | | | " + " | ".join(means) + " |")
     return "\n".join(lines)
 
 
@@ -131,6 +152,14 @@ def render_markdown(data: Mapping[str, Any]) -> str:
                   "(--workers): they could not see that operator's experience.", ""]
     lines += ["## Per operator", "", "Best attempt per configuration: cases passed · geometric-mean speedup of "
               "its passing cases · step.", "", operator_table(data), ""]
+    steps = steps_table(data)
+    if steps:
+        pct_bar = f"{100 * data['steps_to_best']['fraction']:.0f}%"
+        lines += [f"## Steps to {pct_bar} of the best speedup", "",
+                  f"For the second and later operators of each family (where earlier operators' experience can "
+                  f"help): the step at which each configuration's first correct attempt reached {pct_bar} of the best "
+                  f"speedup any configuration found for that operator; - = never within the budget. The mean counts "
+                  f"a miss as budget + 1 = {data['steps_to_best']['budget'] + 1} steps.", "", steps, ""]
     lines += ["## Plots", "",
               f"![pass rate per configuration and level]({PLOTS}/pass_rate.png)", "",
               f"![per-case speedup per level, log axis]({PLOTS}/speedup.png)", "",

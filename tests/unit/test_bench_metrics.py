@@ -7,8 +7,9 @@ import math
 import pytest
 
 from kope.bench.metrics import (
-    best_attempt, bench_metrics, config_metrics, geomean, memory_series, paired_speedup, tokens_by_step,
+    best_attempt, bench_metrics, config_metrics, geomean, memory_series, paired_speedup, steps_to_best, tokens_by_step,
 )
+from tests.support import bench_results
 
 
 def attempt(step, cases, speedup=None, prompt=0, completion=0):
@@ -170,3 +171,23 @@ def test_memory_series_starts_from_the_imported_size_and_follows_finishing_order
                      {"config": "with", "operator": "op2", "ended_at": 10.0, "memory_after": {"nodes": 20, "decisions": 6}},
                      {"config": "without", "operator": "op1", "ended_at": 5.0, "memory_after": {"nodes": 1, "decisions": 1}}]
     assert [(s["operator"], s["decisions"]) for s in memory_series(data, "with")] == [(None, 4), ("op2", 6), ("op1", 9)]
+
+
+def test_steps_to_best_measures_later_operators_of_a_family_against_the_best_of_all_configurations():
+    stb = steps_to_best(bench_results.results(), fraction=0.9)
+    rows = {r["operator"]: r for r in stb.per_operator}
+    assert [r["operator"] for r in stb.per_operator if r["later"]] == ["softmax", "gemm_bias_relu"]
+    assert rows["relu"]["later"] is False and rows["relu"]["best"] == 1.9
+    assert rows["relu"]["steps"] == {"active": 2, "no-memory": None}  # no-memory's only attempt is incorrect
+    # softmax: best 1.2 (active, step 0); bar 1.08; no-memory's 0.7 never reaches it
+    assert rows["softmax"]["best"] == 1.2 and rows["softmax"]["steps"] == {"active": 1, "no-memory": None}
+    assert rows["gemm_bias_relu"]["best"] is None and rows["gemm_bias_relu"]["steps"] == {"active": None, "no-memory": None}
+    # over the later operators, a miss counts as budget (2) + 1 = 3 steps
+    assert stb.summary["active"] == {"operators": 2, "reached": 1, "mean_steps": 2.0}
+    assert stb.summary["no-memory"] == {"operators": 2, "reached": 0, "mean_steps": 3.0}
+
+
+def test_steps_to_best_lower_bar_is_reached_earlier():
+    rows = {r["operator"]: r for r in steps_to_best(bench_results.results(), fraction=0.5).per_operator}
+    assert rows["relu"]["steps"]["active"] == 1  # 1.16 >= 0.5 * 1.9
+    assert rows["softmax"]["steps"]["no-memory"] == 1  # 0.7 >= 0.6
