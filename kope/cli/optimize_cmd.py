@@ -67,13 +67,15 @@ class LiveView:
 
 def _summary_table(summaries: list[Any]) -> Table:
     table = Table(title="kope optimize", title_justify="left")
-    for name in ("operator", "run", "steps", "correct", "best speedup", "first correct", "stop", "tokens", "best kernel"):
-        table.add_column(name, overflow="fold", max_width=40 if name == "best kernel" else None)
+    # Short columns only, so the table stays readable in an 80-column terminal or a CI log; the run id,
+    # stop reason and best kernel's path follow it one line per operator.
+    for name in ("operator", "steps", "correct", "best", "first correct", "status", "tokens"):
+        table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=28 if name == "operator" else None)
     for s in summaries:
         correct = [r for r in s.steps if r.status == "correct"]
         first = next((str(r.step) for r in s.steps if r.status == "correct"), "-")
-        table.add_row(s.operator, s.run_id, str(len(s.steps)), str(len(correct)), _fmt(s.best_speedup, ".2f", "x"),
-                      first, s.status, str(s.prompt_tokens + s.completion_tokens), s.best_path or "-")
+        table.add_row(s.operator, str(len(s.steps)), str(len(correct)), _fmt(s.best_speedup, ".2f", "x"),
+                      first, s.status, f"{s.prompt_tokens + s.completion_tokens:,}")
     return table
 
 
@@ -136,7 +138,8 @@ def command(state: State, task: str | None, target: str, proposer: str | None, s
         return
     out.print(_summary_table(summaries))
     for s in summaries:
-        out.print(f"{s.operator}: {s.stop_reason}")
+        out.print(f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
+                  soft_wrap=True, highlight=False)
     _memory_and_browser(config, summaries)
 
 

@@ -41,11 +41,22 @@ def list_cmd(family: str | None, as_json: bool) -> None:
         print_json([t.to_dict() | {"cpu_candidate": str(candidates[t.operator]) if t.operator in candidates else None} for t in tasks])
         return
     table = Table(title=f"{len(tasks)} built-in tasks", title_justify="left")
-    for name in ("operator", "family", "level", "cases", "cpu example", "description"):
-        table.add_column(name, overflow="fold")
+    # One line per task: the description is cut to the terminal's width (`kope tasks show` has it whole).
+    from harness.suite.kernel_templates import template_for
+
+    rows = []
     for t in tasks:
-        table.add_row(t.operator, t.family, str(t.level), str(len(t.cases)), "yes" if t.operator in candidates else "",
-                      t.description)
+        template = template_for(t.operator, "cpu")
+        rows.append((t.operator, t.family, str(t.level), str(len(t.cases)), "yes" if t.operator in candidates else "",
+                     template.name if template else "", t.description))
+    names = ("operator", "family", "L", "cases", "example", "template", "description")
+    widths = [max(len(name), *(len(r[i]) for r in rows)) for i, name in enumerate(names[:-1])]
+    room = max(12, out.width - sum(widths) - 3 * len(names) - 1)  # what the borders and padding leave
+    for name, width in zip(names, [*widths, room]):
+        table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=width,
+                         min_width=None if name == "description" else width)
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
 
 
