@@ -52,15 +52,21 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def assembly_times(graph: ExperienceGraph, budget: Budget, hw: dict, n: int) -> list[float]:
+def assembly_times(graph: ExperienceGraph, budget: Budget, hw: dict, n: int) -> tuple[list[float], list[float]]:
+    """(first assembly of each task, later assemblies): a loop assembles the same task every step, so the
+    first one (tokenising the task's source and files, Neo4j planning a query the first time) is a one-off."""
     views = [TaskView.from_info(load_task(find_task(name).path)) for name in TASKS]
-    build_context(views[0], target="cpu", hardware=hw, budget=budget, graph=graph)  # warm-up
+    first = []
+    for view in views:
+        began = time.perf_counter()
+        build_context(view, target="cpu", hardware=hw, budget=budget, graph=graph)
+        first.append((time.perf_counter() - began) * 1000)
     times = []
     for i in range(n):
         began = time.perf_counter()
         build_context(views[i % len(views)], target="cpu", hardware=hw, budget=budget, graph=graph)
         times.append((time.perf_counter() - began) * 1000)
-    return times
+    return first, times
 
 
 def tokens_per_step(graph: ExperienceGraph, budget: Budget, hw: dict, steps: int) -> list[tuple[int, int, int]]:
@@ -116,9 +122,11 @@ def main() -> None:
         seeded, _ = seed_to(graph, History(), args.attempts, 0)
         print(f"seeded {seeded} synthetic attempts in {time.perf_counter() - began:.1f} s")
         budget = Budget.from_settings(config.context)
-        times = assembly_times(graph, budget, hw, args.queries)
-        print(f"\nactive assembly with a {seeded}-attempt graph (retrieval + knowledge + packing + counting), "
-              f"{len(times)} prompts: p50 {pct(times, 0.5):.1f} ms, p95 {pct(times, 0.95):.1f} ms "
+        first, times = assembly_times(graph, budget, hw, args.queries)
+        print(f"\nfirst assembly of each of {len(first)} tasks (cold: task tokenised, queries planned): "
+              f"p50 {pct(first, 0.5):.1f} ms, max {max(first):.1f} ms")
+        print(f"active assembly with a {seeded}-attempt graph (retrieval + knowledge + packing + counting), "
+              f"{len(times)} later prompts: p50 {pct(times, 0.5):.1f} ms, p95 {pct(times, 0.95):.1f} ms "
               f"(target p95 <= 100 ms: {'met' if pct(times, 0.95) <= 100 else 'NOT met'})")
 
         wide = budget.with_total(args.window)
