@@ -188,4 +188,5 @@ class OfflineProposer:
         raise ProposerExhausted(
             f"the offline proposer has no kernel template for {operator!r} on {request.target} "
             f"{'and already tried the example kernel' if example else 'and no example kernel ships for it'}; "
-            "it only makes generic decisions for such tasks. Use --proposer llm with an LLM endpoint")
+            "for such tasks its only generic decision is the suite's example kernel. Use --proposer llm with an "
+            "LLM endpoint")
