@@ -1,7 +1,6 @@
 """Export/import, prune, insights, sync and the Browser guide queries against a real Neo4j."""
 
 import io
-import json
 
 import pytest
 

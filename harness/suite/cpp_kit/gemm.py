@@ -61,6 +61,22 @@ PARALLEL_DOC = ("OpenMP work split: 'm' = batch x row blocks (each thread sweeps
 PARALLEL_CODES = {"m": 0, "mn": 1, "mnk": 2}
 
 
+def knob(name: str, isa_doc: str = "") -> dict:
+    """The declaration of one of the GEMM knobs every GEMM-based template shares (micro_kernel, isa, tiles,
+    parallel); ``isa_doc`` is the prelude's ISA_DOC (passed in: the prelude imports nothing from here)."""
+    knobs = {
+        "micro_kernel": {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1",
+                         "layer": "instruction", "doc": MICRO_DOC},
+        "isa": {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd",
+                "layer": "vectorization", "doc": isa_doc},
+        "tiles": {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
+                  "layer": "tiling", "doc": TILES_DOC},
+        "parallel": {"name": "parallel", "values": ["m", "mn", "mnk"], "default": "m", "layer": "parallelization",
+                     "doc": PARALLEL_DOC},
+    }
+    return dict(knobs[name])
+
+
 def defines(micro_kernel: str, tiles: str, pack_a: bool, parallel: str) -> str:
     """The ``#define`` lines for one knob setting (micro_kernel "6x2", tiles "96x256x1024")."""
     mr, nv = (int(x) for x in micro_kernel.split("x"))

@@ -28,10 +28,8 @@ OPERATORS = ["sdpa_attention", "multi_head_attention", "transformer_layer"]
 KNOBS = [
     {"name": "algorithm", "values": ["two_pass", "online"], "default": "two_pass", "layer": "algorithm",
      "doc": attn.ALGORITHM_DOC},
-    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
-     "doc": core.MICRO_DOC},
-    {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd", "layer": "vectorization",
-     "doc": ISA_DOC},
+    core.knob("micro_kernel"),
+    core.knob("isa", ISA_DOC),
     {"name": "tiles", "values": ["32x64", "64x128", "128x256"], "default": "32x64", "layer": "tiling",
      "doc": "BQxBK: query rows per block x keys per block (BK: online algorithm only)"},
     {"name": "parallel", "values": ["bh", "bhq"], "default": "bh", "layer": "parallelization",

@@ -29,8 +29,7 @@ KNOBS = [
             "kernel taps, then gathers them into the output"},
     {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
      "doc": core.MICRO_DOC + "; direct: MR output channels per task"},
-    {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd", "layer": "vectorization",
-     "doc": ISA_DOC},
+    core.knob("isa", ISA_DOC),
     {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
      "layer": "tiling", "doc": core.TILES_DOC + " (gemm_col2im only)"},
 ]

@@ -22,16 +22,12 @@ from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
 FAMILY = "matmul"
 OPERATORS = ["matmul", "batched_matmul", "matvec", "matmul_transposed_a", "tall_skinny_matmul", "linear"]
 KNOBS = [
-    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
-     "doc": core.MICRO_DOC},
-    {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd", "layer": "vectorization",
-     "doc": ISA_DOC},
-    {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
-     "layer": "tiling", "doc": core.TILES_DOC},
+    core.knob("micro_kernel"),
+    core.knob("isa", ISA_DOC),
+    core.knob("tiles"),
     {"name": "pack_a", "values": [False, True], "default": False, "layer": "memory_layout",
      "doc": "copy each MR-row panel of A into contiguous scratch before the micro-kernel (False: read A in place)"},
-    {"name": "parallel", "values": ["m", "mn", "mnk"], "default": "m", "layer": "parallelization",
-     "doc": core.PARALLEL_DOC},
+    core.knob("parallel"),
 ]
 
 ENTRY = entry_macro(

@@ -23,14 +23,10 @@ FAMILY = "block"
 OPERATORS = ["mlp_block", "transformer_ffn", "rmsnorm_swiglu"]
 KNOBS = [
     {"name": "fusion", "values": FUSION_VALUES, "default": "separate", "layer": "fusion", "doc": FUSION_DOC},
-    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
-     "doc": core.MICRO_DOC},
-    {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd", "layer": "vectorization",
-     "doc": ISA_DOC},
-    {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
-     "layer": "tiling", "doc": core.TILES_DOC},
-    {"name": "parallel", "values": ["m", "mn", "mnk"], "default": "m", "layer": "parallelization",
-     "doc": core.PARALLEL_DOC},
+    core.knob("micro_kernel"),
+    core.knob("isa", ISA_DOC),
+    core.knob("tiles"),
+    core.knob("parallel"),
 ]
 FUSION_CODES = {v: i for i, v in enumerate(FUSION_VALUES)}
 

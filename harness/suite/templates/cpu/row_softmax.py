@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from harness.suite.templates.cpu._cpp_blocks import (DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table,
                                                      math_struct)
-from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, indent, row_driver, softmax_stats
+from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, row_driver, softmax_stats
 
 FAMILY = "normalization"
 OPERATORS = ["softmax", "log_softmax"]
@@ -78,7 +78,7 @@ def render(operator: str, settings: dict) -> str:
         f"split_rows={s['split_rows']}: " + ("one thread per row" if s["split_rows"] == "never"
                                              else "rows are shared by all threads when there are fewer than two per thread"),
     ]
-    model = f"""class ModelNew(nn.Module):
+    model = """class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
 
