@@ -281,8 +281,9 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
       ``fraction * best``; ``None`` when it never got there (or nothing was correct anywhere);
     * ``later``: the operator is the second or later of its family in bench order, which is
       where memory from the earlier operators can help;
-    * summary per configuration over the ``later`` operators: how many reached the bar, and the
-      mean steps with a miss counted as budget + 1 (the bench's ``--steps`` plus one).
+    * summary per configuration over the ``later`` operators that some configuration got correct
+      (an operator nobody solved says nothing about speed): how many reached the bar, and the mean
+      steps with a miss counted as budget + 1 (the bench's ``--steps`` plus one).
     """
     configs = [c["name"] for c in data["configurations"]]
     budget = int((data.get("options") or {}).get("steps") or 0)
@@ -307,7 +308,7 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
                      "best": best, "steps": steps})
     summary = {}
     for config in configs:
-        later = [r for r in rows if r["later"]]
+        later = [r for r in rows if r["later"] and r["best"] is not None]
         reached = [r["steps"][config] for r in later if r["steps"][config] is not None]
         penalised = [r["steps"][config] if r["steps"][config] is not None else budget + 1 for r in later]
         summary[config] = {"operators": len(later), "reached": len(reached),

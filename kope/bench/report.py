@@ -158,8 +158,9 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         lines += [f"## Steps to {pct_bar} of the best speedup", "",
                   f"For the second and later operators of each family (where earlier operators' experience can "
                   f"help): the step at which each configuration's first correct attempt reached {pct_bar} of the best "
-                  f"speedup any configuration found for that operator; - = never within the budget. The mean counts "
-                  f"a miss as budget + 1 = {data['steps_to_best']['budget'] + 1} steps.", "", steps, ""]
+                  f"speedup any configuration found for that operator; - = never within the budget. The mean is over the "
+                  f"operators some configuration got correct and counts a miss as budget + 1 = "
+                  f"{data['steps_to_best']['budget'] + 1} steps.", "", steps, ""]
     lines += ["## Plots", "",
               f"![pass rate per configuration and level]({PLOTS}/pass_rate.png)", "",
               f"![per-case speedup per level, log axis]({PLOTS}/speedup.png)", "",
