@@ -4,9 +4,9 @@ It needs no LLM, so KOPE's main job runs on a fresh machine with no API key.
 For a built-in operator with a template (``harness/suite/templates/<target>``)
 each step is one decision on the template's knobs:
 
-* first step: the best settings that memory holds for the same template or
-  family on the same or similar hardware (the warm lineages that made it into
-  the prompt), else the template's defaults;
+* first step: the best settings that memory holds for the same template on
+  the same or similar hardware (the warm lineages that made it into the
+  prompt), else the template's defaults;
 * later steps: one knob changed from the state the loop starts from (the
   incumbent, or an earlier state after a backtrack), preferring values that
   were part of effective decisions elsewhere, skipping settings that failed
@@ -104,7 +104,12 @@ class OfflineProposer:
 
     def _start(self, request: ProposalRequest, template: KernelTemplate, prior: list[dict[str, Any]],
                tried: set[str]) -> Proposal:
-        good = [p for p in prior if p["status"] == "correct" and p["label"] in GOOD_LABELS + ("ineffective",)]
+        # Whole settings are copied only from the same template: another template's knobs may share names
+        # (variance, lanes, ...) but tune other code (measured: instance_norm's channel_norm settings made
+        # rms_norm's row_norm kernel 3.0x where its defaults gave 5.1x). Other templates' evidence still
+        # steers the later one-knob steps through _preference.
+        good = [p for p in prior if p["status"] == "correct" and p["same_template"]
+                and p["label"] in GOOD_LABELS + ("ineffective",)]
         for p in good:
             settings = template.check_settings({**template.default_settings(), **p["settings"]})
             if _key(settings) in tried:
