@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -99,6 +100,8 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=128_000, help="W for the token-per-step comparison (large, so passive is not cut).")
     parser.add_argument("--use-configured-server", action="store_true")
     args = parser.parse_args()
+    # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so the temporary Neo4j server is stopped and removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     workdir = Path(tempfile.mkdtemp(prefix="kope-bench-context-"))
     server = None

@@ -32,6 +32,7 @@ import argparse
 import os
 import random
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -213,6 +214,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100, help="retrieval samples per size and kind")
     parser.add_argument("--naive", type=int, default=5, help="naive ranking samples per size")
     args = parser.parse_args()
+    # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so the temporary Neo4j server is stopped and removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = [int(s) for s in args.sizes.split(",")]
 
     workdir = Path(tempfile.mkdtemp(prefix="kope-bench-memory-"))
