@@ -14,6 +14,8 @@ from kope.cli.memory import namespace_option
 @pass_state
 def command(state: State, port: int) -> None:
     """Serve the KOPE Browser guide and style on 127.0.0.1 and print the :play and :style commands."""
+    import signal
+
     from kope.memory.browser import GuideServer, style_file
 
     config = state.config
@@ -24,6 +26,9 @@ def command(state: State, port: int) -> None:
 
         raise PortInUseError(f"cannot serve the guide on 127.0.0.1:{port}: {exc.strerror}",
                              hint="choose another port with --port, or 0 for any free port") from None
+    # Ctrl-C and SIGTERM both stop it, also when started in the background (where a shell ignores SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     out.print(f"Neo4j Browser:  {config.browser_url}")
     if config.uses_local_server:
         out.print(f"  connect to {config.neo4j_uri} as {config.neo4j.user}, password in {config.password_file}")
