@@ -27,7 +27,9 @@ def _resource_packages() -> list[str]:
 
 
 setup(
-    packages=find_packages(include=["kope", "kope.*", "harness", "harness.*"]) + _resource_packages() + list(DATA_PACKAGES),
+    packages=find_packages(include=["kope", "kope.*", "harness", "harness.*"])
+    + _resource_packages()
+    + list(DATA_PACKAGES),
     package_dir={"": ".", **RESOURCE_DIRS},
     package_data={
         **{package: ["*.cypher", "*.grass", "*.html", "*.yml", "*.md"] for package in _resource_packages()},

@@ -82,12 +82,28 @@ def tokens_per_step(graph: ExperienceGraph, budget: Budget, hw: dict, steps: int
         status = "correct" if step % 4 != 3 else "compile_error"
         speed = 1.0 + 0.05 * step
         code = base + f"\n# variant {step}: block size {32 * (step % 8 + 1)}\n"
-        graph.record_attempt(synthetic.attempt(run_id, step, "softmax", parent=incumbent, status=status, speedup=speed,
-                                               family="normalization", hw=hw, code=code, title=f"variant {step}"))
+        graph.record_attempt(
+            synthetic.attempt(
+                run_id,
+                step,
+                "softmax",
+                parent=incumbent,
+                status=status,
+                speedup=speed,
+                family="normalization",
+                hw=hw,
+                code=code,
+                title=f"variant {step}",
+            )
+        )
         if status == "correct":
             incumbent = f"{run_id}:s{step}"
-        active, _ = build_context(view, target="cpu", hardware=hw, budget=budget, graph=graph, run_id=run_id, policy="active")
-        passive, _ = build_context(view, target="cpu", hardware=hw, budget=budget, graph=graph, run_id=run_id, policy="passive")
+        active, _ = build_context(
+            view, target="cpu", hardware=hw, budget=budget, graph=graph, run_id=run_id, policy="active"
+        )
+        passive, _ = build_context(
+            view, target="cpu", hardware=hw, budget=budget, graph=graph, run_id=run_id, policy="passive"
+        )
         rows.append((step + 1, active.tokens["prompt"], passive.tokens["prompt"]))
     return rows
 
@@ -97,7 +113,12 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--window", type=int, default=128_000, help="W for the token-per-step comparison (large, so passive is not cut).")
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=128_000,
+        help="W for the token-per-step comparison (large, so passive is not cut).",
+    )
     parser.add_argument("--use-configured-server", action="store_true")
     args = parser.parse_args()
     # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so the temporary Neo4j server is stopped and removed
@@ -110,39 +131,57 @@ def main() -> None:
             config = load_config({"data_dir": str(workdir)})
         else:
             environ = {k: v for k, v in os.environ.items() if not k.startswith("KOPE_NEO4J_")}
-            config = load_config({"data_dir": str(workdir), "server.bolt_port": free_port(), "server.http_port": free_port(),
-                                  "server.heap": "1g", "server.pagecache": "512m"}, environ=environ)
+            config = load_config(
+                {
+                    "data_dir": str(workdir),
+                    "server.bolt_port": free_port(),
+                    "server.http_port": free_port(),
+                    "server.heap": "1g",
+                    "server.pagecache": "512m",
+                },
+                environ=environ,
+            )
             server = LocalNeo4j(config, progress=lambda m: print(f"[neo4j] {m}", file=sys.stderr))
             server.start()
         ns = f"bench-context-{os.getpid()}"
         client = GraphClient.from_config(config)
         graph = ExperienceGraph(client, namespace=ns, journal=Journal(workdir / "memory", ns))
         hw = cpu_fingerprint().to_dict()
-        print(f"KOPE context benchmark: namespace {ns}, {'dedicated temporary' if server else 'configured'} server "
-              f"{config.neo4j_uri}, load average {os.getloadavg()[0]:.1f} (shared machine: timings are indicative)")
+        print(
+            f"KOPE context benchmark: namespace {ns}, {'dedicated temporary' if server else 'configured'} server "
+            f"{config.neo4j_uri}, load average {os.getloadavg()[0]:.1f} (shared machine: timings are indicative)"
+        )
 
         began = time.perf_counter()
         seeded, _ = seed_to(graph, History(), args.attempts, 0)
         print(f"seeded {seeded} synthetic attempts in {time.perf_counter() - began:.1f} s")
         budget = Budget.from_settings(config.context)
         first, times = assembly_times(graph, budget, hw, args.queries)
-        print(f"\nfirst assembly of each of {len(first)} tasks (cold: task tokenised, queries planned): "
-              f"p50 {pct(first, 0.5):.1f} ms, max {max(first):.1f} ms")
-        print(f"active assembly with a {seeded}-attempt graph (retrieval + knowledge + packing + counting), "
-              f"{len(times)} later prompts: p50 {pct(times, 0.5):.1f} ms, p95 {pct(times, 0.95):.1f} ms "
-              f"(target p95 <= 100 ms: {'met' if pct(times, 0.95) <= 100 else 'NOT met'})")
+        print(
+            f"\nfirst assembly of each of {len(first)} tasks (cold: task tokenised, queries planned): "
+            f"p50 {pct(first, 0.5):.1f} ms, max {max(first):.1f} ms"
+        )
+        print(
+            f"active assembly with a {seeded}-attempt graph (retrieval + knowledge + packing + counting), "
+            f"{len(times)} later prompts: p50 {pct(times, 0.5):.1f} ms, p95 {pct(times, 0.95):.1f} ms "
+            f"(target p95 <= 100 ms: {'met' if pct(times, 0.95) <= 100 else 'NOT met'})"
+        )
 
         wide = budget.with_total(args.window)
         rows = tokens_per_step(graph, wide, hw, args.steps)
-        print(f"\ntokens per step over a {args.steps}-step run (B_k = {wide.total}; passive = full history of the task)")
+        print(
+            f"\ntokens per step over a {args.steps}-step run (B_k = {wide.total}; passive = full history of the task)"
+        )
         print(f"{'step':>4} {'active':>8} {'passive':>9}")
         for step, a, p in rows:
             print(f"{step:>4} {a:>8} {p:>9}")
         total_a, total_p = sum(r[1] for r in rows), sum(r[2] for r in rows)
-        print(f"total: active {total_a}, passive {total_p}; active/passive = {total_a / total_p:.3f} "
-              f"({100 * (1 - total_a / total_p):.0f}% fewer tokens); active max {max(r[1] for r in rows)} "
-              f"<= budget {budget.total}: {max(r[1] for r in rows) <= budget.total}; "
-              f"passive grows from {rows[0][2]} to {rows[-1][2]}")
+        print(
+            f"total: active {total_a}, passive {total_p}; active/passive = {total_a / total_p:.3f} "
+            f"({100 * (1 - total_a / total_p):.0f}% fewer tokens); active max {max(r[1] for r in rows)} "
+            f"<= budget {budget.total}: {max(r[1] for r in rows) <= budget.total}; "
+            f"passive grows from {rows[0][2]} to {rows[-1][2]}"
+        )
         print(f"(median per-step active tokens {statistics.median(r[1] for r in rows):.0f})")
         prune_namespace(client, ns)
         graph.close()

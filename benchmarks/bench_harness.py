@@ -40,8 +40,10 @@ def turnaround(cases: str) -> None:
     print("== turnaround: compile + check + time, one ReLU kernel, task relu, cases", cases)
     print(f"{'path':14} {'cache':6} {'turnaround s':>13} {'compile s':>10} {'status':10} speedup")
     options = EvalOptions(cases=cases)
-    for label, path in (("fast path", HERE / "candidates" / "relu_fast_path.py"),
-                        ("load_inline", HERE / "candidates" / "relu_load_inline.py")):
+    for label, path in (
+        ("fast path", HERE / "candidates" / "relu_fast_path.py"),
+        ("load_inline", HERE / "candidates" / "relu_load_inline.py"),
+    ):
         with tempfile.TemporaryDirectory(prefix="kope-bench-cache-") as cache:
             os.environ["KOPE_HARNESS_CACHE"] = cache
             for state in ("cold", "warm"):
@@ -68,7 +70,9 @@ def speedup_cv(repeats: int, cases: str) -> None:
         print(f"run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; per-case timing CV of the candidate: {cvs})")
     if len(speedups) >= 2:
         mean, sd = statistics.mean(speedups), statistics.stdev(speedups)
-        print(f"geomean speedup: mean {mean:.3f}x, stdev {sd:.3f}, coefficient of variation {sd / mean:.3f} over {len(speedups)} runs")
+        print(
+            f"geomean speedup: mean {mean:.3f}x, stdev {sd:.3f}, coefficient of variation {sd / mean:.3f} over {len(speedups)} runs"
+        )
         for name, values in per_case.items():
             m, s = statistics.mean(values), statistics.stdev(values)
             print(f"  case {name:24} mean {m:.3f}x  CV {s / m:.3f}")
@@ -80,7 +84,9 @@ def main() -> None:
     parser.add_argument("--cases", default="0,2,6", help="softmax cases for the CV measurement")
     parser.add_argument("--relu-cases", default="0,5", help="relu cases for the turnaround measurement")
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (shared machines make these numbers noisy)\n")
+    print(
+        f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (shared machines make these numbers noisy)\n"
+    )
     try:
         turnaround(args.relu_cases)
         speedup_cv(args.repeats, args.cases)

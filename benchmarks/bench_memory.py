@@ -43,8 +43,7 @@ from kope.config import load_config
 from kope.db.client import GraphClient
 from kope.db.local import LocalNeo4j
 from kope.db.ports import free_port
-from kope.memory import ExperienceGraph, Journal, RetrievalQuery, UsedItem
-from kope.memory import synthetic
+from kope.memory import ExperienceGraph, Journal, RetrievalQuery, UsedItem, synthetic
 from kope.memory.ranking import rank_naively
 from kope.memory.scoring import recompute_all
 
@@ -59,9 +58,12 @@ FAMILIES = {
 }
 OPERATORS = [(op, fam) for fam, ops in FAMILIES.items() for op in ops]
 MACHINES = [
-    synthetic.hardware("cpu-intel-a", "x86_64-avx512", "intel"), synthetic.hardware("cpu-intel-b", "x86_64-avx512", "intel"),
-    synthetic.hardware("cpu-intel-c", "x86_64-avx2", "intel"), synthetic.hardware("cpu-amd-a", "x86_64-avx2", "amd"),
-    synthetic.hardware("arm-a", "aarch64-neon", "arm"), synthetic.hardware("arm-b", "aarch64-neon", "arm"),
+    synthetic.hardware("cpu-intel-a", "x86_64-avx512", "intel"),
+    synthetic.hardware("cpu-intel-b", "x86_64-avx512", "intel"),
+    synthetic.hardware("cpu-intel-c", "x86_64-avx2", "intel"),
+    synthetic.hardware("cpu-amd-a", "x86_64-avx2", "amd"),
+    synthetic.hardware("arm-a", "aarch64-neon", "arm"),
+    synthetic.hardware("arm-b", "aarch64-neon", "arm"),
 ]
 LAYERS = ["parallelization", "tiling", "vectorization", "memory_layout", "fusion", "algorithm", "instruction"]
 STATUSES = ["correct"] * 13 + ["compile_error"] * 3 + ["incorrect"] * 2 + ["runtime_error", "timeout"]
@@ -103,14 +105,27 @@ class History:
                 base = speed.get(int(parent.rsplit(":s", 1)[1]), 1.0) if parent and parent.startswith(run_id) else 1.0
                 new_speed = round(max(0.2, base * self.rng.uniform(0.8, 1.3)), 4)
                 layer = self.rng.choice(LAYERS)
-                used = tuple(UsedItem(kind="decision", id=e, tier="warm", rank=i, tokens=120)
-                             for i, e in enumerate(self.rng.sample(evidence, min(3, len(evidence)))))
-                attempts.append(synthetic.attempt(
-                    run_id, step, op, parent=parent, status=status, speedup=new_speed, layer=layer, family=family, hw=hw,
-                    title=f"{layer} variant {self.rng.randrange(1000)}", used=used,
-                    code=f"// {op} {run_id} step {step}\nvoid kernel(float* x) {{\n{KERNEL_BODY}}}\n/* {self.rng.random()} */\n",
-                    created_at=1.7e9 + self.runs + step / 100,
-                ))
+                used = tuple(
+                    UsedItem(kind="decision", id=e, tier="warm", rank=i, tokens=120)
+                    for i, e in enumerate(self.rng.sample(evidence, min(3, len(evidence))))
+                )
+                attempts.append(
+                    synthetic.attempt(
+                        run_id,
+                        step,
+                        op,
+                        parent=parent,
+                        status=status,
+                        speedup=new_speed,
+                        layer=layer,
+                        family=family,
+                        hw=hw,
+                        title=f"{layer} variant {self.rng.randrange(1000)}",
+                        used=used,
+                        code=f"// {op} {run_id} step {step}\nvoid kernel(float* x) {{\n{KERNEL_BODY}}}\n/* {self.rng.random()} */\n",
+                        created_at=1.7e9 + self.runs + step / 100,
+                    )
+                )
                 if status == "correct":
                     speed[step] = new_speed
                     if new_speed > speed.get(incumbent, 0):
@@ -125,7 +140,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def seed_to(graph: ExperienceGraph, history: History, target: int, have: int, chunk_runs: int = 100) -> tuple[int, float]:
+def seed_to(
+    graph: ExperienceGraph, history: History, target: int, have: int, chunk_runs: int = 100
+) -> tuple[int, float]:
     """Record attempts until ``target``; returns (attempts recorded, seconds spent recording)."""
     spent = 0.0
     recorded = 0
@@ -151,9 +168,18 @@ def queries(history: History, rng: random.Random, known: bool, n: int) -> list[R
         else:
             family = rng.choice(list(FAMILIES))
             op = f"new_{family}_op"
-        out.append(RetrievalQuery(operator=op, family=family, target="cpu", hardware_id=hw["id"], hardware_class=hw["class"],
-                                  vendor=hw["vendor"], layer=rng.choice(LAYERS),
-                                  error_kind=rng.choice([None, "compile_error", "incorrect:mismatch"])))
+        out.append(
+            RetrievalQuery(
+                operator=op,
+                family=family,
+                target="cpu",
+                hardware_id=hw["id"],
+                hardware_class=hw["class"],
+                vendor=hw["vendor"],
+                layer=rng.choice(LAYERS),
+                error_kind=rng.choice([None, "compile_error", "incorrect:mismatch"]),
+            )
+        )
     return out
 
 
@@ -207,7 +233,11 @@ def check_scores(graph: ExperienceGraph) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--use-configured-server", action="store_true", help="Use KOPE_NEO4J_URI (or kope.toml) instead of a temporary server.")
+    parser.add_argument(
+        "--use-configured-server",
+        action="store_true",
+        help="Use KOPE_NEO4J_URI (or kope.toml) instead of a temporary server.",
+    )
     parser.add_argument("--heap", default="1g")
     parser.add_argument("--pagecache", default="1g")
     parser.add_argument("--single", type=int, default=100, help="single-record samples per size")
@@ -225,8 +255,16 @@ def main() -> int:
             config = load_config({"data_dir": str(workdir)})
         else:
             environ = {k: v for k, v in os.environ.items() if not k.startswith("KOPE_NEO4J_")}
-            config = load_config({"data_dir": str(workdir), "server.bolt_port": free_port(), "server.http_port": free_port(),
-                                  "server.heap": args.heap, "server.pagecache": args.pagecache}, environ=environ)
+            config = load_config(
+                {
+                    "data_dir": str(workdir),
+                    "server.bolt_port": free_port(),
+                    "server.http_port": free_port(),
+                    "server.heap": args.heap,
+                    "server.pagecache": args.pagecache,
+                },
+                environ=environ,
+            )
             server = LocalNeo4j(config, progress=lambda m: print(f"[neo4j] {m}", file=sys.stderr))
             server.start()
         ns = f"bench-{os.getpid()}"
@@ -235,10 +273,14 @@ def main() -> int:
         graph.init_schema()
         history = History()
         have = 0
-        print(f"namespace {ns}, server {config.neo4j_uri} ({'dedicated temporary' if server else 'configured'}), "
-              f"{os.cpu_count()} CPUs; shared machine: timings are indicative")
-        header = (f"{'attempts':>9} | {'ingest/s':>8} | {'record p50/p95 ms':>17} | {'retrieve p50/p95 ms':>19} | "
-                  f"{'new-op p50/p95 ms':>17} | {'naive ms':>8} | {'naive/graph':>11} | same")
+        print(
+            f"namespace {ns}, server {config.neo4j_uri} ({'dedicated temporary' if server else 'configured'}), "
+            f"{os.cpu_count()} CPUs; shared machine: timings are indicative"
+        )
+        header = (
+            f"{'attempts':>9} | {'ingest/s':>8} | {'record p50/p95 ms':>17} | {'retrieve p50/p95 ms':>19} | "
+            f"{'new-op p50/p95 ms':>17} | {'naive ms':>8} | {'naive/graph':>11} | same"
+        )
         print(header)
         print("-" * len(header))
         for size in sizes:
@@ -247,10 +289,13 @@ def main() -> int:
             m = measure(graph, history, size, args.single, args.queries, args.naive)
             have += m["recorded"]  # the measurement's attempts stay in the graph
             rate = recorded / spent if spent else float("nan")
-            print(f"{have:>9} | {rate:>8.0f} | {m['single_p50']:>7.1f} / {m['single_p95']:>7.1f} | "
-                  f"{m['retrieve_known_p50']:>8.1f} / {m['retrieve_known_p95']:>8.1f} | "
-                  f"{m['retrieve_new_p50']:>7.1f} / {m['retrieve_new_p95']:>7.1f} | {m['naive_p50']:>8.0f} | "
-                  f"{m['naive_ratio']:>10.0f}x | {'yes' if m['naive_same'] else 'NO'}", flush=True)
+            print(
+                f"{have:>9} | {rate:>8.0f} | {m['single_p50']:>7.1f} / {m['single_p95']:>7.1f} | "
+                f"{m['retrieve_known_p50']:>8.1f} / {m['retrieve_known_p95']:>8.1f} | "
+                f"{m['retrieve_new_p50']:>7.1f} / {m['retrieve_new_p95']:>7.1f} | {m['naive_p50']:>8.0f} | "
+                f"{m['naive_ratio']:>10.0f}x | {'yes' if m['naive_same'] else 'NO'}",
+                flush=True,
+            )
         print(f"d(v) check over {have} attempts: max |stored - recomputed| = {check_scores(graph):.2e}")
         graph.prune(everything=True)
         client.close()

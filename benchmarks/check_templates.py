@@ -89,22 +89,39 @@ class Runner:
         started = time.perf_counter()
         outcome = evaluate(operator, path, EvalOptions(timing=timing, seeds=self.args.seeds))
         seconds = time.perf_counter() - started
-        row = {"template": template.name, "operator": operator, "settings": settings,
-               "changed": short(template, settings), "status": outcome.status.value,
-               "cases_passed": outcome.cases_passed, "cases_total": outcome.cases_total,
-               "speedup": outcome.speedup, "error_kind": outcome.error_kind, "seconds": round(seconds, 1),
-               "candidate": str(path),
-               "case_speedups": {c.name: (None if c.speedup is None else round(c.speedup, 3)) for c in outcome.cases}}
+        row = {
+            "template": template.name,
+            "operator": operator,
+            "settings": settings,
+            "changed": short(template, settings),
+            "status": outcome.status.value,
+            "cases_passed": outcome.cases_passed,
+            "cases_total": outcome.cases_total,
+            "speedup": outcome.speedup,
+            "error_kind": outcome.error_kind,
+            "seconds": round(seconds, 1),
+            "candidate": str(path),
+            "case_speedups": {c.name: (None if c.speedup is None else round(c.speedup, 3)) for c in outcome.cases},
+        }
         if outcome.status.value != "correct":
             row["error_excerpt"] = outcome.error_excerpt
         self.rows.append(row)
         speed = "-" if outcome.speedup is None else f"{outcome.speedup:.2f}x"
-        print(f"{template.name:14} {operator:14} {row['status']:15} {outcome.cases_passed:>2}/{outcome.cases_total:<2} "
-              f"{speed:>7} {seconds:6.1f}s  {row['changed']}", flush=True)
+        print(
+            f"{template.name:14} {operator:14} {row['status']:15} {outcome.cases_passed:>2}/{outcome.cases_total:<2} "
+            f"{speed:>7} {seconds:6.1f}s  {row['changed']}",
+            flush=True,
+        )
         if timing and self.args.verbose:
-            print("    " + "  ".join(f"{k} {'-' if v is None else f'{v:.2f}x'}" for k, v in row["case_speedups"].items()), flush=True)
+            print(
+                "    " + "  ".join(f"{k} {'-' if v is None else f'{v:.2f}x'}" for k, v in row["case_speedups"].items()),
+                flush=True,
+            )
         if outcome.status.value != "correct":
-            print(f"    {outcome.error_kind}: {(outcome.error_excerpt or '')[:600]}\n    candidate kept at {path}", flush=True)
+            print(
+                f"    {outcome.error_kind}: {(outcome.error_excerpt or '')[:600]}\n    candidate kept at {path}",
+                flush=True,
+            )
         return row
 
     def search(self, template: KernelTemplate, operator: str) -> tuple[dict, dict]:
@@ -191,13 +208,18 @@ def main() -> int:
         for r in bad:  # failing candidates stay readable after the temporary folder is gone
             r["source"] = Path(r["candidate"]).read_text()
     if args.json:
-        args.json.write_text(json.dumps({"rows": runner.rows, "search": [{"default": d, "best": b} for d, b in summary]},
-                                        indent=1))
+        args.json.write_text(
+            json.dumps({"rows": runner.rows, "search": [{"default": d, "best": b} for d, b in summary]}, indent=1)
+        )
     if args.time and not summary:  # default vs best among the evaluated settings, per operator
         for op in dict.fromkeys(r["operator"] for r in runner.rows):
             rows = [r for r in runner.rows if r["operator"] == op]
             default = next((r for r in rows if r["changed"] == "defaults"), rows[0])
-            best = max((r for r in rows if r["status"] == "correct" and r["speedup"]), key=lambda r: r["speedup"], default=default)
+            best = max(
+                (r for r in rows if r["status"] == "correct" and r["speedup"]),
+                key=lambda r: r["speedup"],
+                default=default,
+            )
             summary.append((default, best))
     if summary:
         print(f"\n{'operator':14} {'default':>8} {'best':>8}  best settings")
@@ -206,8 +228,10 @@ def main() -> int:
             bs = "-" if b["speedup"] is None else f"{b['speedup']:.2f}x"
             print(f"{d['operator']:14} {ds:>8} {bs:>8}  {b['changed']}")
     minutes = (time.perf_counter() - started) / 60
-    print(f"\n{len(runner.rows)} evaluations, {len(runner.rows) - len(bad)} correct, {len(bad)} not correct "
-          f"({minutes:.1f} min, seeds per case: {args.seeds})")
+    print(
+        f"\n{len(runner.rows)} evaluations, {len(runner.rows) - len(bad)} correct, {len(bad)} not correct "
+        f"({minutes:.1f} min, seeds per case: {args.seeds})"
+    )
     return 1 if bad else 0
 
 

@@ -42,8 +42,12 @@ SMALL = 24  # templates with at most this many knob combinations are checked exh
 def pairwise_settings(template: KernelTemplate) -> list[dict]:
     """A small set of settings covering every pair of values of every two knobs (greedy), defaults first."""
     knobs = template.knobs
-    uncovered = {(a, va, b, vb) for a, b in itertools.combinations(range(len(knobs)), 2)
-                 for va in knobs[a].values for vb in knobs[b].values}
+    uncovered = {
+        (a, va, b, vb)
+        for a, b in itertools.combinations(range(len(knobs)), 2)
+        for va in knobs[a].values
+        for vb in knobs[b].values
+    }
     rows = [tuple(k.default for k in knobs)]
     while True:
         uncovered -= {(a, rows[-1][a], b, rows[-1][b]) for a, b in itertools.combinations(range(len(knobs)), 2)}
@@ -56,9 +60,15 @@ def pairwise_settings(template: KernelTemplate) -> list[dict]:
         for i, knob in enumerate(knobs):
             if row[i] is not None:
                 continue
-            def gain(value, i=i):
-                return sum(1 for j, vj in enumerate(row) if vj is not None and
-                           ((min(i, j), value if i < j else vj, max(i, j), vj if i < j else value) in uncovered))
+
+            def gain(value, i=i, row=row, uncovered=uncovered):
+                return sum(
+                    1
+                    for j, vj in enumerate(row)
+                    if vj is not None
+                    and ((min(i, j), value if i < j else vj, max(i, j), vj if i < j else value) in uncovered)
+                )
+
             row[i] = max(knob.values, key=gain)
         rows.append(tuple(row))
     return [dict(zip((k.name for k in knobs), row)) for row in rows]
@@ -89,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     families = set(args.family or FAMILIES)
-    templates = [t for t in list_templates("cpu") if t.family in families
-                 and (not args.template or t.name in args.template)]
+    templates = [
+        t for t in list_templates("cpu") if t.family in families and (not args.template or t.name in args.template)
+    ]
     jobs = []
     for template in templates:
         every = all_settings(template)
@@ -100,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             settings_list, how = every, "all combinations"
         else:
             settings_list, how = pairwise_settings(template), "pairwise covering set"
-        print(f"{template.name}: {len(settings_list)} settings ({how} of {len(every)}) x "
-              f"{len(template.operators)} operators", flush=True)
+        print(
+            f"{template.name}: {len(settings_list)} settings ({how} of {len(every)}) x "
+            f"{len(template.operators)} operators",
+            flush=True,
+        )
         for operator in template.operators:
             if args.operator and operator not in args.operator:
                 continue
@@ -122,30 +136,54 @@ def main(argv: list[str] | None = None) -> int:
             ok = outcome.status.value == "correct"
             failures += not ok
             failed = [c for c in outcome.cases if not c.passed and not (c.error or "").startswith("not run")]
-            detail = "" if ok else (outcome.error_kind or "") + (
-                f" [{failed[0].name}: {(failed[0].error or '')[:160]}]" if failed else
-                f" {(outcome.error_excerpt or '')[:300]}")
+            detail = (
+                ""
+                if ok
+                else (outcome.error_kind or "")
+                + (
+                    f" [{failed[0].name}: {(failed[0].error or '')[:160]}]"
+                    if failed
+                    else f" {(outcome.error_excerpt or '')[:300]}"
+                )
+            )
             speed = f"{outcome.speedup:.2f}x" if outcome.speedup else "-"
-            print(f"[{n}/{len(jobs)}] {template.name:16} {operator:22} {outcome.status.value:14} "
-                  f"{outcome.cases_passed}/{outcome.cases_total} {speed:>7} {outcome.duration_s:6.1f}s  "
-                  f"{compact(settings)}  {detail}", flush=True)
-            results.append({"template": template.name, "operator": operator, "settings": settings,
-                            "status": outcome.status.value, "error_kind": outcome.error_kind,
-                            "cases_passed": outcome.cases_passed, "cases_total": outcome.cases_total,
-                            "speedup": outcome.speedup, "duration_s": outcome.duration_s,
-                            "cases": [{"name": c.name, "passed": c.passed, "error": c.error, "speedup": c.speedup}
-                                      for c in outcome.cases]})
+            print(
+                f"[{n}/{len(jobs)}] {template.name:16} {operator:22} {outcome.status.value:14} "
+                f"{outcome.cases_passed}/{outcome.cases_total} {speed:>7} {outcome.duration_s:6.1f}s  "
+                f"{compact(settings)}  {detail}",
+                flush=True,
+            )
+            results.append(
+                {
+                    "template": template.name,
+                    "operator": operator,
+                    "settings": settings,
+                    "status": outcome.status.value,
+                    "error_kind": outcome.error_kind,
+                    "cases_passed": outcome.cases_passed,
+                    "cases_total": outcome.cases_total,
+                    "speedup": outcome.speedup,
+                    "duration_s": outcome.duration_s,
+                    "cases": [
+                        {"name": c.name, "passed": c.passed, "error": c.error, "speedup": c.speedup}
+                        for c in outcome.cases
+                    ],
+                }
+            )
     elapsed = time.monotonic() - started
-    print(f"\n{len(jobs) - failures}/{len(jobs)} settings correct on every case, {failures} failing "
-          f"({elapsed / 60:.1f} min)")
+    print(
+        f"\n{len(jobs) - failures}/{len(jobs)} settings correct on every case, {failures} failing "
+        f"({elapsed / 60:.1f} min)"
+    )
     by_op: dict[str, list] = {}
     for r in results:
         by_op.setdefault(r["operator"], []).append(r)
     print(f"{'operator':24} {'settings':>8} {'correct':>8} {'best speedup':>13}")
     for op, rs in by_op.items():
         best = max((r["speedup"] for r in rs if r["speedup"]), default=None)
-        print(f"{op:24} {len(rs):8} {sum(r['status'] == 'correct' for r in rs):8} "
-              f"{(f'{best:.2f}x' if best else '-'):>13}")
+        print(
+            f"{op:24} {len(rs):8} {sum(r['status'] == 'correct' for r in rs):8} {(f'{best:.2f}x' if best else '-'):>13}"
+        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 1 if failures else 0

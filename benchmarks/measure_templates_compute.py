@@ -29,20 +29,33 @@ _GEMM = {"micro_kernel": "8x3", "isa": "avx512", "tiles": "96x256x1024"}
 TUNED = {
     "gemm": [dict(_GEMM, pack_a=True, parallel="mnk"), dict(_GEMM, micro_kernel="6x2", pack_a=True, parallel="mn")],
     "gemm_epilogue": [dict(_GEMM, fusion="fused", parallel="mnk"), dict(_GEMM, fusion="fused", parallel="m")],
-    "conv": [dict(_GEMM, algorithm="implicit_gemm"), dict(_GEMM, algorithm="im2col"),
-             {"algorithm": "direct", "micro_kernel": "6x2", "isa": "avx512"}],
-    "conv_epilogue": [{"fusion": "fused", "algorithm": "implicit_gemm", "micro_kernel": "8x3", "isa": "avx512"},
-                      {"fusion": "fused", "algorithm": "direct", "micro_kernel": "6x2", "isa": "avx512"}],
+    "conv": [
+        dict(_GEMM, algorithm="implicit_gemm"),
+        dict(_GEMM, algorithm="im2col"),
+        {"algorithm": "direct", "micro_kernel": "6x2", "isa": "avx512"},
+    ],
+    "conv_epilogue": [
+        {"fusion": "fused", "algorithm": "implicit_gemm", "micro_kernel": "8x3", "isa": "avx512"},
+        {"fusion": "fused", "algorithm": "direct", "micro_kernel": "6x2", "isa": "avx512"},
+    ],
     "conv_transpose": [dict(_GEMM, algorithm="gemm_col2im"), dict(_GEMM, algorithm="direct")],
-    "window": [{"algorithm": "padded", "unroll_kernel": True, "parallel": "rows_16"},
-               {"algorithm": "split", "unroll_kernel": True, "parallel": "planes"}],
-    "bias_scale_tanh": [{"tanh": "exp_poly", "vector_width": 512, "chunk": "131072"},
-                        {"tanh": "exp_poly", "vector_width": 256, "chunk": "plane"}],
-    "residual_layer_norm": [{"sum_buffer": "store", "accumulate": "float", "vector_width": 512, "rows_per_task": 8},
-                            {"sum_buffer": "recompute", "accumulate": "float", "vector_width": 512, "rows_per_task": 1}],
+    "window": [
+        {"algorithm": "padded", "unroll_kernel": True, "parallel": "rows_16"},
+        {"algorithm": "split", "unroll_kernel": True, "parallel": "planes"},
+    ],
+    "bias_scale_tanh": [
+        {"tanh": "exp_poly", "vector_width": 512, "chunk": "131072"},
+        {"tanh": "exp_poly", "vector_width": 256, "chunk": "plane"},
+    ],
+    "residual_layer_norm": [
+        {"sum_buffer": "store", "accumulate": "float", "vector_width": 512, "rows_per_task": 8},
+        {"sum_buffer": "recompute", "accumulate": "float", "vector_width": 512, "rows_per_task": 1},
+    ],
     "mlp": [dict(_GEMM, fusion="epilogue_norm", parallel="mnk"), dict(_GEMM, fusion="epilogue", parallel="mn")],
-    "attention": [{"algorithm": "online", "micro_kernel": "6x2", "isa": "avx512", "tiles": "64x128", "parallel": "bhq"},
-                  {"algorithm": "two_pass", "micro_kernel": "6x2", "isa": "avx512", "tiles": "32x64", "parallel": "bhq"}],
+    "attention": [
+        {"algorithm": "online", "micro_kernel": "6x2", "isa": "avx512", "tiles": "64x128", "parallel": "bhq"},
+        {"algorithm": "two_pass", "micro_kernel": "6x2", "isa": "avx512", "tiles": "32x64", "parallel": "bhq"},
+    ],
     "rnn_cell": [dict(_GEMM, fusion="fused", parallel="mnk"), dict(_GEMM, fusion="fused", parallel="m")],
 }
 
@@ -67,16 +80,28 @@ def main(argv: list[str] | None = None) -> int:
                     path.write_text(template.render(operator, full))
                     outcome = evaluate(operator, path, EvalOptions(timing=True, seeds=1))
                     results.append((full, outcome))
-                    print(f"  {operator:22} {'default' if i == 0 else f'tuned {i}':8} {outcome.status.value:10} "
-                          f"{outcome.speedup or 0:6.2f}x  {' '.join(f'{k}={v}' for k, v in full.items())}", flush=True)
+                    print(
+                        f"  {operator:22} {'default' if i == 0 else f'tuned {i}':8} {outcome.status.value:10} "
+                        f"{outcome.speedup or 0:6.2f}x  {' '.join(f'{k}={v}' for k, v in full.items())}",
+                        flush=True,
+                    )
                 default = results[0][1]
                 tuned = [(s, o) for s, o in results if o.status.value == "correct" and o.speedup]
                 best_settings, best = max(tuned, key=lambda so: so[1].speedup) if tuned else (None, None)
-                rows.append({"template": template.name, "operator": operator,
-                             "default_speedup": default.speedup, "default_status": default.status.value,
-                             "best_speedup": best.speedup if best else None, "best_settings": best_settings,
-                             "best_cases": {c.name: c.speedup for c in best.cases} if best else None})
-    print(f"\n{'operator':24} {'default':>9} {'best':>9}  best settings   ({(time.monotonic() - started) / 60:.0f} min)")
+                rows.append(
+                    {
+                        "template": template.name,
+                        "operator": operator,
+                        "default_speedup": default.speedup,
+                        "default_status": default.status.value,
+                        "best_speedup": best.speedup if best else None,
+                        "best_settings": best_settings,
+                        "best_cases": {c.name: c.speedup for c in best.cases} if best else None,
+                    }
+                )
+    print(
+        f"\n{'operator':24} {'default':>9} {'best':>9}  best settings   ({(time.monotonic() - started) / 60:.0f} min)"
+    )
     for r in rows:
         d = f"{r['default_speedup']:.2f}x" if r["default_speedup"] else r["default_status"]
         b = f"{r['best_speedup']:.2f}x" if r["best_speedup"] else "-"

@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--filter", default="", help="only tasks whose path contains this text")
     parser.add_argument("--budget-ms", type=float, default=300.0, help="timing budget per case")
     parser.add_argument(
-        "--threads", type=int, default=None,
+        "--threads",
+        type=int,
+        default=None,
         help="torch intra-op threads (default: torch's own); 1 gives steadier numbers on a busy machine",
     )
     args = parser.parse_args(argv)

@@ -26,30 +26,60 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from check_templates import FAMILIES, Runner  # noqa: E402
+
 from harness.suite.kernel_templates import list_templates  # noqa: E402
 
 POLY = {"math": "poly"}
 TRIED = {
-    "pointwise": [POLY, {**POLY, "vector_width": 512}, {**POLY, "vector_width": 512, "store": "streaming"},
-                  {**POLY, "vector_width": 512, "unroll": 4, "block": 65536}],
-    "axis_reduce": [{"lanes": 16}, {"lanes": 16, "accumulate": "float"},
-                    {"lanes": 64, "accumulate": "float", "vector_width": 512},
-                    {"lanes": 16, "accumulate": "float", "tile": 2048, "prefetch": "on"}],
-    "row_logsumexp": [POLY, {**POLY, "lanes": 16, "split_rows": "few_rows"},
-                      {**POLY, "lanes": 16, "split_rows": "few_rows", "algorithm": "online"},
-                      {**POLY, "lanes": 64, "split_rows": "few_rows", "algorithm": "online", "vector_width": 512}],
-    "row_softmax": [POLY, {**POLY, "lanes": 16, "split_rows": "few_rows"},
-                    {**POLY, "lanes": 16, "split_rows": "few_rows", "algorithm": "online"},
-                    {**POLY, "lanes": 64, "split_rows": "few_rows", "algorithm": "online", "vector_width": 512}],
-    "prefix_scan": [{"lanes": 4}, {"lanes": 8}, {"lanes": 4, "split_rows": "few_rows"},
-                    {"lanes": 8, "split_rows": "few_rows", "schedule": "dynamic"}],
-    "row_norm": [{"lanes": 16}, {"lanes": 16, "variance": "shifted", "split_rows": "few_rows"},
-                 {"lanes": 16, "variance": "shifted", "split_rows": "few_rows", "accumulate": "float"},
-                 {"lanes": 64, "variance": "shifted", "split_rows": "few_rows", "accumulate": "float", "vector_width": 512}],
-    "channel_norm": [{"affine": "folded"}, {"affine": "folded", "lanes": 16},
-                     {"affine": "folded", "lanes": 16, "variance": "shifted", "accumulate": "float"},
-                     {"affine": "folded", "lanes": 64, "variance": "shifted", "accumulate": "float", "vector_width": 512,
-                      "schedule": "dynamic"}],
+    "pointwise": [
+        POLY,
+        {**POLY, "vector_width": 512},
+        {**POLY, "vector_width": 512, "store": "streaming"},
+        {**POLY, "vector_width": 512, "unroll": 4, "block": 65536},
+    ],
+    "axis_reduce": [
+        {"lanes": 16},
+        {"lanes": 16, "accumulate": "float"},
+        {"lanes": 64, "accumulate": "float", "vector_width": 512},
+        {"lanes": 16, "accumulate": "float", "tile": 2048, "prefetch": "on"},
+    ],
+    "row_logsumexp": [
+        POLY,
+        {**POLY, "lanes": 16, "split_rows": "few_rows"},
+        {**POLY, "lanes": 16, "split_rows": "few_rows", "algorithm": "online"},
+        {**POLY, "lanes": 64, "split_rows": "few_rows", "algorithm": "online", "vector_width": 512},
+    ],
+    "row_softmax": [
+        POLY,
+        {**POLY, "lanes": 16, "split_rows": "few_rows"},
+        {**POLY, "lanes": 16, "split_rows": "few_rows", "algorithm": "online"},
+        {**POLY, "lanes": 64, "split_rows": "few_rows", "algorithm": "online", "vector_width": 512},
+    ],
+    "prefix_scan": [
+        {"lanes": 4},
+        {"lanes": 8},
+        {"lanes": 4, "split_rows": "few_rows"},
+        {"lanes": 8, "split_rows": "few_rows", "schedule": "dynamic"},
+    ],
+    "row_norm": [
+        {"lanes": 16},
+        {"lanes": 16, "variance": "shifted", "split_rows": "few_rows"},
+        {"lanes": 16, "variance": "shifted", "split_rows": "few_rows", "accumulate": "float"},
+        {"lanes": 64, "variance": "shifted", "split_rows": "few_rows", "accumulate": "float", "vector_width": 512},
+    ],
+    "channel_norm": [
+        {"affine": "folded"},
+        {"affine": "folded", "lanes": 16},
+        {"affine": "folded", "lanes": 16, "variance": "shifted", "accumulate": "float"},
+        {
+            "affine": "folded",
+            "lanes": 64,
+            "variance": "shifted",
+            "accumulate": "float",
+            "vector_width": 512,
+            "schedule": "dynamic",
+        },
+    ],
 }
 
 
@@ -72,17 +102,23 @@ def main() -> int:
             for op in template.operators:
                 if wanted and op not in wanted:
                     continue
-                rows = [runner.evaluate(template, op, template.check_settings(s), True) for s in [{}] + TRIED[template.name]]
+                rows = [
+                    runner.evaluate(template, op, template.check_settings(s), True) for s in [{}] + TRIED[template.name]
+                ]
                 correct = [r for r in rows if r["status"] == "correct" and r["speedup"]]
                 best = max(correct, key=lambda r: r["speedup"]) if correct else rows[0]
                 results.append({"template": template.name, "operator": op, "default": rows[0], "best": best})
     print(f"\n{'template':14} {'operator':14} {'default':>8} {'best':>8}  best settings")
     for r in results:
         d, b = r["default"]["speedup"], r["best"]["speedup"]
-        print(f"{r['template']:14} {r['operator']:14} {'-' if d is None else f'{d:.2f}x':>8} "
-              f"{'-' if b is None else f'{b:.2f}x':>8}  {r['best']['changed']}")
+        print(
+            f"{r['template']:14} {r['operator']:14} {'-' if d is None else f'{d:.2f}x':>8} "
+            f"{'-' if b is None else f'{b:.2f}x':>8}  {r['best']['changed']}"
+        )
     bad = [row for row in runner.rows if row["status"] != "correct"]
-    print(f"\n{len(runner.rows)} timed evaluations, {len(bad)} not correct ({(time.perf_counter() - started) / 60:.1f} min)")
+    print(
+        f"\n{len(runner.rows)} timed evaluations, {len(bad)} not correct ({(time.perf_counter() - started) / 60:.1f} min)"
+    )
     if args.json:
         args.json.write_text(json.dumps({"results": results, "rows": runner.rows}, indent=1))
     return 1 if bad else 0

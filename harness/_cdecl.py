@@ -19,24 +19,64 @@ from dataclasses import dataclass
 
 # C type spelling -> (kind, detail). Pointers map to the torch dtypes they accept ("*" = any).
 _SCALARS = {
-    "float": "c_float", "double": "c_double", "bool": "c_bool", "char": "c_char",
-    "int": "c_int", "signed int": "c_int", "unsigned": "c_uint", "unsigned int": "c_uint",
-    "short": "c_short", "unsigned short": "c_ushort", "long": "c_long", "unsigned long": "c_ulong",
-    "long long": "c_longlong", "unsigned long long": "c_ulonglong", "long int": "c_long", "long long int": "c_longlong",
-    "int8_t": "c_int8", "uint8_t": "c_uint8", "int16_t": "c_int16", "uint16_t": "c_uint16", "int32_t": "c_int32",
-    "uint32_t": "c_uint32", "int64_t": "c_int64", "uint64_t": "c_uint64", "size_t": "c_size_t", "ptrdiff_t": "c_ssize_t",
-    "std::int64_t": "c_int64", "std::int32_t": "c_int32", "std::size_t": "c_size_t",
+    "float": "c_float",
+    "double": "c_double",
+    "bool": "c_bool",
+    "char": "c_char",
+    "int": "c_int",
+    "signed int": "c_int",
+    "unsigned": "c_uint",
+    "unsigned int": "c_uint",
+    "short": "c_short",
+    "unsigned short": "c_ushort",
+    "long": "c_long",
+    "unsigned long": "c_ulong",
+    "long long": "c_longlong",
+    "unsigned long long": "c_ulonglong",
+    "long int": "c_long",
+    "long long int": "c_longlong",
+    "int8_t": "c_int8",
+    "uint8_t": "c_uint8",
+    "int16_t": "c_int16",
+    "uint16_t": "c_uint16",
+    "int32_t": "c_int32",
+    "uint32_t": "c_uint32",
+    "int64_t": "c_int64",
+    "uint64_t": "c_uint64",
+    "size_t": "c_size_t",
+    "ptrdiff_t": "c_ssize_t",
+    "std::int64_t": "c_int64",
+    "std::int32_t": "c_int32",
+    "std::size_t": "c_size_t",
 }
 _POINTEES = {
-    "float": ("float32",), "double": ("float64",), "_Float16": ("float16",), "__bf16": ("bfloat16",),
-    "int8_t": ("int8",), "signed char": ("int8",), "uint8_t": ("uint8", "bool"), "unsigned char": ("uint8", "bool"),
-    "char": ("int8", "uint8", "bool"), "bool": ("bool",),
-    "int16_t": ("int16",), "short": ("int16",), "uint16_t": ("float16", "bfloat16", "int16", "uint16"),
+    "float": ("float32",),
+    "double": ("float64",),
+    "_Float16": ("float16",),
+    "__bf16": ("bfloat16",),
+    "int8_t": ("int8",),
+    "signed char": ("int8",),
+    "uint8_t": ("uint8", "bool"),
+    "unsigned char": ("uint8", "bool"),
+    "char": ("int8", "uint8", "bool"),
+    "bool": ("bool",),
+    "int16_t": ("int16",),
+    "short": ("int16",),
+    "uint16_t": ("float16", "bfloat16", "int16", "uint16"),
     "unsigned short": ("float16", "bfloat16", "int16", "uint16"),
-    "int32_t": ("int32",), "int": ("int32",), "uint32_t": ("int32", "uint32"), "unsigned": ("int32", "uint32"),
+    "int32_t": ("int32",),
+    "int": ("int32",),
+    "uint32_t": ("int32", "uint32"),
+    "unsigned": ("int32", "uint32"),
     "unsigned int": ("int32", "uint32"),
-    "int64_t": ("int64",), "long": ("int64",), "long long": ("int64",), "long int": ("int64",), "size_t": ("int64", "uint64"),
-    "uint64_t": ("int64", "uint64"), "std::int64_t": ("int64",), "std::int32_t": ("int32",),
+    "int64_t": ("int64",),
+    "long": ("int64",),
+    "long long": ("int64",),
+    "long int": ("int64",),
+    "size_t": ("int64", "uint64"),
+    "uint64_t": ("int64", "uint64"),
+    "std::int64_t": ("int64",),
+    "std::int32_t": ("int32",),
     "void": ("*",),
 }
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|static|inline|struct)\b")
@@ -46,18 +86,18 @@ _ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|__declsp
 @dataclass(frozen=True)
 class Param:
     name: str
-    ctype: str           # as written, normalised
+    ctype: str  # as written, normalised
     pointer: bool
-    accepts: tuple[str, ...] = ()   # torch dtype names a pointer parameter accepts ("*": any)
-    scalar: str | None = None       # ctypes type name of a by-value parameter
+    accepts: tuple[str, ...] = ()  # torch dtype names a pointer parameter accepts ("*": any)
+    scalar: str | None = None  # ctypes type name of a by-value parameter
 
 
 @dataclass(frozen=True)
 class Function:
     name: str
-    returns: str | None            # ctypes type name, or None for void
+    returns: str | None  # ctypes type name, or None for void
     params: tuple[Param, ...]
-    signature: str                 # the declaration as written (normalised whitespace)
+    signature: str  # the declaration as written (normalised whitespace)
     unsupported: str | None = None  # why Python cannot call it, if it cannot
 
 
@@ -65,7 +105,7 @@ def strip_comments(source: str) -> str:
     """Remove comments and the contents of string/char literals (keeping ``extern "C"``)."""
     out, i, n = [], 0, len(source)
     while i < n:
-        two = source[i:i + 2]
+        two = source[i : i + 2]
         if two == "//":
             j = source.find("\n", i)
             i = n if j < 0 else j
@@ -77,7 +117,7 @@ def strip_comments(source: str) -> str:
             quote, j = source[i], i + 1
             while j < n and source[j] != quote:
                 j += 2 if source[j] == "\\" else 1
-            literal = source[i:j + 1]
+            literal = source[i : j + 1]
             out.append(literal if literal == '"C"' else quote + quote)
             i = j + 1
         else:
@@ -133,11 +173,11 @@ def extern_c_functions(source: str) -> list[Function]:
         rest = match.end()
         if rest < len(text) and text[rest] == "{":
             end = _matching_brace(text, rest)
-            chunks.append(_flatten_braces(text[rest + 1:end]))
+            chunks.append(_flatten_braces(text[rest + 1 : end]))
         else:
             body = _flatten_braces(text[rest:])
             stop = min((i for i in (body.find("{}"), body.find(";")) if i >= 0), default=len(body))
-            chunks.append(body[: stop + (2 if body[stop:stop + 2] == "{}" else 1)])
+            chunks.append(body[: stop + (2 if body[stop : stop + 2] == "{}" else 1)])
     functions: dict[str, Function] = {}
     for chunk in chunks:
         for m in _HEADER.finditer(chunk):

@@ -37,29 +37,44 @@ def options_from_args(args: argparse.Namespace) -> Any:
     from harness.evaluate import EvalOptions
     from harness.timing import Budget
 
-    return EvalOptions(target=args.target, cases=args.cases, seeds=args.seeds, threads=args.threads, timing=not args.no_timing,
-                       budget=Budget(warmup_ms=args.warmup_ms, rep_ms=args.rep_ms), seed=args.seed)
+    return EvalOptions(
+        target=args.target,
+        cases=args.cases,
+        seeds=args.seeds,
+        threads=args.threads,
+        timing=not args.no_timing,
+        budget=Budget(warmup_ms=args.warmup_ms, rep_ms=args.rep_ms),
+        seed=args.seed,
+    )
 
 
 def format_outcome(outcome: Any) -> str:
     """A plain-text report of an Outcome (the kope CLI renders a rich table instead)."""
     o = outcome
     hw = o.hardware
-    lines = [f"{o.task} ({o.family}, level {o.level}) on {o.target}: {hw.class_} {hw.cpu_model if not hw.gpu else hw.gpu.name} "
-             f"[{hw.id}], {o.threads} threads", ""]
+    lines = [
+        f"{o.task} ({o.family}, level {o.level}) on {o.target}: {hw.class_} {hw.cpu_model if not hw.gpu else hw.gpu.name} "
+        f"[{hw.id}], {o.threads} threads",
+        "",
+    ]
     lines.append(f"{'#':>3}  {'case':32} {'result':6} {'ref ms':>16} {'cand ms':>16} {'speedup':>8}")
     for c in o.cases:
         ref = f"{c.ref_ms.median:.3f}±{c.ref_ms.iqr:.3f}" if c.ref_ms else "-"
         cand = f"{c.cand_ms.median:.3f}±{c.cand_ms.iqr:.3f}" if c.cand_ms else "-"
         speed = f"{c.speedup:.2f}x" if c.speedup else "-"
-        lines.append(f"{c.index:>3}  {c.name[:32]:32} {'pass' if c.passed else 'FAIL':6} {ref:>16} {cand:>16} {speed:>8}")
+        lines.append(
+            f"{c.index:>3}  {c.name[:32]:32} {'pass' if c.passed else 'FAIL':6} {ref:>16} {cand:>16} {speed:>8}"
+        )
         if c.error:
             lines.append(f"       {c.error[:300]}")
     lines.append("")
     speed = f"{o.speedup:.3f}x" if o.speedup else "n/a"
-    lines.append(f"status: {o.status.value}" + (f" ({o.error_kind})" if o.error_kind and o.error_kind != o.status.value else "")
-                 + f"   cases: {o.cases_passed}/{o.cases_total}   speedup (geomean): {speed}   "
-                 + f"compile: {o.compile_time_s if o.compile_time_s is not None else '-'} s   total: {o.duration_s} s")
+    lines.append(
+        f"status: {o.status.value}"
+        + (f" ({o.error_kind})" if o.error_kind and o.error_kind != o.status.value else "")
+        + f"   cases: {o.cases_passed}/{o.cases_total}   speedup (geomean): {speed}   "
+        + f"compile: {o.compile_time_s if o.compile_time_s is not None else '-'} s   total: {o.duration_s} s"
+    )
     if not o.timings_valid:
         lines.append("timings are not valid on this target here (e.g. the Triton interpreter): correctness only")
     if o.error_excerpt and o.status.value != "correct":
@@ -81,7 +96,12 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     if args.tasks_cmd == "list":
         tasks = list_tasks(args.family)
         if args.json:
-            print(json.dumps([t.to_dict() | {"cpu_candidate": str(find_candidate(t.operator) or "") or None} for t in tasks], indent=2))
+            print(
+                json.dumps(
+                    [t.to_dict() | {"cpu_candidate": str(find_candidate(t.operator) or "") or None} for t in tasks],
+                    indent=2,
+                )
+            )
         else:
             for t in tasks:
                 print(f"{t.operator:24} {t.family:14} L{t.level}  {len(t.cases):3} cases  {t.description[:70]}")
@@ -89,7 +109,11 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     if args.tasks_cmd == "show":
         info = find_task(args.operator)
         if args.json:
-            print(json.dumps(info.to_dict() | {"cpu_candidate": str(find_candidate(info.operator) or "") or None}, indent=2))
+            print(
+                json.dumps(
+                    info.to_dict() | {"cpu_candidate": str(find_candidate(info.operator) or "") or None}, indent=2
+                )
+            )
         else:
             print(f"{info.operator}: {info.description}\nfamily {info.family}, level {info.level}, file {info.path}")
             for c in info.cases:
@@ -108,8 +132,10 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             for c in checks:
                 ms = f"{c.ref_ms:8.2f} ms" if c.ref_ms is not None else ""
                 status = "ok" if c.ok else "FAIL"
-                print(f"{task.operator:20} {c.name:34} {status:4} {ms} {' '.join(c.outputs or [])} {c.error or ''}"
-                      + (f" (degenerate: {c.degenerate})" if c.degenerate else ""))
+                print(
+                    f"{task.operator:20} {c.name:34} {status:4} {ms} {' '.join(c.outputs or [])} {c.error or ''}"
+                    + (f" (degenerate: {c.degenerate})" if c.degenerate else "")
+                )
     if args.json:
         print(json.dumps(report, indent=2))
     return 1 if failed else 0

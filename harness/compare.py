@@ -44,8 +44,8 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 @dataclass
 class Verdict:
     ok: bool
-    kind: str | None = None      # e.g. "incorrect:mismatch"
-    message: str | None = None   # the first problem, for a person
+    kind: str | None = None  # e.g. "incorrect:mismatch"
+    message: str | None = None  # the first problem, for a person
 
 
 PASS = Verdict(True)
@@ -56,19 +56,26 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return TOLERANCES.get(dtype, (0.0, 0.0))
 
 
-def compare_outputs(cand: Any, ref: Any, *, device: str | None = None, cand_devices: list[str] | None = None) -> Verdict:
+def compare_outputs(
+    cand: Any, ref: Any, *, device: str | None = None, cand_devices: list[str] | None = None
+) -> Verdict:
     """Compare nested outputs (tensor, or tuple/list of tensors and scalars)."""
     cand_flat, ref_flat = flatten(cand), flatten(ref)
     if _shape_of(cand) != _shape_of(ref):
-        return Verdict(False, "incorrect:structure",
-                       f"output structure differs: expected {_describe(ref)}, got {_describe(cand)}")
+        return Verdict(
+            False, "incorrect:structure", f"output structure differs: expected {_describe(ref)}, got {_describe(cand)}"
+        )
     for i, (c, r) in enumerate(zip(cand_flat, ref_flat)):
         label = "output" if len(ref_flat) == 1 else f"output[{i}]"
         if isinstance(r, torch.Tensor):
             dev = cand_devices[i] if cand_devices and i < len(cand_devices) else None
             verdict = compare_tensor(c, r, label=label, expected_device=device, cand_device=dev)
         else:
-            verdict = PASS if _scalar_equal(c, r) else Verdict(False, "incorrect:mismatch", f"{label}: expected {r!r}, got {c!r}")
+            verdict = (
+                PASS
+                if _scalar_equal(c, r)
+                else Verdict(False, "incorrect:mismatch", f"{label}: expected {r!r}, got {c!r}")
+            )
         if not verdict.ok:
             return verdict
     return PASS
@@ -97,16 +104,28 @@ def _scalar_equal(c: Any, r: Any) -> bool:
     return c == r
 
 
-def compare_tensor(cand: Any, ref: torch.Tensor, *, label: str = "output", expected_device: str | None = None,
-                   cand_device: str | None = None) -> Verdict:
+def compare_tensor(
+    cand: Any,
+    ref: torch.Tensor,
+    *,
+    label: str = "output",
+    expected_device: str | None = None,
+    cand_device: str | None = None,
+) -> Verdict:
     if not isinstance(cand, torch.Tensor):
         return Verdict(False, "incorrect:structure", f"{label}: expected a tensor, got {type(cand).__name__}")
     if tuple(cand.shape) != tuple(ref.shape):
         return Verdict(False, "incorrect:shape", f"{label}: expected shape {tuple(ref.shape)}, got {tuple(cand.shape)}")
     if cand.dtype != ref.dtype:
         return Verdict(False, "incorrect:dtype", f"{label}: expected dtype {_name(ref.dtype)}, got {_name(cand.dtype)}")
-    if expected_device is not None and cand_device is not None and cand_device.split(":")[0] != expected_device.split(":")[0]:
-        return Verdict(False, "incorrect:device", f"{label}: expected a tensor on {expected_device}, got one on {cand_device}")
+    if (
+        expected_device is not None
+        and cand_device is not None
+        and cand_device.split(":")[0] != expected_device.split(":")[0]
+    ):
+        return Verdict(
+            False, "incorrect:device", f"{label}: expected a tensor on {expected_device}, got one on {cand_device}"
+        )
     if ref.numel() == 0:
         return PASS
     if not (ref.is_floating_point() or ref.is_complex()):
@@ -124,19 +143,26 @@ def compare_tensor(cand: Any, ref: torch.Tensor, *, label: str = "output", expec
         bad_special = ~ref_finite & ~same
         if bool(bad_special.any()):
             idx = _first(bad_special)
-            return Verdict(False, "incorrect:mismatch", f"{label}: at {list(idx)} the reference is {r[idx].item()!r}, got {c[idx].item()!r}")
+            return Verdict(
+                False,
+                "incorrect:mismatch",
+                f"{label}: at {list(idx)} the reference is {r[idx].item()!r}, got {c[idx].item()!r}",
+            )
         c, r = torch.where(ref_finite, c, 0), torch.where(ref_finite, r, 0)
         scale = float(torch.linalg.vector_norm(r, dtype=torch.float64)) / math.sqrt(r.numel())
     floor = atol * scale
     flat_c, flat_r = c.reshape(-1), r.reshape(-1)
     for start in range(0, flat_r.numel(), _CHUNK):  # one pass in cache-sized chunks
-        cc, rr = flat_c[start:start + _CHUNK], flat_r[start:start + _CHUNK]
+        cc, rr = flat_c[start : start + _CHUNK], flat_r[start : start + _CHUNK]
         if not bool(torch.isfinite(cc).all()):
             nonfinite = ~torch.isfinite(c)
             idx = _first(nonfinite)
-            return Verdict(False, "incorrect:nonfinite",
-                           f"{label}: {int(nonfinite.sum())} NaN/Inf value(s) where the reference is finite; first at {list(idx)}: "
-                           f"got {c[idx].item()!r}, expected {r[idx].item()!r}")
+            return Verdict(
+                False,
+                "incorrect:nonfinite",
+                f"{label}: {int(nonfinite.sum())} NaN/Inf value(s) where the reference is finite; first at {list(idx)}: "
+                f"got {c[idx].item()!r}, expected {r[idx].item()!r}",
+            )
         err = (cc - rr).abs_()
         if bool((err > rr.abs().mul_(rtol).add_(floor)).any()):
             err = (c - r).abs()
@@ -154,12 +180,15 @@ def _first(mask: torch.Tensor) -> tuple[int, ...]:
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape)) if mask.dim() else ()
 
 
-def _mismatch(label: str, bad: torch.Tensor, cand: torch.Tensor, ref: torch.Tensor, rule: str, *,
-              err: torch.Tensor | None = None) -> Verdict:
+def _mismatch(
+    label: str, bad: torch.Tensor, cand: torch.Tensor, ref: torch.Tensor, rule: str, *, err: torch.Tensor | None = None
+) -> Verdict:
     idx = _first(bad)
     count, total = int(bad.sum()), bad.numel()
-    text = (f"{label}: {count}/{total} element(s) outside tolerance ({rule}); first at {list(idx)}: "
-            f"got {cand[idx].item()!r}, expected {ref[idx].item()!r}")
+    text = (
+        f"{label}: {count}/{total} element(s) outside tolerance ({rule}); first at {list(idx)}: "
+        f"got {cand[idx].item()!r}, expected {ref[idx].item()!r}"
+    )
     if err is not None:
         text += f"; max abs error {float(err.max()):.3g}"
     return Verdict(False, "incorrect:mismatch", text)

@@ -59,9 +59,10 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from harness._cdecl import Function, extern_c_functions
 from harness.errors import CompileError
@@ -153,13 +154,19 @@ def _convert(fn: Function, index: int, param: Any, arg: Any) -> Any:
     if arg is None or isinstance(arg, int):
         return arg
     if not hasattr(arg, "data_ptr"):
-        raise TypeError(f"{fn.name}: argument {index} ({param.ctype} {param.name}) needs a tensor, got {type(arg).__name__}")
+        raise TypeError(
+            f"{fn.name}: argument {index} ({param.ctype} {param.name}) needs a tensor, got {type(arg).__name__}"
+        )
     dtype = str(arg.dtype).removeprefix("torch.")
     if "*" not in param.accepts and dtype not in param.accepts:
-        raise TypeError(f"{fn.name}: argument {index} ({param.ctype} {param.name}) needs a {'/'.join(param.accepts)} tensor, "
-                        f"got {dtype}")
+        raise TypeError(
+            f"{fn.name}: argument {index} ({param.ctype} {param.name}) needs a {'/'.join(param.accepts)} tensor, "
+            f"got {dtype}"
+        )
     if arg.device.type != "cpu":
-        raise TypeError(f"{fn.name}: argument {index} ({param.name}) is on {arg.device}, the cpu fast path needs CPU tensors")
+        raise TypeError(
+            f"{fn.name}: argument {index} ({param.name}) is on {arg.device}, the cpu fast path needs CPU tensors"
+        )
     if not arg.is_contiguous():
         raise TypeError(f"{fn.name}: argument {index} ({param.name}) is not contiguous: call .contiguous() first")
     return arg.data_ptr()
@@ -178,7 +185,7 @@ class CppLibrary:
         if name in functions:
             return functions[name]
         known = ", ".join(sorted(functions)) or "none"
-        raise AttributeError(f"no extern \"C\" function {name!r} in this library (found: {known})")
+        raise AttributeError(f'no extern "C" function {name!r} in this library (found: {known})')
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.functions))
@@ -220,7 +227,9 @@ def _expand_macros(source: str, cxx: str) -> str:
         return source
     stripped = "\n".join("" if line.lstrip().startswith("#include") else line for line in source.splitlines())
     try:
-        proc = subprocess.run([cxx, "-E", "-P", "-x", "c++", "-"], input=stripped, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [cxx, "-E", "-P", "-x", "c++", "-"], input=stripped, capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return source
     return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else source

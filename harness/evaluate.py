@@ -26,16 +26,17 @@ import logging
 import os
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from harness.errors import CandidateNotFoundError, OptionsError, ReferenceFailedError
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
 from harness.sandbox import REFERENCE_POOL, Limits, Worker, WorkerDied, WorkerError, WorkerTimeout
-from harness.task import Case, Task, load_task, select_cases
 from harness.targets import get_target
+from harness.task import Case, Task, load_task, select_cases
 from harness.timing import Budget
 
 DEGENERATE_RETRIES = 4
@@ -45,21 +46,21 @@ log = logging.getLogger("harness")
 @dataclass
 class EvalOptions:
     target: str = "cpu"
-    cases: str | Sequence[int | str] | None = None   # indices, ranges ("0-3") or names; None: all
-    seeds: int = 3                                    # correctness trials per case, each on fresh inputs
-    threads: int | None = None                        # fixed thread count; default: the CPUs this process may use
+    cases: str | Sequence[int | str] | None = None  # indices, ranges ("0-3") or names; None: all
+    seeds: int = 3  # correctness trials per case, each on fresh inputs
+    threads: int | None = None  # fixed thread count; default: the CPUs this process may use
     timing: bool = True
-    time_incorrect: bool = False                      # also time the passing cases of an incorrect candidate
+    time_incorrect: bool = False  # also time the passing cases of an incorrect candidate
     budget: Budget = field(default_factory=Budget)
-    compile_timeout_s: float = 300.0                  # importing the candidate (its kernels build) and building ModelNew
-    startup_timeout_s: float = 120.0                  # a worker importing torch and the task
-    case_timeout_s: float = 120.0                     # all trials of one case
-    timing_timeout_s: float = 180.0                   # timing one case
+    compile_timeout_s: float = 300.0  # importing the candidate (its kernels build) and building ModelNew
+    startup_timeout_s: float = 120.0  # a worker importing torch and the task
+    case_timeout_s: float = 120.0  # all trials of one case
+    timing_timeout_s: float = 180.0  # timing one case
     limits: Limits = field(default_factory=Limits)
-    static_checks: bool = True                        # False only to test the run-time layer on its own
+    static_checks: bool = True  # False only to test the run-time layer on its own
     lazy_check: bool = True
-    seed: int | None = None                           # fixes every seed (reproducible runs); default: random
-    reuse_reference: bool = True                      # keep the (trusted) reference worker for the next evaluation
+    seed: int | None = None  # fixes every seed (reproducible runs); default: random
+    reuse_reference: bool = True  # keep the (trusted) reference worker for the next evaluation
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -95,7 +96,9 @@ class _Evaluation:
         self.cases = select_cases(task, options.cases)
         self.threads = options.threads or available_cores()
         self.rng = random.Random(options.seed) if options.seed is not None else random.SystemRandom()
-        self.results = {c.index: CaseResult(c.index, c.name, dict(c.params), passed=False, error=None) for c in self.cases}
+        self.results = {
+            c.index: CaseResult(c.index, c.name, dict(c.params), passed=False, error=None) for c in self.cases
+        }
         self.case_kinds: dict[int, str] = {}
         self.compile_time: float | None = None
         self.hardware: Hardware | None = None
@@ -147,12 +150,16 @@ class _Evaluation:
             tree = ast.parse(source, filename=str(self.candidate))
         except SyntaxError as exc:
             raise _Stop("format_error:syntax", f"{self.candidate.name}:{exc.lineno}: syntax error: {exc.msg}") from None
-        if not tree.body or all(isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant) for n in tree.body):
+        if not tree.body or all(
+            isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant) for n in tree.body
+        ):
             raise _Stop("format_error:no_code", "the candidate file holds no code")
         defined = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
         if "ModelNew" not in defined:
-            raise _Stop("format_error:no_model_new", "the candidate must define class ModelNew(torch.nn.Module) at module level")
+            raise _Stop(
+                "format_error:no_model_new", "the candidate must define class ModelNew(torch.nn.Module) at module level"
+            )
         if self.options.static_checks:
             from harness.static_check import check_source
 
@@ -165,8 +172,16 @@ class _Evaluation:
     def _pool_key(self) -> tuple:
         stat = self.task.path.stat()
         limits = self.options.limits
-        return (str(self.task.path), stat.st_mtime_ns, stat.st_size, self.target.name, tuple(sorted(self.target.options().items())),
-                self.threads, limits.memory_bytes, limits.file_bytes)
+        return (
+            str(self.task.path),
+            stat.st_mtime_ns,
+            stat.st_size,
+            self.target.name,
+            tuple(sorted(self.target.options().items())),
+            self.threads,
+            limits.memory_bytes,
+            limits.file_bytes,
+        )
 
     def _start_workers(self) -> None:
         env = dict(os.environ)
@@ -174,8 +189,13 @@ class _Evaluation:
         env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(self.options.compile_timeout_s)
         limits, rlimit = self.options.limits, self.target.uses_rlimit_as
         pooled = REFERENCE_POOL.take(self._pool_key()) if self.options.reuse_reference else None
-        common = {"op": "load", "task": str(self.task.path), "target": self.target.name, "target_options": self.target.options(),
-                  "threads": self.threads}
+        common = {
+            "op": "load",
+            "task": str(self.task.path),
+            "target": self.target.name,
+            "target_options": self.target.options(),
+            "threads": self.threads,
+        }
         if pooled is None:
             self.ref = Worker("reference", env, limits, rlimit)
             self.ref.send(common)
@@ -183,23 +203,33 @@ class _Evaluation:
             self.ref, self.ref_info = pooled
         self.cand = Worker("candidate", env, limits, rlimit)
         first = self.cases[0]
-        self.cand.send({**common, "candidate": str(self.candidate), "case": first.index, "init_seed": self.init_seeds[first.index]})
+        self.cand.send(
+            {**common, "candidate": str(self.candidate), "case": first.index, "init_seed": self.init_seeds[first.index]}
+        )
         if pooled is None:
             reply = self._reference_reply(self.options.startup_timeout_s, "loading the task")
             self.ref_info = {"hardware": reply["hardware"]}
         self._trace("reference worker ready" + (" (reused)" if pooled else ""))
         self.hardware = Hardware.from_dict(self.ref_info["hardware"])
         try:
-            reply, _ = self.cand.receive(self.options.startup_timeout_s + self.options.compile_timeout_s, "loading the candidate")
+            reply, _ = self.cand.receive(
+                self.options.startup_timeout_s + self.options.compile_timeout_s, "loading the candidate"
+            )
         except WorkerTimeout as exc:
-            raise _Stop("timeout:compile", f"loading and compiling the candidate took longer than "
-                                           f"{self.options.compile_timeout_s:.0f} s (+ worker start-up)", exc.output) from None
+            raise _Stop(
+                "timeout:compile",
+                f"loading and compiling the candidate took longer than "
+                f"{self.options.compile_timeout_s:.0f} s (+ worker start-up)",
+                exc.output,
+            ) from None
         except WorkerDied as exc:
             raise _Stop(exc.kind, f"while loading the candidate: {exc}", exc.output) from None
         self._note_compile(reply)
         self._trace(f"candidate worker ready (compile {reply.get('compile_time_s')})")
         if not reply.get("ok"):
-            raise _Stop(reply["error_kind"], reply.get("message", ""), _join(reply.get("traceback"), self.cand.output()))
+            raise _Stop(
+                reply["error_kind"], reply.get("message", ""), _join(reply.get("traceback"), self.cand.output())
+            )
 
     def _trace(self, what: str) -> None:
         log.debug("%7.3f s  %s", time.monotonic() - self.started, what)
@@ -209,7 +239,9 @@ class _Evaluation:
             reply, tensors = self.ref.receive(timeout, f"the reference ({what})")
         except WorkerError as exc:
             self.ref_healthy = False
-            raise ReferenceFailedError(f"task {self.task.operator}: the reference worker failed while {what}: {exc}\n{exc.output}") from None
+            raise ReferenceFailedError(
+                f"task {self.task.operator}: the reference worker failed while {what}: {exc}\n{exc.output}"
+            ) from None
         if not reply.get("ok"):
             self.ref_healthy = False
             raise ReferenceFailedError(f"task {self.task.operator} ({self.task.path}): {reply.get('reference_failed')}")
@@ -225,21 +257,38 @@ class _Evaluation:
         return [self.rng.randrange(1 << 31) for _ in range(self.options.seeds)]
 
     def _ref_request(self, case: Case, seeds: list[int], retries: int) -> None:
-        self.ref.send({"op": "reference", "case": case.index, "init_seed": self.init_seeds[case.index], "seeds": seeds,
-                       "retries": retries})
+        self.ref.send(
+            {
+                "op": "reference",
+                "case": case.index,
+                "init_seed": self.init_seeds[case.index],
+                "seeds": seeds,
+                "retries": retries,
+            }
+        )
 
     def _correctness(self) -> None:
         self._ref_request(self.cases[0], self._seeds(), DEGENERATE_RETRIES)
         for n, case in enumerate(self.cases):
-            ref = self._reference_reply(self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}")
+            ref = self._reference_reply(
+                self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}"
+            )
             degenerate = next((t["degenerate"] for t in ref["trials"] if t.get("degenerate")), None)
             if degenerate:
                 raise ReferenceFailedError(
                     f"task {self.task.operator}, case {case.name!r}: the reference output stays degenerate ({degenerate}) for "
-                    f"{DEGENERATE_RETRIES + 1} different seeds, so the case cannot tell a correct kernel from a constant one")
+                    f"{DEGENERATE_RETRIES + 1} different seeds, so the case cannot tell a correct kernel from a constant one"
+                )
             used = [t["seed"] for t in ref["trials"]]
-            self.cand.send({"op": "run", "case": case.index, "init_seed": self.init_seeds[case.index], "seeds": used,
-                            "lazy_check": self.options.lazy_check})
+            self.cand.send(
+                {
+                    "op": "run",
+                    "case": case.index,
+                    "init_seed": self.init_seeds[case.index],
+                    "seeds": used,
+                    "lazy_check": self.options.lazy_check,
+                }
+            )
             if n + 1 < len(self.cases):
                 self._ref_request(self.cases[n + 1], self._seeds(), DEGENERATE_RETRIES)
             self._trace(f"case {case.name}: reference done")
@@ -267,9 +316,15 @@ class _Evaluation:
         kind = reply.get("error_kind", "runtime_error:unknown")
         self.results[case.index].error = f"{kind}: {reply.get('message', '')}"
         if kind.startswith(("cheat_detected", "compile_error", "timeout", "format_error")):
-            raise _Stop(kind, f"case {case.name!r}: {reply.get('message', '')}", _join(reply.get("traceback"), self.cand.output()))
+            raise _Stop(
+                kind,
+                f"case {case.name!r}: {reply.get('message', '')}",
+                _join(reply.get("traceback"), self.cand.output()),
+            )
         self.case_kinds[case.index] = kind
-        self._first_traceback = getattr(self, "_first_traceback", None) or _join(reply.get("traceback"), self.cand.output())
+        self._first_traceback = getattr(self, "_first_traceback", None) or _join(
+            reply.get("traceback"), self.cand.output()
+        )
 
     def _judge(self, case: Case, ref: dict, reply: dict, tensors: list) -> None:
         from harness.compare import compare_outputs
@@ -280,9 +335,12 @@ class _Evaluation:
             if ref_trial["digest"] != cand_trial["digest"]:
                 raise ReferenceFailedError(
                     f"task {self.task.operator}, case {case.name!r}: get_inputs() gave different inputs for the same seed in two "
-                    "processes; inputs must depend only on torch/random/numpy seeds")
+                    "processes; inputs must depend only on torch/random/numpy seeds"
+                )
             if cand_trial.get("aliases") and not ref_trial.get("aliases_input"):
-                result.error = f"seed {cand_trial['seed']}: {cand_trial['aliases']}, but the reference returns new memory"
+                result.error = (
+                    f"seed {cand_trial['seed']}: {cand_trial['aliases']}, but the reference returns new memory"
+                )
                 raise _Stop("cheat_detected:output_aliases_input", f"case {case.name!r}: {result.error}")
             devices: list[str] = []
             cand_out = decode(cand_trial["output"], tensors, devices)
@@ -314,8 +372,14 @@ class _Evaluation:
             if not result.passed:
                 continue
             keep = [self.rng.randrange(1, max(2, self.options.budget.min_reps))]
-            header = {"op": "time", "case": case.index, "init_seed": self.init_seeds[case.index],
-                      "seed_base": self.rng.randrange(1 << 30), "budget": budget, "keep": keep}
+            header = {
+                "op": "time",
+                "case": case.index,
+                "init_seed": self.init_seeds[case.index],
+                "seed_base": self.rng.randrange(1 << 30),
+                "budget": budget,
+                "keep": keep,
+            }
             self.cand.send(header)
             reply, tensors = self._candidate_reply(self.options.timing_timeout_s, case, "timing")
             if not reply.get("ok"):
@@ -338,8 +402,12 @@ class _Evaluation:
         ref = self._reference_reply(self.options.case_timeout_s, f"checking timed outputs of case {case.name!r}")
         for item, ref_trial in zip(kept, ref["trials"]):
             devices: list[str] = []
-            verdict = compare_outputs(decode(item["output"], tensors, devices), decode(ref_trial["output"], ref["_tensors"]),
-                                      device=self.target.device, cand_devices=devices)
+            verdict = compare_outputs(
+                decode(item["output"], tensors, devices),
+                decode(ref_trial["output"], ref["_tensors"]),
+                device=self.target.device,
+                cand_devices=devices,
+            )
             if not verdict.ok:
                 result = self.results[case.index]
                 result.passed = False
@@ -367,12 +435,22 @@ class _Evaluation:
         cases = [self.results[c.index] for c in self.cases]
         hardware = self.hardware or self.target.describe_hardware()
         return Outcome(
-            status=status, task=self.task.operator, family=self.task.family, level=self.task.level, target=self.target.name,
-            cases_total=len(cases), cases_passed=sum(r.passed for r in cases), speedup=geometric_mean(speedups),
-            error_kind=kind, error_excerpt=excerpt(_join(message, output)) if kind else None,
+            status=status,
+            task=self.task.operator,
+            family=self.task.family,
+            level=self.task.level,
+            target=self.target.name,
+            cases_total=len(cases),
+            cases_passed=sum(r.passed for r in cases),
+            speedup=geometric_mean(speedups),
+            error_kind=kind,
+            error_excerpt=excerpt(_join(message, output)) if kind else None,
             compile_time_s=None if self.compile_time is None else round(self.compile_time, 4),
-            timings_valid=self.target.timings_valid(), threads=self.threads,
-            duration_s=round(time.monotonic() - self.started, 3), hardware=hardware, cases=cases,
+            timings_valid=self.target.timings_valid(),
+            threads=self.threads,
+            duration_s=round(time.monotonic() - self.started, 3),
+            hardware=hardware,
+            cases=cases,
         )
 
 
@@ -380,7 +458,9 @@ def _join(*parts: str | None) -> str:
     return "\n".join(p.strip("\n") for p in parts if p and p.strip())
 
 
-def evaluate(task: str | Path | Task, candidate: str | Path, options: EvalOptions | None = None, **overrides: Any) -> Outcome:
+def evaluate(
+    task: str | Path | Task, candidate: str | Path, options: EvalOptions | None = None, **overrides: Any
+) -> Outcome:
     """Evaluate ``candidate`` (a file defining ModelNew) against ``task`` (a built-in name, a path or a Task)."""
     options = options or EvalOptions()
     if overrides:

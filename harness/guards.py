@@ -23,27 +23,91 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-ALLOWED_ATEN = frozenset({
-    # allocation and initialisation
-    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided", "zeros", "zeros_like",
-    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "zero_", "fill_", "scalar_tensor",
-    "lift_fresh", "lift_fresh_copy", "arange", "resize_", "set_", "record_stream",
-    # views and metadata
-    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "as_strided_", "permute", "transpose", "transpose_",
-    "t", "t_", "expand", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "select", "slice", "narrow", "split",
-    "split_with_sizes", "unbind", "alias", "detach", "detach_", "diagonal", "unfold", "view_as_real", "view_as_complex",
-    "_has_compatible_shallow_copy_type", "is_same_size", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
-    "_local_scalar_dense",
-    # copies and dtype/device moves
-    "clone", "copy_", "_to_copy", "_copy_from", "_copy_from_and_resize", "contiguous", "to", "cat", "stack", "constant_pad_nd",
-})
+ALLOWED_ATEN = frozenset(
+    {
+        # allocation and initialisation
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "empty_permuted",
+        "new_empty",
+        "new_empty_strided",
+        "zeros",
+        "zeros_like",
+        "new_zeros",
+        "ones",
+        "ones_like",
+        "new_ones",
+        "full",
+        "full_like",
+        "new_full",
+        "zero_",
+        "fill_",
+        "scalar_tensor",
+        "lift_fresh",
+        "lift_fresh_copy",
+        "arange",
+        "resize_",
+        "set_",
+        "record_stream",
+        # views and metadata
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "_reshape_alias",
+        "as_strided",
+        "as_strided_",
+        "permute",
+        "transpose",
+        "transpose_",
+        "t",
+        "t_",
+        "expand",
+        "squeeze",
+        "squeeze_",
+        "unsqueeze",
+        "unsqueeze_",
+        "select",
+        "slice",
+        "narrow",
+        "split",
+        "split_with_sizes",
+        "unbind",
+        "alias",
+        "detach",
+        "detach_",
+        "diagonal",
+        "unfold",
+        "view_as_real",
+        "view_as_complex",
+        "_has_compatible_shallow_copy_type",
+        "is_same_size",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "sym_storage_offset",
+        "_local_scalar_dense",
+        # copies and dtype/device moves
+        "clone",
+        "copy_",
+        "_to_copy",
+        "_copy_from",
+        "_copy_from_and_resize",
+        "contiguous",
+        "to",
+        "cat",
+        "stack",
+        "constant_pad_nd",
+    }
+)
 
 
 class AtenRecorder(TorchDispatchMode):
@@ -78,15 +142,27 @@ def prime() -> None:
 
 # -- monkey-patching ------------------------------------------------------------------------------
 
+
 def _watched_namespaces(extra: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
     import torch.nn.functional as F
     import torch.nn.modules as nn_modules
 
     spaces: list[tuple[str, Any]] = [
-        ("torch", torch), ("torch.nn.functional", F), ("torch.Tensor", torch.Tensor), ("torch._C.TensorBase", torch._C.TensorBase),
-        ("torch.nn.Module", torch.nn.Module), ("torch._C._nn", torch._C._nn), ("torch._C._VariableFunctions", torch._C._VariableFunctions),
-        ("torch.linalg", torch.linalg), ("torch.special", torch.special), ("torch.fft", torch.fft),
-        ("time", time), ("hashlib", hashlib), ("builtins", builtins), ("os", os), ("threading", threading),
+        ("torch", torch),
+        ("torch.nn.functional", F),
+        ("torch.Tensor", torch.Tensor),
+        ("torch._C.TensorBase", torch._C.TensorBase),
+        ("torch.nn.Module", torch.nn.Module),
+        ("torch._C._nn", torch._C._nn),
+        ("torch._C._VariableFunctions", torch._C._VariableFunctions),
+        ("torch.linalg", torch.linalg),
+        ("torch.special", torch.special),
+        ("torch.fft", torch.fft),
+        ("time", time),
+        ("hashlib", hashlib),
+        ("builtins", builtins),
+        ("os", os),
+        ("threading", threading),
     ]
     for name, value in vars(nn_modules).items():
         if isinstance(value, type) and issubclass(value, torch.nn.Module):
@@ -103,7 +179,11 @@ def _members(space: Any) -> dict[str, Any]:
         items = vars(space)
     except TypeError:
         return {}
-    return {k: v for k, v in list(items.items()) if callable(v) or isinstance(v, (type, ModuleType, staticmethod, classmethod))}
+    return {
+        k: v
+        for k, v in list(items.items())
+        if callable(v) or isinstance(v, (type, ModuleType, staticmethod, classmethod))
+    }
 
 
 class PatchSnapshot:
@@ -115,7 +195,7 @@ class PatchSnapshot:
 
     def add(self, label: str, space: Any) -> None:
         """Watch ``space`` too (replacing whatever was watched under ``label``)."""
-        self.spaces = [(l, s) for l, s in self.spaces if l != label] + [(label, space)]
+        self.spaces = [(name, s) for name, s in self.spaces if name != label] + [(label, space)]
         self.members[label] = _members(space)
 
     def changes(self, limit: int = 10) -> list[str]:
@@ -134,21 +214,44 @@ class PatchSnapshot:
 
 # -- audit hook: files, network, processes during forward ---------------------------------------
 
-_PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "pty.spawn")
-_NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo", "socket.__new__",
-                   "urllib.Request")
+_PROCESS_EVENTS = (
+    "subprocess.Popen",
+    "os.system",
+    "os.fork",
+    "os.forkpty",
+    "os.posix_spawn",
+    "os.exec",
+    "os.spawn",
+    "pty.spawn",
+)
+_NETWORK_EVENTS = (
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "socket.sendmsg",
+    "socket.getaddrinfo",
+    "socket.__new__",
+    "urllib.Request",
+)
 
 
 class AuditGuard:
     """One per process. ``arm()``/``disarm()`` around forward; ``take()`` returns (check, detail) pairs seen."""
 
-    _installed: "AuditGuard | None" = None
+    _installed: AuditGuard | None = None
 
     def __init__(self, allowed_roots: Iterable[str | Path] = ()) -> None:
         self.armed = False
         self.events: list[tuple[str, str]] = []
         harness_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(torch.__file__), harness_root, *map(str, allowed_roots)}
+        roots = {
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            os.path.dirname(torch.__file__),
+            harness_root,
+            *map(str, allowed_roots),
+        }
         self.allowed_roots = tuple(str(Path(r).resolve()) + os.sep for r in roots if r)
         sys.addaudithook(self._hook)
         AuditGuard._installed = self
@@ -189,6 +292,7 @@ def _short(args: tuple) -> str:
 
 # -- what is left running --------------------------------------------------------------------------
 
+
 def python_threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.is_alive() and t.ident is not None}
 
@@ -214,13 +318,14 @@ def child_processes() -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) > 1 and fields[1] == str(me) and fields[0] != "Z":
             children.append(int(entry))
     return children
 
 
 # -- outputs ---------------------------------------------------------------------------------------
+
 
 def _storage_span(t: torch.Tensor) -> tuple[int, int]:
     storage = t.untyped_storage()
@@ -229,7 +334,11 @@ def _storage_span(t: torch.Tensor) -> tuple[int, int]:
 
 def aliases(outputs: list[Any], inputs: list[Any]) -> str | None:
     """A description of the first output that shares memory with an input, else None."""
-    spans = [(i, _storage_span(x)) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.untyped_storage().nbytes()]
+    spans = [
+        (i, _storage_span(x))
+        for i, x in enumerate(inputs)
+        if isinstance(x, torch.Tensor) and x.untyped_storage().nbytes()
+    ]
     for j, out in enumerate(outputs):
         if not isinstance(out, torch.Tensor) or out.untyped_storage().nbytes() == 0:
             continue

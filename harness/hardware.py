@@ -20,9 +20,29 @@ from harness.record import GpuInfo, Hardware
 
 # ISA features worth reporting (as named in /proc/cpuinfo flags / Features).
 _X86_FEATURES = (
-    "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "bmi2",
-    "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
-    "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
+    "sse4_1",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "bmi2",
+    "avx512f",
+    "avx512dq",
+    "avx512cd",
+    "avx512bw",
+    "avx512vl",
+    "avx512ifma",
+    "avx512vbmi",
+    "avx512_vbmi2",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
 )
 _ARM_FEATURES = ("asimd", "asimdhp", "asimddp", "fphp", "sve", "sve2", "sme", "bf16", "i8mm", "fp16")
 _VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "HygonGenuine": "amd"}
@@ -118,8 +138,12 @@ def stable_id(prefix: str, fields: dict) -> str:
     return f"{prefix}-{digest[:8]}"
 
 
-def cpu_fingerprint(cpuinfo_text: str | None = None, arch: str | None = None, cache_root: str | Path | None = None,
-                    cores: int | None = None) -> Hardware:
+def cpu_fingerprint(
+    cpuinfo_text: str | None = None,
+    arch: str | None = None,
+    cache_root: str | Path | None = None,
+    cores: int | None = None,
+) -> Hardware:
     """The CPU this process runs on (arguments exist for tests)."""
     arch = arch or platform.machine() or "unknown"
     info = parse_cpuinfo(cpuinfo_text if cpuinfo_text is not None else _read("/proc/cpuinfo"))
@@ -129,8 +153,17 @@ def cpu_fingerprint(cpuinfo_text: str | None = None, arch: str | None = None, ca
     caches = cache_sizes(cache_root) if cache_root is not None else cache_sizes()
     cores = cores if cores is not None else available_cores()
     key = {"arch": arch, "vendor": vendor, "model": model, "isa": isa, "cores": cores, "caches": caches}
-    return Hardware(id=stable_id("cpu", key), class_=cpu_class(arch, isa), vendor=vendor, arch=arch, cpu_model=model,
-                    cores=cores, isa=isa, caches=caches, gpu=None)
+    return Hardware(
+        id=stable_id("cpu", key),
+        class_=cpu_class(arch, isa),
+        vendor=vendor,
+        arch=arch,
+        cpu_model=model,
+        cores=cores,
+        isa=isa,
+        caches=caches,
+        gpu=None,
+    )
 
 
 def gpu_info(device: int = 0) -> GpuInfo:
@@ -138,8 +171,12 @@ def gpu_info(device: int = 0) -> GpuInfo:
     import torch
 
     props = torch.cuda.get_device_properties(device)
-    return GpuInfo(name=props.name, compute_capability=f"{props.major}.{props.minor}", sms=props.multi_processor_count,
-                   memory_bytes=int(props.total_memory))
+    return GpuInfo(
+        name=props.name,
+        compute_capability=f"{props.major}.{props.minor}",
+        sms=props.multi_processor_count,
+        memory_bytes=int(props.total_memory),
+    )
 
 
 def gpu_fingerprint(device: int = 0) -> Hardware:
@@ -148,5 +185,14 @@ def gpu_fingerprint(device: int = 0) -> Hardware:
     gpu = gpu_info(device)
     sm = gpu.compute_capability.replace(".", "")
     key = {"gpu": gpu.name, "cc": gpu.compute_capability, "sms": gpu.sms, "memory": gpu.memory_bytes}
-    return Hardware(id=stable_id("gpu", key), class_=f"nvidia-sm{sm}", vendor="nvidia", arch=host.arch, cpu_model=host.cpu_model,
-                    cores=host.cores, isa=host.isa, caches=host.caches, gpu=gpu)
+    return Hardware(
+        id=stable_id("gpu", key),
+        class_=f"nvidia-sm{sm}",
+        vendor="nvidia",
+        arch=host.arch,
+        cpu_model=host.cpu_model,
+        cores=host.cores,
+        isa=host.isa,
+        caches=host.caches,
+        gpu=gpu,
+    )

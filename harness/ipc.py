@@ -18,14 +18,30 @@ import os
 import select
 import struct
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 MAGIC = b"KOPE"
 MAX_HEADER = 64 << 20
-DTYPES = {name: getattr(torch, name) for name in (
-    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool", "complex64", "complex128")}
+DTYPES = {
+    name: getattr(torch, name)
+    for name in (
+        "float64",
+        "float32",
+        "float16",
+        "bfloat16",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint8",
+        "bool",
+        "complex64",
+        "complex128",
+    )
+}
 
 
 class ProtocolError(Exception):
@@ -50,8 +66,10 @@ def tensor_bytes(t: torch.Tensor) -> memoryview:
 def write_message(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] = ()) -> None:
     header = dict(header)
     payloads = [tensor_bytes(t) for t in tensors]
-    header["tensors"] = [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "nbytes": len(p)}
-                         for t, p in zip(tensors, payloads)]
+    header["tensors"] = [
+        {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "nbytes": len(p)}
+        for t, p in zip(tensors, payloads)
+    ]
     head = json.dumps(header, allow_nan=True).encode()
     _write_all(fd, MAGIC + struct.pack("<Q", len(head)) + head)
     for payload in payloads:
@@ -72,7 +90,9 @@ class MessageReader:
         self.fd = fd
         self.max_bytes = max_bytes
 
-    def read(self, timeout: float, on_wait: Callable[[], None] | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    def read(
+        self, timeout: float, on_wait: Callable[[], None] | None = None
+    ) -> tuple[dict[str, Any], list[torch.Tensor]]:
         deadline = time.monotonic() + timeout
         prefix = self._exact(12, deadline, on_wait)
         if prefix[:4] != MAGIC:
@@ -90,11 +110,17 @@ class MessageReader:
         total = 0
         for spec in specs:
             dtype, shape, nbytes = spec.get("dtype"), spec.get("shape"), spec.get("nbytes")
-            if dtype not in DTYPES or not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            if (
+                dtype not in DTYPES
+                or not isinstance(shape, list)
+                or not all(isinstance(d, int) and d >= 0 for d in shape)
+            ):
                 raise ProtocolError(f"bad tensor description {spec!r}")
             expected = math.prod(shape) * DTYPES[dtype].itemsize
             if nbytes != expected:
-                raise ProtocolError(f"tensor of shape {shape} and dtype {dtype} declares {nbytes} bytes, expected {expected}")
+                raise ProtocolError(
+                    f"tensor of shape {shape} and dtype {dtype} declares {nbytes} bytes, expected {expected}"
+                )
             total += nbytes
         if total > self.max_bytes:
             raise ProtocolError(f"message of {total} bytes is over the {self.max_bytes}-byte limit")
@@ -122,7 +148,7 @@ class MessageReader:
                     on_wait()
                 continue
             try:
-                chunk = os.readv(self.fd, [view[got: got + min(n - got, 1 << 24)]])
+                chunk = os.readv(self.fd, [view[got : got + min(n - got, 1 << 24)]])
             except BlockingIOError:
                 continue
             if chunk == 0:

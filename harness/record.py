@@ -74,9 +74,9 @@ def excerpt(text: str | None, limit: int = EXCERPT_LIMIT) -> str | None:
     marker = "\n[... {} characters elided ...]\n"
     room = limit - len(marker.format(len(text)))
     head = text[: room * 2 // 5]
-    tail = text[len(text) - (room - len(head)):]
+    tail = text[len(text) - (room - len(head)) :]
     head = head[: head.rfind("\n")] if "\n" in head else head
-    tail = tail[tail.find("\n") + 1:] if "\n" in tail else tail
+    tail = tail[tail.find("\n") + 1 :] if "\n" in tail else tail
     return head + marker.format(len(text) - len(head) - len(tail)) + tail
 
 
@@ -90,18 +90,22 @@ class TimingStats:
     n: int
 
     @classmethod
-    def from_samples(cls, samples_ms: list[float]) -> "TimingStats":
+    def from_samples(cls, samples_ms: list[float]) -> TimingStats:
         if not samples_ms:
             raise ValueError("no timing samples")
         xs = sorted(samples_ms)
         n = len(xs)
         mean = sum(xs) / n
         var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
-        return cls(median=_quantile(xs, 0.5), iqr=_quantile(xs, 0.75) - _quantile(xs, 0.25),
-                   cv=(math.sqrt(var) / mean) if mean > 0 else 0.0, n=n)
+        return cls(
+            median=_quantile(xs, 0.5),
+            iqr=_quantile(xs, 0.75) - _quantile(xs, 0.25),
+            cv=(math.sqrt(var) / mean) if mean > 0 else 0.0,
+            n=n,
+        )
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> "TimingStats | None":
+    def from_dict(cls, data: dict | None) -> TimingStats | None:
         return None if data is None else cls(**{f.name: data[f.name] for f in fields(cls)})
 
 
@@ -141,11 +145,19 @@ class Hardware:
         return {k: data[k] for k in ("id", "class", "vendor", "arch", "cpu_model", "cores", "isa", "caches", "gpu")}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Hardware":
+    def from_dict(cls, data: dict) -> Hardware:
         gpu = data.get("gpu")
-        return cls(id=data["id"], class_=data["class"], vendor=data["vendor"], arch=data["arch"], cpu_model=data["cpu_model"],
-                   cores=data["cores"], isa=list(data["isa"]), caches=dict(data["caches"]),
-                   gpu=GpuInfo(**gpu) if gpu else None)
+        return cls(
+            id=data["id"],
+            class_=data["class"],
+            vendor=data["vendor"],
+            arch=data["arch"],
+            cpu_model=data["cpu_model"],
+            cores=data["cores"],
+            isa=list(data["isa"]),
+            caches=dict(data["caches"]),
+            gpu=GpuInfo(**gpu) if gpu else None,
+        )
 
 
 @dataclass
@@ -160,14 +172,29 @@ class CaseResult:
     speedup: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "name": self.name, "params": self.params, "passed": self.passed, "error": self.error,
-                "ref_ms": asdict(self.ref_ms) if self.ref_ms else None,
-                "cand_ms": asdict(self.cand_ms) if self.cand_ms else None, "speedup": self.speedup}
+        return {
+            "index": self.index,
+            "name": self.name,
+            "params": self.params,
+            "passed": self.passed,
+            "error": self.error,
+            "ref_ms": asdict(self.ref_ms) if self.ref_ms else None,
+            "cand_ms": asdict(self.cand_ms) if self.cand_ms else None,
+            "speedup": self.speedup,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CaseResult":
-        return cls(index=data["index"], name=data["name"], params=dict(data["params"]), passed=data["passed"], error=data["error"],
-                   ref_ms=TimingStats.from_dict(data["ref_ms"]), cand_ms=TimingStats.from_dict(data["cand_ms"]), speedup=data["speedup"])
+    def from_dict(cls, data: dict) -> CaseResult:
+        return cls(
+            index=data["index"],
+            name=data["name"],
+            params=dict(data["params"]),
+            passed=data["passed"],
+            error=data["error"],
+            ref_ms=TimingStats.from_dict(data["ref_ms"]),
+            cand_ms=TimingStats.from_dict(data["cand_ms"]),
+            speedup=data["speedup"],
+        )
 
 
 @dataclass
@@ -203,30 +230,53 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": self.schema, "status": self.status.value, "task": self.task, "family": self.family, "level": self.level,
-            "target": self.target, "cases_total": self.cases_total, "cases_passed": self.cases_passed, "speedup": self.speedup,
-            "error_kind": self.error_kind, "error_excerpt": self.error_excerpt, "compile_time_s": self.compile_time_s,
-            "timings_valid": self.timings_valid, "threads": self.threads, "duration_s": self.duration_s,
-            "hardware": self.hardware.to_dict(), "cases": [c.to_dict() for c in self.cases],
+            "schema": self.schema,
+            "status": self.status.value,
+            "task": self.task,
+            "family": self.family,
+            "level": self.level,
+            "target": self.target,
+            "cases_total": self.cases_total,
+            "cases_passed": self.cases_passed,
+            "speedup": self.speedup,
+            "error_kind": self.error_kind,
+            "error_excerpt": self.error_excerpt,
+            "compile_time_s": self.compile_time_s,
+            "timings_valid": self.timings_valid,
+            "threads": self.threads,
+            "duration_s": self.duration_s,
+            "hardware": self.hardware.to_dict(),
+            "cases": [c.to_dict() for c in self.cases],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Outcome":
+    def from_dict(cls, data: dict) -> Outcome:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} record (schema={data.get('schema')!r})")
         return cls(
-            status=Status(data["status"]), task=data["task"], family=data["family"], level=data["level"], target=data["target"],
-            cases_total=data["cases_total"], cases_passed=data["cases_passed"], speedup=data["speedup"],
-            error_kind=data["error_kind"], error_excerpt=data["error_excerpt"], compile_time_s=data["compile_time_s"],
-            timings_valid=data["timings_valid"], threads=data["threads"], duration_s=data["duration_s"],
-            hardware=Hardware.from_dict(data["hardware"]), cases=[CaseResult.from_dict(c) for c in data["cases"]],
+            status=Status(data["status"]),
+            task=data["task"],
+            family=data["family"],
+            level=data["level"],
+            target=data["target"],
+            cases_total=data["cases_total"],
+            cases_passed=data["cases_passed"],
+            speedup=data["speedup"],
+            error_kind=data["error_kind"],
+            error_excerpt=data["error_excerpt"],
+            compile_time_s=data["compile_time_s"],
+            timings_valid=data["timings_valid"],
+            threads=data["threads"],
+            duration_s=data["duration_s"],
+            hardware=Hardware.from_dict(data["hardware"]),
+            cases=[CaseResult.from_dict(c) for c in data["cases"]],
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "Outcome":
+    def from_json(cls, text: str) -> Outcome:
         return cls.from_dict(json.loads(text))
 
 

@@ -29,10 +29,10 @@ import atexit
 import os
 import shutil
 import signal
-import tempfile
-import threading
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +47,8 @@ OUTPUT_KEEP = 4000
 
 @dataclass
 class Limits:
-    memory_bytes: int = 8 << 30       # resident set (and address space above the torch baseline on CPU)
-    file_bytes: int = 256 << 20       # largest file the worker may write (stdout/stderr, build outputs)
+    memory_bytes: int = 8 << 30  # resident set (and address space above the torch baseline on CPU)
+    file_bytes: int = 256 << 20  # largest file the worker may write (stdout/stderr, build outputs)
     max_message_bytes: int = 8 << 30  # largest reply the parent accepts
 
 
@@ -78,7 +78,7 @@ def _signal_name(number: int) -> str:
 
 
 class Worker:
-    _live: "set[Worker]" = set()  # every live worker is watched while the parent waits on any of them
+    _live: set[Worker] = set()  # every live worker is watched while the parent waits on any of them
 
     def __init__(self, role: str, env: dict[str, str], limits: Limits, uses_rlimit_as: bool) -> None:
         self.role = role
@@ -102,8 +102,14 @@ class Worker:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.worker", role, str(p2c_r), str(c2p_w)],
-                stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr, cwd=workdir, env=child_env,
-                pass_fds=(p2c_r, c2p_w), start_new_session=True, close_fds=True,
+                stdin=subprocess.DEVNULL,
+                stdout=self._stdout,
+                stderr=self._stderr,
+                cwd=workdir,
+                env=child_env,
+                pass_fds=(p2c_r, c2p_w),
+                start_new_session=True,
+                close_fds=True,
             )
         finally:
             os.close(p2c_r)
@@ -134,10 +140,13 @@ class Worker:
             raise self._died() from None
         except ProtocolError as exc:
             self.kill()
-            raise WorkerDied(f"the {self.role} worker sent a malformed reply: {exc}", self.output(),
-                             "runtime_error:protocol") from None
+            raise WorkerDied(
+                f"the {self.role} worker sent a malformed reply: {exc}", self.output(), "runtime_error:protocol"
+            ) from None
 
-    def request(self, header: dict[str, Any], timeout: float, what: str, tensors: list[Any] = ()) -> tuple[dict[str, Any], list[Any]]:
+    def request(
+        self, header: dict[str, Any], timeout: float, what: str, tensors: list[Any] = ()
+    ) -> tuple[dict[str, Any], list[Any]]:
         self.send(header, tensors)
         return self.receive(timeout, what)
 
@@ -165,16 +174,26 @@ class Worker:
             code = self.proc.returncode
         output = self.output()
         if self.killed_for_memory:
-            return WorkerDied(f"the {self.role} worker went over the memory limit ({self.limits.memory_bytes >> 20} MiB resident) "
-                              "and was killed", output, "runtime_error:out_of_memory")
+            return WorkerDied(
+                f"the {self.role} worker went over the memory limit ({self.limits.memory_bytes >> 20} MiB resident) "
+                "and was killed",
+                output,
+                "runtime_error:out_of_memory",
+            )
         if code is not None and code < 0:
             name = _signal_name(-code)
             if name == "SIGXFSZ":
-                return WorkerDied(f"the {self.role} worker wrote more than {self.limits.file_bytes >> 20} MiB to one file",
-                                  output, "runtime_error:output_limit")
+                return WorkerDied(
+                    f"the {self.role} worker wrote more than {self.limits.file_bytes >> 20} MiB to one file",
+                    output,
+                    "runtime_error:output_limit",
+                )
             return WorkerDied(f"the {self.role} worker was killed by {name}", output, f"runtime_error:{name}")
-        return WorkerDied(f"the {self.role} worker exited with code {code} in the middle of a request", output,
-                          f"runtime_error:exit_code_{code}")
+        return WorkerDied(
+            f"the {self.role} worker exited with code {code} in the middle of a request",
+            output,
+            f"runtime_error:exit_code_{code}",
+        )
 
     # -- ending ------------------------------------------------------------------------------------
     def kill(self) -> None:
@@ -266,8 +285,8 @@ class WorkerPool:
             return
         with self._lock:
             self._idle.append((key, worker, info))
-            surplus = self._idle[:-self.size] if len(self._idle) > self.size else []
-            self._idle = self._idle[len(surplus):]
+            surplus = self._idle[: -self.size] if len(self._idle) > self.size else []
+            self._idle = self._idle[len(surplus) :]
         for _, old, _ in surplus:
             old.close()
 

@@ -28,46 +28,173 @@ import re
 from dataclasses import dataclass
 
 FORBIDDEN_MODULES = {
-    "subprocess": "starts processes", "multiprocessing": "starts processes", "threading": "starts threads",
-    "_thread": "starts threads", "concurrent": "starts threads or processes", "asyncio": "runs work outside forward",
-    "socket": "opens network connections", "ssl": "opens network connections", "http": "uses the network",
-    "urllib": "uses the network", "requests": "uses the network", "httpx": "uses the network", "ftplib": "uses the network",
-    "smtplib": "uses the network", "ctypes": "pokes raw memory (use harness.cpu.compile_cpp)", "cffi": "pokes raw memory",
-    "gc": "reaches objects it was not given", "inspect": "inspects the harness's frames", "importlib": "import machinery",
-    "builtins": "rebinds builtins", "pickle": "deserialises arbitrary objects", "marshal": "loads code objects",
-    "shelve": "reads files", "signal": "changes signal handling", "resource": "changes resource limits", "pty": "starts processes",
-    "mmap": "maps files", "shutil": "touches files", "tempfile": "touches files", "pathlib": "touches files", "io": "touches files",
-    "glob": "lists files", "sysconfig": "inspects the environment",
+    "subprocess": "starts processes",
+    "multiprocessing": "starts processes",
+    "threading": "starts threads",
+    "_thread": "starts threads",
+    "concurrent": "starts threads or processes",
+    "asyncio": "runs work outside forward",
+    "socket": "opens network connections",
+    "ssl": "opens network connections",
+    "http": "uses the network",
+    "urllib": "uses the network",
+    "requests": "uses the network",
+    "httpx": "uses the network",
+    "ftplib": "uses the network",
+    "smtplib": "uses the network",
+    "ctypes": "pokes raw memory (use harness.cpu.compile_cpp)",
+    "cffi": "pokes raw memory",
+    "gc": "reaches objects it was not given",
+    "inspect": "inspects the harness's frames",
+    "importlib": "import machinery",
+    "builtins": "rebinds builtins",
+    "pickle": "deserialises arbitrary objects",
+    "marshal": "loads code objects",
+    "shelve": "reads files",
+    "signal": "changes signal handling",
+    "resource": "changes resource limits",
+    "pty": "starts processes",
+    "mmap": "maps files",
+    "shutil": "touches files",
+    "tempfile": "touches files",
+    "pathlib": "touches files",
+    "io": "touches files",
+    "glob": "lists files",
+    "sysconfig": "inspects the environment",
 }
-FORBIDDEN_TORCH = ("torch._C", "torch._dynamo", "torch._inductor", "torch.library", "torch.overrides", "torch._ops",
-                   "torch._prims", "torch._refs", "torch._decomp", "torch.fx", "torch.utils._python_dispatch",
-                   "torch.multiprocessing", "torch.distributed", "torch.compile", "torch.jit", "torch.export", "torch.testing")
+FORBIDDEN_TORCH = (
+    "torch._C",
+    "torch._dynamo",
+    "torch._inductor",
+    "torch.library",
+    "torch.overrides",
+    "torch._ops",
+    "torch._prims",
+    "torch._refs",
+    "torch._decomp",
+    "torch.fx",
+    "torch.utils._python_dispatch",
+    "torch.multiprocessing",
+    "torch.distributed",
+    "torch.compile",
+    "torch.jit",
+    "torch.export",
+    "torch.testing",
+)
 THREAD_SETTERS = ("torch.set_num_threads", "torch.set_num_interop_threads")
 # torch callables that allocate, view, copy or describe: allowed anywhere.
 ALLOWED_TORCH = {
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "tensor",
-    "as_tensor", "as_strided", "from_numpy", "frombuffer", "arange", "Size", "device", "dtype", "no_grad", "inference_mode",
-    "enable_grad", "is_tensor", "is_floating_point", "numel", "get_default_dtype", "promote_types", "result_type",
-    "can_cast", "finfo", "iinfo", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "chunk", "split", "narrow",
-    "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "t", "broadcast_shapes", "get_num_threads",
-    "manual_seed", "is_grad_enabled", "set_grad_enabled", "Generator", "Tensor", "Stream", "Event",
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "tensor",
+    "as_tensor",
+    "as_strided",
+    "from_numpy",
+    "frombuffer",
+    "arange",
+    "Size",
+    "device",
+    "dtype",
+    "no_grad",
+    "inference_mode",
+    "enable_grad",
+    "is_tensor",
+    "is_floating_point",
+    "numel",
+    "get_default_dtype",
+    "promote_types",
+    "result_type",
+    "can_cast",
+    "finfo",
+    "iinfo",
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "hstack",
+    "vstack",
+    "chunk",
+    "split",
+    "narrow",
+    "reshape",
+    "flatten",
+    "squeeze",
+    "unsqueeze",
+    "transpose",
+    "permute",
+    "t",
+    "broadcast_shapes",
+    "get_num_threads",
+    "manual_seed",
+    "is_grad_enabled",
+    "set_grad_enabled",
+    "Generator",
+    "Tensor",
+    "Stream",
+    "Event",
 }
-ALLOWED_TORCH_PREFIXES = ("torch.cuda.", "torch.utils.cpp_extension.", "torch.nn.Parameter", "torch.nn.Module",
-                          "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList", "torch.nn.init.",
-                          "torch.backends.", "torch.version", "torch.types")
-FORBIDDEN_CALLS = {"open": "reads or writes files", "exec": "runs dynamic code", "eval": "runs dynamic code",
-                   "compile": "compiles dynamic code", "__import__": "import machinery", "globals": "reaches module state",
-                   "vars": "reaches module state", "breakpoint": "debugger", "input": "reads stdin"}
+ALLOWED_TORCH_PREFIXES = (
+    "torch.cuda.",
+    "torch.utils.cpp_extension.",
+    "torch.nn.Parameter",
+    "torch.nn.Module",
+    "torch.nn.ModuleList",
+    "torch.nn.ModuleDict",
+    "torch.nn.ParameterList",
+    "torch.nn.init.",
+    "torch.backends.",
+    "torch.version",
+    "torch.types",
+)
+FORBIDDEN_CALLS = {
+    "open": "reads or writes files",
+    "exec": "runs dynamic code",
+    "eval": "runs dynamic code",
+    "compile": "compiles dynamic code",
+    "__import__": "import machinery",
+    "globals": "reaches module state",
+    "vars": "reaches module state",
+    "breakpoint": "debugger",
+    "input": "reads stdin",
+}
 FORBIDDEN_ATTRS = {
-    "os.system": "starts processes", "os.popen": "starts processes", "os.fork": "starts processes",
-    "os.forkpty": "starts processes", "os.posix_spawn": "starts processes", "os.posix_spawnp": "starts processes",
-    "os.kill": "signals processes", "os.killpg": "signals processes", "os.write": "writes to file descriptors",
-    "os.read": "reads file descriptors", "os.open": "opens files", "os.fdopen": "opens files", "os.dup": "file descriptors",
-    "os.dup2": "file descriptors", "os.pipe": "file descriptors", "os.remove": "deletes files", "os.unlink": "deletes files",
-    "os.listdir": "lists files", "os.scandir": "lists files", "os.walk": "lists files", "os.chdir": "changes directory",
-    "os.setsid": "escapes the process group", "os.nice": "changes priority", "os.sched_setaffinity": "changes CPU affinity",
-    "sys.modules": "reaches other modules", "sys._getframe": "inspects the harness's frames", "sys.settrace": "traces the harness",
-    "sys.setprofile": "profiles the harness", "sys.addaudithook": "changes audit hooks", "sys.setrecursionlimit": "changes limits",
+    "os.system": "starts processes",
+    "os.popen": "starts processes",
+    "os.fork": "starts processes",
+    "os.forkpty": "starts processes",
+    "os.posix_spawn": "starts processes",
+    "os.posix_spawnp": "starts processes",
+    "os.kill": "signals processes",
+    "os.killpg": "signals processes",
+    "os.write": "writes to file descriptors",
+    "os.read": "reads file descriptors",
+    "os.open": "opens files",
+    "os.fdopen": "opens files",
+    "os.dup": "file descriptors",
+    "os.dup2": "file descriptors",
+    "os.pipe": "file descriptors",
+    "os.remove": "deletes files",
+    "os.unlink": "deletes files",
+    "os.listdir": "lists files",
+    "os.scandir": "lists files",
+    "os.walk": "lists files",
+    "os.chdir": "changes directory",
+    "os.setsid": "escapes the process group",
+    "os.nice": "changes priority",
+    "os.sched_setaffinity": "changes CPU affinity",
+    "sys.modules": "reaches other modules",
+    "sys._getframe": "inspects the harness's frames",
+    "sys.settrace": "traces the harness",
+    "sys.setprofile": "profiles the harness",
+    "sys.addaudithook": "changes audit hooks",
+    "sys.setrecursionlimit": "changes limits",
     "sys.setswitchinterval": "changes scheduling",
 }
 _SPAWN_PREFIXES = ("os.exec", "os.spawn")
@@ -75,18 +202,23 @@ _SPAWN_PREFIXES = ("os.exec", "os.spawn")
 _CPP_FORBIDDEN = [
     (re.compile(r"\b(fopen|freopen|open|openat|creat)\s*\("), "opens files"),
     (re.compile(r"\b(i|o)?fstream\b"), "opens files"),
-    (re.compile(r"\b(popen|system|fork|vfork|execl|execlp|execle|execv|execvp|execve|posix_spawn|clone)\s*\("), "starts processes"),
+    (
+        re.compile(r"\b(popen|system|fork|vfork|execl|execlp|execle|execv|execvp|execve|posix_spawn|clone)\s*\("),
+        "starts processes",
+    ),
     (re.compile(r"\b(socket|connect|bind|getaddrinfo)\s*\("), "uses the network"),
     (re.compile(r"\bstd::(thread|jthread|async)\b|\bpthread_create\b"), "starts background threads (use OpenMP)"),
     (re.compile(r"\b(dlopen|dlsym|mmap|mprotect|syscall|ptrace)\s*\("), "low-level system calls"),
     (re.compile(r"#\s*include\s*[<\"](/|\.\.)"), "includes a file by absolute or parent path"),
 ]
 _CPP_THREADS = re.compile(r"\bomp_set_num_threads\s*\(|\bnum_threads\s*\(|\bomp_set_dynamic\s*\(")
-_ATEN_COMPUTE = ("matmul|mm|bmm|addmm|addmv|mv|baddbmm|linear|einsum|tensordot|softmax|log_softmax|_softmax|relu|relu_|gelu|"
-                 "silu|sigmoid|tanh|exp|log|sqrt|rsqrt|pow|sum|mean|var|std|norm|amax|amin|max|min|argmax|argmin|prod|"
-                 "cumsum|layer_norm|native_layer_norm|batch_norm|group_norm|instance_norm|rms_norm|conv1d|conv2d|conv3d|"
-                 "convolution|_convolution|conv_transpose1d|conv_transpose2d|conv_transpose3d|max_pool2d|avg_pool2d|"
-                 "adaptive_avg_pool2d|dropout|add|sub|mul|div|clamp|where|abs|neg|maximum|minimum|dot|outer|scaled_dot_product_attention")
+_ATEN_COMPUTE = (
+    "matmul|mm|bmm|addmm|addmv|mv|baddbmm|linear|einsum|tensordot|softmax|log_softmax|_softmax|relu|relu_|gelu|"
+    "silu|sigmoid|tanh|exp|log|sqrt|rsqrt|pow|sum|mean|var|std|norm|amax|amin|max|min|argmax|argmin|prod|"
+    "cumsum|layer_norm|native_layer_norm|batch_norm|group_norm|instance_norm|rms_norm|conv1d|conv2d|conv3d|"
+    "convolution|_convolution|conv_transpose1d|conv_transpose2d|conv_transpose3d|max_pool2d|avg_pool2d|"
+    "adaptive_avg_pool2d|dropout|add|sub|mul|div|clamp|where|abs|neg|maximum|minimum|dot|outer|scaled_dot_product_attention"
+)
 _CPP_ATEN = re.compile(r"\b(?:torch|at)::(?:nn::functional::)?(" + _ATEN_COMPUTE + r")\s*\(")
 _CPP_METHOD = re.compile(r"\.(" + _ATEN_COMPUTE + r")\s*\(")
 _CPP_HINT = re.compile(r"#\s*include|extern\s+\"C\"|__global__|\btorch::|\bat::|#pragma")
@@ -94,7 +226,7 @@ _CPP_HINT = re.compile(r"#\s*include|extern\s+\"C\"|__global__|\btorch::|\bat::|
 
 @dataclass(frozen=True)
 class Finding:
-    check: str     # reference_call | monkey_patch | thread_count | forbidden_api
+    check: str  # reference_call | monkey_patch | thread_count | forbidden_api
     line: int
     message: str
 
@@ -129,13 +261,24 @@ def check_cpp(code: str, first_line: int = 1) -> list[Finding]:
                 findings.append(Finding("forbidden_api", where, f"C++ source uses {m.group(0).strip()!r}: {why}"))
         m = _CPP_THREADS.search(line)
         if m:
-            findings.append(Finding("thread_count", where, f"C++ source sets the thread count ({m.group(0).strip()}); "
-                                                           "the harness fixes it (OMP_NUM_THREADS)"))
+            findings.append(
+                Finding(
+                    "thread_count",
+                    where,
+                    f"C++ source sets the thread count ({m.group(0).strip()}); the harness fixes it (OMP_NUM_THREADS)",
+                )
+            )
         if torch_source:
             m = _CPP_ATEN.search(line) or _CPP_METHOD.search(line)
             if m:
-                findings.append(Finding("reference_call", where, f"C++ source calls the ATen compute op {m.group(0).rstrip('( ')!r}: "
-                                                                 "the kernel must compute the result itself"))
+                findings.append(
+                    Finding(
+                        "reference_call",
+                        where,
+                        f"C++ source calls the ATen compute op {m.group(0).rstrip('( ')!r}: "
+                        "the kernel must compute the result itself",
+                    )
+                )
     return findings
 
 
@@ -152,7 +295,9 @@ class _Visitor(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             self._check_module(alias.name, node)
-            self.aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            self.aliases[alias.asname or alias.name.split(".")[0]] = (
+                alias.name if alias.asname else alias.name.split(".")[0]
+            )
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -168,8 +313,14 @@ class _Visitor(ast.NodeVisitor):
         root = name.split(".")[0]
         if root in FORBIDDEN_MODULES:
             self.add("forbidden_api", node, f"imports {name}, which {FORBIDDEN_MODULES[root]}")
-        elif root == "harness" and name not in ("harness", "harness.cpu", "harness.errors", "harness.cpu.compile_cpp",
-                                                "harness.cpu.threads", "harness.errors.CompileError"):
+        elif root == "harness" and name not in (
+            "harness",
+            "harness.cpu",
+            "harness.errors",
+            "harness.cpu.compile_cpp",
+            "harness.cpu.threads",
+            "harness.errors.CompileError",
+        ):
             self.add("forbidden_api", node, f"imports {name}: candidates may use harness.cpu only")
         elif name.startswith(FORBIDDEN_TORCH):
             self.add("forbidden_api", node, f"imports {name}: torch internals are off limits")
@@ -192,7 +343,11 @@ class _Visitor(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
             if self.resolve(base) in ("torch.Tensor", "torch.nn.Parameter"):
-                self.add("forbidden_api", node, f"class {node.name} subclasses {self.resolve(base)}: tensor subclasses are off limits")
+                self.add(
+                    "forbidden_api",
+                    node,
+                    f"class {node.name} subclasses {self.resolve(base)}: tensor subclasses are off limits",
+                )
         for item in node.body:
             if isinstance(item, ast.FunctionDef) and item.name in ("__torch_function__", "__torch_dispatch__"):
                 self.add("forbidden_api", item, f"defines {item.name}: overriding torch dispatch is off limits")
@@ -209,14 +364,23 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(node, ast.Attribute):
             base = self.resolve(node.value)
             return f"{base}.{node.attr}" if base else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+        ):
             base, attr = self.resolve(node.args[0]), node.args[1]
             if base and isinstance(attr, ast.Constant) and isinstance(attr.value, str):
                 return f"{base}.{attr.value}"
         return None
 
     def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Load) and node.id in ("Model", "get_inputs", "get_init_inputs") and node.id not in self.aliases:
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.id in ("Model", "get_inputs", "get_init_inputs")
+            and node.id not in self.aliases
+        ):
             self.add("reference_call", node, f"uses the task's {node.id}: the candidate must not call the reference")
         if node.id in ("__builtins__",):
             self.add("forbidden_api", node, "reaches __builtins__")
@@ -231,8 +395,19 @@ class _Visitor(ast.NodeVisitor):
                 self.add("forbidden_api", node, f"uses {path}, which {FORBIDDEN_ATTRS.get(path, 'starts processes')}")
             elif path.startswith("harness.") and not path.startswith(("harness.cpu", "harness.errors")):
                 self.add("forbidden_api", node, f"uses {path}: candidates may use harness.cpu only")
-        if node.attr in ("__dict__", "__globals__", "__code__", "__closure__", "__subclasses__", "__builtins__", "f_back",
-                         "f_globals", "f_locals", "gi_frame", "tb_frame"):
+        if node.attr in (
+            "__dict__",
+            "__globals__",
+            "__code__",
+            "__closure__",
+            "__subclasses__",
+            "__builtins__",
+            "f_back",
+            "f_globals",
+            "f_locals",
+            "gi_frame",
+            "tb_frame",
+        ):
             self.add("forbidden_api", node, f"reaches {node.attr}: introspection is off limits")
         self.generic_visit(node)
 
@@ -246,7 +421,11 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(func, ast.Name) and func.id not in self.aliases:
             if func.id in FORBIDDEN_CALLS:
                 self.add("forbidden_api", node, f"calls {func.id}(), which {FORBIDDEN_CALLS[func.id]}")
-            if func.id in ("setattr", "delattr") and node.args and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "self"):
+            if (
+                func.id in ("setattr", "delattr")
+                and node.args
+                and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "self")
+            ):
                 self.add("monkey_patch", node, f"calls {func.id}() on {ast.unparse(node.args[0])}")
         path = self.resolve(func)
         if path:
@@ -267,10 +446,18 @@ class _Visitor(ast.NodeVisitor):
         name = path.removeprefix("torch.")
         if name in ALLOWED_TORCH or path.startswith(ALLOWED_TORCH_PREFIXES):
             return
-        if path.startswith("torch.nn.") and not path.startswith("torch.nn.functional.") and path.split(".")[2][:1].isupper():
+        if (
+            path.startswith("torch.nn.")
+            and not path.startswith("torch.nn.functional.")
+            and path.split(".")[2][:1].isupper()
+        ):
             return  # constructing a module; using it in forward is caught at run time
-        self.add("reference_call", node, f"calls {path} in {self.functions[-1]}(): torch compute ops are not allowed outside "
-                                         "__init__ (allocation, views and copies are)")
+        self.add(
+            "reference_call",
+            node,
+            f"calls {path} in {self.functions[-1]}(): torch compute ops are not allowed outside "
+            "__init__ (allocation, views and copies are)",
+        )
 
     # -- monkey-patching ---------------------------------------------------------------------
     def _check_target(self, target: ast.AST) -> None:
@@ -291,7 +478,9 @@ class _Visitor(ast.NodeVisitor):
                 return
             path = self.resolve(base)
             if path and path.split(".")[0] in self._module_roots():
-                self.add("monkey_patch", target, f"assigns {ast.unparse(target)}: patching modules or classes is off limits")
+                self.add(
+                    "monkey_patch", target, f"assigns {ast.unparse(target)}: patching modules or classes is off limits"
+                )
 
     def _module_roots(self) -> set[str]:
         roots = {v.split(".")[0] for v in self.aliases.values()}

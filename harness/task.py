@@ -40,8 +40,24 @@ from harness.errors import TaskFormatError, TaskNotFoundError
 FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
 METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES")
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
-DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
-          "half", "float", "double", "long", "int", "short")
+DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "int64",
+    "bool",
+    "half",
+    "float",
+    "double",
+    "long",
+    "int",
+    "short",
+)
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 _counter = itertools.count()
 
@@ -69,9 +85,15 @@ class TaskInfo:
     cases: list[Case] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"operator": self.operator, "family": self.family, "level": self.level, "description": self.description,
-                "path": str(self.path), "dtype": self.dtype,
-                "cases": [c.as_dict() for c in self.cases]}
+        return {
+            "operator": self.operator,
+            "family": self.family,
+            "level": self.level,
+            "description": self.description,
+            "path": str(self.path),
+            "dtype": self.dtype,
+            "cases": [c.as_dict() for c in self.cases],
+        }
 
 
 @dataclass
@@ -125,7 +147,9 @@ def _parse(path: Path) -> tuple[str, ast.Module]:
 def _top_level_assignments(tree: ast.Module) -> dict[str, ast.AST]:
     found: dict[str, ast.AST] = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         for target in targets:
             if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
                 found[target.id] = node
@@ -158,7 +182,9 @@ def read_task_info(path: str | Path) -> TaskInfo:
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 return load_task(p)
     defined = _top_level_defs(tree) | _imported_names(tree)
-    problems = _check_metadata(values, assigned, has_apply_case="apply_case" in defined, module_globals=dict.fromkeys(defined))
+    problems = _check_metadata(
+        values, assigned, has_apply_case="apply_case" in defined, module_globals=dict.fromkeys(defined)
+    )
     missing = [n for n in REQUIRED if n not in defined]
     problems = [f"no `{n}` defined at module level (required by the KernelBench format)" for n in missing] + problems
     _raise_if(p, problems)
@@ -179,8 +205,17 @@ def load_task(path: str | Path) -> Task:
     problems += _check_metadata(values, assigned, has_apply_case=has_hook, module_globals=vars(module))
     _raise_if(p, problems)
     info = _info_from_values(p, values)
-    return Task(operator=info.operator, family=info.family, level=info.level, description=info.description, path=p,
-                dtype=info.dtype, cases=info.cases, has_apply_case=has_hook, source=source)
+    return Task(
+        operator=info.operator,
+        family=info.family,
+        level=info.level,
+        description=info.description,
+        path=p,
+        dtype=info.dtype,
+        cases=info.cases,
+        has_apply_case=has_hook,
+        source=source,
+    )
 
 
 def apply_case(module: ModuleType, case: Case) -> None:
@@ -222,7 +257,9 @@ def _check_required(module: ModuleType) -> list[str]:
     problems = []
     model = getattr(module, "Model", None)
     if model is None:
-        problems.append("no `Model` defined at module level (required by the KernelBench format: class Model(nn.Module))")
+        problems.append(
+            "no `Model` defined at module level (required by the KernelBench format: class Model(nn.Module))"
+        )
     else:
         import torch
 
@@ -242,15 +279,20 @@ def _line(assigned: dict[str, ast.AST], name: str) -> str:
     return f" (line {node.lineno})" if node is not None else ""
 
 
-def _check_metadata(values: dict[str, Any], assigned: dict[str, ast.AST], *, has_apply_case: bool,
-                    module_globals: dict[str, Any] | None) -> list[str]:
+def _check_metadata(
+    values: dict[str, Any], assigned: dict[str, ast.AST], *, has_apply_case: bool, module_globals: dict[str, Any] | None
+) -> list[str]:
     problems: list[str] = []
     if "OPERATOR" in values:
         op = values["OPERATOR"]
         if not isinstance(op, str) or not _SNAKE.match(op):
-            problems.append(f"OPERATOR{_line(assigned, 'OPERATOR')} must be a snake_case string like 'layer_norm', found {op!r}")
+            problems.append(
+                f"OPERATOR{_line(assigned, 'OPERATOR')} must be a snake_case string like 'layer_norm', found {op!r}"
+            )
     if "FAMILY" in values and values["FAMILY"] not in FAMILIES:
-        problems.append(f"FAMILY{_line(assigned, 'FAMILY')} must be one of {', '.join(FAMILIES)}; found {values['FAMILY']!r}")
+        problems.append(
+            f"FAMILY{_line(assigned, 'FAMILY')} must be one of {', '.join(FAMILIES)}; found {values['FAMILY']!r}"
+        )
     if "LEVEL" in values:
         level = values["LEVEL"]
         if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 4:
@@ -258,7 +300,9 @@ def _check_metadata(values: dict[str, Any], assigned: dict[str, ast.AST], *, has
     if "DESCRIPTION" in values and not isinstance(values["DESCRIPTION"], str):
         problems.append(f"DESCRIPTION{_line(assigned, 'DESCRIPTION')} must be a string")
     if "DTYPE" in values and values["DTYPE"] not in DTYPES:
-        problems.append(f"DTYPE{_line(assigned, 'DTYPE')} must name a torch dtype ({', '.join(DTYPES[:6])}, ...), found {values['DTYPE']!r}")
+        problems.append(
+            f"DTYPE{_line(assigned, 'DTYPE')} must name a torch dtype ({', '.join(DTYPES[:6])}, ...), found {values['DTYPE']!r}"
+        )
     if "CASES" in values:
         problems += _check_cases(values["CASES"], assigned, has_apply_case, module_globals)
     return problems
@@ -272,7 +316,9 @@ def _case_line(assigned: dict[str, ast.AST], index: int) -> str:
     return ""
 
 
-def _check_cases(cases: Any, assigned: dict[str, ast.AST], has_apply_case: bool, module_globals: dict[str, Any] | None) -> list[str]:
+def _check_cases(
+    cases: Any, assigned: dict[str, ast.AST], has_apply_case: bool, module_globals: dict[str, Any] | None
+) -> list[str]:
     where = _line(assigned, "CASES")
     if not isinstance(cases, (list, tuple)) or not cases:
         return [f"CASES{where} must be a non-empty list of dicts, found {type(cases).__name__}"]
@@ -304,8 +350,10 @@ def _check_cases(cases: Any, assigned: dict[str, ast.AST], has_apply_case: bool,
             if not has_apply_case and module_globals is not None and key not in module_globals:
                 close = difflib.get_close_matches(key, [k for k in module_globals if not k.startswith("__")], n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append(f"{at} sets {key!r}, which is not a module-level name of the task{hint}; "
-                                "define it at module level or add an apply_case(case) hook")
+                problems.append(
+                    f"{at} sets {key!r}, which is not a module-level name of the task{hint}; "
+                    "define it at module level or add an apply_case(case) hook"
+                )
     return problems
 
 
@@ -320,9 +368,13 @@ def _info_from_values(path: Path, values: dict[str, Any]) -> TaskInfo:
     if "CASES" in values:
         cases = [Case(i, c["name"], {k: v for k, v in c.items() if k != "name"}) for i, c in enumerate(values["CASES"])]
     return TaskInfo(
-        operator=values.get("OPERATOR") or default_operator(path), family=values.get("FAMILY", "unknown"),
-        level=values["LEVEL"] if "LEVEL" in values else level_from_path(path), description=values.get("DESCRIPTION", ""),
-        path=path, dtype=values.get("DTYPE"), cases=cases,
+        operator=values.get("OPERATOR") or default_operator(path),
+        family=values.get("FAMILY", "unknown"),
+        level=values["LEVEL"] if "LEVEL" in values else level_from_path(path),
+        description=values.get("DESCRIPTION", ""),
+        path=path,
+        dtype=values.get("DTYPE"),
+        cases=cases,
     )
 
 
@@ -333,7 +385,7 @@ def select_cases(task: TaskInfo, spec: str | list[int | str] | tuple | None) -> 
     if spec is None or spec == "" or spec == []:
         return list(task.cases)
     items: list[int | str] = []
-    for part in (spec.split(",") if isinstance(spec, str) else spec):
+    for part in spec.split(",") if isinstance(spec, str) else spec:
         if isinstance(part, int):
             items.append(part)
             continue
@@ -350,7 +402,9 @@ def select_cases(task: TaskInfo, spec: str | list[int | str] | tuple | None) -> 
     for item in items:
         if isinstance(item, int):
             if not 0 <= item < len(task.cases):
-                raise OptionsError(f"case index {item} is out of range: task {task.operator} has cases 0-{len(task.cases) - 1}")
+                raise OptionsError(
+                    f"case index {item} is out of range: task {task.operator} has cases 0-{len(task.cases) - 1}"
+                )
             chosen[item] = task.cases[item]
         elif item in by_name:
             chosen[by_name[item].index] = by_name[item]

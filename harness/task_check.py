@@ -27,7 +27,7 @@ class CaseCheck:
     name: str
     ok: bool
     error: str | None = None
-    outputs: list[str] | None = None   # "float32[16, 1024]" per output tensor
+    outputs: list[str] | None = None  # "float32[16, 1024]" per output tensor
     degenerate: str | None = None
     ref_ms: float | None = None
 
@@ -35,8 +35,14 @@ class CaseCheck:
         return dict(self.__dict__)
 
 
-def check_task(task: str | Path | Task, *, measure: bool = False, target: str = "cpu", timeout_s: float = 300.0,
-               threads: int | None = None) -> tuple[Task, list[CaseCheck]]:
+def check_task(
+    task: str | Path | Task,
+    *,
+    measure: bool = False,
+    target: str = "cpu",
+    timeout_s: float = 300.0,
+    threads: int | None = None,
+) -> tuple[Task, list[CaseCheck]]:
     loaded = task if isinstance(task, Task) else load_task(task)
     tgt = get_target(target)
     tgt.check_available()
@@ -46,14 +52,26 @@ def check_task(task: str | Path | Task, *, measure: bool = False, target: str = 
     worker = Worker("reference", env, Limits(), tgt.uses_rlimit_as)
     results: list[CaseCheck] = []
     try:
-        reply, _ = worker.request({"op": "load", "task": str(loaded.path), "target": tgt.name, "target_options": tgt.options(),
-                                   "threads": threads}, timeout_s, "loading the task")
+        reply, _ = worker.request(
+            {
+                "op": "load",
+                "task": str(loaded.path),
+                "target": tgt.name,
+                "target_options": tgt.options(),
+                "threads": threads,
+            },
+            timeout_s,
+            "loading the task",
+        )
         if not reply.get("ok"):
             raise ReferenceFailedError(f"{loaded.path}: {reply.get('reference_failed')}")
         for case in loaded.cases:
             try:
-                reply, tensors = worker.request({"op": "reference", "case": case.index, "init_seed": 0, "seeds": [1], "retries": 4},
-                                                timeout_s, f"case {case.name!r}")
+                reply, tensors = worker.request(
+                    {"op": "reference", "case": case.index, "init_seed": 0, "seeds": [1], "retries": 4},
+                    timeout_s,
+                    f"case {case.name!r}",
+                )
             except WorkerError as exc:
                 results.append(CaseCheck(case.index, case.name, False, f"the reference worker failed: {exc}"))
                 break
@@ -61,11 +79,19 @@ def check_task(task: str | Path | Task, *, measure: bool = False, target: str = 
                 results.append(CaseCheck(case.index, case.name, False, reply.get("reference_failed")))
                 continue
             trial = reply["trials"][0]
-            check = CaseCheck(case.index, case.name, True, outputs=[f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" for t in tensors],
-                              degenerate=trial.get("degenerate"))
+            check = CaseCheck(
+                case.index,
+                case.name,
+                True,
+                outputs=[f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" for t in tensors],
+                degenerate=trial.get("degenerate"),
+            )
             if measure:
-                timed, _ = worker.request({"op": "time_reference", "case": case.index, "init_seed": 0, "seed": 1, "reps": 5},
-                                          timeout_s, f"timing case {case.name!r}")
+                timed, _ = worker.request(
+                    {"op": "time_reference", "case": case.index, "init_seed": 0, "seed": 1, "reps": 5},
+                    timeout_s,
+                    f"timing case {case.name!r}",
+                )
                 check.ref_ms = statistics.median(timed["ms"]) if timed.get("ok") else None
             results.append(check)
     finally:

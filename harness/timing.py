@@ -18,8 +18,9 @@ timed is caught (``incorrect:timed_mismatch``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -122,9 +123,16 @@ class CudaTimer:
         return self.start.elapsed_time(self.end), out
 
 
-def measure(ref: Callable[..., Any], cand: Callable[..., Any], make_inputs: Callable[[int], list[Any]],
-            state: tuple[list[torch.Tensor], list[torch.Tensor]], timer: Any, budget: Budget,
-            keep: set[int], synchronize: Callable[[], None] = lambda: None) -> Measured:
+def measure(
+    ref: Callable[..., Any],
+    cand: Callable[..., Any],
+    make_inputs: Callable[[int], list[Any]],
+    state: tuple[list[torch.Tensor], list[torch.Tensor]],
+    timer: Any,
+    budget: Budget,
+    keep: set[int],
+    synchronize: Callable[[], None] = lambda: None,
+) -> Measured:
     """Interleaved measurement; ``state`` = (reference model tensors, candidate model tensors) to flush."""
     ref_state, cand_state = state
     wall_start = _clock()
@@ -135,7 +143,7 @@ def measure(ref: Callable[..., Any], cand: Callable[..., Any], make_inputs: Call
         for label, fn, own in (("ref", ref, ref_state), ("cand", cand, cand_state)):
             timer.flush(tensors + own)
             synchronize()
-            ms, _ = timer.time(lambda: fn(*inputs))
+            ms, _ = timer.time(lambda fn=fn, inputs=inputs: fn(*inputs))
             spent[label] += ms
         if min(spent.values()) >= budget.warmup_ms or (_clock() - wall_start) / 1e9 > budget.max_wall_s / 4:
             break
@@ -145,10 +153,10 @@ def measure(ref: Callable[..., Any], cand: Callable[..., Any], make_inputs: Call
         inputs = make_inputs(rep)
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         order = (("ref", ref, ref_state), ("cand", cand, cand_state))
-        for label, fn, own in (order if rep % 2 == 0 else order[::-1]):
+        for label, fn, own in order if rep % 2 == 0 else order[::-1]:
             timer.flush(tensors + own)
             synchronize()
-            ms, out = timer.time(lambda: fn(*inputs))
+            ms, out = timer.time(lambda fn=fn, inputs=inputs: fn(*inputs))
             if label == "ref":
                 result.ref_ms.append(ms)
             else:
@@ -157,7 +165,9 @@ def measure(ref: Callable[..., Any], cand: Callable[..., Any], make_inputs: Call
                 if rep in keep:
                     result.kept[rep] = _clone(out)
         result.last_rep = rep
-        enough = rep + 1 >= budget.min_reps and sum(result.ref_ms) >= budget.rep_ms and sum(result.cand_ms) >= budget.rep_ms
+        enough = (
+            rep + 1 >= budget.min_reps and sum(result.ref_ms) >= budget.rep_ms and sum(result.cand_ms) >= budget.rep_ms
+        )
         if enough or (_clock() - wall_start) / 1e9 > budget.max_wall_s:
             break
     if result.last_rep not in result.kept:

@@ -54,11 +54,15 @@ def classify(exc: BaseException, phase: str) -> tuple[str, str]:
         return "compile_error", text
     if isinstance(exc, SystemExit):
         return "runtime_error:sys_exit", f"the candidate called sys.exit({exc.code!r})"
-    if isinstance(exc, MemoryError) or any(s in str(exc) for s in ("can't allocate memory", "out of memory", "Cannot allocate memory",
-                                                                       "std::bad_alloc")):
+    if isinstance(exc, MemoryError) or any(
+        s in str(exc) for s in ("can't allocate memory", "out of memory", "Cannot allocate memory", "std::bad_alloc")
+    ):
         return "runtime_error:out_of_memory", text
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
-        return "runtime_error:output_limit", f"{text} (the candidate wrote past the file-size limit on its captured output)"
+        return (
+            "runtime_error:output_limit",
+            f"{text} (the candidate wrote past the file-size limit on its captured output)",
+        )
     if phase == "load" and isinstance(exc, ImportError):
         return "format_error:import", text
     return f"runtime_error:{name}", text

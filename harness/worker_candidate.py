@@ -26,11 +26,21 @@ from typing import Any
 import torch
 
 from harness.cpu import cache_root
-from harness.guards import (AtenRecorder, AuditGuard, PatchSnapshot, aliases, child_processes, digest, native_thread_count,
-                            prime, python_threads, same_bits)
-from harness.task import Task, load_task
+from harness.guards import (
+    AtenRecorder,
+    AuditGuard,
+    PatchSnapshot,
+    aliases,
+    child_processes,
+    digest,
+    native_thread_count,
+    prime,
+    python_threads,
+    same_bits,
+)
 from harness.targets import get_target, torch_ext
 from harness.targets.base import compile_seconds
+from harness.task import Task, load_task
 from harness.timing import Budget, measure
 from harness.worker_common import build, build_reference, encode, flat_tensors, init_inputs, make_inputs, model_tensors
 
@@ -59,8 +69,12 @@ class CandidateWorker:
             if op == "time":
                 return self.time(header)
         except Cheat as cheat:
-            return {"ok": False, "error_kind": f"cheat_detected:{cheat.check}", "message": cheat.detail,
-                    "compile_time_s": compile_seconds()}, []
+            return {
+                "ok": False,
+                "error_kind": f"cheat_detected:{cheat.check}",
+                "message": cheat.detail,
+                "compile_time_s": compile_seconds(),
+            }, []
         return {"ok": False, "error_kind": "runtime_error:protocol", "message": f"unknown request {op!r}"}, []
 
     # -- load ----------------------------------------------------------------------------------------
@@ -81,8 +95,11 @@ class CandidateWorker:
         model_cls = getattr(module, "ModelNew", None)
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
             found = "nothing" if model_cls is None else type(model_cls).__name__
-            return {"ok": False, "error_kind": "format_error:no_model_new",
-                    "message": f"the candidate must define class ModelNew(torch.nn.Module); found {found}"}
+            return {
+                "ok": False,
+                "error_kind": "format_error:no_model_new",
+                "message": f"the candidate must define class ModelNew(torch.nn.Module); found {found}",
+            }
         self.cls = model_cls
         self._check_patches()
         case = self.task.cases[header["case"]]
@@ -91,8 +108,11 @@ class CandidateWorker:
         try:
             inspect.signature(model_cls).bind(*init)
         except TypeError as exc:
-            return {"ok": False, "error_kind": "format_error:signature",
-                    "message": f"ModelNew{inspect.signature(model_cls)} cannot take get_init_inputs() = {init!r}: {exc}"}
+            return {
+                "ok": False,
+                "error_kind": "format_error:signature",
+                "message": f"ModelNew{inspect.signature(model_cls)} cannot take get_init_inputs() = {init!r}: {exc}",
+            }
         self._prepare(header["case"], header["init_seed"])
         self._check_patches()
         self.timer = None
@@ -122,7 +142,9 @@ class CandidateWorker:
         if self.target.warmup_forward:  # JIT targets compile on the first call: do it outside the guards
             threads_before, children_before = python_threads(), set(child_processes())
             with torch.no_grad():
-                self.target.run(self.cand, make_inputs(self.module, header["seeds"][0] ^ 0x5A5A5A5A, device, self.case.name))
+                self.target.run(
+                    self.cand, make_inputs(self.module, header["seeds"][0] ^ 0x5A5A5A5A, device, self.case.name)
+                )
             self._check_leftovers(threads_before, children_before)
             self._check_patches()
         for t, seed in enumerate(header["seeds"]):
@@ -142,46 +164,90 @@ class CandidateWorker:
                     forward_s = _clock() - start
             finally:
                 events = self.audit.disarm()
-            self._after_forward(out, inputs, originals, events, recorder, threads_before, children_before, native_base,
-                                lazy_delay=_lazy_delay(forward_s) if (t == 0 and header.get("lazy_check", True)) else None)
-            trials.append({"seed": seed, "digest": fresh_digest, "output": encode(out, out_tensors),
-                           "aliases": aliases(flat_tensors(out), inputs), "forward_ms": forward_s * 1e3})
+            self._after_forward(
+                out,
+                inputs,
+                originals,
+                events,
+                recorder,
+                threads_before,
+                children_before,
+                native_base,
+                lazy_delay=_lazy_delay(forward_s) if (t == 0 and header.get("lazy_check", True)) else None,
+            )
+            trials.append(
+                {
+                    "seed": seed,
+                    "digest": fresh_digest,
+                    "output": encode(out, out_tensors),
+                    "aliases": aliases(flat_tensors(out), inputs),
+                    "forward_ms": forward_s * 1e3,
+                }
+            )
             previous = inputs
         return {"ok": True, "trials": trials, "compile_time_s": compile_seconds()}, out_tensors
 
-    def _after_forward(self, out: Any, inputs: list[Any], originals: list[Any], events: list[tuple[str, str]],
-                       recorder: AtenRecorder, threads_before: set[int], children_before: set[int],
-                       native_base: int | None, lazy_delay: float | None) -> None:
+    def _after_forward(
+        self,
+        out: Any,
+        inputs: list[Any],
+        originals: list[Any],
+        events: list[tuple[str, str]],
+        recorder: AtenRecorder,
+        threads_before: set[int],
+        children_before: set[int],
+        native_base: int | None,
+        lazy_delay: float | None,
+    ) -> None:
         if events:
             check, detail = events[0]
             raise Cheat(check, f"during forward the candidate {detail}")
         forbidden = recorder.forbidden
         if forbidden:
             ops = ", ".join(f"aten.{k} x{v}" for k, v in sorted(forbidden.items(), key=lambda kv: -kv[1])[:8])
-            raise Cheat("reference_call", f"forward dispatched torch compute ops outside the allow-list "
-                                          f"(allocation, views, copies): {ops}")
+            raise Cheat(
+                "reference_call",
+                f"forward dispatched torch compute ops outside the allow-list (allocation, views, copies): {ops}",
+            )
         for i, value in enumerate(_flatten(out)):
             if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
-                raise Cheat("tensor_subclass", f"output {i} is a {type(value).__name__}, a torch.Tensor subclass: "
-                                               "return plain tensors")
+                raise Cheat(
+                    "tensor_subclass",
+                    f"output {i} is a {type(value).__name__}, a torch.Tensor subclass: return plain tensors",
+                )
         new_threads = python_threads() - threads_before
         if new_threads:
-            raise Cheat("leftover_thread", f"{len(new_threads)} Python thread(s) started during forward were still running after it returned")
+            raise Cheat(
+                "leftover_thread",
+                f"{len(new_threads)} Python thread(s) started during forward were still running after it returned",
+            )
         new_children = set(child_processes()) - children_before
         if new_children:
-            raise Cheat("leftover_process", f"process(es) {sorted(new_children)} started during forward were still running after it returned")
+            raise Cheat(
+                "leftover_process",
+                f"process(es) {sorted(new_children)} started during forward were still running after it returned",
+            )
         if native_base is not None and native_thread_count() > native_base:
-            raise Cheat("leftover_thread", f"the process had {native_thread_count()} threads after forward, {native_base} before: "
-                                           "forward left threads running")
+            raise Cheat(
+                "leftover_thread",
+                f"the process had {native_thread_count()} threads after forward, {native_base} before: "
+                "forward left threads running",
+            )
         if torch.get_num_threads() != self.threads or os.environ.get("OMP_NUM_THREADS") != self.omp_env:
-            raise Cheat("thread_count", f"forward changed the thread count (torch: {torch.get_num_threads()}, "
-                                        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}); the harness fixes it at {self.threads}")
+            raise Cheat(
+                "thread_count",
+                f"forward changed the thread count (torch: {torch.get_num_threads()}, "
+                f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}); the harness fixes it at {self.threads}",
+            )
         if lazy_delay is not None:
             snapshot = [t.detach().clone() for t in flat_tensors(out)]
             time.sleep(lazy_delay)
             for i, (before, now) in enumerate(zip(snapshot, flat_tensors(out))):
                 if not same_bits(before, now):
-                    raise Cheat("lazy_output", f"output {i} kept changing after forward returned: the work must finish inside forward")
+                    raise Cheat(
+                        "lazy_output",
+                        f"output {i} kept changing after forward returned: the work must finish inside forward",
+                    )
         for i, (before, now) in enumerate(zip(originals, inputs)):
             if isinstance(before, torch.Tensor) and not same_bits(before, now):
                 raise Cheat("input_mutation", f"forward modified input {i} in place")
@@ -206,15 +272,31 @@ class CandidateWorker:
         base, device = header["seed_base"], self.target.device
         threads_before, children_before = python_threads(), set(child_processes())
         with torch.no_grad():
-            measured = measure(self.ref, self.cand, lambda rep: make_inputs(self.module, base + rep, device, self.case.name),
-                               (model_tensors(self.ref), model_tensors(self.cand)), self.timer, Budget(**header["budget"]),
-                               set(header.get("keep", [])), self.target.synchronize)
+            measured = measure(
+                self.ref,
+                self.cand,
+                lambda rep: make_inputs(self.module, base + rep, device, self.case.name),
+                (model_tensors(self.ref), model_tensors(self.cand)),
+                self.timer,
+                Budget(**header["budget"]),
+                set(header.get("keep", [])),
+                self.target.synchronize,
+            )
         self._check_leftovers(threads_before, children_before)
         self._check_patches()
         out_tensors: list[torch.Tensor] = []
-        kept = [{"rep": rep, "seed": base + rep, "output": encode(out, out_tensors)} for rep, out in sorted(measured.kept.items())]
-        return {"ok": True, "ref_ms": measured.ref_ms, "cand_ms": measured.cand_ms, "kept": kept,
-                "flush": getattr(self.timer, "method", None), "compile_time_s": compile_seconds()}, out_tensors
+        kept = [
+            {"rep": rep, "seed": base + rep, "output": encode(out, out_tensors)}
+            for rep, out in sorted(measured.kept.items())
+        ]
+        return {
+            "ok": True,
+            "ref_ms": measured.ref_ms,
+            "cand_ms": measured.cand_ms,
+            "kept": kept,
+            "flush": getattr(self.timer, "method", None),
+            "compile_time_s": compile_seconds(),
+        }, out_tensors
 
 
 def _flatten(value: Any) -> list[Any]:
@@ -233,8 +315,13 @@ def _reuse_buffers(previous: list[Any] | None, fresh: list[Any]) -> list[Any]:
         return fresh
     out = []
     for old, new in zip(previous, fresh):
-        if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor) and old.shape == new.shape and old.dtype == new.dtype \
-                and old.stride() == new.stride():
+        if (
+            isinstance(old, torch.Tensor)
+            and isinstance(new, torch.Tensor)
+            and old.shape == new.shape
+            and old.dtype == new.dtype
+            and old.stride() == new.stride()
+        ):
             old.copy_(new)
             out.append(old)
         else:

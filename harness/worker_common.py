@@ -32,7 +32,9 @@ def make_inputs(module: ModuleType, seed: int, device: str, case_name: str = "")
     except Exception as exc:
         raise ReferenceFailedError(f"case {case_name!r}: get_inputs() raised {type(exc).__name__}: {exc}") from None
     if not isinstance(inputs, (list, tuple)):
-        raise ReferenceFailedError(f"case {case_name!r}: get_inputs() must return a list, returned {type(inputs).__name__}")
+        raise ReferenceFailedError(
+            f"case {case_name!r}: get_inputs() must return a list, returned {type(inputs).__name__}"
+        )
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
@@ -41,9 +43,13 @@ def init_inputs(module: ModuleType, init_seed: int, case_name: str = "") -> list
     try:
         init = module.get_init_inputs()
     except Exception as exc:
-        raise ReferenceFailedError(f"case {case_name!r}: get_init_inputs() raised {type(exc).__name__}: {exc}") from None
+        raise ReferenceFailedError(
+            f"case {case_name!r}: get_init_inputs() raised {type(exc).__name__}: {exc}"
+        ) from None
     if not isinstance(init, (list, tuple)):
-        raise ReferenceFailedError(f"case {case_name!r}: get_init_inputs() must return a list, returned {type(init).__name__}")
+        raise ReferenceFailedError(
+            f"case {case_name!r}: get_init_inputs() must return a list, returned {type(init).__name__}"
+        )
     return list(init)
 
 
@@ -54,11 +60,15 @@ def build(cls: type, init: list[Any], init_seed: int, device: str) -> torch.nn.M
     return model.to(device) if isinstance(model, torch.nn.Module) else model
 
 
-def build_reference(module: ModuleType, init: list[Any], init_seed: int, device: str, case_name: str = "") -> torch.nn.Module:
+def build_reference(
+    module: ModuleType, init: list[Any], init_seed: int, device: str, case_name: str = ""
+) -> torch.nn.Module:
     try:
         return build(module.Model, init, init_seed, device)
     except Exception as exc:
-        raise ReferenceFailedError(f"case {case_name!r}: Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
+        raise ReferenceFailedError(
+            f"case {case_name!r}: Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def model_tensors(model: Any) -> list[torch.Tensor]:

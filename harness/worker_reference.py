@@ -20,8 +20,8 @@ import torch
 from harness.compare import degenerate_reason
 from harness.errors import HarnessError
 from harness.guards import aliases, digest
-from harness.task import Task, load_task
 from harness.targets import get_target
+from harness.task import Task, load_task
 from harness.worker_common import build_reference, encode, flat_tensors, init_inputs, make_inputs
 
 SEED_STRIDE = 1_000_003
@@ -80,12 +80,21 @@ class ReferenceWorker:
                     with torch.no_grad():
                         out = self.target.run(self._model, inputs)
                 except Exception as exc:
-                    raise HarnessError(f"case {case.name!r}: the reference forward raised {type(exc).__name__}: {exc}") from None
+                    raise HarnessError(
+                        f"case {case.name!r}: the reference forward raised {type(exc).__name__}: {exc}"
+                    ) from None
                 reason = degenerate_reason(out)
                 if reason is None or attempt == header.get("retries", 0):
                     break
-            trials.append({"seed": used, "digest": before, "output": encode(out, out_tensors), "degenerate": reason,
-                           "aliases_input": aliases(flat_tensors(out), inputs) is not None})
+            trials.append(
+                {
+                    "seed": used,
+                    "digest": before,
+                    "output": encode(out, out_tensors),
+                    "degenerate": reason,
+                    "aliases_input": aliases(flat_tensors(out), inputs) is not None,
+                }
+            )
         return {"ok": True, "trials": trials}, out_tensors
 
     def time_reference(self, header: dict) -> dict:

@@ -8,9 +8,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from kope.config import KopeConfig
 from kope.db.tools import docker_engine, find_java, find_maven
@@ -32,7 +33,8 @@ class Check:
 
 def check_python() -> Check:
     version = platform.python_version()
-    if sys.version_info >= (3, 11):
+    # the interpreter actually running may be older than the declared minimum (python -m kope.doctor)
+    if sys.version_info >= (3, 11):  # noqa: UP036
         return Check("Python", "ok", f"{version} ({sys.executable})")
     return Check("Python", "missing", version, "use Python 3.11 or newer")
 
@@ -49,8 +51,12 @@ def check_torch() -> list[Check]:
         checks.append(Check("GPU (CUDA)", "ok", f"{name}, compute capability {cap}"))
     else:
         checks.append(
-            Check("GPU (CUDA)", "optional", "no GPU visible: the cpu target works; triton runs in the interpreter (no valid timings)",
-                  "run on a machine with an NVIDIA GPU for the triton and cuda targets")
+            Check(
+                "GPU (CUDA)",
+                "optional",
+                "no GPU visible: the cpu target works; triton runs in the interpreter (no valid timings)",
+                "run on a machine with an NVIDIA GPU for the triton and cuda targets",
+            )
         )
     return checks
 
@@ -73,13 +79,22 @@ def check_cxx() -> Check:
         src, exe = Path(tmp, "t.cpp"), Path(tmp, "t")
         src.write_text(source)
         try:
-            proc = subprocess.run([compiler, "-fopenmp", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(
+                [compiler, "-fopenmp", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True, timeout=60
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Check("C++ compiler + OpenMP", "missing", f"{compiler}: {exc}", fix)
         if proc.returncode != 0:
-            return Check("C++ compiler + OpenMP", "missing", f"{compiler} cannot build OpenMP code", "install the compiler's OpenMP runtime (libgomp / libomp)")
+            return Check(
+                "C++ compiler + OpenMP",
+                "missing",
+                f"{compiler} cannot build OpenMP code",
+                "install the compiler's OpenMP runtime (libgomp / libomp)",
+            )
     try:
-        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=20).stdout.splitlines()[0]
+        version = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=20
+        ).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.TimeoutExpired):
         version = compiler
     return Check("C++ compiler + OpenMP", "ok", version)
@@ -97,7 +112,12 @@ def check_docker() -> Check:
     ok, detail = docker_engine()
     if ok:
         return Check("Docker engine", "ok", f"server {detail}")
-    return Check("Docker engine", "optional", detail, "not needed: `kope db start` uses Java + Maven; install Docker for `--docker`")
+    return Check(
+        "Docker engine",
+        "optional",
+        detail,
+        "not needed: `kope db start` uses Java + Maven; install Docker for `--docker`",
+    )
 
 
 def check_neo4j(config: KopeConfig) -> Check:
@@ -109,9 +129,13 @@ def check_neo4j(config: KopeConfig) -> Check:
             client.verify()
             info = client.server_info()
     except KopeError as exc:
-        fix = "run `kope db start`" if config.uses_local_server else (exc.hint or "check KOPE_NEO4J_URI and the password")
+        fix = (
+            "run `kope db start`" if config.uses_local_server else (exc.hint or "check KOPE_NEO4J_URI and the password")
+        )
         return Check("Neo4j", "missing", f"{where}: {exc.message}", fix)
-    return Check("Neo4j", "ok", f"{info.get('version')} {info.get('edition')} at {where} (database {config.neo4j.database})")
+    return Check(
+        "Neo4j", "ok", f"{info.get('version')} {info.get('edition')} at {where} (database {config.neo4j.database})"
+    )
 
 
 def check_llm(config: KopeConfig) -> Check:
@@ -120,7 +144,9 @@ def check_llm(config: KopeConfig) -> Check:
         where = llm.base_url or "the OpenAI API"
         return Check("LLM endpoint", "ok", f"model {llm.model} at {where}")
     return Check(
-        "LLM endpoint", "optional", "not configured: the offline proposer is used",
+        "LLM endpoint",
+        "optional",
+        "not configured: the offline proposer is used",
         "set KOPE_LLM_MODEL and KOPE_LLM_BASE_URL (and KOPE_LLM_API_KEY if the endpoint needs one)",
     )
 

@@ -22,7 +22,6 @@ def load_task_view(name_or_path: str) -> tuple[Any, Path]:
     from harness.errors import HarnessError
     from harness.suite import find_task
     from harness.task import load_task
-
     from kope.context.state import TaskView
 
     try:
@@ -44,5 +43,7 @@ def hardware_for(target: str) -> dict[str, Any]:
             return hardware.gpu_fingerprint().to_dict()
         except Exception as exc:  # noqa: BLE001 - torch raises several kinds when no GPU is visible
             if target == "cuda":
-                raise ToolMissingError(f"the cuda target needs an NVIDIA GPU, and none is visible ({type(exc).__name__})") from None
+                raise ToolMissingError(
+                    f"the cuda target needs an NVIDIA GPU, and none is visible ({type(exc).__name__})"
+                ) from None
     return hardware.cpu_fingerprint().to_dict()

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -39,8 +39,12 @@ class Neo4jEndpoint:
     def env(self, **extra: str) -> dict[str, str]:
         """Environment for a `kope` subprocess that talks to this server."""
         env = dict(os.environ)
-        env.update(KOPE_NEO4J_URI=self.uri, KOPE_NEO4J_USER=self.user, KOPE_NEO4J_PASSWORD=self.password,
-                   KOPE_NEO4J_DATABASE=self.database)
+        env.update(
+            KOPE_NEO4J_URI=self.uri,
+            KOPE_NEO4J_USER=self.user,
+            KOPE_NEO4J_PASSWORD=self.password,
+            KOPE_NEO4J_DATABASE=self.database,
+        )
         env.update(extra)
         return env
 
@@ -74,7 +78,9 @@ def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jEndp
         container = Neo4jContainer("neo4j:5.26-community", password="kope-test-password")
         container.start()
         try:
-            yield Neo4jEndpoint(container.get_connection_url(), "neo4j", "kope-test-password", "neo4j", "testcontainers")
+            yield Neo4jEndpoint(
+                container.get_connection_url(), "neo4j", "kope-test-password", "neo4j", "testcontainers"
+            )
         finally:
             container.stop()
         return
@@ -93,7 +99,9 @@ def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jEndp
     try:
         server.start()
     except KopeError as exc:
-        pytest.fail(f"no Neo4j server for the tests: KOPE_NEO4J_URI unset, no Docker engine, and the local server failed: {exc}")
+        pytest.fail(
+            f"no Neo4j server for the tests: KOPE_NEO4J_URI unset, no Docker engine, and the local server failed: {exc}"
+        )
     try:
         yield Neo4jEndpoint(config.neo4j_uri, "neo4j", config.neo4j_password() or "", "neo4j", "maven-provisioned")
     finally:
@@ -123,7 +131,9 @@ def kope_cli(tmp_path: Path):
         base.setdefault("NO_COLOR", "1")
         base["COLUMNS"] = base.get("COLUMNS", "200")
         exe = Path(sys.executable).with_name("kope")
-        proc = subprocess.run([str(exe), *args], capture_output=True, text=True, env=base, timeout=timeout, cwd=tmp_path)
+        proc = subprocess.run(
+            [str(exe), *args], capture_output=True, text=True, env=base, timeout=timeout, cwd=tmp_path
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"kope {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
         return proc

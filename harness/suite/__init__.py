@@ -37,7 +37,9 @@ def _scan(stamp: tuple) -> tuple[TaskInfo, ...]:
         if info.family != family_dir:
             raise TaskFormatError(f"{path}: FAMILY is {info.family!r} but the file is in tasks/{family_dir}/")
         if info.operator != path.stem:
-            raise TaskFormatError(f"{path}: OPERATOR is {info.operator!r} but built-in task files are named <operator>.py")
+            raise TaskFormatError(
+                f"{path}: OPERATOR is {info.operator!r} but built-in task files are named <operator>.py"
+            )
         if info.operator in seen:
             raise TaskFormatError(f"{path}: operator {info.operator!r} is also defined by {seen[info.operator]}")
         seen[info.operator] = path

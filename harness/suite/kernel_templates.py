@@ -29,17 +29,28 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from harness.errors import HarnessError
 from harness.task import FAMILIES
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-LAYERS = ("parallelization", "tiling", "vectorization", "memory_layout", "fusion", "algorithm",
-          "instruction", "unrolling", "scheduling", "other")
+LAYERS = (
+    "parallelization",
+    "tiling",
+    "vectorization",
+    "memory_layout",
+    "fusion",
+    "algorithm",
+    "instruction",
+    "unrolling",
+    "scheduling",
+    "other",
+)
 
 
 class TemplateError(HarnessError):
@@ -55,7 +66,13 @@ class Knob:
     doc: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "values": list(self.values), "default": self.default, "layer": self.layer, "doc": self.doc}
+        return {
+            "name": self.name,
+            "values": list(self.values),
+            "default": self.default,
+            "layer": self.layer,
+            "doc": self.doc,
+        }
 
 
 @dataclass(frozen=True)
@@ -72,7 +89,9 @@ class KernelTemplate:
         for knob in self.knobs:
             if knob.name == name:
                 return knob
-        raise TemplateError(f"template {self.name!r} has no knob {name!r} (knobs: {', '.join(k.name for k in self.knobs)})")
+        raise TemplateError(
+            f"template {self.name!r} has no knob {name!r} (knobs: {', '.join(k.name for k in self.knobs)})"
+        )
 
     def default_settings(self) -> dict[str, Any]:
         return {k.name: k.default for k in self.knobs}
@@ -83,13 +102,17 @@ class KernelTemplate:
         for name, value in settings.items():
             knob = self.knob(name)
             if value not in knob.values:
-                raise TemplateError(f"template {self.name!r}: knob {name!r} does not allow {value!r} (allowed: {list(knob.values)})")
+                raise TemplateError(
+                    f"template {self.name!r}: knob {name!r} does not allow {value!r} (allowed: {list(knob.values)})"
+                )
             full[name] = value
         return full
 
     def render(self, operator: str, settings: dict[str, Any] | None = None) -> str:
         if operator not in self.operators:
-            raise TemplateError(f"template {self.name!r} does not serve operator {operator!r} (it serves: {', '.join(self.operators)})")
+            raise TemplateError(
+                f"template {self.name!r} does not serve operator {operator!r} (it serves: {', '.join(self.operators)})"
+            )
         full = self.check_settings(settings or {})
         source = self._render(operator, dict(full))
         if not isinstance(source, str) or "class ModelNew" not in source:
@@ -97,8 +120,14 @@ class KernelTemplate:
         return source
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "family": self.family, "target": self.target, "operators": list(self.operators),
-                "knobs": [k.to_dict() for k in self.knobs], "path": str(self.path)}
+        return {
+            "name": self.name,
+            "family": self.family,
+            "target": self.target,
+            "operators": list(self.operators),
+            "knobs": [k.to_dict() for k in self.knobs],
+            "path": str(self.path),
+        }
 
 
 def _load_module(path: Path) -> ModuleType:
@@ -134,7 +163,9 @@ def _parse(path: Path) -> KernelTemplate:
         if not values or raw["default"] not in values:
             raise TemplateError(f"{where}: knob {raw['name']!r}: default {raw['default']!r} is not among its values")
         if raw["layer"] not in LAYERS:
-            raise TemplateError(f"{where}: knob {raw['name']!r}: layer {raw['layer']!r} is not one of {', '.join(LAYERS)}")
+            raise TemplateError(
+                f"{where}: knob {raw['name']!r}: layer {raw['layer']!r} is not one of {', '.join(LAYERS)}"
+            )
         json.dumps(values)  # values must be JSON scalars: they are recorded in the graph
         knobs.append(Knob(raw["name"], values, raw["default"], raw["layer"], str(raw["doc"])))
     if not knobs:

@@ -25,9 +25,9 @@ from harness.record import Hardware
 
 class Target:
     name = "base"
-    device = "cpu"               # torch device type tensors live on for this target
-    uses_rlimit_as = True        # False where the runtime needs a huge virtual address space (CUDA)
-    warmup_forward = False       # True for JIT targets: one unguarded forward per case first (it compiles, e.g. calls ptxas)
+    device = "cpu"  # torch device type tensors live on for this target
+    uses_rlimit_as = True  # False where the runtime needs a huge virtual address space (CUDA)
+    warmup_forward = False  # True for JIT targets: one unguarded forward per case first (it compiles, e.g. calls ptxas)
     check_native_threads = True  # False where the runtime starts its own threads lazily (CUDA)
 
     # -- parent side ---------------------------------------------------------------------------
@@ -46,8 +46,13 @@ class Target:
         candidate's (often a different libgomp) alternate in one process while timing; spinning idle
         threads of one would steal the cores of the other."""
         value = str(threads)
-        return {"OMP_NUM_THREADS": value, "MKL_NUM_THREADS": value, "OPENBLAS_NUM_THREADS": value, "OMP_DYNAMIC": "FALSE",
-                "OMP_WAIT_POLICY": "PASSIVE"}
+        return {
+            "OMP_NUM_THREADS": value,
+            "MKL_NUM_THREADS": value,
+            "OPENBLAS_NUM_THREADS": value,
+            "OMP_DYNAMIC": "FALSE",
+            "OMP_WAIT_POLICY": "PASSIVE",
+        }
 
     # -- worker side ---------------------------------------------------------------------------
     def setup_worker(self, threads: int) -> None:

@@ -16,5 +16,6 @@ class CpuTarget(Target):
         import os
 
         if not any(shutil.which(c) for c in (os.environ.get("CXX") or "", "c++", "g++", "clang++") if c):
-            raise TargetUnavailableError("target cpu needs a C++ compiler and none was found",
-                                         hint="install g++ (with OpenMP) or set CXX")
+            raise TargetUnavailableError(
+                "target cpu needs a C++ compiler and none was found", hint="install g++ (with OpenMP) or set CXX"
+            )

@@ -13,7 +13,7 @@ class CudaTarget(Target):
     name = "cuda"
     device = "cuda"
     uses_rlimit_as = False  # the CUDA runtime reserves far more virtual memory than any sane limit
-    warmup_forward = True   # lazy CUDA/cuBLAS initialisation happens on the first call
+    warmup_forward = True  # lazy CUDA/cuBLAS initialisation happens on the first call
     check_native_threads = False
 
     def check_available(self) -> None:
@@ -22,7 +22,8 @@ class CudaTarget(Target):
         if not torch.cuda.is_available():
             raise TargetUnavailableError(
                 "target cuda needs an NVIDIA GPU, and torch sees none (torch.cuda.is_available() is False)",
-                hint="run on a machine with an NVIDIA GPU and a CUDA build of torch; use --target cpu here")
+                hint="run on a machine with an NVIDIA GPU and a CUDA build of torch; use --target cpu here",
+            )
 
     def synchronize(self) -> None:
         import torch

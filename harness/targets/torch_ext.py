@@ -15,7 +15,8 @@ import hashlib
 import json
 import platform
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness.errors import CompileError
 
@@ -28,8 +29,14 @@ def _key(kind: str, args: tuple, kwargs: dict) -> str:
 
     from harness.cpu import _cpu_identity
 
-    material = {"kind": kind, "args": args, "kwargs": {k: v for k, v in kwargs.items() if k not in ("verbose", "build_directory")},
-                "torch": torch.__version__, "python": platform.python_version(), "cpu": _cpu_identity()}
+    material = {
+        "kind": kind,
+        "args": args,
+        "kwargs": {k: v for k, v in kwargs.items() if k not in ("verbose", "build_directory")},
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpu": _cpu_identity(),
+    }
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=repr).encode()).hexdigest()
 
 

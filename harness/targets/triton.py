@@ -26,7 +26,7 @@ class TritonTarget(Target):
         self.interpret = (not _has_gpu()) if interpret is None else interpret
         self.device = "cpu" if self.interpret else "cuda"
         self.uses_rlimit_as = self.interpret
-        self.warmup_forward = not self.interpret      # the first launch JIT-compiles (runs ptxas): not a cheat
+        self.warmup_forward = not self.interpret  # the first launch JIT-compiles (runs ptxas): not a cheat
         self.check_native_threads = self.interpret
 
     def options(self) -> dict[str, object]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -116,7 +117,14 @@ class OpenAIChat:
                         f"{self.where} kept failing after {self.max_retries} retries: {type(exc).__name__}: {_short(exc)}"
                     ) from None
                 delay = self._delay(attempt, exc)
-                log.warning("LLM %s (%s); retry %d/%d in %.1f s", type(exc).__name__, _short(exc), attempt + 1, self.max_retries, delay)
+                log.warning(
+                    "LLM %s (%s); retry %d/%d in %.1f s",
+                    type(exc).__name__,
+                    _short(exc),
+                    attempt + 1,
+                    self.max_retries,
+                    delay,
+                )
                 self._sleep(delay)
                 continue
             except oa.APIStatusError as exc:
@@ -142,7 +150,12 @@ class LangChainChat:
 
     def __init__(self, chat_model: Any, *, model: str | None = None) -> None:
         self.chat_model = chat_model
-        self.model = model or getattr(chat_model, "model_name", None) or getattr(chat_model, "model", None) or type(chat_model).__name__
+        self.model = (
+            model
+            or getattr(chat_model, "model_name", None)
+            or getattr(chat_model, "model", None)
+            or type(chat_model).__name__
+        )
 
     def complete(self, messages: Sequence[BaseMessage]) -> ChatResult:
         started = time.monotonic()

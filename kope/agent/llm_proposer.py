@@ -16,7 +16,7 @@ class LLMProposer:
         self.model = chat.model
 
     @classmethod
-    def from_config(cls, config) -> "LLMProposer":
+    def from_config(cls, config) -> LLMProposer:
         llm = config.llm
         if not llm.model:
             raise ConfigError(
@@ -24,11 +24,19 @@ class LLMProposer:
                 "OpenAI-compatible endpoint)",
                 hint="or use --proposer offline",
             )
-        return cls(OpenAIChat(model=llm.model, base_url=llm.base_url, api_key=llm.api_key, timeout=llm.timeout,
-                              max_retries=llm.max_retries, max_tokens=config.context.generation))
+        return cls(
+            OpenAIChat(
+                model=llm.model,
+                base_url=llm.base_url,
+                api_key=llm.api_key,
+                timeout=llm.timeout,
+                max_retries=llm.max_retries,
+                max_tokens=config.context.generation,
+            )
+        )
 
     @classmethod
-    def from_langchain(cls, chat_model, model: str | None = None) -> "LLMProposer":
+    def from_langchain(cls, chat_model, model: str | None = None) -> LLMProposer:
         return cls(LangChainChat(chat_model, model=model))
 
     def propose(self, request: ProposalRequest) -> Proposal:
@@ -36,13 +44,23 @@ class LLMProposer:
         parsed = parse_response(result.text)
         if isinstance(parsed, FormatProblem):
             return Proposal(
-                title=parsed.title or f"unusable response ({parsed.kind})", layer=parsed.layer or "other",
-                thought=(parsed.rationale or "") + f"\n[format problem: {parsed.message}]", code=None,
-                format_problem=parsed, prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+                title=parsed.title or f"unusable response ({parsed.kind})",
+                layer=parsed.layer or "other",
+                thought=(parsed.rationale or "") + f"\n[format problem: {parsed.message}]",
+                code=None,
+                format_problem=parsed,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
                 model=result.model,
             )
         return Proposal(
-            title=parsed.title, layer=parsed.layer, thought=parsed.rationale, code=parsed.code,
-            prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens, model=result.model,
-            cited=parsed.evidence, notes=parsed.warnings + ((f"{result.retries} retries",) if result.retries else ()),
+            title=parsed.title,
+            layer=parsed.layer,
+            thought=parsed.rationale,
+            code=parsed.code,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            model=result.model,
+            cited=parsed.evidence,
+            notes=parsed.warnings + ((f"{result.retries} retries",) if result.retries else ()),
         )

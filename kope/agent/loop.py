@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kope.agent.evaluation import evaluate_code, format_error_outcome
 from kope.agent.proposal import ParentState, PastAttempt, Proposal, ProposalRequest, Proposer, ProposerExhausted
@@ -102,8 +103,9 @@ def _quiet(_event: str, _data: Any) -> None:
 class Optimizer:
     """Runs one task with one proposer against one Experience Graph."""
 
-    def __init__(self, config: KopeConfig, graph: Any, proposer: Proposer, options: LoopOptions,
-                 progress: Progress = _quiet) -> None:
+    def __init__(
+        self, config: KopeConfig, graph: Any, proposer: Proposer, options: LoopOptions, progress: Progress = _quiet
+    ) -> None:
         self.config = config
         self.graph = graph
         self.proposer = proposer
@@ -118,27 +120,45 @@ class Optimizer:
         if resume:
             run = self.graph.run(resume)  # raises a clear error for an unknown run
             if run.operator != task.operator or run.target != self.options.target:
-                raise UsageError(f"run {resume} is for {run.operator} on {run.target}, not {task.operator} on "
-                                 f"{self.options.target}")
+                raise UsageError(
+                    f"run {resume} is for {run.operator} on {run.target}, not {task.operator} on {self.options.target}"
+                )
             return resume, self.graph.run_state(resume).next_step
         spec = RunSpec(
-            task=TaskSpec(operator=task.operator, target=self.options.target, family=task.family, level=task.level,
-                          cases=tuple(str(c.get("name")) for c in task.cases)),
-            hardware=hardware, proposer=self.proposer.name, model=self.proposer.model,
-            context_policy=self.options.policy, memory_enabled=self.options.memory,
-            budgets={"steps": self.options.steps, "tokens": self.options.token_budget,
-                     "seconds": self.options.time_budget_s, "window": self.budget.window, "B_k": self.budget.total},
+            task=TaskSpec(
+                operator=task.operator,
+                target=self.options.target,
+                family=task.family,
+                level=task.level,
+                cases=tuple(str(c.get("name")) for c in task.cases),
+            ),
+            hardware=hardware,
+            proposer=self.proposer.name,
+            model=self.proposer.model,
+            context_policy=self.options.policy,
+            memory_enabled=self.options.memory,
+            budgets={
+                "steps": self.options.steps,
+                "tokens": self.options.token_budget,
+                "seconds": self.options.time_budget_s,
+                "window": self.budget.window,
+                "B_k": self.budget.total,
+            },
         )
         result = self.graph.start_run(spec)
         if not result.in_graph:
-            raise KopeError(f"could not start the run in the Experience Graph: {result.pending_reason}",
-                            hint="start Neo4j (`kope db start`); the run was journaled and `kope memory sync` replays it")
+            raise KopeError(
+                f"could not start the run in the Experience Graph: {result.pending_reason}",
+                hint="start Neo4j (`kope db start`); the run was journaled and `kope memory sync` replays it",
+            )
         return result.run_id, None
 
     def _history(self, run_id: str) -> tuple[list[PastAttempt], Any]:
         state = self.graph.run_state(run_id)
-        history = [PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params)
-                   for d in state.decisions]
+        history = [
+            PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params)
+            for d in state.decisions
+        ]
         return history, state
 
     def _parent(self, state: Any, stale: int) -> tuple[Any, bool]:
@@ -167,11 +187,25 @@ class Optimizer:
         hardware = hardware_for(opts.target)
         memory_before = self._memory_counts()
         run_id, resumed_at = self._start(task, hardware, resume)
-        self.graph.upsert_knowledge([{"id": d.id, "title": d.title, "text": d.body, "targets": list(d.targets),
-                                      "families": list(d.families)} for d in load_knowledge()])
-        summary = RunSummary(run_id, task.operator, task.family, opts.target, self.proposer.name, opts.policy,
-                             opts.memory, "finished", "step budget reached", memory_before=memory_before,
-                             resumed_at=resumed_at)
+        self.graph.upsert_knowledge(
+            [
+                {"id": d.id, "title": d.title, "text": d.body, "targets": list(d.targets), "families": list(d.families)}
+                for d in load_knowledge()
+            ]
+        )
+        summary = RunSummary(
+            run_id,
+            task.operator,
+            task.family,
+            opts.target,
+            self.proposer.name,
+            opts.policy,
+            opts.memory,
+            "finished",
+            "step budget reached",
+            memory_before=memory_before,
+            resumed_at=resumed_at,
+        )
         run_dir = opts.out_dir / task.operator / run_id
         began = time.monotonic()
         self.progress("run", {"run_id": run_id, "operator": task.operator, "resumed_at": resumed_at})
@@ -190,8 +224,16 @@ class Optimizer:
             raise
         return self._finish(run_id, summary, run_dir)
 
-    def _steps(self, task: TaskView, task_path: Path, run_id: str, hardware: dict[str, Any], summary: RunSummary,
-               run_dir: Path, began: float) -> None:
+    def _steps(
+        self,
+        task: TaskView,
+        task_path: Path,
+        run_id: str,
+        hardware: dict[str, Any],
+        summary: RunSummary,
+        run_dir: Path,
+        began: float,
+    ) -> None:
         opts = self.options
         while True:
             history, state = self._history(run_id)
@@ -208,30 +250,47 @@ class Optimizer:
             override = None
             if parent_record is not None:
                 code = self.graph.kernel_source(parent_record.id)
-                parent = ParentState(parent_record.id, code, parent_record.params, parent_record.a, parent_record.status)
+                parent = ParentState(
+                    parent_record.id, code, parent_record.params, parent_record.a, parent_record.status
+                )
                 if backtracked or (state.incumbent is None and parent_record.status == "correct"):
                     override = (parent_record.id, code, self._outcome_dict(parent_record.id))
             started = time.monotonic()
             context, retrieval = build_context(
-                task, target=opts.target, hardware=hardware, budget=self.budget, policy=opts.policy,
-                graph=self.graph, run_id=run_id, model=self.config.llm.model,
-                encoding_fallback=self.config.context.encoding_fallback, k=opts.k, step=step,
-                incumbent_override=override, use_memory=opts.memory,
+                task,
+                target=opts.target,
+                hardware=hardware,
+                budget=self.budget,
+                policy=opts.policy,
+                graph=self.graph,
+                run_id=run_id,
+                model=self.config.llm.model,
+                encoding_fallback=self.config.context.encoding_fallback,
+                k=opts.k,
+                step=step,
+                incumbent_override=override,
+                use_memory=opts.memory,
             )
-            request = ProposalRequest(task, opts.target, step, hardware, context, retrieval, parent, history, backtracked)
+            request = ProposalRequest(
+                task, opts.target, step, hardware, context, retrieval, parent, history, backtracked
+            )
             try:
                 proposal = self.proposer.propose(request)
             except ProposerExhausted as exc:
                 summary.status, summary.stop_reason = "exhausted", str(exc)
                 break
-            report = self._evaluate_and_record(task, task_path, run_id, step, parent, proposal, context, hardware,
-                                               run_dir, backtracked, started)
+            report = self._evaluate_and_record(
+                task, task_path, run_id, step, parent, proposal, context, hardware, run_dir, backtracked, started
+            )
             summary.steps.append(report)
             self.progress("step", report)
 
     def _finish(self, run_id: str, summary: RunSummary, run_dir: Path) -> RunSummary:
-        graph_status = {"token_budget": "budget_exhausted", "time_budget": "budget_exhausted",
-                        "exhausted": "finished"}.get(summary.status, summary.status)
+        graph_status = {
+            "token_budget": "budget_exhausted",
+            "time_budget": "budget_exhausted",
+            "exhausted": "finished",
+        }.get(summary.status, summary.status)
         end = self.graph.finish_run(run_id, graph_status)
         final = self.graph.run_state(run_id)
         summary.prompt_tokens = final.run.prompt_tokens
@@ -263,20 +322,45 @@ class Optimizer:
             return "time_budget", f"wall-clock budget used ({opts.time_budget_s:.0f} s)"
         return None
 
-    def _evaluate_and_record(self, task: TaskView, task_path: Path, run_id: str, step: int, parent: ParentState | None,
-                             proposal: Proposal, context: Any, hardware: dict[str, Any], run_dir: Path,
-                             backtracked: bool, started: float) -> StepReport:
+    def _evaluate_and_record(
+        self,
+        task: TaskView,
+        task_path: Path,
+        run_id: str,
+        step: int,
+        parent: ParentState | None,
+        proposal: Proposal,
+        context: Any,
+        hardware: dict[str, Any],
+        run_dir: Path,
+        backtracked: bool,
+        started: float,
+    ) -> StepReport:
         from kope.memory import Attempt, UsedItem
 
         opts = self.options
         if proposal.code is None:
-            outcome = format_error_outcome(proposal.format_problem, operator=task.operator, family=task.family,
-                                           level=task.level, target=opts.target, hardware=hardware, cases=task.cases)
+            outcome = format_error_outcome(
+                proposal.format_problem,
+                operator=task.operator,
+                family=task.family,
+                level=task.level,
+                target=opts.target,
+                hardware=hardware,
+                cases=task.cases,
+            )
         else:
-            outcome = evaluate_code(task_path, proposal.code, run_dir / "candidates" / f"step-{step:03d}.py",
-                                    target=opts.target, cases=opts.cases)
-        used = tuple(UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)
-                     for i in context.evidence())
+            outcome = evaluate_code(
+                task_path,
+                proposal.code,
+                run_dir / "candidates" / f"step-{step:03d}.py",
+                target=opts.target,
+                cases=opts.cases,
+            )
+        used = tuple(
+            UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)
+            for i in context.evidence()
+        )
         params = dict(proposal.params or {})
         if backtracked:
             params["backtracked"] = True
@@ -284,20 +368,41 @@ class Optimizer:
             params["cited"] = list(proposal.cited)
         context_tokens = context.tokens["prompt"] + context.tokens["system"]
         attempt = Attempt(
-            run_id=run_id, step=step, title=proposal.title, layer=proposal.layer, thought=proposal.thought,
-            parent_id=parent.id if parent else None, code=proposal.code, outcome=outcome, used=used,
+            run_id=run_id,
+            step=step,
+            title=proposal.title,
+            layer=proposal.layer,
+            thought=proposal.thought,
+            parent_id=parent.id if parent else None,
+            code=proposal.code,
+            outcome=outcome,
+            used=used,
             # the offline proposer sends its context nowhere: record what an LLM would have been sent
             prompt_tokens=proposal.prompt_tokens if self.proposer.name == "llm" else context_tokens,
-            completion_tokens=proposal.completion_tokens, params=params or None,
+            completion_tokens=proposal.completion_tokens,
+            params=params or None,
         )
         result = self.graph.record_attempt(attempt)
         return StepReport(
-            step=step, decision_id=result.decision_id, parent_id=attempt.parent_id, title=proposal.title,
-            layer=proposal.layer, status=outcome["status"], error_kind=outcome.get("error_kind"),
-            speedup=outcome.get("speedup"), label=result.label, r=result.r, incumbent_id=result.incumbent_id,
-            improved=bool(result.incumbent_changed), backtracked=backtracked,
-            prompt_tokens=attempt.prompt_tokens or 0, completion_tokens=proposal.completion_tokens,
-            context_tokens=context_tokens, used=len(used), seconds=time.monotonic() - started, in_graph=result.in_graph,
+            step=step,
+            decision_id=result.decision_id,
+            parent_id=attempt.parent_id,
+            title=proposal.title,
+            layer=proposal.layer,
+            status=outcome["status"],
+            error_kind=outcome.get("error_kind"),
+            speedup=outcome.get("speedup"),
+            label=result.label,
+            r=result.r,
+            incumbent_id=result.incumbent_id,
+            improved=bool(result.incumbent_changed),
+            backtracked=backtracked,
+            prompt_tokens=attempt.prompt_tokens or 0,
+            completion_tokens=proposal.completion_tokens,
+            context_tokens=context_tokens,
+            used=len(used),
+            seconds=time.monotonic() - started,
+            in_graph=result.in_graph,
         )
 
     def _outcome_dict(self, decision_id: str) -> dict[str, Any]:
@@ -310,9 +415,18 @@ class Optimizer:
         path = run_dir / "best.py"
         path.write_text(self.graph.kernel_source(decision_id) or "", encoding="utf-8")
         record = self.graph.outcome(decision_id)
-        (run_dir / "best_outcome.json").write_text(json.dumps(
-            {"decision_id": decision_id, **{k: v for k, v in record.to_dict().items() if k != "cases_json"},
-             "cases": record.cases}, indent=2, default=str), encoding="utf-8")
+        (run_dir / "best_outcome.json").write_text(
+            json.dumps(
+                {
+                    "decision_id": decision_id,
+                    **{k: v for k, v in record.to_dict().items() if k != "cases_json"},
+                    "cases": record.cases,
+                },
+                indent=2,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
         return path
 
     def _memory_counts(self) -> dict[str, int]:

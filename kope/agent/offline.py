@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from harness.suite import find_candidate
 from harness.suite.kernel_templates import KernelTemplate, template_for
-
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
 
 PREFIX = "[offline proposer]"
@@ -62,10 +62,21 @@ class OfflineProposer:
             settings = {k: v for k, v in (params.get("settings") or {}).items() if k in knobs and v in knobs[k].values}
             if not settings:
                 continue
-            prior.append({"id": hit.id, "operator": hit.operator, "same_template": params.get("template") == template.name,
-                          "settings": settings, "full": params.get("template") == template.name and len(settings) == len(knobs),
-                          "status": hit.status, "label": hit.label, "a": hit.a or 0.0, "r": hit.r,
-                          "hardware": lineage.relevance.hardware_tier, "change": params.get("change")})
+            prior.append(
+                {
+                    "id": hit.id,
+                    "operator": hit.operator,
+                    "same_template": params.get("template") == template.name,
+                    "settings": settings,
+                    "full": params.get("template") == template.name and len(settings) == len(knobs),
+                    "status": hit.status,
+                    "label": hit.label,
+                    "a": hit.a or 0.0,
+                    "r": hit.r,
+                    "hardware": lineage.relevance.hardware_tier,
+                    "change": params.get("change"),
+                }
+            )
         return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
 
     # -- the decision -------------------------------------------------------------------------
@@ -73,10 +84,15 @@ class OfflineProposer:
         template = template_for(request.task.operator, request.target)
         if template is None:
             return self._generic(request)
-        tried = {_key(h.params.get("settings", {})) for h in request.history if h.params.get("template") == template.name}
+        tried = {
+            _key(h.params.get("settings", {})) for h in request.history if h.params.get("template") == template.name
+        }
         prior = self._prior(request, template)
-        failed_elsewhere = {_key({**template.default_settings(), **p["settings"]}): p for p in prior
-                            if p["status"] != "correct" and p["same_template"]}
+        failed_elsewhere = {
+            _key({**template.default_settings(), **p["settings"]}): p
+            for p in prior
+            if p["status"] != "correct" and p["same_template"]
+        }
         parent = request.parent
         if parent is None or parent.params.get("template") != template.name:
             return self._start(request, template, prior, tried)
@@ -89,46 +105,77 @@ class OfflineProposer:
                 continue
             if key in failed_elsewhere:
                 continue
-            evidence = [p["id"] for p in prior if p["settings"].get(knob.name) == value and p["label"] in GOOD_LABELS][:3]
+            evidence = [p["id"] for p in prior if p["settings"].get(knob.name) == value and p["label"] in GOOD_LABELS][
+                :3
+            ]
             why = f"{knob.doc}: {base[knob.name]} -> {value}"
-            memory_note = (f" Memory: {knob.name}={value} was part of effective decisions elsewhere ({', '.join(evidence)})."
-                           if evidence else "")
+            memory_note = (
+                f" Memory: {knob.name}={value} was part of effective decisions elsewhere ({', '.join(evidence)})."
+                if evidence
+                else ""
+            )
             skipped = [p for p in failed_elsewhere.values() if p["settings"].get(knob.name) == value]
             if skipped:
                 memory_note += f" Avoiding settings that failed on {skipped[0]['operator']} ({skipped[0]['id']})."
-            return self._proposal(request, template, settings, f"{knob.name}: {base[knob.name]} -> {value}", knob.layer,
-                                  f"{PREFIX} {'Backtracked to an earlier state; ' if request.backtracked else ''}"
-                                  f"change one knob of template '{template.name}': {why}.{memory_note}",
-                                  change={"knob": knob.name, "from": base[knob.name], "to": value}, cited=evidence)
+            return self._proposal(
+                request,
+                template,
+                settings,
+                f"{knob.name}: {base[knob.name]} -> {value}",
+                knob.layer,
+                f"{PREFIX} {'Backtracked to an earlier state; ' if request.backtracked else ''}"
+                f"change one knob of template '{template.name}': {why}.{memory_note}",
+                change={"knob": knob.name, "from": base[knob.name], "to": value},
+                cited=evidence,
+            )
         return self._untried(request, template, tried, failed_elsewhere)
 
-    def _start(self, request: ProposalRequest, template: KernelTemplate, prior: list[dict[str, Any]],
-               tried: set[str]) -> Proposal:
+    def _start(
+        self, request: ProposalRequest, template: KernelTemplate, prior: list[dict[str, Any]], tried: set[str]
+    ) -> Proposal:
         # Whole settings are copied only from the same template: another template's knobs may share names
         # (variance, lanes, ...) but tune other code (measured: instance_norm's channel_norm settings made
         # rms_norm's row_norm kernel 3.0x where its defaults gave 5.1x). Other templates' evidence still
         # steers the later one-knob steps through _preference.
-        good = [p for p in prior if p["status"] == "correct" and p["same_template"]
-                and p["label"] in GOOD_LABELS + ("ineffective",)]
+        good = [
+            p
+            for p in prior
+            if p["status"] == "correct" and p["same_template"] and p["label"] in GOOD_LABELS + ("ineffective",)
+        ]
         for p in good:
             settings = template.check_settings({**template.default_settings(), **p["settings"]})
             if _key(settings) in tried:
                 continue
-            where = {"hardware": "the same machine", "class": "the same hardware class", "vendor": "the same vendor"}.get(
-                p["hardware"], "other hardware")
+            where = {
+                "hardware": "the same machine",
+                "class": "the same hardware class",
+                "vendor": "the same vendor",
+            }.get(p["hardware"], "other hardware")
             changed = {k: v for k, v in settings.items() if v != template.knob(k).default}
             layer = template.knob(next(iter(changed))).layer if changed else "other"
             return self._proposal(
-                request, template, settings, f"start from the best recorded settings ({p['operator']})", layer,
+                request,
+                template,
+                settings,
+                f"start from the best recorded settings ({p['operator']})",
+                layer,
                 f"{PREFIX} Memory holds {len(prior)} decisions with settings for template '{template.name}'; the best "
                 f"correct one ({p['id']}: {p['operator']} on {where}, {p['a']:.2f}x) used {changed or 'the defaults'}. "
-                "Start there instead of the defaults.", cited=[p["id"]])
+                "Start there instead of the defaults.",
+                cited=[p["id"]],
+            )
         settings = template.default_settings()
         if _key(settings) in tried:
             return self._untried(request, template, tried, {})
-        return self._proposal(request, template, settings, f"baseline: template {template.name}", "other",
-                              f"{PREFIX} No usable experience for template '{template.name}' in the prompt; start from "
-                              f"its default settings {settings}.")
+        return self._proposal(
+            request,
+            template,
+            settings,
+            f"baseline: template {template.name}",
+            "other",
+            f"{PREFIX} No usable experience for template '{template.name}' in the prompt; start from "
+            f"its default settings {settings}.",
+        )
 
     @staticmethod
     def _preference(template: KernelTemplate, prior: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
@@ -143,8 +190,9 @@ class OfflineProposer:
         return score
 
     @staticmethod
-    def _neighbours(template: KernelTemplate, base: Mapping[str, Any],
-                    preference: Mapping[tuple[str, str], float]) -> Iterable[tuple[Any, Any]]:
+    def _neighbours(
+        template: KernelTemplate, base: Mapping[str, Any], preference: Mapping[tuple[str, str], float]
+    ) -> Iterable[tuple[Any, Any]]:
         moves = []
         for order, knob in enumerate(template.knobs):
             index = knob.values.index(base[knob.name])
@@ -156,8 +204,9 @@ class OfflineProposer:
         moves.sort(key=lambda m: m[:4])
         return [(m[4], m[5]) for m in moves]
 
-    def _untried(self, request: ProposalRequest, template: KernelTemplate, tried: set[str],
-                 failed: Mapping[str, Any]) -> Proposal:
+    def _untried(
+        self, request: ProposalRequest, template: KernelTemplate, tried: set[str], failed: Mapping[str, Any]
+    ) -> Proposal:
         rng = random.Random(f"{self.seed}:{request.task.operator}:{request.step}")
         names = [k.name for k in template.knobs]
         space = 1
@@ -166,32 +215,62 @@ class OfflineProposer:
         for _ in range(min(space * 4, 4000)):
             settings = {k.name: rng.choice(k.values) for k in template.knobs}
             if _key(settings) not in tried and _key(settings) not in failed:
-                return self._proposal(request, template, settings, "untried combination", "other",
-                                      f"{PREFIX} Every single-knob change from the good states was tried; an untried "
-                                      f"combination of {', '.join(names)}: {settings}.")
-        raise ProposerExhausted(f"the offline proposer tried every setting of template '{template.name}' "
-                                f"({space} combinations) for {request.task.operator}")
+                return self._proposal(
+                    request,
+                    template,
+                    settings,
+                    "untried combination",
+                    "other",
+                    f"{PREFIX} Every single-knob change from the good states was tried; an untried "
+                    f"combination of {', '.join(names)}: {settings}.",
+                )
+        raise ProposerExhausted(
+            f"the offline proposer tried every setting of template '{template.name}' "
+            f"({space} combinations) for {request.task.operator}"
+        )
 
-    def _proposal(self, request: ProposalRequest, template: KernelTemplate, settings: dict[str, Any], title: str,
-                  layer: str, thought: str, *, change: dict | None = None, cited: list[str] | tuple = ()) -> Proposal:
+    def _proposal(
+        self,
+        request: ProposalRequest,
+        template: KernelTemplate,
+        settings: dict[str, Any],
+        title: str,
+        layer: str,
+        thought: str,
+        *,
+        change: dict | None = None,
+        cited: list[str] | tuple = (),
+    ) -> Proposal:
         code = template.render(request.task.operator, settings)
         params: dict[str, Any] = {"template": template.name, "settings": settings}
         if change:
             params["change"] = change
-        return Proposal(title=title, layer=layer, thought=thought, code=code, params=params, cited=tuple(cited),
-                        prompt_tokens=0, completion_tokens=0)
+        return Proposal(
+            title=title,
+            layer=layer,
+            thought=thought,
+            code=code,
+            params=params,
+            cited=tuple(cited),
+            prompt_tokens=0,
+            completion_tokens=0,
+        )
 
     def _generic(self, request: ProposalRequest) -> Proposal:
         operator = request.task.operator
         example = find_candidate(operator, request.target)
         if example is not None and not any(h.params.get("generic") == "example" for h in request.history):
             return Proposal(
-                title="use the shipped example kernel", layer="other",
+                title="use the shipped example kernel",
+                layer="other",
                 thought=f"{PREFIX} No kernel template covers {operator}, so only generic decisions are possible: "
-                        "start from the suite's hand-written example candidate.",
-                code=example.read_text(), params={"generic": "example"})
+                "start from the suite's hand-written example candidate.",
+                code=example.read_text(),
+                params={"generic": "example"},
+            )
         raise ProposerExhausted(
             f"the offline proposer has no kernel template for {operator!r} on {request.target} "
             f"{'and already tried the example kernel' if example else 'and no example kernel ships for it'}; "
             "for such tasks its only generic decision is the suite's example kernel. Use --proposer llm with an "
-            "LLM endpoint")
+            "LLM endpoint"
+        )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kope.agent.loop import LoopOptions, Optimizer, Progress, RunSummary
-from kope.targets import harness_error, load_task_view
 from kope.agent.proposal import Proposer
 from kope.config import KopeConfig
 from kope.errors import UsageError
+from kope.targets import harness_error, load_task_view
 
 
 def make_proposer(config: KopeConfig, name: str | None) -> Proposer:
@@ -26,9 +27,8 @@ def make_proposer(config: KopeConfig, name: str | None) -> Proposer:
 
 
 def suite_tasks(levels: Sequence[int] = (), family: str | None = None, limit: int | None = None) -> list[str]:
-    from harness.suite import list_tasks
-
     from harness.errors import HarnessError
+    from harness.suite import list_tasks
 
     try:
         tasks = list_tasks(family)
@@ -42,8 +42,16 @@ def suite_tasks(levels: Sequence[int] = (), family: str | None = None, limit: in
     return names
 
 
-def optimize_tasks(config: KopeConfig, proposer: Proposer, options: LoopOptions, tasks: Sequence[str], *,
-                   resume: str | None = None, progress: Progress | None = None, graph: Any = None) -> list[RunSummary]:
+def optimize_tasks(
+    config: KopeConfig,
+    proposer: Proposer,
+    options: LoopOptions,
+    tasks: Sequence[str],
+    *,
+    resume: str | None = None,
+    progress: Progress | None = None,
+    graph: Any = None,
+) -> list[RunSummary]:
     """Optimize each task in order with one Experience Graph, so later tasks see earlier ones' experience."""
     from kope.memory import ExperienceGraph
 

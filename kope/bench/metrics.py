@@ -9,8 +9,9 @@ be regenerated from that file alone. Each definition sits next to its code.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 LEVEL_KEYS = ("1", "2", "3", "4")
 
@@ -35,6 +36,7 @@ def level_key(level: Any) -> str:
 
 # -- one (configuration, operator) pair ------------------------------------------------------------
 
+
 def case_view(attempt: Mapping[str, Any] | None, universe: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Per case of ``universe``: passed and speedup in ``attempt``.
 
@@ -54,6 +56,7 @@ def case_view(attempt: Mapping[str, Any] | None, universe: Sequence[str]) -> dic
 def best_attempt(attempts: Sequence[Mapping[str, Any]], universe: Sequence[str]) -> Mapping[str, Any] | None:
     """The attempt a pair is judged by: most passing cases (of the selected cases), then highest
     speedup (the outcome's geometric mean; a missing speedup ranks lowest), then the earliest step."""
+
     def key(attempt: Mapping[str, Any]) -> tuple:
         passed = sum(1 for c in case_view(attempt, universe).values() if c["passed"])
         speed = attempt.get("speedup")
@@ -94,17 +97,25 @@ def pair_views(data: Mapping[str, Any], config: str) -> list[PairView]:
         pair = pairs.get((config, op["operator"]))
         attempts = list((pair or {}).get("attempts") or [])
         best = best_attempt(attempts, op["cases"])
-        views.append(PairView(
-            config=config, operator=op["operator"], level=level_key(op.get("level")),
-            cases=case_view(best, op["cases"]), missing=not attempts, attempts=len(attempts),
-            prompt_tokens=sum(int(a.get("prompt_tokens") or 0) for a in attempts),
-            completion_tokens=sum(int(a.get("completion_tokens") or 0) for a in attempts),
-            best_step=best.get("step") if best else None, best_decision=best.get("decision_id") if best else None,
-        ))
+        views.append(
+            PairView(
+                config=config,
+                operator=op["operator"],
+                level=level_key(op.get("level")),
+                cases=case_view(best, op["cases"]),
+                missing=not attempts,
+                attempts=len(attempts),
+                prompt_tokens=sum(int(a.get("prompt_tokens") or 0) for a in attempts),
+                completion_tokens=sum(int(a.get("completion_tokens") or 0) for a in attempts),
+                best_step=best.get("step") if best else None,
+                best_decision=best.get("decision_id") if best else None,
+            )
+        )
     return views
 
 
 # -- one configuration -----------------------------------------------------------------------------
+
 
 def rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
@@ -184,15 +195,36 @@ def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
     cases = sum(len(v.cases) for v in views)
     cases_passed = sum(v.passed for v in views)
     return ConfigMetrics(
-        config=config, operators=len(views), operators_passed=ops_passed,
-        operators_missing=sum(1 for v in views if v.missing), operator_pass_rate=rate(ops_passed, len(views)),
-        cases=cases, cases_passed=cases_passed, pass_rate=rate(cases_passed, cases),
+        config=config,
+        operators=len(views),
+        operators_passed=ops_passed,
+        operators_missing=sum(1 for v in views if v.missing),
+        operator_pass_rate=rate(ops_passed, len(views)),
+        cases=cases,
+        cases_passed=cases_passed,
+        pass_rate=rate(cases_passed, cases),
         levels={k: levels[k] for k in sorted(levels, key=lambda k: (k == "unknown", k))},
-        geomean_speedup=geomean(speedups), speedup_cases=len(speedups), steps=steps, prompt_tokens=prompt,
-        completion_tokens=completion, tokens=prompt + completion, tokens_per_step=(prompt + completion) / steps if steps else None,
-        per_operator=[{"operator": v.operator, "level": v.level, "cases": len(v.cases), "cases_passed": v.passed,
-                       "missing": v.missing, "attempts": v.attempts, "best_step": v.best_step,
-                       "best_decision": v.best_decision, "geomean_speedup": geomean(v.speedups)} for v in views],
+        geomean_speedup=geomean(speedups),
+        speedup_cases=len(speedups),
+        steps=steps,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        tokens=prompt + completion,
+        tokens_per_step=(prompt + completion) / steps if steps else None,
+        per_operator=[
+            {
+                "operator": v.operator,
+                "level": v.level,
+                "cases": len(v.cases),
+                "cases_passed": v.passed,
+                "missing": v.missing,
+                "attempts": v.attempts,
+                "best_step": v.best_step,
+                "best_decision": v.best_decision,
+                "geomean_speedup": geomean(v.speedups),
+            }
+            for v in views
+        ],
     )
 
 
@@ -234,6 +266,7 @@ def bench_metrics(data: Mapping[str, Any], baseline: str | None = None) -> dict[
 
 # -- per-step series (for the plots) ---------------------------------------------------------------
 
+
 def tokens_by_step(data: Mapping[str, Any], config: str) -> dict[int, float]:
     """Mean tokens (prompt + completion) of the attempts at each step index, over the operators."""
     sums: dict[int, list[int]] = {}
@@ -250,13 +283,16 @@ def memory_series(data: Mapping[str, Any], config: str) -> list[dict[str, Any]]:
     """The configuration's namespace size at the start and after each finished pair (in finishing order)."""
     start = (data.get("memory_start") or {}).get(config)
     series = [{"operator": None, **start}] if start else []
-    done = sorted((p for p in data["pairs"] if p["config"] == config and p.get("memory_after")),
-                  key=lambda p: (p.get("ended_at") or 0, p.get("index", 0)))
+    done = sorted(
+        (p for p in data["pairs"] if p["config"] == config and p.get("memory_after")),
+        key=lambda p: (p.get("ended_at") or 0, p.get("index", 0)),
+    )
     series.extend({"operator": p["operator"], **p["memory_after"]} for p in done)
     return series
 
 
 # -- how fast a configuration gets there ------------------------------------------------------------
+
 
 @dataclass
 class StepsToBest:
@@ -295,22 +331,37 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
         position = seen_in_family[family] = seen_in_family.get(family, 0) + 1
         series = {}
         for config in configs:
-            attempts = sorted((pairs.get((config, op["operator"])) or {}).get("attempts") or [],
-                              key=lambda a: a.get("step", 0))
-            series[config] = [(int(a.get("step", 0)), a.get("speedup")) for a in attempts
-                              if a.get("status") == "correct" and positive(a.get("speedup"))]
+            attempts = sorted(
+                (pairs.get((config, op["operator"])) or {}).get("attempts") or [], key=lambda a: a.get("step", 0)
+            )
+            series[config] = [
+                (int(a.get("step", 0)), a.get("speedup"))
+                for a in attempts
+                if a.get("status") == "correct" and positive(a.get("speedup"))
+            ]
         best = max((s for points in series.values() for _, s in points), default=None)
         steps = {}
         for config, points in series.items():
             hit = next((step for step, s in points if best is not None and s >= fraction * best), None)
             steps[config] = None if hit is None else hit + 1
-        rows.append({"operator": op["operator"], "family": family, "position": position, "later": position >= 2,
-                     "best": best, "steps": steps})
+        rows.append(
+            {
+                "operator": op["operator"],
+                "family": family,
+                "position": position,
+                "later": position >= 2,
+                "best": best,
+                "steps": steps,
+            }
+        )
     summary = {}
     for config in configs:
         later = [r for r in rows if r["later"] and r["best"] is not None]
         reached = [r["steps"][config] for r in later if r["steps"][config] is not None]
         penalised = [r["steps"][config] if r["steps"][config] is not None else budget + 1 for r in later]
-        summary[config] = {"operators": len(later), "reached": len(reached),
-                           "mean_steps": sum(penalised) / len(penalised) if penalised else None}
+        summary[config] = {
+            "operators": len(later),
+            "reached": len(reached),
+            "mean_steps": sum(penalised) / len(penalised) if penalised else None,
+        }
     return StepsToBest(fraction, budget, rows, summary)

@@ -13,9 +13,10 @@ the bench stopped is redone); when the graph lacks it, the pair starts over.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kope.errors import KopeError
 
@@ -60,8 +61,11 @@ def task_problem(exc: BaseException) -> bool:
 
 def memory_size(graph: Any) -> dict[str, int]:
     stats = graph.stats()
-    return {"nodes": sum(stats.nodes.values()), "decisions": stats.nodes.get("Decision", 0),
-            "relationships": sum(stats.relationships.values())}
+    return {
+        "nodes": sum(stats.nodes.values()),
+        "decisions": stats.nodes.get("Decision", 0),
+        "relationships": sum(stats.relationships.values()),
+    }
 
 
 def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
@@ -70,34 +74,59 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
     attempts = []
     for d in state.decisions:
         outcome = graph.outcome(d.id)
-        attempts.append({
-            "step": d.step, "decision_id": d.id, "parent_id": d.parent_id, "title": d.title, "layer": d.layer,
-            "status": outcome.status, "error_kind": outcome.error_kind, "label": d.label, "a": d.a,
-            "speedup": outcome.speedup_measured, "cases_total": outcome.cases_total,
-            "cases_passed": outcome.cases_passed, "prompt_tokens": d.prompt_tokens or 0,
-            "completion_tokens": d.completion_tokens or 0,
-            "cases": [{"name": c.get("name"), "passed": bool(c.get("passed")), "speedup": c.get("speedup"),
-                       "ref_ms": c.get("ref_ms"), "cand_ms": c.get("cand_ms"), "error": c.get("error")}
-                      for c in outcome.cases],
-        })
+        attempts.append(
+            {
+                "step": d.step,
+                "decision_id": d.id,
+                "parent_id": d.parent_id,
+                "title": d.title,
+                "layer": d.layer,
+                "status": outcome.status,
+                "error_kind": outcome.error_kind,
+                "label": d.label,
+                "a": d.a,
+                "speedup": outcome.speedup_measured,
+                "cases_total": outcome.cases_total,
+                "cases_passed": outcome.cases_passed,
+                "prompt_tokens": d.prompt_tokens or 0,
+                "completion_tokens": d.completion_tokens or 0,
+                "cases": [
+                    {
+                        "name": c.get("name"),
+                        "passed": bool(c.get("passed")),
+                        "speedup": c.get("speedup"),
+                        "ref_ms": c.get("ref_ms"),
+                        "cand_ms": c.get("cand_ms"),
+                        "error": c.get("error"),
+                    }
+                    for c in outcome.cases
+                ],
+            }
+        )
     return attempts
 
 
 def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], progress: Progress) -> dict[str, Any]:
     """Run one pair to its end and return its result record (see ``store`` for where it goes)."""
     from kope.agent.loop import LoopOptions, Optimizer
-    from kope.targets import load_task_view
     from kope.agent.runner import make_proposer
     from kope.memory import ExperienceGraph
     from kope.memory.errors import UnknownRunError
+    from kope.targets import load_task_view
 
     started_at = time.time()
     began = time.monotonic()
     graph = ExperienceGraph.from_config(config, namespace=spec.namespace)
     try:
         proposer = make_proposer(config, spec.proposer)
-        options = LoopOptions(target=spec.target, steps=spec.steps, policy=spec.policy, memory=spec.memory,
-                              cases=spec.cases, out_dir=Path(spec.runs_dir))
+        options = LoopOptions(
+            target=spec.target,
+            steps=spec.steps,
+            policy=spec.policy,
+            memory=spec.memory,
+            cases=spec.cases,
+            out_dir=Path(spec.runs_dir),
+        )
         resume = spec.resume_run_id
         if resume is not None:
             try:
@@ -127,10 +156,19 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
             status, stop_reason = "error", exc.message
         attempts = collect_attempts(graph, run_id[0])
         return {
-            "config": spec.config, "operator": spec.operator, "index": spec.index, "namespace": spec.namespace,
-            "run_id": run_id[0], "status": status, "stop_reason": stop_reason, "error": error,
-            "resumed_from": spec.resume_run_id if resume else None, "resumed_at": resumed_at,
-            "started_at": started_at, "ended_at": time.time(), "seconds": round(time.monotonic() - began, 3),
+            "config": spec.config,
+            "operator": spec.operator,
+            "index": spec.index,
+            "namespace": spec.namespace,
+            "run_id": run_id[0],
+            "status": status,
+            "stop_reason": stop_reason,
+            "error": error,
+            "resumed_from": spec.resume_run_id if resume else None,
+            "resumed_at": resumed_at,
+            "started_at": started_at,
+            "ended_at": time.time(),
+            "seconds": round(time.monotonic() - began, 3),
             "attempts": attempts,
             "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
             "completion_tokens": sum(a["completion_tokens"] for a in attempts),

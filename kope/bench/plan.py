@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from kope.errors import UsageError
 
@@ -53,8 +54,20 @@ CONFIG_ORDER = tuple(CONFIGURATIONS)
 LEVELS = (1, 2, 3, 4)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 # Options that decide what a bench measures: a resumed bench must agree on all of them.
-PLAN_KEYS = ("suite", "levels", "family", "limit", "cases", "target", "proposer", "model", "steps", "configs", "name",
-             "imports")
+PLAN_KEYS = (
+    "suite",
+    "levels",
+    "family",
+    "limit",
+    "cases",
+    "target",
+    "proposer",
+    "model",
+    "steps",
+    "configs",
+    "name",
+    "imports",
+)
 
 
 def parse_configs(text: str) -> tuple[str, ...]:
@@ -93,7 +106,9 @@ def default_name(out: Path) -> str:
 
 def check_name(name: str) -> str:
     if not NAME_RE.match(name):
-        raise UsageError(f"bench name must be 1-48 letters, digits, '_', '.', '-' starting with a letter or digit (got {name!r})")
+        raise UsageError(
+            f"bench name must be 1-48 letters, digits, '_', '.', '-' starting with a letter or digit (got {name!r})"
+        )
     return name
 
 
@@ -132,7 +147,7 @@ class BenchOptions:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BenchOptions":
+    def from_dict(cls, data: dict[str, Any]) -> BenchOptions:
         values = dict(data)
         values["out"] = Path(values["out"])
         values["levels"] = tuple(values.get("levels") or ())
@@ -166,8 +181,13 @@ class TaskEntry:
     cases: tuple[str, ...]  # the selected case names: every case the metrics count
 
     def to_dict(self) -> dict[str, Any]:
-        return {"operator": self.operator, "family": self.family, "level": self.level, "path": self.path,
-                "cases": list(self.cases)}
+        return {
+            "operator": self.operator,
+            "family": self.family,
+            "level": self.level,
+            "path": self.path,
+            "cases": list(self.cases),
+        }
 
 
 @dataclass(frozen=True)
@@ -208,15 +228,15 @@ class Plan:
 
 
 def _task_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.py")
-                  if not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts))
+    return sorted(
+        p for p in folder.rglob("*.py") if not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts)
+    )
 
 
 def _suite_infos(suite: str, family: str | None) -> list[Any]:
     from harness.errors import HarnessError
     from harness.suite import list_tasks
     from harness.task import FAMILIES, read_task_info
-
     from kope.targets import harness_error
 
     if family is not None and family not in FAMILIES and family != "unknown":
@@ -226,7 +246,9 @@ def _suite_infos(suite: str, family: str | None) -> list[Any]:
             return list_tasks(family)
         folder = Path(suite)
         if not folder.exists():
-            raise UsageError(f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files")
+            raise UsageError(
+                f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files"
+            )
         if not folder.is_dir():
             raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
         infos = [read_task_info(p) for p in _task_files(folder)]
@@ -248,7 +270,6 @@ def build_plan(options: BenchOptions) -> Plan:
     """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench)."""
     from harness.errors import HarnessError
     from harness.task import load_task, select_cases
-
     from kope.targets import harness_error
 
     if options.steps < 1:
@@ -256,26 +277,32 @@ def build_plan(options: BenchOptions) -> Plan:
     if options.workers < 1:
         raise UsageError("--workers must be at least 1")
     check_name(options.name)
-    infos = [i for i in _suite_infos(options.suite, options.family)
-             if not options.levels or i.level in options.levels]
+    infos = [i for i in _suite_infos(options.suite, options.family) if not options.levels or i.level in options.levels]
     if options.limit is not None:
-        infos = infos[:options.limit]
+        infos = infos[: options.limit]
     if not infos:
         raise UsageError("no task of the suite matches that level/family selection")
     seen: dict[str, Path] = {}
     tasks = []
     for info in infos:
         if info.operator in seen:
-            raise UsageError(f"operator {info.operator!r} is defined twice: {seen[info.operator]} and {info.path}",
-                             hint="give each task file a unique OPERATOR")
+            raise UsageError(
+                f"operator {info.operator!r} is defined twice: {seen[info.operator]} and {info.path}",
+                hint="give each task file a unique OPERATOR",
+            )
         seen[info.operator] = info.path
         try:
             task = load_task(info.path) if options.suite != "builtin" else info
             cases = select_cases(task, options.cases)
         except HarnessError as exc:
             raise harness_error(exc) from None
-        tasks.append(TaskEntry(info.operator, info.family, info.level, str(Path(info.path).resolve()),
-                               tuple(c.name for c in cases)))
+        tasks.append(
+            TaskEntry(
+                info.operator, info.family, info.level, str(Path(info.path).resolve()), tuple(c.name for c in cases)
+            )
+        )
     if options.baseline is not None and options.baseline not in options.configs:
-        raise UsageError(f"--baseline {options.baseline!r} is not one of the configurations run ({', '.join(options.configs)})")
+        raise UsageError(
+            f"--baseline {options.baseline!r} is not one of the configurations run ({', '.join(options.configs)})"
+        )
     return Plan(options, tasks)

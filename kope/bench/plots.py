@@ -13,8 +13,9 @@ fonts and a seeded jitter, so the same results.json gives the same files.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kope.bench.metrics import memory_series, pair_views, tokens_by_step
 
@@ -98,11 +99,24 @@ def speedup_plot(data: Mapping[str, Any], path: Path) -> Path:
                 continue
             x = g + (i - (len(configs) - 1) / 2) * width
             colour = COLOURS.get(config)
-            ax.boxplot([values], positions=[x], widths=width * 0.8, showfliers=False,
-                       medianprops={"color": colour}, boxprops={"color": colour},
-                       whiskerprops={"color": colour}, capprops={"color": colour})
-            ax.scatter([x + rng.uniform(-width / 4, width / 4) for _ in values], values, s=10, alpha=0.7,
-                       color=colour, label=config if g == min(j for j, lv in enumerate(levels) if by_level.get(lv)) else None)
+            ax.boxplot(
+                [values],
+                positions=[x],
+                widths=width * 0.8,
+                showfliers=False,
+                medianprops={"color": colour},
+                boxprops={"color": colour},
+                whiskerprops={"color": colour},
+                capprops={"color": colour},
+            )
+            ax.scatter(
+                [x + rng.uniform(-width / 4, width / 4) for _ in values],
+                values,
+                s=10,
+                alpha=0.7,
+                color=colour,
+                label=config if g == min(j for j, lv in enumerate(levels) if by_level.get(lv)) else None,
+            )
             plotted = True
     from matplotlib.ticker import LogLocator, ScalarFormatter
 
@@ -131,13 +145,24 @@ def tokens_plot(data: Mapping[str, Any], path: Path) -> Path:
         if not series:
             continue
         main = config in ("active", "passive")
-        ax.plot(list(series), list(series.values()), marker=MARKERS.get(config, "o"), markersize=5, label=config,
-                color=COLOURS.get(config), linewidth=2.2 if main else 1.0, linestyle="-" if main else "--")
+        ax.plot(
+            list(series),
+            list(series.values()),
+            marker=MARKERS.get(config, "o"),
+            markersize=5,
+            label=config,
+            color=COLOURS.get(config),
+            linewidth=2.2 if main else 1.0,
+            linestyle="-" if main else "--",
+        )
         drawn = True
     _integer_x(ax)
     ax.set_xlabel("step")
     ax.set_ylabel("tokens per step (mean over operators)")
-    ax.set_title("tokens per step" + (" (offline proposer: context tokens)" if data["options"].get("proposer") == "offline" else ""))
+    ax.set_title(
+        "tokens per step"
+        + (" (offline proposer: context tokens)" if data["options"].get("proposer") == "offline" else "")
+    )
     ax.set_ylim(bottom=0)
     if drawn:
         ax.legend(fontsize=8)
@@ -155,8 +180,13 @@ def memory_plot(data: Mapping[str, Any], path: Path) -> Path:
             continue
         xs = list(range(len(series)))
         colour = COLOURS.get(config)
-        style = {"marker": MARKERS.get(config, "o"), "markersize": 4, "linestyle": STYLES.get(config, "-"),
-                 "label": config, "color": colour}
+        style = {
+            "marker": MARKERS.get(config, "o"),
+            "markersize": 4,
+            "linestyle": STYLES.get(config, "-"),
+            "label": config,
+            "color": colour,
+        }
         left.plot(xs, [s["decisions"] for s in series], **style)
         right.plot(xs, [s["nodes"] for s in series], **style)
     for ax, what in ((left, "decisions"), (right, "nodes")):
@@ -172,5 +202,9 @@ def memory_plot(data: Mapping[str, Any], path: Path) -> Path:
 
 def write_plots(data: Mapping[str, Any], folder: Path) -> list[Path]:
     folder = Path(folder)
-    return [pass_rate_plot(data, folder / "pass_rate.png"), speedup_plot(data, folder / "speedup.png"),
-            tokens_plot(data, folder / "tokens_per_step.png"), memory_plot(data, folder / "memory_growth.png")]
+    return [
+        pass_rate_plot(data, folder / "pass_rate.png"),
+        speedup_plot(data, folder / "speedup.png"),
+        tokens_plot(data, folder / "tokens_per_step.png"),
+        memory_plot(data, folder / "memory_growth.png"),
+    ]

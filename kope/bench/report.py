@@ -7,8 +7,9 @@ regenerates byte-identical files from the same results.json.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kope.bench.metrics import LEVEL_KEYS, bench_metrics, pair_views, steps_to_best
 from kope.bench.plan import default_baseline
@@ -38,15 +39,31 @@ def with_metrics(data: Mapping[str, Any], baseline: str | None = None) -> dict[s
     if baseline not in configs:
         raise UsageError(f"baseline {baseline!r} is not a configuration of this bench ({', '.join(configs)})")
     metrics = bench_metrics(data, baseline)
-    return {**data, "baseline": baseline, "metrics": {c: m.to_dict() for c, m in metrics.items()},
-            "steps_to_best": steps_to_best(data).to_dict()}
+    return {
+        **data,
+        "baseline": baseline,
+        "metrics": {c: m.to_dict() for c, m in metrics.items()},
+        "steps_to_best": steps_to_best(data).to_dict(),
+    }
 
 
 def summary_table(data: Mapping[str, Any]) -> str:
     """Configurations as rows, the paper's columns."""
     baseline = data["baseline"]
-    head = ["configuration", "operators passed", "cases passed", "pass rate", "L1", "L2", "L3", "L4",
-            "geomean speedup", f"paired speedup vs {baseline}", "tokens", "tokens / step"]
+    head = [
+        "configuration",
+        "operators passed",
+        "cases passed",
+        "pass rate",
+        "L1",
+        "L2",
+        "L3",
+        "L4",
+        "geomean speedup",
+        f"paired speedup vs {baseline}",
+        "tokens",
+        "tokens / step",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for config in data["configurations"]:
         m = data["metrics"][config["name"]]
@@ -59,8 +76,17 @@ def summary_table(data: Mapping[str, Any]) -> str:
         else:
             paired_cell = f"{times(paired['speedup'])} (n={paired['n']})"
         speed = times(m["geomean_speedup"]) + (f" (n={m['speedup_cases']})" if m["speedup_cases"] else "")
-        row = [config["name"], f"{m['operators_passed']}/{m['operators']}", f"{m['cases_passed']}/{m['cases']}",
-               pct(m["pass_rate"]), *levels, speed, paired_cell, count(m["tokens"]), count(m["tokens_per_step"])]
+        row = [
+            config["name"],
+            f"{m['operators_passed']}/{m['operators']}",
+            f"{m['cases_passed']}/{m['cases']}",
+            pct(m["pass_rate"]),
+            *levels,
+            speed,
+            paired_cell,
+            count(m["tokens"]),
+            count(m["tokens_per_step"]),
+        ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -80,7 +106,9 @@ def operator_table(data: Mapping[str, Any]) -> str:
             speed = next(p["geomean_speedup"] for p in speeds if p["operator"] == op["operator"])
             cells.append(f"{view.passed}/{len(view.cases)} · {times(speed)} · step {view.best_step}")
         level = f"L{op['level']}" if op.get("level") else "?"
-        lines.append(f"| {op['operator']} | {op['family']} | {level} | {len(op['cases'])} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {op['operator']} | {op['family']} | {level} | {len(op['cases'])} | " + " | ".join(cells) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -105,13 +133,18 @@ def steps_table(data: Mapping[str, Any]) -> str:
 
 
 def runs_table(data: Mapping[str, Any]) -> str:
-    lines = ["| configuration | operator | run | attempts | status | stop reason | overlapped with |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| configuration | operator | run | attempts | status | stop reason | overlapped with |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for pair in data["pairs"]:
         reason = (pair.get("stop_reason") or "").replace("|", "/").replace("\n", " ")
         if len(reason) > 120:
             reason = reason[:117] + "..."
-        lines.append(f"| {pair['config']} | {pair['operator']} | `{pair['run_id']}` | {len(pair.get('attempts') or [])} | "
-                     f"{pair['status']} | {reason} | {', '.join(pair.get('overlapped_with') or []) or '-'} |")
+        lines.append(
+            f"| {pair['config']} | {pair['operator']} | `{pair['run_id']}` | {len(pair.get('attempts') or [])} | "
+            f"{pair['status']} | {reason} | {', '.join(pair.get('overlapped_with') or []) or '-'} |"
+        )
     return "\n".join(lines)
 
 
@@ -121,63 +154,105 @@ def _suite_line(data: Mapping[str, Any]) -> str:
     cases = sum(len(o["cases"]) for o in data["operators"])
     levels = ",".join(str(x) for x in opts.get("levels") or []) or "all"
     model = f" ({opts['model']})" if opts.get("model") else ""
-    return (f"Suite `{opts['suite']}` (levels {levels}{', family ' + opts['family'] if opts.get('family') else ''}"
-            f"{', cases ' + opts['cases'] if opts.get('cases') else ''}): {len(data['operators'])} operators, "
-            f"{cases} cases. Target `{opts['target']}` on {hw.get('cpu_model') or hw.get('id') or 'unknown hardware'} "
-            f"(`{hw.get('class', '?')}`, {hw.get('cores', '?')} cores). Proposer `{opts['proposer']}`{model}, "
-            f"{opts['steps']} step(s) per run, {opts.get('workers', 1)} worker(s).")
+    return (
+        f"Suite `{opts['suite']}` (levels {levels}{', family ' + opts['family'] if opts.get('family') else ''}"
+        f"{', cases ' + opts['cases'] if opts.get('cases') else ''}): {len(data['operators'])} operators, "
+        f"{cases} cases. Target `{opts['target']}` on {hw.get('cpu_model') or hw.get('id') or 'unknown hardware'} "
+        f"(`{hw.get('class', '?')}`, {hw.get('cores', '?')} cores). Proposer `{opts['proposer']}`{model}, "
+        f"{opts['steps']} step(s) per run, {opts.get('workers', 1)} worker(s)."
+    )
 
 
 def render_markdown(data: Mapping[str, Any]) -> str:
     done, total = len(data["pairs"]), data.get("pairs_total", len(data["pairs"]))
     status = "complete" if data.get("complete") else f"**incomplete: {done} of {total} pairs finished**"
     commands = [data["command"], *(r["command"] for r in data.get("resumes") or [])]
-    lines = [f"# kope bench: {data['options']['name']}", "", "```\n" + "\n".join(commands) + "\n```", "",
-             _suite_line(data), f"Started {data['created_at']}; {status}.", ""]
+    lines = [
+        f"# kope bench: {data['options']['name']}",
+        "",
+        "```\n" + "\n".join(commands) + "\n```",
+        "",
+        _suite_line(data),
+        f"Started {data['created_at']}; {status}.",
+        "",
+    ]
     if data.get("imports"):
         files = sorted({i["file"] for i in data["imports"]})
         lines += [f"Memory imported into every configuration before the run: {', '.join(f'`{f}`' for f in files)}.", ""]
     lines += [summary_table(data), ""]
     lines += [
-        "Configurations: " + "; ".join(f"`{c['name']}` = {c['description']} (namespace `{c['namespace']}`)"
-                                       for c in data["configurations"]) + ".", "",
+        "Configurations: "
+        + "; ".join(
+            f"`{c['name']}` = {c['description']} (namespace `{c['namespace']}`)" for c in data["configurations"]
+        )
+        + ".",
+        "",
     ]
     if data["options"].get("proposer") == "offline":
-        lines += ["Tokens: the offline proposer calls no LLM; its tokens are the context tokens the loop "
-                  "assembled for each step (what an LLM would have been sent, recorded as prompt tokens); "
-                  "completion tokens are 0.", ""]
+        lines += [
+            "Tokens: the offline proposer calls no LLM; its tokens are the context tokens the loop "
+            "assembled for each step (what an LLM would have been sent, recorded as prompt tokens); "
+            "completion tokens are 0.",
+            "",
+        ]
     overlapped = sum(1 for p in data["pairs"] if p.get("overlapped_with"))
     if overlapped:
-        lines += [f"{overlapped} pair(s) ran while another operator of the same configuration was running "
-                  "(--workers): they could not see that operator's experience.", ""]
-    lines += ["## Per operator", "", "Best attempt per configuration: cases passed · geometric-mean speedup of "
-              "its passing cases · step.", "", operator_table(data), ""]
+        lines += [
+            f"{overlapped} pair(s) ran while another operator of the same configuration was running "
+            "(--workers): they could not see that operator's experience.",
+            "",
+        ]
+    lines += [
+        "## Per operator",
+        "",
+        "Best attempt per configuration: cases passed · geometric-mean speedup of its passing cases · step.",
+        "",
+        operator_table(data),
+        "",
+    ]
     steps = steps_table(data)
     if steps:
         pct_bar = f"{100 * data['steps_to_best']['fraction']:.0f}%"
-        lines += [f"## Steps to {pct_bar} of the best speedup", "",
-                  f"For the second and later operators of each family (where earlier operators' experience can "
-                  f"help): the step at which each configuration's first correct attempt reached {pct_bar} of the best "
-                  f"speedup any configuration found for that operator; - = never within the budget. The mean is over the "
-                  f"operators some configuration got correct and counts a miss as budget + 1 = "
-                  f"{data['steps_to_best']['budget'] + 1} steps.", "", steps, ""]
-    lines += ["## Plots", "",
-              f"![pass rate per configuration and level]({PLOTS}/pass_rate.png)", "",
-              f"![per-case speedup per level, log axis]({PLOTS}/speedup.png)", "",
-              f"![tokens per step]({PLOTS}/tokens_per_step.png)", "",
-              f"![memory growth]({PLOTS}/memory_growth.png)", ""]
-    lines += ["## Definitions", "",
-              "- Each (configuration, operator) is judged by its best attempt: most passing cases, then highest "
-              "speedup, then earliest step; its per-case results are what counts.",
-              "- Operators passed: best attempt passes at least one case. Cases passed / cases: over every selected "
-              "case of every operator; a missing operator (no finished run, or no attempt) counts all its cases as "
-              "failures. Pass rate = cases passed / cases; L1-L4: the same per KernelBench level.",
-              "- Geomean speedup: geometric mean of the per-case speedups (T_ref / T_cand) of the best attempts' "
-              "passing cases, positive values only; n = how many.",
-              f"- Paired speedup vs `{data['baseline']}` (without/with): on the exact intersection of cases both "
-              "configurations timed, the geometric mean of speedup_with / speedup_without (= T_without / T_with); "
-              "> 1 means the row's configuration found faster kernels; n = the intersection's size.",
-              "- Tokens: prompt + completion tokens of every recorded attempt; per step = tokens / attempts.", ""]
+        lines += [
+            f"## Steps to {pct_bar} of the best speedup",
+            "",
+            f"For the second and later operators of each family (where earlier operators' experience can "
+            f"help): the step at which each configuration's first correct attempt reached {pct_bar} of the best "
+            f"speedup any configuration found for that operator; - = never within the budget. The mean is over the "
+            f"operators some configuration got correct and counts a miss as budget + 1 = "
+            f"{data['steps_to_best']['budget'] + 1} steps.",
+            "",
+            steps,
+            "",
+        ]
+    lines += [
+        "## Plots",
+        "",
+        f"![pass rate per configuration and level]({PLOTS}/pass_rate.png)",
+        "",
+        f"![per-case speedup per level, log axis]({PLOTS}/speedup.png)",
+        "",
+        f"![tokens per step]({PLOTS}/tokens_per_step.png)",
+        "",
+        f"![memory growth]({PLOTS}/memory_growth.png)",
+        "",
+    ]
+    lines += [
+        "## Definitions",
+        "",
+        "- Each (configuration, operator) is judged by its best attempt: most passing cases, then highest "
+        "speedup, then earliest step; its per-case results are what counts.",
+        "- Operators passed: best attempt passes at least one case. Cases passed / cases: over every selected "
+        "case of every operator; a missing operator (no finished run, or no attempt) counts all its cases as "
+        "failures. Pass rate = cases passed / cases; L1-L4: the same per KernelBench level.",
+        "- Geomean speedup: geometric mean of the per-case speedups (T_ref / T_cand) of the best attempts' "
+        "passing cases, positive values only; n = how many.",
+        f"- Paired speedup vs `{data['baseline']}` (without/with): on the exact intersection of cases both "
+        "configurations timed, the geometric mean of speedup_with / speedup_without (= T_without / T_with); "
+        "> 1 means the row's configuration found faster kernels; n = the intersection's size.",
+        "- Tokens: prompt + completion tokens of every recorded attempt; per step = tokens / attempts.",
+        "",
+    ]
     lines += ["## Runs", "", runs_table(data), ""]
     return "\n".join(lines)
 

@@ -29,10 +29,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kope.bench.metrics import bench_metrics
 from kope.bench.pair import PairSpec, run_pair
@@ -50,7 +51,7 @@ class BenchInterrupted(KopeError):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def resume_hint(out: Path) -> str:
@@ -84,11 +85,19 @@ class BenchRunner:
             imported = self._import(namespace)
             imports.extend(imported)
             memory_start[config] = self._memory_size(namespace)
-        write_json(store.plan_file, {
-            "schema": RESULTS_SCHEMA, "command": self.command, "options": opts.to_dict(), "created_at": _now(),
-            "hardware": hardware_for(opts.target), "operators": [t.to_dict() for t in self.plan.tasks],
-            "imports": imports, "memory_start": memory_start,
-        })
+        write_json(
+            store.plan_file,
+            {
+                "schema": RESULTS_SCHEMA,
+                "command": self.command,
+                "options": opts.to_dict(),
+                "created_at": _now(),
+                "hardware": hardware_for(opts.target),
+                "operators": [t.to_dict() for t in self.plan.tasks],
+                "imports": imports,
+                "memory_start": memory_start,
+            },
+        )
 
     def _graph(self, namespace: str, journal: bool = False) -> Any:
         from kope.memory import ExperienceGraph
@@ -107,10 +116,20 @@ class BenchRunner:
             path = Path(item["file"])
             with self._graph(namespace) as graph, open(path, encoding="utf-8") as handle:
                 report = graph.import_from(handle, source=str(path))
-            self.progress("info", f"namespace {namespace}: imported {path} ({report.node_total} nodes, "
-                                  f"{report.relationship_total} relationships)")
-            done.append({"namespace": namespace, "file": str(path), "sha256": item["sha256"],
-                         "nodes": report.node_total, "relationships": report.relationship_total})
+            self.progress(
+                "info",
+                f"namespace {namespace}: imported {path} ({report.node_total} nodes, "
+                f"{report.relationship_total} relationships)",
+            )
+            done.append(
+                {
+                    "namespace": namespace,
+                    "file": str(path),
+                    "sha256": item["sha256"],
+                    "nodes": report.node_total,
+                    "relationships": report.relationship_total,
+                }
+            )
         return done
 
     def _memory_size(self, namespace: str) -> dict[str, int]:
@@ -122,7 +141,9 @@ class BenchRunner:
     def note_resume(self) -> None:
         """Record this invocation in plan.json (results.json lists every resume with its command)."""
         plan = self.store.read_plan()
-        plan.setdefault("resumes", []).append({"command": self.command, "at": _now(), "workers": self.plan.options.workers})
+        plan.setdefault("resumes", []).append(
+            {"command": self.command, "at": _now(), "workers": self.plan.options.workers}
+        )
         write_json(self.store.plan_file, plan)
 
     # -- running -------------------------------------------------------------------------------------
@@ -133,11 +154,21 @@ class BenchRunner:
         opts = self.plan.options
         conf = CONFIGURATIONS[pair.config]
         task: TaskEntry = self.plan.task(pair.operator)
-        return PairSpec(config=pair.config, operator=pair.operator, index=pair.index, task_path=task.path,
-                        cases=opts.cases, namespace=self.plan.namespace(pair.config), policy=conf.policy,
-                        memory=conf.memory, target=opts.target, proposer=opts.proposer, steps=opts.steps,
-                        runs_dir=str(self.store.runs_dir(pair.config)),
-                        resume_run_id=self.store.started_run(pair.config, pair.operator))
+        return PairSpec(
+            config=pair.config,
+            operator=pair.operator,
+            index=pair.index,
+            task_path=task.path,
+            cases=opts.cases,
+            namespace=self.plan.namespace(pair.config),
+            policy=conf.policy,
+            memory=conf.memory,
+            target=opts.target,
+            proposer=opts.proposer,
+            steps=opts.steps,
+            runs_dir=str(self.store.runs_dir(pair.config)),
+            resume_run_id=self.store.started_run(pair.config, pair.operator),
+        )
 
     def run(self) -> dict[str, Any]:
         pending = self.pending()
@@ -150,8 +181,9 @@ class BenchRunner:
                 self._parallel(pending)
         except KeyboardInterrupt:
             self.write_results()
-            raise BenchInterrupted(f"bench interrupted: {self._done()} of {total} pairs finished",
-                                   hint=resume_hint(self.plan.options.out)) from None
+            raise BenchInterrupted(
+                f"bench interrupted: {self._done()} of {total} pairs finished", hint=resume_hint(self.plan.options.out)
+            ) from None
         except KopeError as exc:
             self.write_results()
             # the loop's own hint names `kope optimize --resume`; a bench resumes as a whole
@@ -173,9 +205,12 @@ class BenchRunner:
         for pair in pending:
             spec = self.spec(pair)
             self.progress("pair-start", {"pair": pair, "resume": spec.resume_run_id})
-            result = run_pair(spec, self.config,
-                              on_started=lambda run_id, p=pair: self.store.mark_started(p.config, p.operator, run_id),
-                              progress=self.progress)
+            result = run_pair(
+                spec,
+                self.config,
+                on_started=lambda run_id, p=pair: self.store.mark_started(p.config, p.operator, run_id),
+                progress=self.progress,
+            )
             self._finish_pair(result, [])
 
     def _parallel(self, pending: list[Pair]) -> None:
@@ -193,8 +228,14 @@ class BenchRunner:
                     overlapped = [p.operator for p, _, _ in running.values() if p.config == pair.config]
                     proc, log = self._spawn(pair)
                     running[proc] = (pair, overlapped, log)
-                    self.progress("pair-start", {"pair": pair, "resume": self.spec(pair).resume_run_id,
-                                                 "log": str(store.log_file(pair.config, pair.operator))})
+                    self.progress(
+                        "pair-start",
+                        {
+                            "pair": pair,
+                            "resume": self.spec(pair).resume_run_id,
+                            "log": str(store.log_file(pair.config, pair.operator)),
+                        },
+                    )
                 if failure is not None and not running:
                     break
                 time.sleep(0.5)
@@ -209,9 +250,16 @@ class BenchRunner:
                         self.progress("pair-done", result)
                         continue
                     error_file = store.work_file(pair.config, pair.operator, "error")
-                    error = read_json(error_file, "worker error") if error_file.is_file() else {
-                        "message": f"worker for {pair.config}/{pair.operator} exited with status {proc.returncode}; "
-                                   f"see {store.log_file(pair.config, pair.operator)}", "hint": None, "exit_code": 1}
+                    error = (
+                        read_json(error_file, "worker error")
+                        if error_file.is_file()
+                        else {
+                            "message": f"worker for {pair.config}/{pair.operator} exited with status {proc.returncode}; "
+                            f"see {store.log_file(pair.config, pair.operator)}",
+                            "hint": None,
+                            "exit_code": 1,
+                        }
+                    )
                     failure = failure or {**error, "pair": f"{pair.config}/{pair.operator}"}
         except KeyboardInterrupt:
             self._stop(running)
@@ -231,9 +279,16 @@ class BenchRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(log_path, "a", encoding="utf-8")
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
-        proc = subprocess.Popen([sys.executable, "-m", "kope.bench.worker", str(spec_file)], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")])
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kope.bench.worker", str(spec_file)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
         return proc, log
 
     @staticmethod
@@ -275,8 +330,16 @@ def assemble(store: BenchStore, plan: Plan) -> dict[str, Any]:
         "pairs_total": total,
         "hardware": stored["hardware"],
         "baseline": baseline,
-        "configurations": [{"name": c.name, "policy": c.policy, "memory": c.memory, "description": c.description,
-                            "namespace": plan.namespace(c.name)} for c in plan.configurations],
+        "configurations": [
+            {
+                "name": c.name,
+                "policy": c.policy,
+                "memory": c.memory,
+                "description": c.description,
+                "namespace": plan.namespace(c.name),
+            }
+            for c in plan.configurations
+        ],
         "operators": stored["operators"],
         "imports": stored["imports"],
         "memory_start": stored["memory_start"],
@@ -289,10 +352,11 @@ def assemble(store: BenchStore, plan: Plan) -> dict[str, Any]:
 def plan_from_store(store: BenchStore, options: BenchOptions) -> Plan:
     """The plan of an existing bench (its stored operator list), with this invocation's workers/baseline."""
     stored = store.read_plan()
-    tasks = [TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"])) for t in stored["operators"]]
+    tasks = [
+        TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"])) for t in stored["operators"]
+    ]
     return Plan(options, tasks)
 
 
 def stored_options(store: BenchStore) -> BenchOptions:
     return BenchOptions.from_dict(store.read_plan()["options"])
-

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from kope.bench.metrics import config_metrics, paired_views, pair_views
+from kope.bench.metrics import config_metrics, pair_views, paired_views
 from kope.bench.report import count, pct, times
 from kope.errors import UsageError
 
@@ -36,8 +37,17 @@ def compare_table(benches: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
     """One row per (bench, configuration); the paired speedup is against the first bench's same configuration."""
     labels = list(labels or [b["options"]["name"] for b in benches])
     first = benches[0]
-    head = ["bench", "memory imported", "configuration", "operators passed", "cases passed", "pass rate",
-            "geomean speedup", f"paired speedup vs {labels[0]}", "tokens / step"]
+    head = [
+        "bench",
+        "memory imported",
+        "configuration",
+        "operators passed",
+        "cases passed",
+        "pass rate",
+        "geomean speedup",
+        f"paired speedup vs {labels[0]}",
+        "tokens / step",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     first_configs = {c["name"] for c in first["configurations"]}
     for label, data in zip(labels, benches):
@@ -50,9 +60,23 @@ def compare_table(benches: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
             else:
                 p = paired_views(pair_views(data, config), pair_views(first, config), labels[0])
                 paired = f"{times(p.speedup)} (n={p.n})" if p.n else "- (no common timed case)"
-            lines.append("| " + " | ".join([
-                label, _imports(data), config, f"{m.operators_passed}/{m.operators}", f"{m.cases_passed}/{m.cases}",
-                pct(m.pass_rate), times(m.geomean_speedup), paired, count(m.tokens_per_step)]) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        label,
+                        _imports(data),
+                        config,
+                        f"{m.operators_passed}/{m.operators}",
+                        f"{m.cases_passed}/{m.cases}",
+                        pct(m.pass_rate),
+                        times(m.geomean_speedup),
+                        paired,
+                        count(m.tokens_per_step),
+                    ]
+                )
+                + " |"
+            )
     return "\n".join(lines)
 
 
@@ -85,8 +109,12 @@ def relabel_export(source: Path, target: Path, *, hw_class: str, vendor: str) ->
             if obj["node"] == "Hardware":
                 old = obj["id"]
                 obj = {**obj, "id": mapping[old]}
-                props.update(id=mapping[old], hw_class=hw_class, vendor=vendor,
-                             cpu_model=f"simulated {hw_class} (relabelled {old})")
+                props.update(
+                    id=mapping[old],
+                    hw_class=hw_class,
+                    vendor=vendor,
+                    cpu_model=f"simulated {hw_class} (relabelled {old})",
+                )
                 rewritten += 1
             elif props.get("hw_id") in mapping:
                 props.update(hw_id=mapping[props["hw_id"]], hw_class=hw_class, vendor=vendor)

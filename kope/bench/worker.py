@@ -37,9 +37,12 @@ def main(argv: list[str]) -> int:
     error_file = store.work_file(spec.config, spec.operator, "error")
     error_file.unlink(missing_ok=True)
     try:
-        result = run_pair(spec, load_config(),
-                          on_started=lambda run_id: store.mark_started(spec.config, spec.operator, run_id),
-                          progress=_print_step)
+        result = run_pair(
+            spec,
+            load_config(),
+            on_started=lambda run_id: store.mark_started(spec.config, spec.operator, run_id),
+            progress=_print_step,
+        )
     except KopeError as exc:
         write_json(error_file, {"message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code})
         print(f"error: {exc}", file=sys.stderr)

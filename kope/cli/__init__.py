@@ -23,11 +23,24 @@ def cli(ctx: click.Context, verbose: int) -> None:
     """KOPE: kernel optimization agents that learn from an Experience Graph in Neo4j."""
     ctx.ensure_object(State)
     if verbose:
-        logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.DEBUG if verbose > 1 else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+        )
 
 
 def _register() -> None:
-    from kope.cli import bench_cmd, browser, config_cmd, context_cmd, db, doctor, eval_cmd, memory, optimize_cmd, tasks_cmd
+    from kope.cli import (
+        bench_cmd,
+        browser,
+        config_cmd,
+        context_cmd,
+        db,
+        doctor,
+        eval_cmd,
+        memory,
+        optimize_cmd,
+        tasks_cmd,
+    )
 
     for module in (db, config_cmd, doctor, tasks_cmd, eval_cmd, context_cmd, optimize_cmd, bench_cmd, memory, browser):
         cli.add_command(module.command)

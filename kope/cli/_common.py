@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import click
 from rich.console import Console
@@ -82,8 +83,14 @@ def server_options(func: Callable) -> Callable:
     """Options that select and shape the local Neo4j server."""
 
     @click.option("--data-dir", type=click.Path(file_okay=False), help="KOPE data directory (KOPE_DATA_DIR).")
-    @click.option("--bolt-port", type=click.IntRange(1, 65535), help="Bolt port of the local server (KOPE_NEO4J_BOLT_PORT).")
-    @click.option("--http-port", type=click.IntRange(1, 65535), help="HTTP/Browser port of the local server (KOPE_NEO4J_HTTP_PORT).")
+    @click.option(
+        "--bolt-port", type=click.IntRange(1, 65535), help="Bolt port of the local server (KOPE_NEO4J_BOLT_PORT)."
+    )
+    @click.option(
+        "--http-port",
+        type=click.IntRange(1, 65535),
+        help="HTTP/Browser port of the local server (KOPE_NEO4J_HTTP_PORT).",
+    )
     @functools.wraps(func)
     def wrapper(*args: Any, data_dir: str | None, bolt_port: int | None, http_port: int | None, **kwargs: Any) -> Any:
         state = click.get_current_context().ensure_object(State)

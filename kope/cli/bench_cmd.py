@@ -37,8 +37,10 @@ class Printer:
         elif kind == "plan":
             self.total = data["total"]
             self.done = data["total"] - data["pending"]
-            err.print(f"[dim]› {data['total']} pairs (configuration × operator), {data['pending']} to run, "
-                      f"{data['workers']} worker(s)[/dim]")
+            err.print(
+                f"[dim]› {data['total']} pairs (configuration × operator), {data['pending']} to run, "
+                f"{data['workers']} worker(s)[/dim]"
+            )
         elif kind == "pair-start":
             pair = data["pair"]
             resume = f", continuing run {data['resume']}" if data.get("resume") else ""
@@ -50,9 +52,11 @@ class Printer:
             self.done += 1
             attempts = data.get("attempts") or []
             best = max((a["cases_passed"] for a in attempts), default=0)
-            err.print(f"    [dim]{data['config']} · {data['operator']}: {len(attempts)} attempt(s), best "
-                      f"{best}/{attempts[0]['cases_total'] if attempts else '-'} cases, {data['status']} "
-                      f"({self.done}/{self.total} pairs done)[/dim]")
+            err.print(
+                f"    [dim]{data['config']} · {data['operator']}: {len(attempts)} attempt(s), best "
+                f"{best}/{attempts[0]['cases_total'] if attempts else '-'} cases, {data['status']} "
+                f"({self.done}/{self.total} pairs done)[/dim]"
+            )
 
 
 def _options_from_args(ctx: click.Context, state: State, args: dict[str, Any]):
@@ -64,22 +68,38 @@ def _options_from_args(ctx: click.Context, state: State, args: dict[str, Any]):
     if suite != "builtin":
         path = Path(suite)
         if not path.exists():
-            raise UsageError(f"suite folder not found: {suite}", hint="--suite takes `builtin` or a folder of task files")
+            raise UsageError(
+                f"suite folder not found: {suite}", hint="--suite takes `builtin` or a folder of task files"
+            )
         suite = str(path.resolve())
     imports = []
     for file in args["import_memory"]:
         path = Path(file)
         if not path.is_file():
-            raise UsageError(f"--import-memory file not found: {file}", hint="make one with `kope memory export -o FILE`")
+            raise UsageError(
+                f"--import-memory file not found: {file}", hint="make one with `kope memory export -o FILE`"
+            )
         imports.append({"file": str(path.resolve()), "sha256": file_digest(path)})
     if args["baseline"] is not None and args["baseline"] not in configs:
         raise UsageError(f"--baseline {args['baseline']!r} is not one of the configurations run ({', '.join(configs)})")
     model = state.config.llm.model if args["proposer"] == "llm" else None
-    return BenchOptions(suite=suite, levels=levels, family=args["family"], limit=args["limit"], cases=args["cases"],
-                        target=args["target"], proposer=args["proposer"], model=model, steps=args["steps"],
-                        configs=configs, workers=args["workers"], out=args["out"],
-                        name=check_name(args["name"] or default_name(args["out"])), imports=tuple(imports),
-                        baseline=args["baseline"])
+    return BenchOptions(
+        suite=suite,
+        levels=levels,
+        family=args["family"],
+        limit=args["limit"],
+        cases=args["cases"],
+        target=args["target"],
+        proposer=args["proposer"],
+        model=model,
+        steps=args["steps"],
+        configs=configs,
+        workers=args["workers"],
+        out=args["out"],
+        name=check_name(args["name"] or default_name(args["out"])),
+        imports=tuple(imports),
+        baseline=args["baseline"],
+    )
 
 
 def _normalise(key: str, value: Any) -> Any:
@@ -105,30 +125,56 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
     if not store.exists():
         raise UsageError(f"no bench to resume in {args['out']} (no plan.json)", hint="start one without --resume")
     stored = stored_options(store)
-    kept = {**stored.to_dict(), "import_memory": tuple(i["file"] for i in stored.imports),
-            "levels": tuple(stored.levels), "configs": tuple(stored.configs)}
-    differ = [k for k in ("suite", "levels", "family", "limit", "cases", "target", "proposer", "steps", "configs", "name",
-                          "import_memory")
-              if _given(ctx, k) and _normalise(k, args[k]) != kept[k]]
+    kept = {
+        **stored.to_dict(),
+        "import_memory": tuple(i["file"] for i in stored.imports),
+        "levels": tuple(stored.levels),
+        "configs": tuple(stored.configs),
+    }
+    differ = [
+        k
+        for k in (
+            "suite",
+            "levels",
+            "family",
+            "limit",
+            "cases",
+            "target",
+            "proposer",
+            "steps",
+            "configs",
+            "name",
+            "import_memory",
+        )
+        if _given(ctx, k) and _normalise(k, args[k]) != kept[k]
+    ]
     if differ:
-        raise UsageError(f"--resume: the bench in {args['out']} was started with other options "
-                         f"({'; '.join(f'{k}: started with {kept[k]!r}, given {_normalise(k, args[k])!r}' for k in differ)})",
-                         hint="resume with the same options (or only --out and --resume), or start a new bench")
+        raise UsageError(
+            f"--resume: the bench in {args['out']} was started with other options "
+            f"({'; '.join(f'{k}: started with {kept[k]!r}, given {_normalise(k, args[k])!r}' for k in differ)})",
+            hint="resume with the same options (or only --out and --resume), or start a new bench",
+        )
     if stored.proposer == "llm" and state.config.llm.model != stored.model:
-        raise UsageError(f"--resume: the bench used model {stored.model!r}, the configuration now says "
-                         f"{state.config.llm.model!r}", hint="set KOPE_LLM_MODEL as it was")
+        raise UsageError(
+            f"--resume: the bench used model {stored.model!r}, the configuration now says {state.config.llm.model!r}",
+            hint="set KOPE_LLM_MODEL as it was",
+        )
     stored.out = args["out"]
     if _given(ctx, "workers"):
         stored.workers = args["workers"]
     if _given(ctx, "baseline"):
         if args["baseline"] not in stored.configs:
-            raise UsageError(f"--baseline {args['baseline']!r} is not one of the configurations run ({', '.join(stored.configs)})")
+            raise UsageError(
+                f"--baseline {args['baseline']!r} is not one of the configurations run ({', '.join(stored.configs)})"
+            )
         stored.baseline = args["baseline"]
     return stored
 
 
 @click.group("bench", cls=KopeGroup, invoke_without_command=True)
-@click.option("--suite", default="builtin", show_default=True, help="`builtin` or a folder of KernelBench-format task files.")
+@click.option(
+    "--suite", default="builtin", show_default=True, help="`builtin` or a folder of KernelBench-format task files."
+)
 @click.option("--levels", default=None, help="Levels to run, e.g. 1,2 or 1-3 (default: all).")
 @click.option("--family", default=None, help="Only operators of this family.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many operators (in suite order).")
@@ -137,16 +183,39 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
 @click.option("--proposer", type=click.Choice(["offline", "llm"]), default="offline", show_default=True)
 @click.option("--steps", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Steps per run.")
 @click.option("--configs", default=DEFAULT_CONFIGS, show_default=True, help="Configurations to compare.")
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Pairs run at once, each in its own process (see README: the trade-off).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("kope-bench"), show_default=True,
-              help="Output folder: results.json, summary.md, plots/, the runs.")
-@click.option("--name", default=None, help="Bench name: namespaces are bench-<name>-<config> (default: the --out folder's name).")
-@click.option("--import-memory", "import_memory", multiple=True, metavar="FILE",
-              help="Import this exported memory (`kope memory export`) into every configuration first (repeatable).")
-@click.option("--baseline", default=None, help="Configuration the paired speedup is measured against (default: no-memory, else none, else the last).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Pairs run at once, each in its own process (see README: the trade-off).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("kope-bench"),
+    show_default=True,
+    help="Output folder: results.json, summary.md, plots/, the runs.",
+)
+@click.option(
+    "--name", default=None, help="Bench name: namespaces are bench-<name>-<config> (default: the --out folder's name)."
+)
+@click.option(
+    "--import-memory",
+    "import_memory",
+    multiple=True,
+    metavar="FILE",
+    help="Import this exported memory (`kope memory export`) into every configuration first (repeatable).",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    help="Configuration the paired speedup is measured against (default: no-memory, else none, else the last).",
+)
 @click.option("--resume", is_flag=True, help="Continue the bench in --out (finished pairs are skipped).")
-@click.option("--fresh", is_flag=True, help="Start over even if --out holds a bench (its files and namespaces are wiped).")
+@click.option(
+    "--fresh", is_flag=True, help="Start over even if --out holds a bench (its files and namespaces are wiped)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON instead of the table.")
 @click.pass_context
 def command(ctx: click.Context, **args: Any) -> None:
@@ -158,8 +227,10 @@ def command(ctx: click.Context, **args: Any) -> None:
     if ctx.invoked_subcommand is not None:
         given = [p.name for p in ctx.command.params if _given(ctx, p.name)]
         if given:
-            raise UsageError(f"`kope bench {ctx.invoked_subcommand}` takes its own options; "
-                             f"remove {', '.join('--' + g.replace('_', '-') for g in given)}")
+            raise UsageError(
+                f"`kope bench {ctx.invoked_subcommand}` takes its own options; "
+                f"remove {', '.join('--' + g.replace('_', '-') for g in given)}"
+            )
         return
     _run(ctx, ctx.ensure_object(State), args)
 
@@ -180,8 +251,10 @@ def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
     else:
         options = _options_from_args(ctx, state, args)
         if store.exists() and not args["fresh"]:
-            raise UsageError(f"{args['out']} already holds a bench",
-                             hint="continue it with --resume, start over with --fresh, or choose another --out")
+            raise UsageError(
+                f"{args['out']} already holds a bench",
+                hint="continue it with --resume, start over with --fresh, or choose another --out",
+            )
         plan = build_plan(options)
     make_proposer(state.config, options.proposer)  # fails now, not mid-bench, when an LLM is not configured
     if options.proposer == "offline":
@@ -222,8 +295,13 @@ def report(folder: Path, baseline: str | None) -> None:
 @command.command("compare")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--label", "labels", multiple=True, help="A name per folder (default: the bench names), in order.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the table (Markdown) to this file.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the table (Markdown) to this file.",
+)
 def compare(folders: tuple[Path, ...], labels: tuple[str, ...], output: Path | None) -> None:
     """Put benches side by side; paired speedups against the first FOLDER (e.g. the cold start)."""
     from kope.bench.store import load_results
@@ -241,8 +319,13 @@ def compare(folders: tuple[Path, ...], labels: tuple[str, ...], output: Path | N
 @command.command("relabel-hardware")
 @click.argument("source", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--hw-class", "hw_class", default="simulated-other", show_default=True,
-              help="Hardware class the experience will claim (e.g. aarch64-neon).")
+@click.option(
+    "--hw-class",
+    "hw_class",
+    default="simulated-other",
+    show_default=True,
+    help="Hardware class the experience will claim (e.g. aarch64-neon).",
+)
 @click.option("--vendor", default="unknown", show_default=True)
 @pass_state
 def relabel_hardware(state: State, source: Path, target: Path, hw_class: str, vendor: str) -> None:
@@ -250,5 +333,8 @@ def relabel_hardware(state: State, source: Path, target: Path, hw_class: str, ve
     from kope.bench.transfer import relabel_export
 
     report = relabel_export(source, target, hw_class=hw_class, vendor=vendor)
-    out.print(f"{target}: {report['hardware']} hardware node(s) relabelled to class {hw_class!r}, vendor {vendor!r}; "
-              f"{report['nodes']} node(s) rewritten", markup=False)
+    out.print(
+        f"{target}: {report['hardware']} hardware node(s) relabelled to class {hw_class!r}, vendor {vendor!r}; "
+        f"{report['nodes']} node(s) rewritten",
+        markup=False,
+    )

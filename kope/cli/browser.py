@@ -24,8 +24,10 @@ def command(state: State, port: int) -> None:
     except OSError as exc:
         from kope.errors import PortInUseError
 
-        raise PortInUseError(f"cannot serve the guide on 127.0.0.1:{port}: {exc.strerror}",
-                             hint="choose another port with --port, or 0 for any free port") from None
+        raise PortInUseError(
+            f"cannot serve the guide on 127.0.0.1:{port}: {exc.strerror}",
+            hint="choose another port with --port, or 0 for any free port",
+        ) from None
     # Ctrl-C and SIGTERM both stop it, also when started in the background (where a shell ignores SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -12,23 +12,43 @@ from kope.targets import hardware_for, harness_error
 @click.command("context")
 @click.argument("task")
 @click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
-@click.option("--policy", type=click.Choice(["active", "passive", "none"]), default="active", show_default=True,
-              help="active: hot+warm+cold from the graph; passive: the full history; none: hot only.")
-@click.option("--budget", type=click.IntRange(0), default=None,
-              help="Token budget B_k for the prompt (default: W - S - G - R from the configuration).")
-@click.option("--run", "run_id", default=None, help="Build the prompt for the next step of this run (incumbent, feedback).")
+@click.option(
+    "--policy",
+    type=click.Choice(["active", "passive", "none"]),
+    default="active",
+    show_default=True,
+    help="active: hot+warm+cold from the graph; passive: the full history; none: hot only.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(0),
+    default=None,
+    help="Token budget B_k for the prompt (default: W - S - G - R from the configuration).",
+)
+@click.option(
+    "--run", "run_id", default=None, help="Build the prompt for the next step of this run (incumbent, feedback)."
+)
 @click.option("--no-memory", is_flag=True, help="Do not read the Experience Graph (hot and knowledge only).")
 @click.option("-k", "k", type=click.IntRange(1, 50), default=8, show_default=True, help="Lineages to retrieve.")
 @click.option("--json", "as_json", is_flag=True, help="Print the assembled context as JSON.")
 @click.option("--quiet", is_flag=True, help="Only the token table, not the prompt.")
 @pass_state
-def command(state: State, task: str, target: str, policy: str, budget: int | None, run_id: str | None,
-            no_memory: bool, k: int, as_json: bool, quiet: bool) -> None:
+def command(
+    state: State,
+    task: str,
+    target: str,
+    policy: str,
+    budget: int | None,
+    run_id: str | None,
+    no_memory: bool,
+    k: int,
+    as_json: bool,
+    quiet: bool,
+) -> None:
     """Show the prompt KOPE would send for TASK (a built-in operator or a task file)."""
     from harness.errors import HarnessError
     from harness.suite import find_task
     from harness.task import load_task
-
     from kope.context.budget import Budget
     from kope.context.state import TaskView, build_context
     from kope.errors import UsageError
@@ -50,8 +70,16 @@ def command(state: State, task: str, target: str, policy: str, budget: int | Non
         graph = ExperienceGraph.from_config(config, journal=False)
     try:
         context, retrieval = build_context(
-            TaskView.from_info(info), target=target, hardware=hardware_for(target), budget=plan, policy=policy,
-            graph=graph, run_id=run_id, model=config.llm.model, encoding_fallback=config.context.encoding_fallback, k=k,
+            TaskView.from_info(info),
+            target=target,
+            hardware=hardware_for(target),
+            budget=plan,
+            policy=policy,
+            graph=graph,
+            run_id=run_id,
+            model=config.llm.model,
+            encoding_fallback=config.context.encoding_fallback,
+            k=k,
         )
     finally:
         if graph is not None:
@@ -65,12 +93,18 @@ def command(state: State, task: str, target: str, policy: str, budget: int | Non
         out.print("[bold]── human ──[/bold]")
         out.print(context.human_text, markup=False, highlight=False)
     b = context.budget
-    table = Table(title=f"context for {info.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
-                        f"G {b.generation} - R {b.recency}", title_justify="left")
+    table = Table(
+        title=f"context for {info.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
+        f"G {b.generation} - R {b.recency}",
+        title_justify="left",
+    )
     for name in ("tier", "tokens", "cap", "items"):
         table.add_column(name)
-    caps = {"hot": "required", "warm": str(b.warm_cap) if policy == "active" else "-",
-            "cold": str(b.cold_cap) if policy == "active" else "-"}
+    caps = {
+        "hot": "required",
+        "warm": str(b.warm_cap) if policy == "active" else "-",
+        "cold": str(b.cold_cap) if policy == "active" else "-",
+    }
     for tier in ("hot", "warm", "cold"):
         ids = [i.id + (" (compact)" if i.compact else "") for i in context.items if i.tier == tier]
         table.add_row(tier, str(context.tokens.get(tier, 0)), caps[tier], ", ".join(ids) or "-")
@@ -80,7 +114,13 @@ def command(state: State, task: str, target: str, policy: str, budget: int | Non
     for note in context.notes:
         out.print(f"note: {note}")
     if context.dropped:
-        out.print(f"left out: {len(context.dropped)} items (" + "; ".join(f"{i}: {why}" for i, why in context.dropped[:5])
-                  + (" ..." if len(context.dropped) > 5 else "") + ")")
+        out.print(
+            f"left out: {len(context.dropped)} items ("
+            + "; ".join(f"{i}: {why}" for i, why in context.dropped[:5])
+            + (" ..." if len(context.dropped) > 5 else "")
+            + ")"
+        )
     if retrieval is not None:
-        out.print(f"retrieval: {len(retrieval.lineages)} lineages, {len(retrieval.rules)} rules in {retrieval.elapsed_ms:.1f} ms")
+        out.print(
+            f"retrieval: {len(retrieval.lineages)} lineages, {len(retrieval.rules)} rules in {retrieval.elapsed_ms:.1f} ms"
+        )

@@ -29,7 +29,10 @@ def _show(status: ServerStatus, as_json: bool) -> None:
     rows = [
         ("state", state),
         ("pid", status.pid),
-        ("version", f"Neo4j {status.version}" + (f" {status.edition}" if status.edition else "") if status.version else None),
+        (
+            "version",
+            f"Neo4j {status.version}" + (f" {status.edition}" if status.edition else "") if status.version else None,
+        ),
         ("bolt", status.bolt_uri),
         ("http", status.http_url),
         ("browser", status.browser_url),

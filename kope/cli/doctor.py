@@ -8,7 +8,12 @@ from rich.table import Table
 from kope.cli._common import State, out, pass_state, print_json
 from kope.doctor import run_checks
 
-MARK = {"ok": "[green]ok[/green]", "missing": "[red]missing[/red]", "optional": "[yellow]absent[/yellow]", "info": "info"}
+MARK = {
+    "ok": "[green]ok[/green]",
+    "missing": "[red]missing[/red]",
+    "optional": "[yellow]absent[/yellow]",
+    "info": "info",
+}
 
 
 @click.command("doctor")

@@ -8,24 +8,75 @@ from rich.table import Table
 from kope.cli._common import out, print_json
 from kope.targets import harness_error
 
-STATUS_STYLE = {"correct": "green", "incorrect": "red", "cheat_detected": "bold red", "compile_error": "yellow",
-                "runtime_error": "red", "timeout": "yellow", "format_error": "yellow"}
+STATUS_STYLE = {
+    "correct": "green",
+    "incorrect": "red",
+    "cheat_detected": "bold red",
+    "compile_error": "yellow",
+    "runtime_error": "red",
+    "timeout": "yellow",
+    "format_error": "yellow",
+}
 
 
 @click.command("eval")
 @click.argument("task")
 @click.argument("candidate", type=click.Path(dir_okay=False))
-@click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True, help="Where the kernel runs.")
-@click.option("--cases", default=None, help="Case indices, ranges or names, comma-separated (e.g. 0,2-4,odd-7x1023). Default: all.")
-@click.option("--seeds", type=click.IntRange(1, 100), default=3, show_default=True, help="Correctness trials per case, each on fresh inputs.")
-@click.option("--threads", type=click.IntRange(1, 4096), default=None, help="Fixed thread count (default: all CPUs this process may use).")
+@click.option(
+    "--target",
+    type=click.Choice(["cpu", "triton", "cuda"]),
+    default="cpu",
+    show_default=True,
+    help="Where the kernel runs.",
+)
+@click.option(
+    "--cases",
+    default=None,
+    help="Case indices, ranges or names, comma-separated (e.g. 0,2-4,odd-7x1023). Default: all.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(1, 100),
+    default=3,
+    show_default=True,
+    help="Correctness trials per case, each on fresh inputs.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 4096),
+    default=None,
+    help="Fixed thread count (default: all CPUs this process may use).",
+)
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
-@click.option("--rep-ms", type=click.FloatRange(min=0.1), default=100.0, show_default=True, help="Measured time per implementation and case.")
-@click.option("--warmup-ms", type=click.FloatRange(min=0.0), default=25.0, show_default=True, help="Warm-up time per implementation and case.")
+@click.option(
+    "--rep-ms",
+    type=click.FloatRange(min=0.1),
+    default=100.0,
+    show_default=True,
+    help="Measured time per implementation and case.",
+)
+@click.option(
+    "--warmup-ms",
+    type=click.FloatRange(min=0.0),
+    default=25.0,
+    show_default=True,
+    help="Warm-up time per implementation and case.",
+)
 @click.option("--seed", type=int, default=None, help="Fix every seed (reproducible inputs and parameters).")
 @click.option("--json", "as_json", is_flag=True, help="Print the kope.outcome/1 JSON record.")
-def command(task: str, candidate: str, target: str, cases: str | None, seeds: int, threads: int | None, no_timing: bool,
-            rep_ms: float, warmup_ms: float, seed: int | None, as_json: bool) -> None:
+def command(
+    task: str,
+    candidate: str,
+    target: str,
+    cases: str | None,
+    seeds: int,
+    threads: int | None,
+    no_timing: bool,
+    rep_ms: float,
+    warmup_ms: float,
+    seed: int | None,
+    as_json: bool,
+) -> None:
     """Evaluate CANDIDATE (a file defining ModelNew) against TASK (a built-in operator name or a task file).
 
     Exit status: 0 when the candidate is correct on every case, 1 when the outcome is anything else
@@ -37,8 +88,15 @@ def command(task: str, candidate: str, target: str, cases: str | None, seeds: in
     from harness.timing import Budget
 
     try:
-        options = EvalOptions(target=target, cases=cases, seeds=seeds, threads=threads, timing=not no_timing,
-                              budget=Budget(warmup_ms=warmup_ms, rep_ms=rep_ms), seed=seed)
+        options = EvalOptions(
+            target=target,
+            cases=cases,
+            seeds=seeds,
+            threads=threads,
+            timing=not no_timing,
+            budget=Budget(warmup_ms=warmup_ms, rep_ms=rep_ms),
+            seed=seed,
+        )
         outcome = evaluate(task, candidate, options)
     except HarnessError as exc:
         raise harness_error(exc) from None
@@ -57,8 +115,10 @@ def _ms(stats) -> str:  # noqa: ANN001 - harness.record.TimingStats
 def render(outcome) -> None:  # noqa: ANN001 - harness.record.Outcome
     o, hw = outcome, outcome.hardware
     device = hw.gpu.name if hw.gpu else hw.cpu_model
-    out.print(f"[bold]{o.task}[/bold] ({o.family}, level {o.level}) · target [bold]{o.target}[/bold] · {hw.class_} {device} "
-              f"[dim]({hw.id})[/dim] · {o.threads} threads")
+    out.print(
+        f"[bold]{o.task}[/bold] ({o.family}, level {o.level}) · target [bold]{o.target}[/bold] · {hw.class_} {device} "
+        f"[dim]({hw.id})[/dim] · {o.threads} threads"
+    )
     table = Table(title_justify="left", show_edge=False)
     table.add_column("#", justify="right")
     table.add_column("case")
@@ -76,9 +136,13 @@ def render(outcome) -> None:  # noqa: ANN001 - harness.record.Outcome
     kind = f" ({o.error_kind})" if o.error_kind and o.error_kind != o.status.value else ""
     speed = "n/a" if o.speedup is None else f"{o.speedup:.3f}x"
     compile_s = "-" if o.compile_time_s is None else f"{o.compile_time_s:.2f} s"
-    out.print(f"[{style}]{o.status.value}[/{style}]{kind} · {o.cases_passed}/{o.cases_total} cases · speedup (geomean) {speed} · "
-              f"compile {compile_s} · {o.duration_s:.1f} s")
+    out.print(
+        f"[{style}]{o.status.value}[/{style}]{kind} · {o.cases_passed}/{o.cases_total} cases · speedup (geomean) {speed} · "
+        f"compile {compile_s} · {o.duration_s:.1f} s"
+    )
     if not o.timings_valid:
-        out.print("[yellow]timings are not valid on this machine for this target (Triton interpreter): correctness only[/yellow]")
+        out.print(
+            "[yellow]timings are not valid on this machine for this target (Triton interpreter): correctness only[/yellow]"
+        )
     if o.error_excerpt and not o.ok:
         out.print(o.error_excerpt, markup=False, highlight=False)

@@ -6,8 +6,9 @@ import functools
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 from rich.table import Table
@@ -75,9 +76,15 @@ def sync(state: State, operator: str | None, dry_run: bool, as_json: bool) -> No
     else:
         verb = "would replay" if dry_run else "replayed"
         done = report.replayed
-        out.print(f"journal {where}: {report.scanned} entries, {report.present} already in the graph, "
-                  f"{report.pending} missing; {verb} "
-                  + (f"{report.pending}" if dry_run else f"{done['run']} runs, {done['attempt']} attempts, {done['run_end']} run ends"))
+        out.print(
+            f"journal {where}: {report.scanned} entries, {report.present} already in the graph, "
+            f"{report.pending} missing; {verb} "
+            + (
+                f"{report.pending}"
+                if dry_run
+                else f"{done['run']} runs, {done['attempt']} attempts, {done['run_end']} run ends"
+            )
+        )
         for problem in report.problems:
             err.print(f"skipped {problem}")
         for failure in report.failed:
@@ -105,8 +112,10 @@ def export(state: State, output: str | None) -> None:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
-    progress(f"exported namespace {report.namespace}: {report.node_total} nodes, {report.relationship_total} relationships"
-             + (f" to {output}" if output else ""))
+    progress(
+        f"exported namespace {report.namespace}: {report.node_total} nodes, {report.relationship_total} relationships"
+        + (f" to {output}" if output else "")
+    )
 
 
 @command.command("import")
@@ -129,8 +138,10 @@ def import_(state: State, file: str, no_distill: bool) -> None:
     finally:
         if stream is not sys.stdin:
             stream.close()
-    out.print(f"imported into namespace {report.namespace}: {report.node_total} nodes, "
-              f"{report.relationship_total} relationships (merged; existing ones unchanged)")
+    out.print(
+        f"imported into namespace {report.namespace}: {report.node_total} nodes, "
+        f"{report.relationship_total} relationships (merged; existing ones unchanged)"
+    )
 
 
 @command.command("stats")
@@ -158,8 +169,14 @@ def stats(state: State, as_json: bool) -> None:
         for col in ("operator", "family", "runs", "attempts", "correct", "best speedup"):
             ops.add_column(col)
         for r in s.operators:
-            ops.add_row(r["operator"], r["family"], str(r["runs"]), str(r["attempts"]), str(r["correct"]),
-                        _fmt(r["best_speedup"]) + ("x" if r["best_speedup"] else ""))
+            ops.add_row(
+                r["operator"],
+                r["family"],
+                str(r["runs"]),
+                str(r["attempts"]),
+                str(r["correct"]),
+                _fmt(r["best_speedup"]) + ("x" if r["best_speedup"] else ""),
+            )
         out.print(ops)
 
 
@@ -175,29 +192,46 @@ def show(state: State, run_id: str, as_json: bool) -> None:
         evidence = graph.run_evidence(run_id)
     run = run_state.run
     if as_json:
-        print_json({"run": run.to_dict(), "decisions": [d.to_dict() for d in run_state.decisions], "evidence": evidence})
+        print_json(
+            {"run": run.to_dict(), "decisions": [d.to_dict() for d in run_state.decisions], "evidence": evidence}
+        )
         return
     out.print(f"[bold]run {run.id}[/bold]  task {run.task_id}  on {run.hw_id} ({run.hw_class})  team {run.team}")
-    out.print(f"proposer {run.proposer}{' / ' + run.model if run.model else ''}, context {run.context_policy}, "
-              f"memory {'on' if run.memory_enabled else 'off'}, status {run.status}; {run.steps} attempts, "
-              f"tokens {run.prompt_tokens} in / {run.completion_tokens} out; best {_fmt(run.best_speedup)}x "
-              f"(incumbent {run.incumbent_id or '-'})")
+    out.print(
+        f"proposer {run.proposer}{' / ' + run.model if run.model else ''}, context {run.context_policy}, "
+        f"memory {'on' if run.memory_enabled else 'off'}, status {run.status}; {run.steps} attempts, "
+        f"tokens {run.prompt_tokens} in / {run.completion_tokens} out; best {_fmt(run.best_speedup)}x "
+        f"(incumbent {run.incumbent_id or '-'})"
+    )
     table = Table()
     for col in ("step", "decision", "from", "layer", "title", "status", "a", "r", "label", "d", "evidence"):
         table.add_column(col)
     for d in run_state.decisions:
         mark = " *" if d.id == run.incumbent_id else ""
         ev = evidence.get(d.id, {"used": 0, "used_tokens": 0})
-        table.add_row(str(d.step), d.id + mark, d.parent_id or "-", d.layer, d.title[:48], d.error_kind or d.status,
-                      _fmt(d.a), _fmt(d.r), d.label, _fmt(d.d), f"{ev['used']} ({ev['used_tokens']} tok)")
+        table.add_row(
+            str(d.step),
+            d.id + mark,
+            d.parent_id or "-",
+            d.layer,
+            d.title[:48],
+            d.error_kind or d.status,
+            _fmt(d.a),
+            _fmt(d.r),
+            d.label,
+            _fmt(d.d),
+            f"{ev['used']} ({ev['used_tokens']} tok)",
+        )
     out.print(table)
     out.print("* incumbent")
 
 
 def _tree_label(data: dict[str, Any], focus: str, on_path: bool) -> str:
     speed = f"{data['a']:.2f}x" if data["a"] else "-"
-    text = (f"{data['id']} · {data['layer']} · {data['title'][:50]} · {data['error_kind'] or data['status']} "
-            f"{speed} r={data['r']:.2f} {data['label']} d={data['d']:.2f}")
+    text = (
+        f"{data['id']} · {data['layer']} · {data['title'][:50]} · {data['error_kind'] or data['status']} "
+        f"{speed} r={data['r']:.2f} {data['label']} d={data['d']:.2f}"
+    )
     if data["id"] == focus:
         return f"[bold reverse]{text}[/bold reverse]"
     return f"[bold]{text}[/bold]" if on_path else text
@@ -206,7 +240,9 @@ def _tree_label(data: dict[str, Any], focus: str, on_path: bool) -> str:
 @command.command("lineage")
 @namespace_option
 @click.argument("decision_id")
-@click.option("--limit", default=200, show_default=True, type=click.IntRange(1, 100_000), help="Most tree members to show.")
+@click.option(
+    "--limit", default=200, show_default=True, type=click.IntRange(1, 100_000), help="Most tree members to show."
+)
 @pass_state
 def lineage(state: State, decision_id: str, limit: int) -> None:
     """The lineage tree a decision belongs to, from its root, with every branch (the decision highlighted)."""
@@ -233,7 +269,9 @@ def lineage(state: State, decision_id: str, limit: int) -> None:
 @click.option("--dry-run", is_flag=True, help="Only say what would be removed.")
 @click.option("--yes", is_flag=True, help="Confirm --all.")
 @pass_state
-def prune(state: State, run_ids: tuple[str, ...], older_than: float | None, everything: bool, dry_run: bool, yes: bool) -> None:
+def prune(
+    state: State, run_ids: tuple[str, ...], older_than: float | None, everything: bool, dry_run: bool, yes: bool
+) -> None:
     """Remove runs (by id or age) with their attempts, never leaving dangling edges or cut lineages."""
     if everything and not (yes or dry_run):
         raise UsageError("--all deletes the whole namespace: add --yes to confirm (or --dry-run)")
@@ -243,8 +281,14 @@ def prune(state: State, run_ids: tuple[str, ...], older_than: float | None, ever
     if everything:
         out.print(f"{verb} {report.deleted_nodes} nodes (namespace {state.config.memory.namespace})")
         return
-    out.print(f"{verb} {len(report.runs)} runs, {report.decisions} attempts"
-              + (f"; {report.foreign_used_edges} USED edges from other runs went with them" if report.foreign_used_edges else ""))
+    out.print(
+        f"{verb} {len(report.runs)} runs, {report.decisions} attempts"
+        + (
+            f"; {report.foreign_used_edges} USED edges from other runs went with them"
+            if report.foreign_used_edges
+            else ""
+        )
+    )
     if not dry_run and report.orphans:
         out.print("orphans removed: " + ", ".join(f"{k} {v}" for k, v in report.orphans.items()))
 

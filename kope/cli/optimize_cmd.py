@@ -28,7 +28,7 @@ class LiveView:
         self.rows: list[Any] = []
         self.header = ""
 
-    def __enter__(self) -> "LiveView":
+    def __enter__(self) -> LiveView:
         if self.enabled:
             self.live = Live(self._render(), console=err, refresh_per_second=4, transient=False)
             self.live.__enter__()
@@ -48,8 +48,16 @@ class LiveView:
             if r.status == "correct" and r.speedup and (best is None or r.speedup > best):
                 best = r.speedup
             style = "green" if r.improved else ("red" if r.status != "correct" else "")
-            table.add_row(str(r.step) + ("↩" if r.backtracked else ""), r.title, Text(r.status, style=style),
-                          _fmt(r.speedup, ".2f", "x"), r.label, _fmt(best, ".2f", "x"), str(tokens), f"{r.seconds:.0f}")
+            table.add_row(
+                str(r.step) + ("↩" if r.backtracked else ""),
+                r.title,
+                Text(r.status, style=style),
+                _fmt(r.speedup, ".2f", "x"),
+                r.label,
+                _fmt(best, ".2f", "x"),
+                str(tokens),
+                f"{r.seconds:.0f}",
+            )
         return Group(Text(self.header, style="bold"), table)
 
     def event(self, kind: str, data: Any) -> None:
@@ -74,17 +82,34 @@ def _summary_table(summaries: list[Any]) -> Table:
     for s in summaries:
         correct = [r for r in s.steps if r.status == "correct"]
         first = next((str(r.step) for r in s.steps if r.status == "correct"), "-")
-        table.add_row(s.operator, str(len(s.steps)), str(len(correct)), _fmt(s.best_speedup, ".2f", "x"),
-                      first, s.status, f"{s.prompt_tokens + s.completion_tokens:,}")
+        table.add_row(
+            s.operator,
+            str(len(s.steps)),
+            str(len(correct)),
+            _fmt(s.best_speedup, ".2f", "x"),
+            first,
+            s.status,
+            f"{s.prompt_tokens + s.completion_tokens:,}",
+        )
     return table
 
 
 @click.command("optimize")
 @click.argument("task", required=False)
 @click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
-@click.option("--proposer", type=click.Choice(["llm", "offline"]), default=None,
-              help="Default: llm when an LLM endpoint is configured, else offline.")
-@click.option("--steps", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Steps per run (total, also when resuming).")
+@click.option(
+    "--proposer",
+    type=click.Choice(["llm", "offline"]),
+    default=None,
+    help="Default: llm when an LLM endpoint is configured, else offline.",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(1, 10_000),
+    default=8,
+    show_default=True,
+    help="Steps per run (total, also when resuming).",
+)
 @click.option("--policy", type=click.Choice(["active", "passive", "none"]), default="active", show_default=True)
 @click.option("--no-memory", is_flag=True, help="Do not retrieve experience (attempts are still recorded).")
 @click.option("--team", default=None, help="Team recorded on the run (KOPE_TEAM).")
@@ -95,18 +120,50 @@ def _summary_table(summaries: list[Any]) -> Table:
 @click.option("--family", default=None, help="With --suite: only this family.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="With --suite: at most this many tasks.")
 @click.option("--cases", default=None, help="Harness case selection (indices, ranges, names), e.g. 0,3-5.")
-@click.option("--patience", type=click.IntRange(1), default=3, show_default=True, help="Non-improving steps before backtracking.")
+@click.option(
+    "--patience", type=click.IntRange(1), default=3, show_default=True, help="Non-improving steps before backtracking."
+)
 @click.option("--token-budget", type=click.IntRange(1), default=None, help="Stop a run after this many tokens.")
 @click.option("--time-budget", type=click.FloatRange(1), default=None, help="Stop a run after this many seconds.")
-@click.option("--target-speedup", type=click.FloatRange(0, min_open=True), default=None, help="Stop once the best speedup reaches this.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kope-out"), show_default=True,
-              help="Where candidates, the best kernel and its outcome are written.")
+@click.option(
+    "--target-speedup",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Stop once the best speedup reaches this.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("kope-out"),
+    show_default=True,
+    help="Where candidates, the best kernel and its outcome are written.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run summaries as JSON.")
 @pass_state
-def command(state: State, task: str | None, target: str, proposer: str | None, steps: int, policy: str, no_memory: bool,
-            team: str | None, namespace: str | None, resume: str | None, suite: str | None, level: tuple[int, ...],
-            family: str | None, limit: int | None, cases: str | None, patience: int, token_budget: int | None,
-            time_budget: float | None, target_speedup: float | None, out_dir: Path, as_json: bool) -> None:
+def command(
+    state: State,
+    task: str | None,
+    target: str,
+    proposer: str | None,
+    steps: int,
+    policy: str,
+    no_memory: bool,
+    team: str | None,
+    namespace: str | None,
+    resume: str | None,
+    suite: str | None,
+    level: tuple[int, ...],
+    family: str | None,
+    limit: int | None,
+    cases: str | None,
+    patience: int,
+    token_budget: int | None,
+    time_budget: float | None,
+    target_speedup: float | None,
+    out_dir: Path,
+    as_json: bool,
+) -> None:
     """Optimize TASK (a built-in operator or a task file), or a suite with --suite builtin."""
     from kope.agent.loop import LoopOptions
     from kope.agent.runner import make_proposer, optimize_tasks, suite_tasks
@@ -119,7 +176,10 @@ def command(state: State, task: str | None, target: str, proposer: str | None, s
         with ExperienceGraph.from_config(config, journal=False) as graph:
             task = graph.run(resume).operator
     if (task is None) == (suite is None):
-        raise UsageError("give either a TASK or --suite builtin", hint="e.g. `kope optimize softmax` or `kope optimize --suite builtin --level 1`")
+        raise UsageError(
+            "give either a TASK or --suite builtin",
+            hint="e.g. `kope optimize softmax` or `kope optimize --suite builtin --level 1`",
+        )
     if resume and suite:
         raise UsageError("--resume continues one run; it cannot be combined with --suite")
     if (level or family or limit) and not suite:
@@ -127,9 +187,18 @@ def command(state: State, task: str | None, target: str, proposer: str | None, s
     chosen = make_proposer(config, proposer)
     if chosen.name == "offline":
         err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
-    options = LoopOptions(target=target, steps=steps, policy=policy, memory=not no_memory, patience=patience,
-                          token_budget=token_budget, time_budget_s=time_budget, target_speedup=target_speedup,
-                          cases=cases, out_dir=out_dir)
+    options = LoopOptions(
+        target=target,
+        steps=steps,
+        policy=policy,
+        memory=not no_memory,
+        patience=patience,
+        token_budget=token_budget,
+        time_budget_s=time_budget,
+        target_speedup=target_speedup,
+        cases=cases,
+        out_dir=out_dir,
+    )
     tasks = suite_tasks(level, family, limit) if suite else [task]
     with LiveView(enabled=not as_json and err.is_terminal) as view:
         summaries = optimize_tasks(config, chosen, options, tasks, resume=resume, progress=view.event)
@@ -138,8 +207,11 @@ def command(state: State, task: str | None, target: str, proposer: str | None, s
         return
     out.print(_summary_table(summaries))
     for s in summaries:
-        out.print(f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
-                  soft_wrap=True, highlight=False)
+        out.print(
+            f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
+            soft_wrap=True,
+            highlight=False,
+        )
     _memory_and_browser(config, summaries)
 
 
@@ -149,8 +221,10 @@ def _memory_and_browser(config: Any, summaries: list[Any]) -> None:
     before, after = summaries[0].memory_before, summaries[-1].memory_after
 
     def describe(counts: dict[str, int]) -> str:
-        return (f"{counts.get('Decision', 0)} decisions, {counts.get('Run', 0)} runs, {counts.get('Insight', 0)} insights, "
-                f"{sum(v for k, v in counts.items() if k != 'relationships')} nodes, {counts.get('relationships', 0)} relationships")
+        return (
+            f"{counts.get('Decision', 0)} decisions, {counts.get('Run', 0)} runs, {counts.get('Insight', 0)} insights, "
+            f"{sum(v for k, v in counts.items() if k != 'relationships')} nodes, {counts.get('relationships', 0)} relationships"
+        )
 
     out.print(f"memory (namespace {config.memory.namespace}): before {describe(before)}")
     out.print(f"                          after  {describe(after)}")

@@ -38,7 +38,12 @@ def list_cmd(family: str | None, as_json: bool) -> None:
         raise harness_error(exc) from None
     candidates = suite.list_candidates("cpu")
     if as_json:
-        print_json([t.to_dict() | {"cpu_candidate": str(candidates[t.operator]) if t.operator in candidates else None} for t in tasks])
+        print_json(
+            [
+                t.to_dict() | {"cpu_candidate": str(candidates[t.operator]) if t.operator in candidates else None}
+                for t in tasks
+            ]
+        )
         return
     table = Table(title=f"{len(tasks)} built-in tasks", title_justify="left")
     # One line per task: the description is cut to the terminal's width (`kope tasks show` has it whole).
@@ -47,14 +52,24 @@ def list_cmd(family: str | None, as_json: bool) -> None:
     rows = []
     for t in tasks:
         template = template_for(t.operator, "cpu")
-        rows.append((t.operator, t.family, str(t.level), str(len(t.cases)), "yes" if t.operator in candidates else "",
-                     template.name if template else "", t.description))
+        rows.append(
+            (
+                t.operator,
+                t.family,
+                str(t.level),
+                str(len(t.cases)),
+                "yes" if t.operator in candidates else "",
+                template.name if template else "",
+                t.description,
+            )
+        )
     names = ("operator", "family", "L", "cases", "example", "template", "description")
     widths = [max(len(name), *(len(r[i]) for r in rows)) for i, name in enumerate(names[:-1])]
     room = max(12, out.width - sum(widths) - 3 * len(names) - 1)  # what the borders and padding leave
     for name, width in zip(names, [*widths, room]):
-        table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=width,
-                         min_width=None if name == "description" else width)
+        table.add_column(
+            name, no_wrap=True, overflow="ellipsis", max_width=width, min_width=None if name == "description" else width
+        )
     for row in rows:
         table.add_row(*row)
     out.print(table)
@@ -120,8 +135,14 @@ def check_cmd(tasks: tuple[str, ...], measure: bool, as_json: bool) -> None:
         for entry in report:
             for c in entry["cases"]:
                 note = c["error"] or (f"degenerate reference: {c['degenerate']}" if c["degenerate"] else "")
-                table.add_row(entry["task"], c["name"], "[green]ok[/green]" if c["ok"] else "[red]FAIL[/red]",
-                              " ".join(c["outputs"] or []), "" if c["ref_ms"] is None else f"{c['ref_ms']:.2f}", note)
+                table.add_row(
+                    entry["task"],
+                    c["name"],
+                    "[green]ok[/green]" if c["ok"] else "[red]FAIL[/red]",
+                    " ".join(c["outputs"] or []),
+                    "" if c["ref_ms"] is None else f"{c['ref_ms']:.2f}",
+                    note,
+                )
         out.print(table)
     if failed:
         raise SystemExit(1)

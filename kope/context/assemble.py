@@ -20,14 +20,23 @@ for equal inputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from kope.context.budget import Budget
 from kope.context.hot import ContextBudgetError, HotState, fit_hot, join_sections
-from kope.context.items import ContextItem, HistoryEntry, digest_item, history_item, knowledge_item, lineage_item, rule_item
+from kope.context.items import (
+    ContextItem,
+    HistoryEntry,
+    digest_item,
+    history_item,
+    knowledge_item,
+    lineage_item,
+    rule_item,
+)
 from kope.context.templates import render_messages, render_system
 from kope.context.tokens import TokenCounter
 from kope.errors import UsageError
@@ -94,8 +103,14 @@ def _u_order(items: Sequence[tuple[ContextItem, str]]) -> list[tuple[ContextItem
 class ContextAssembler:
     """Builds prompts for one target/model under one budget."""
 
-    def __init__(self, budget: Budget, *, model: str | None = None, encoding_fallback: str = "cl100k_base",
-                 max_per_group: int = 2) -> None:
+    def __init__(
+        self,
+        budget: Budget,
+        *,
+        model: str | None = None,
+        encoding_fallback: str = "cl100k_base",
+        max_per_group: int = 2,
+    ) -> None:
         self.budget = budget
         self.counter = TokenCounter(model, encoding_fallback)
         self.max_per_group = max_per_group
@@ -104,8 +119,13 @@ class ContextAssembler:
         return self.counter.count(text)
 
     # -- candidates -------------------------------------------------------------------------
-    def candidates(self, state: HotState, retrieval: Any | None, knowledge: Sequence[tuple[Any, float]],
-                   history: Sequence[HistoryEntry]) -> list[ContextItem]:
+    def candidates(
+        self,
+        state: HotState,
+        retrieval: Any | None,
+        knowledge: Sequence[tuple[Any, float]],
+        history: Sequence[HistoryEntry],
+    ) -> list[ContextItem]:
         items: list[ContextItem] = []
         if retrieval is not None:
             for i, rule in enumerate(retrieval.rules):
@@ -154,8 +174,12 @@ class ContextAssembler:
             warm = self._select([i for i in pool if i.tier == "warm"], warm_cap, dropped, seen=set())
             used_warm = sum(self.count(text) for _, text in warm)
             cold_cap = min(self.budget.cold_cap, remaining - used_warm)
-            cold = self._select([i for i in pool if i.tier == "cold"], cold_cap, dropped,
-                                seen={i.dedup_key for i, _ in warm if i.dedup_key} | {i.id for i, _ in warm})
+            cold = self._select(
+                [i for i in pool if i.tier == "cold"],
+                cold_cap,
+                dropped,
+                seen={i.dedup_key for i, _ in warm if i.dedup_key} | {i.id for i, _ in warm},
+            )
             chosen = _u_order(warm + cold)
         elif policy == "passive":
             entries = sorted(history, key=lambda e: (e.step, e.id))
@@ -183,18 +207,37 @@ class ContextAssembler:
             tokens[item.tier] = tokens.get(item.tier, 0) + n
             rank = per_tier_rank.get(item.tier, 0)
             per_tier_rank[item.tier] = rank + 1
-            included.append(IncludedItem(item.id, item.kind, item.tier, rank, n, item.evidence_kind,
-                                         compact=item.compact is not None and text == item.compact))
+            included.append(
+                IncludedItem(
+                    item.id,
+                    item.kind,
+                    item.tier,
+                    rank,
+                    n,
+                    item.evidence_kind,
+                    compact=item.compact is not None and text == item.compact,
+                )
+            )
         tokens["system"] = system_tokens
         tokens["prompt"] = self.count(human_text)
         return AssembledContext(
-            policy=policy, target=state.target, system_text=system_text, human_text=human_text, budget=self.budget,
-            tokens=tokens, items=included, dropped=dropped, notes=notes,
-            encoding=self.counter.note, encoding_exact=self.counter.exact, hot_level=hot.level,
+            policy=policy,
+            target=state.target,
+            system_text=system_text,
+            human_text=human_text,
+            budget=self.budget,
+            tokens=tokens,
+            items=included,
+            dropped=dropped,
+            notes=notes,
+            encoding=self.counter.note,
+            encoding_exact=self.counter.exact,
+            hot_level=hot.level,
         )
 
-    def _select(self, items: list[ContextItem], cap: int, dropped: list[tuple[str, str]],
-                seen: set[str]) -> list[tuple[ContextItem, str]]:
+    def _select(
+        self, items: list[ContextItem], cap: int, dropped: list[tuple[str, str]], seen: set[str]
+    ) -> list[tuple[ContextItem, str]]:
         """Greedy by relevance within ``cap`` tokens: dedup, diversity, full text else compact."""
         out: list[tuple[ContextItem, str]] = []
         used = 0
@@ -223,8 +266,9 @@ class ContextAssembler:
                 groups[item.group] = groups.get(item.group, 0) + 1
         return out
 
-    def _compose(self, hot: Any, chosen: list[tuple[ContextItem, str]], limit: int,
-                 dropped: list[tuple[str, str]]) -> tuple[str, list[tuple[ContextItem, str]]]:
+    def _compose(
+        self, hot: Any, chosen: list[tuple[ContextItem, str]], limit: int, dropped: list[tuple[str, str]]
+    ) -> tuple[str, list[tuple[ContextItem, str]]]:
         """Join head + items + tail; drop the least relevant items while the whole exceeds B_k."""
         chosen = list(chosen)
         while True:
@@ -236,12 +280,21 @@ class ContextAssembler:
             dropped.append((victim[0].id, "joined prompt over B_k"))
 
 
-def assemble(state: HotState, budget: Budget, *, policy: str = "active", model: str | None = None,
-             retrieval: Any | None = None, knowledge: Sequence[tuple[Any, float]] = (),
-             history: Sequence[HistoryEntry] = (), encoding_fallback: str = "cl100k_base") -> AssembledContext:
+def assemble(
+    state: HotState,
+    budget: Budget,
+    *,
+    policy: str = "active",
+    model: str | None = None,
+    retrieval: Any | None = None,
+    knowledge: Sequence[tuple[Any, float]] = (),
+    history: Sequence[HistoryEntry] = (),
+    encoding_fallback: str = "cl100k_base",
+) -> AssembledContext:
     """One-call convenience around :class:`ContextAssembler`."""
     return ContextAssembler(budget, model=model, encoding_fallback=encoding_fallback).assemble(
-        state, policy=policy, retrieval=retrieval, knowledge=knowledge, history=history)
+        state, policy=policy, retrieval=retrieval, knowledge=knowledge, history=history
+    )
 
 
 TokenCount = Callable[[str], int]

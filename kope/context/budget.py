@@ -27,19 +27,32 @@ class Budget:
     cold_cap: int  # Q_c
 
     @classmethod
-    def from_settings(cls, settings: ContextSettings) -> "Budget":
-        return cls(settings.window, settings.system, settings.generation, settings.recency,
-                   settings.warm_cap, settings.cold_cap)
+    def from_settings(cls, settings: ContextSettings) -> Budget:
+        return cls(
+            settings.window,
+            settings.system,
+            settings.generation,
+            settings.recency,
+            settings.warm_cap,
+            settings.cold_cap,
+        )
 
     @property
     def total(self) -> int:
         """B_k: what the human message (all tiers) may use."""
         return max(0, self.window - self.system - self.generation - self.recency)
 
-    def with_total(self, total: int) -> "Budget":
+    def with_total(self, total: int) -> Budget:
         """The same budget with B_k set to ``total`` (the window is adjusted)."""
         return replace(self, window=max(0, total) + self.system + self.generation + self.recency)
 
     def to_dict(self) -> dict[str, int]:
-        return {"W": self.window, "S": self.system, "G": self.generation, "R": self.recency,
-                "Q_w": self.warm_cap, "Q_c": self.cold_cap, "B_k": self.total}
+        return {
+            "W": self.window,
+            "S": self.system,
+            "G": self.generation,
+            "R": self.recency,
+            "Q_w": self.warm_cap,
+            "Q_c": self.cold_cap,
+            "B_k": self.total,
+        }

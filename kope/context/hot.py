@@ -23,8 +23,9 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from kope.errors import KopeError
 
@@ -60,11 +61,15 @@ class HotState:
 
     def default_objective(self) -> str:
         if self.incumbent_code is None:
-            return (f"Write a first correct `{self.target}` kernel for `{self.operator}` that passes every case, "
-                    "then make it fast. Correctness first.")
+            return (
+                f"Write a first correct `{self.target}` kernel for `{self.operator}` that passes every case, "
+                "then make it fast. Correctness first."
+            )
         speed = _fmt_speedup((self.incumbent_outcome or {}).get("speedup"))
-        return (f"Make the incumbent `{self.operator}` kernel faster on this hardware (now {speed} vs PyTorch) "
-                "without breaking any case. One focused change per attempt.")
+        return (
+            f"Make the incumbent `{self.operator}` kernel faster on this hardware (now {speed} vs PyTorch) "
+            "without breaking any case. One focused change per attempt."
+        )
 
 
 @dataclass
@@ -106,7 +111,7 @@ def strip_cases_block(source: str) -> str:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             targets.append(node.target.id)
         if "CASES" in targets and node.end_lineno is not None:
-            del lines[node.lineno - 1: node.end_lineno]
+            del lines[node.lineno - 1 : node.end_lineno]
             lines.insert(node.lineno - 1, "# CASES: listed in the Cases section")
             break
     return "\n".join(lines)
@@ -123,7 +128,11 @@ def strip_comments(source: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 doc_lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
     lines = source.splitlines()
     for tok in tokens:  # blank out comments in place (columns keep the code valid)
@@ -179,8 +188,10 @@ def _case_table(cases: Sequence[Mapping[str, Any]]) -> str:
     rows = ["| case | passed | ref ms | cand ms | speedup | error |", "|---|---|---|---|---|---|"]
     for case in cases:
         error = (case.get("error") or "").replace("\n", " ")[:160]
-        rows.append(f"| {case.get('name')} | {'yes' if case.get('passed') else 'no'} | {_ms(case.get('ref_ms'))} | "
-                    f"{_ms(case.get('cand_ms'))} | {_fmt_speedup(case.get('speedup'))} | {error} |")
+        rows.append(
+            f"| {case.get('name')} | {'yes' if case.get('passed') else 'no'} | {_ms(case.get('ref_ms'))} | "
+            f"{_ms(case.get('cand_ms'))} | {_fmt_speedup(case.get('speedup'))} | {error} |"
+        )
     return "\n".join(rows)
 
 
@@ -205,11 +216,13 @@ def feedback_text(state: HotState, level: int, notes: list[str]) -> str:
     lines = []
     title = f' ("{state.latest_title}")' if state.latest_title else ""
     if outcome is not None:
-        lines.append(f"Previous attempt{title}: {outcome.get('status')}"
-                     + (f" [{outcome.get('error_kind')}]" if outcome.get("error_kind") else "")
-                     + f", {outcome.get('cases_passed')}/{outcome.get('cases_total')} cases passed"
-                     + f", speedup {_fmt_speedup(outcome.get('speedup'))}"
-                     + ("" if outcome.get("timings_valid", True) else " (timings not valid on this target)"))
+        lines.append(
+            f"Previous attempt{title}: {outcome.get('status')}"
+            + (f" [{outcome.get('error_kind')}]" if outcome.get("error_kind") else "")
+            + f", {outcome.get('cases_passed')}/{outcome.get('cases_total')} cases passed"
+            + f", speedup {_fmt_speedup(outcome.get('speedup'))}"
+            + ("" if outcome.get("timings_valid", True) else " (timings not valid on this target)")
+        )
         excerpt = outcome.get("error_excerpt")
         if excerpt:
             keep = {0: None, 1: 15}.get(level, 5)
@@ -244,9 +257,14 @@ def build_hot(state: HotState, level: int) -> HotSections:
     level_text = f", level {state.level}" if state.level else ""
     hot.head = [
         ("hot:objective", f"## Objective\n{objective}"),
-        ("hot:task", f"## Task: {state.operator} ({state.family}{level_text})\n"
-                     + (f"{state.description}\n" if state.description else "")
-                     + "Reference implementation (PyTorch; your ModelNew must match it):\n```python\n" + reference.strip() + "\n```"),
+        (
+            "hot:task",
+            f"## Task: {state.operator} ({state.family}{level_text})\n"
+            + (f"{state.description}\n" if state.description else "")
+            + "Reference implementation (PyTorch; your ModelNew must match it):\n```python\n"
+            + reference.strip()
+            + "\n```",
+        ),
         ("hot:cases", "## Cases\n" + cases_text(state.cases, compact=level >= 3)),
         ("hot:target", "## Target and hardware\n" + hardware_text(state.target, state.hardware)),
     ]
@@ -254,17 +272,24 @@ def build_hot(state: HotState, level: int) -> HotSections:
         summary = ""
         if state.incumbent_outcome:
             o = state.incumbent_outcome
-            summary = f" ({o.get('cases_passed')}/{o.get('cases_total')} cases, {_fmt_speedup(o.get('speedup'))} vs PyTorch)"
+            summary = (
+                f" ({o.get('cases_passed')}/{o.get('cases_total')} cases, {_fmt_speedup(o.get('speedup'))} vs PyTorch)"
+            )
         ident = f" [{state.incumbent_id}]" if state.incumbent_id else ""
-        incumbent_text = f"## Incumbent kernel{ident}{summary}\nStart from this file:\n```python\n{incumbent.strip()}\n```"
+        incumbent_text = (
+            f"## Incumbent kernel{ident}{summary}\nStart from this file:\n```python\n{incumbent.strip()}\n```"
+        )
     else:
         incumbent_text = "## Incumbent kernel\nNone yet: no correct kernel so far in this run."
     notes: list[str] = []
     hot.tail = [
         ("hot:incumbent", incumbent_text),
         ("hot:feedback", "## Latest feedback\n" + feedback_text(state, level, notes)),
-        ("hot:next", f"## Your next step (step {state.step})\nPropose ONE decision and the complete candidate file, "
-                     "in the response format from the system message. Cite the ids of the experience you used."),
+        (
+            "hot:next",
+            f"## Your next step (step {state.step})\nPropose ONE decision and the complete candidate file, "
+            "in the response format from the system message. Cite the ids of the experience you used.",
+        ),
     ]
     hot.notes.extend(notes)
     return hot
@@ -288,4 +313,3 @@ def fit_hot(state: HotState, count: Callable[[str], int], limit: int) -> tuple[H
 
 def join_sections(texts: Sequence[str]) -> str:
     return "\n\n".join(t.strip() for t in texts if t and t.strip())
-

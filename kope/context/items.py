@@ -8,8 +8,9 @@ sibling branches as one line each.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from kope.context.hot import trim_lines
 
@@ -60,9 +61,11 @@ def lineage_item(lineage: Any, tier: str, relevance: float) -> ContextItem:
     """A retrieved lineage (kope.memory.retrieval.Lineage) as a prompt item."""
     h, rel = lineage.hit, lineage.relevance
     where = f"{rel.operator_tier} match: {h.operator} ({h.family}); hardware: {rel.hardware_tier} ({h.hw_class})"
-    header = f"### Experience [{h.id}] \"{h.title}\"\n{where}"
-    status = (f"outcome: {h.status}, {h.label}, r {_num(h.r, '.2f')}, a {_num(h.a, '.2f')}x, "
-              f"{h.cases_passed}/{h.cases_total} cases, layer {h.layer}, downstream d {_num(h.d, '.2f')}")
+    header = f'### Experience [{h.id}] "{h.title}"\n{where}'
+    status = (
+        f"outcome: {h.status}, {h.label}, r {_num(h.r, '.2f')}, a {_num(h.a, '.2f')}x, "
+        f"{h.cases_passed}/{h.cases_total} cases, layer {h.layer}, downstream d {_num(h.d, '.2f')}"
+    )
     chain = " -> ".join([_step_line(s) for s in lineage.chain] + ["this"])
     if lineage.chain_omitted:
         chain = f"({lineage.chain_omitted} older steps) -> " + chain
@@ -84,19 +87,34 @@ def lineage_item(lineage: Any, tier: str, relevance: float) -> ContextItem:
         parts_full.append(branches_full)
         parts_compact.append(branches_compact)  # type: ignore[arg-type]
     return ContextItem(
-        id=h.id, kind="lineage", tier=tier, relevance=relevance,
-        text="\n".join(parts_full), compact="\n".join(parts_compact),
-        group=h.parent_id or h.id, evidence_kind="decision", dedup_key=h.code_hash,
+        id=h.id,
+        kind="lineage",
+        tier=tier,
+        relevance=relevance,
+        text="\n".join(parts_full),
+        compact="\n".join(parts_compact),
+        group=h.parent_id or h.id,
+        evidence_kind="decision",
+        dedup_key=h.code_hash,
     )
 
 
 def rule_item(rule: Any, relevance: float) -> ContextItem:
     """A validity rule or pattern (kope.memory.records.InsightRecord)."""
     kind = "validity rule" if rule.kind == "rule" else "pattern"
-    text = (f"### {kind.capitalize()} [{rule.id}] (support {rule.support}, confidence {_num(rule.confidence, '.2f')}, "
-            f"{rule.family} on {rule.hw_class})\n{rule.text}")
-    return ContextItem(id=rule.id, kind="rule", tier="warm", relevance=relevance, text=text,
-                       evidence_kind="insight", dedup_key=f"rule:{rule.text}")
+    text = (
+        f"### {kind.capitalize()} [{rule.id}] (support {rule.support}, confidence {_num(rule.confidence, '.2f')}, "
+        f"{rule.family} on {rule.hw_class})\n{rule.text}"
+    )
+    return ContextItem(
+        id=rule.id,
+        kind="rule",
+        tier="warm",
+        relevance=relevance,
+        text=text,
+        evidence_kind="insight",
+        dedup_key=f"rule:{rule.text}",
+    )
 
 
 def knowledge_item(doc: Any, score: float, relevance: float) -> ContextItem:
@@ -107,8 +125,16 @@ def knowledge_item(doc: Any, score: float, relevance: float) -> ContextItem:
     compact = f"### Knowledge [{doc.id}] {doc.title}\n" + "\n\n".join(paragraphs[:3])
     if len(paragraphs) > 3:
         compact += "\n[... rest of the document omitted]"
-    return ContextItem(id=doc.id, kind="knowledge", tier="cold", relevance=relevance, text=text, compact=compact,
-                       evidence_kind="knowledge", dedup_key=f"knowledge:{doc.id}")
+    return ContextItem(
+        id=doc.id,
+        kind="knowledge",
+        tier="cold",
+        relevance=relevance,
+        text=text,
+        compact=compact,
+        evidence_kind="knowledge",
+        dedup_key=f"knowledge:{doc.id}",
+    )
 
 
 @dataclass(frozen=True)
@@ -134,25 +160,38 @@ def digest_item(entries: Sequence[HistoryEntry], relevance: float) -> ContextIte
         return None
     lines = ["### This run so far (older attempts, newest first)"]
     for e in sorted(entries, key=lambda e: -e.step):
-        lines.append(f"- step {e.step} [{e.id}] \"{e.title}\" ({e.layer}): {e.status}"
-                     + (f", {e.label}" if e.label else "") + (f", {_num(e.speedup, '.2f')}x" if e.speedup else ""))
+        lines.append(
+            f'- step {e.step} [{e.id}] "{e.title}" ({e.layer}): {e.status}'
+            + (f", {e.label}" if e.label else "")
+            + (f", {_num(e.speedup, '.2f')}x" if e.speedup else "")
+        )
     compact = "\n".join(lines[:9]) + ("\n- ..." if len(lines) > 9 else "")
-    return ContextItem(id="digest:run", kind="digest", tier="cold", relevance=relevance, text="\n".join(lines),
-                       compact=compact)
+    return ContextItem(
+        id="digest:run", kind="digest", tier="cold", relevance=relevance, text="\n".join(lines), compact=compact
+    )
 
 
 def history_item(entry: HistoryEntry) -> ContextItem:
     """A full earlier attempt, code and feedback included (the passive baseline)."""
-    lines = [f"### Attempt step {entry.step} [{entry.id}] \"{entry.title}\" ({entry.layer})"]
+    lines = [f'### Attempt step {entry.step} [{entry.id}] "{entry.title}" ({entry.layer})']
     if entry.thought:
         lines.append(f"thought: {entry.thought}")
     o = entry.outcome or {}
-    lines.append(f"result: {entry.status}" + (f" [{o.get('error_kind')}]" if o.get("error_kind") else "")
-                 + f", {o.get('cases_passed', '?')}/{o.get('cases_total', '?')} cases, speedup {_num(entry.speedup, '.2f')}x")
+    lines.append(
+        f"result: {entry.status}"
+        + (f" [{o.get('error_kind')}]" if o.get("error_kind") else "")
+        + f", {o.get('cases_passed', '?')}/{o.get('cases_total', '?')} cases, speedup {_num(entry.speedup, '.2f')}x"
+    )
     if o.get("error_excerpt"):
         lines.append("error output:\n```\n" + str(o["error_excerpt"]).strip() + "\n```")
     if entry.code:
         code, _ = trim_lines(entry.code.strip(), MAX_HISTORY_CODE_LINES // 2)
         lines.append("code:\n```python\n" + code + "\n```")
-    return ContextItem(id=entry.id, kind="history", tier="warm", relevance=float(entry.step), text="\n".join(lines),
-                       evidence_kind="decision")
+    return ContextItem(
+        id=entry.id,
+        kind="history",
+        tier="warm",
+        relevance=float(entry.step),
+        text="\n".join(lines),
+        evidence_kind="decision",
+    )

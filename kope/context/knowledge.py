@@ -22,9 +22,10 @@ ranked by a deterministic relevance score.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -33,8 +34,16 @@ from kope.errors import KopeError
 TARGETS = ("cpu", "triton", "cuda")
 FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
 LAYERS = (
-    "parallelization", "tiling", "vectorization", "memory_layout", "fusion",
-    "algorithm", "instruction", "unrolling", "scheduling", "other",
+    "parallelization",
+    "tiling",
+    "vectorization",
+    "memory_layout",
+    "fusion",
+    "algorithm",
+    "instruction",
+    "unrolling",
+    "scheduling",
+    "other",
 )
 ALL_FAMILIES = "all"
 UNKNOWN_FAMILY = "unknown"  # tasks without FAMILY metadata (plain KernelBench files)
@@ -138,7 +147,9 @@ def parse_knowledge_file(path: Path) -> KnowledgeDoc:
         raise KnowledgeError(f"{path}: front-matter must be a mapping of fields, got {type(meta).__name__}")
     unknown = sorted(str(k) for k in meta if k not in _REQUIRED + _OPTIONAL)
     if unknown:
-        raise KnowledgeError(f"{path}: field {unknown[0]!r}: unknown field (allowed: {', '.join(_REQUIRED + _OPTIONAL)})")
+        raise KnowledgeError(
+            f"{path}: field {unknown[0]!r}: unknown field (allowed: {', '.join(_REQUIRED + _OPTIONAL)})"
+        )
     for name in _REQUIRED:
         if meta.get(name) in (None, "", []):
             raise KnowledgeError(f"{path}: field {name!r}: missing or empty")
@@ -220,7 +231,9 @@ def _names(path: Path, field: str, value: Any, allowed: tuple[str, ...]) -> tupl
     names = _string_list(path, field, value)
     for name in names:
         if name not in allowed:
-            raise KnowledgeError(f"{path}: field {field!r}: unknown value {name!r} (expected any of {', '.join(allowed)})")
+            raise KnowledgeError(
+                f"{path}: field {field!r}: unknown value {name!r} (expected any of {', '.join(allowed)})"
+            )
     return tuple(names)
 
 
@@ -241,5 +254,7 @@ def _hardware(path: Path, value: Any) -> tuple[str, ...]:
         raise KnowledgeError(f"{path}: field 'hardware': empty list (omit the field to mean any hardware)")
     for name in names:
         if not _HARDWARE.match(name):
-            raise KnowledgeError(f"{path}: field 'hardware': {name!r} is not a hardware-class prefix such as x86_64 or nvidia-sm90")
+            raise KnowledgeError(
+                f"{path}: field 'hardware': {name!r} is not a hardware-class prefix such as x86_64 or nvidia-sm90"
+            )
     return tuple(names)

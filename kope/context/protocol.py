@@ -129,7 +129,12 @@ def _header(text: str) -> dict[str, str]:
         match = _KEY.match(line)
         if match:
             key = match.group(1).lower().replace(" ", "_")
-            key = {"optimization_layer": "layer", "reason": "rationale", "thought": "rationale", "evidence_ids": "evidence"}.get(key, key)
+            key = {
+                "optimization_layer": "layer",
+                "reason": "rationale",
+                "thought": "rationale",
+                "evidence_ids": "evidence",
+            }.get(key, key)
             values[key] = match.group(2).strip().rstrip("*").strip()
             last = key
         elif last == "rationale" and stripped:
@@ -164,7 +169,11 @@ def parse_response(text: str | None) -> ProposedDecision | FormatProblem:
         return FormatProblem("no_model_new", "no code block defines class ModelNew", title, layer, rationale)
     if len(candidates) > 1 and len(set(candidates)) > 1:
         return FormatProblem(
-            "several_candidates", f"{len(candidates)} different code blocks define ModelNew; send exactly one", title, layer, rationale
+            "several_candidates",
+            f"{len(candidates)} different code blocks define ModelNew; send exactly one",
+            title,
+            layer,
+            rationale,
         )
     warnings = [w for w in (layer_warning,) if w]
     if not title:

@@ -8,8 +8,9 @@ selects knowledge documents, and assembles the prompt for a policy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from kope.context.assemble import AssembledContext, ContextAssembler
 from kope.context.budget import Budget
@@ -30,7 +31,7 @@ class TaskView:
     cases: tuple[Mapping[str, Any], ...]
 
     @classmethod
-    def from_info(cls, info: Any) -> "TaskView":
+    def from_info(cls, info: Any) -> TaskView:
         cases = tuple({"name": c.name, **dict(c.params)} for c in info.cases)
         return cls(info.operator, info.family, info.level, info.description or "", info.path.read_text(), cases)
 
@@ -43,19 +44,45 @@ def history_from_graph(graph: Any, run_id: str, *, with_code: bool) -> list[Hist
         outcome = code = None
         if with_code:
             record = graph.outcome(d.id)
-            outcome = {"status": record.status, "error_kind": record.error_kind, "error_excerpt": record.error_excerpt,
-                       "cases_total": record.cases_total, "cases_passed": record.cases_passed, "speedup": record.speedup}
+            outcome = {
+                "status": record.status,
+                "error_kind": record.error_kind,
+                "error_excerpt": record.error_excerpt,
+                "cases_total": record.cases_total,
+                "cases_passed": record.cases_passed,
+                "speedup": record.speedup,
+            }
             code = graph.kernel_source(d.id)
-        entries.append(HistoryEntry(id=d.id, step=d.step, title=d.title, layer=d.layer, status=d.status, label=d.label,
-                                    r=d.r, speedup=d.a, thought=d.thought, code=code, outcome=outcome))
+        entries.append(
+            HistoryEntry(
+                id=d.id,
+                step=d.step,
+                title=d.title,
+                layer=d.layer,
+                status=d.status,
+                label=d.label,
+                r=d.r,
+                speedup=d.a,
+                thought=d.thought,
+                code=code,
+                outcome=outcome,
+            )
+        )
     return sorted(entries, key=lambda e: e.step)
 
 
 def outcome_dict(graph: Any, decision_id: str) -> dict[str, Any]:
     record = graph.outcome(decision_id)
-    return {"status": record.status, "error_kind": record.error_kind, "error_excerpt": record.error_excerpt,
-            "cases_total": record.cases_total, "cases_passed": record.cases_passed, "speedup": record.speedup,
-            "timings_valid": record.timings_valid, "cases": record.cases}
+    return {
+        "status": record.status,
+        "error_kind": record.error_kind,
+        "error_excerpt": record.error_excerpt,
+        "cases_total": record.cases_total,
+        "cases_passed": record.cases_passed,
+        "speedup": record.speedup,
+        "timings_valid": record.timings_valid,
+        "cases": record.cases,
+    }
 
 
 def build_context(
@@ -104,24 +131,42 @@ def build_context(
     if incumbent_override is not None:
         incumbent_id, incumbent_code, incumbent_outcome = incumbent_override
     hot = HotState(
-        operator=task.operator, family=task.family, target=target, reference_source=task.source, cases=task.cases,
-        hardware=hardware, level=task.level, description=task.description, step=next_step,
-        incumbent_id=incumbent_id, incumbent_code=incumbent_code, incumbent_outcome=incumbent_outcome,
-        latest_title=latest_title, latest_outcome=latest_outcome, latest_note=latest_note,
+        operator=task.operator,
+        family=task.family,
+        target=target,
+        reference_source=task.source,
+        cases=task.cases,
+        hardware=hardware,
+        level=task.level,
+        description=task.description,
+        step=next_step,
+        incumbent_id=incumbent_id,
+        incumbent_code=incumbent_code,
+        incumbent_outcome=incumbent_outcome,
+        latest_title=latest_title,
+        latest_outcome=latest_outcome,
+        latest_note=latest_note,
     )
     retrieval = None
     knowledge: list = []
     if policy == "active":
         if graph is not None and use_memory:
             query = RetrievalQuery(
-                operator=task.operator, family=task.family, target=target, hardware_id=hardware.get("id"),
-                hardware_class=hardware.get("class"), vendor=hardware.get("vendor"), layer=layer,
-                error_kind=error_kind, exclude=tuple(exclude) + ((incumbent_id,) if incumbent_id else ()),
+                operator=task.operator,
+                family=task.family,
+                target=target,
+                hardware_id=hardware.get("id"),
+                hardware_class=hardware.get("class"),
+                vendor=hardware.get("vendor"),
+                layer=layer,
+                error_kind=error_kind,
+                exclude=tuple(exclude) + ((incumbent_id,) if incumbent_id else ()),
             )
             retrieval = graph.retrieve(query, k=k)
         family = task.family if task.family in _families() else "unknown"
-        knowledge = select_knowledge(load_knowledge(), target, family, layer=_layer(layer),
-                                     hardware_class=hardware.get("class"))
+        knowledge = select_knowledge(
+            load_knowledge(), target, family, layer=_layer(layer), hardware_class=hardware.get("class")
+        )
     assembler = ContextAssembler(budget, model=model, encoding_fallback=encoding_fallback)
     context = assembler.assemble(hot, policy=policy, retrieval=retrieval, knowledge=knowledge, history=history)
     return context, retrieval

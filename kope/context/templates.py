@@ -10,8 +10,8 @@ are safe).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
@@ -71,12 +71,14 @@ class DeclaredTemplate:
     inputs: frozenset[str]
 
     @classmethod
-    def build(cls, messages: list[tuple[str, str]], inputs: set[str]) -> "DeclaredTemplate":
+    def build(cls, messages: list[tuple[str, str]], inputs: set[str]) -> DeclaredTemplate:
         template = ChatPromptTemplate.from_messages(messages)
         found = set(template.input_variables)
         if found != set(inputs):
             missing, extra = sorted(set(inputs) - found), sorted(found - set(inputs))
-            raise PromptError(f"template placeholders differ from its declared inputs: missing {missing}, undeclared {extra}")
+            raise PromptError(
+                f"template placeholders differ from its declared inputs: missing {missing}, undeclared {extra}"
+            )
         return cls(template, frozenset(inputs))
 
     def render(self, values: Mapping[str, str]) -> list[BaseMessage]:

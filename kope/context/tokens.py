@@ -60,8 +60,10 @@ def choose_encoding(model: str | None, fallback: str) -> EncodingChoice:
         encoding = _load(wanted)
         if encoding is not None:
             return EncodingChoice(encoding, wanted, True, f"{wanted} (the encoding of {model})")
-    why = f"model {model!r} is unknown to tiktoken" if model and not wanted else (
-        f"{wanted} could not be loaded (offline?)" if wanted else "no model configured"
+    why = (
+        f"model {model!r} is unknown to tiktoken"
+        if model and not wanted
+        else (f"{wanted} could not be loaded (offline?)" if wanted else "no model configured")
     )
     for name in (fallback, f"{fallback}_offline"):
         encoding = _load(name)

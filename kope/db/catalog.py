@@ -13,10 +13,11 @@ must vary, it is checked against an allow-list with :func:`check_identifier`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 from kope._resources import resource_dir
 from kope.errors import CatalogError

@@ -14,8 +14,9 @@ failures of the whole function, so the function must be idempotent (MERGE).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import neo4j
 from neo4j import GraphDatabase, RoutingControl
@@ -112,10 +113,12 @@ class GraphClient:
         )
 
     @classmethod
-    def from_config(cls, config: "KopeConfig", **kwargs: Any) -> "GraphClient":
+    def from_config(cls, config: KopeConfig, **kwargs: Any) -> GraphClient:
         hint = None
         if config.uses_local_server and not config.neo4j.password:
-            hint = f"the local server's password is stored in {config.password_file}; set KOPE_NEO4J_PASSWORD to override"
+            hint = (
+                f"the local server's password is stored in {config.password_file}; set KOPE_NEO4J_PASSWORD to override"
+            )
         return cls(
             config.neo4j_uri,
             config.neo4j.user,
@@ -129,7 +132,7 @@ class GraphClient:
     def close(self) -> None:
         self._driver.close()
 
-    def __enter__(self) -> "GraphClient":
+    def __enter__(self) -> GraphClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

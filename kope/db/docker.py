@@ -37,7 +37,9 @@ class DockerNeo4j:
             )
         return detail
 
-    def _compose(self, *args: str, password: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def _compose(
+        self, *args: str, password: str | None = None, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
         s = self.config.server
         env = dict(
             os.environ,

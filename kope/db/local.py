@@ -21,9 +21,9 @@ import secrets
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kope.config import KopeConfig
 from kope.db.ports import port_answers, port_is_free, port_owner
@@ -181,14 +181,22 @@ class LocalNeo4j:
             return self.lib_dir
         maven = find_maven()
         s = self.settings
-        self.progress(f"fetching Neo4j {s.version} and Neo4j Browser {s.browser_version} with Maven (first start only, ~140 MB)")
+        self.progress(
+            f"fetching Neo4j {s.version} and Neo4j Browser {s.browser_version} with Maven (first start only, ~140 MB)"
+        )
         self.dist_dir.mkdir(parents=True, exist_ok=True)
         staging = self.dist_dir / f"lib.partial-{os.getpid()}"
         pom = self.dist_dir / "pom.xml"
         pom.write_text(self._pom(), encoding="utf-8")
         cmd = [
-            maven.path, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
-            "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
+            maven.path,
+            "-B",
+            "-q",
+            "-f",
+            str(pom),
+            "dependency:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={staging}",
         ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False)
@@ -271,7 +279,9 @@ class LocalNeo4j:
         if proc.returncode != 0:
             # The message may echo the command line; never print the password.
             detail = (proc.stderr or proc.stdout).replace(password, "********").strip().splitlines()
-            raise ServerStartError(f"could not set the initial Neo4j password: {detail[-1] if detail else proc.returncode}")
+            raise ServerStartError(
+                f"could not set the initial Neo4j password: {detail[-1] if detail else proc.returncode}"
+            )
 
     # -- process record -----------------------------------------------------------------
     def read_record(self) -> ServerRecord | None:
@@ -335,14 +345,24 @@ class LocalNeo4j:
         self.progress(f"starting Neo4j {s.version} on bolt://127.0.0.1:{s.bolt_port}")
         self.console_log.parent.mkdir(parents=True, exist_ok=True)
         cmd = [
-            java.path, f"-Xms{s.heap}", f"-Xmx{s.heap}", *JVM_FLAGS,
-            "-cp", f"{lib}/*", ENTRY_POINT,
-            f"--home-dir={self.home}", f"--config-dir={self.conf_dir}",
+            java.path,
+            f"-Xms{s.heap}",
+            f"-Xmx{s.heap}",
+            *JVM_FLAGS,
+            "-cp",
+            f"{lib}/*",
+            ENTRY_POINT,
+            f"--home-dir={self.home}",
+            f"--config-dir={self.conf_dir}",
         ]
         with open(self.console_log, "wb") as console:
             proc = subprocess.Popen(
-                cmd, stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.home, start_new_session=True,
+                cmd,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.home,
+                start_new_session=True,
             )
         record = ServerRecord(proc.pid, s.bolt_port, s.http_port, s.version, str(self.home), time.time())
         self.record_file.parent.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,9 @@ def find_java(minimum: int = MIN_JAVA) -> Tool:
     path = java_executable()
     fix = f"install a Java {minimum}+ runtime (e.g. OpenJDK {minimum}) or set JAVA_HOME"
     if not path:
-        raise ToolMissingError(f"Java {minimum}+ is needed to run the local Neo4j server, but `java` was not found", hint=fix)
+        raise ToolMissingError(
+            f"Java {minimum}+ is needed to run the local Neo4j server, but `java` was not found", hint=fix
+        )
     try:
         proc = _run([path, "-version"])
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -67,7 +69,9 @@ def find_maven() -> Tool:
     path = shutil.which("mvn")
     fix = "install Apache Maven 3.6+ (e.g. `apt-get install maven`), or point KOPE at an existing Neo4j with KOPE_NEO4J_URI"
     if not path:
-        raise ToolMissingError("Maven (`mvn`) is needed to fetch the Neo4j server the first time, but it was not found", hint=fix)
+        raise ToolMissingError(
+            "Maven (`mvn`) is needed to fetch the Neo4j server the first time, but it was not found", hint=fix
+        )
     try:
         proc = _run([path, "-v"], timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:

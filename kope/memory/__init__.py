@@ -24,9 +24,27 @@ from kope.memory.retrieval import Lineage, RetrievalQuery, RetrievalResult
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec, TaskSpec, UsedItem
 
 __all__ = [
-    "Attempt", "DEFAULT_WEIGHTS", "DecisionRecord", "ExperienceGraph", "HardwareInfo", "InsightRecord", "Journal",
-    "KnowledgeDoc", "Lineage", "OutcomeRecord", "RankingWeights", "RecordResult", "RetrievalQuery", "RetrievalResult",
-    "RunRecord", "RunResult", "RunSpec", "RunState", "TaskSpec", "UsedItem", "parse_outcome",
+    "Attempt",
+    "DEFAULT_WEIGHTS",
+    "DecisionRecord",
+    "ExperienceGraph",
+    "HardwareInfo",
+    "InsightRecord",
+    "Journal",
+    "KnowledgeDoc",
+    "Lineage",
+    "OutcomeRecord",
+    "RankingWeights",
+    "RecordResult",
+    "RetrievalQuery",
+    "RetrievalResult",
+    "RunRecord",
+    "RunResult",
+    "RunSpec",
+    "RunState",
+    "TaskSpec",
+    "UsedItem",
+    "parse_outcome",
 ]
 
 # The driver logs server notifications (e.g. "property key does not exist" on a

@@ -70,7 +70,9 @@ def render_guide(namespace: str, slides: list[Slide] | None = None) -> str:
         body = [f"<h3>{html.escape(slide.title)}</h3>"]
         body += [f"<p>{text}</p>" for text in slide.paragraphs]
         if slide.needs_param:
-            body.append(f'<pre class="pre-scrollable code runnable">:param ns =&gt; {html.escape(repr(namespace))}</pre>')
+            body.append(
+                f'<pre class="pre-scrollable code runnable">:param ns =&gt; {html.escape(repr(namespace))}</pre>'
+            )
         body.append(f'<pre class="pre-scrollable code runnable">{html.escape(slide.query)}</pre>')
         parts.append('<slide class="row-fluid">\n<div class="col-sm-12">\n' + "\n".join(body) + "\n</div>\n</slide>")
     return (
@@ -140,7 +142,7 @@ class GuideServer:
     def style_url(self) -> str:
         return f"http://127.0.0.1:{self.port}{STYLE_PATH}"
 
-    def start(self) -> "GuideServer":
+    def start(self) -> GuideServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="kope-guide", daemon=True)
         self._thread.start()
         return self

@@ -27,18 +27,18 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Sequence
+from typing import IO, Any
 
 from kope.db.client import GraphClient, Tx
 from kope.errors import DatabaseUnavailableError, KopeError, UsageError
 from kope.memory import insights as insights_mod
 from kope.memory import inspect as inspect_mod
+from kope.memory import markdown, scoring
 from kope.memory import prune as prune_mod
 from kope.memory import transfer as transfer_mod
-from kope.memory import markdown
-from kope.memory import scoring
 from kope.memory.errors import UnknownDecisionError, UnknownRunError
 from kope.memory.ids import uid
 from kope.memory.journal import Journal, JournalEntry
@@ -108,23 +108,33 @@ class ExperienceGraph:
         self._run_operator: dict[str, str] = {}
 
     @classmethod
-    def from_config(cls, config: Any = None, *, namespace: str | None = None, team: str | None = None,
-                    journal: bool = True, client: GraphClient | None = None) -> "ExperienceGraph":
+    def from_config(
+        cls,
+        config: Any = None,
+        *,
+        namespace: str | None = None,
+        team: str | None = None,
+        journal: bool = True,
+        client: GraphClient | None = None,
+    ) -> ExperienceGraph:
         """The graph of ``config`` (default: ``load_config()``), journaling under ``<data dir>/memory``."""
         from kope.config import load_config
 
         config = config or load_config()
         ns = namespace or config.memory.namespace
         return cls(
-            client or GraphClient.from_config(config), namespace=ns, team=team or config.memory.team,
-            journal=Journal(config.data_dir / "memory", ns) if journal else None, owns_client=client is None,
+            client or GraphClient.from_config(config),
+            namespace=ns,
+            team=team or config.memory.team,
+            journal=Journal(config.data_dir / "memory", ns) if journal else None,
+            owns_client=client is None,
         )
 
     def close(self) -> None:
         if self._owns_client:
             self.client.close()
 
-    def __enter__(self) -> "ExperienceGraph":
+    def __enter__(self) -> ExperienceGraph:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -187,7 +197,9 @@ class ExperienceGraph:
             raise exc
         self._offline = exc.message
         self._pending.append((kind, item))
-        reason = f"{exc.message}; kept in the journal ({self.journal.wal_dir}), run `kope memory sync` once Neo4j is back"
+        reason = (
+            f"{exc.message}; kept in the journal ({self.journal.wal_dir}), run `kope memory sync` once Neo4j is back"
+        )
         log.warning("memory: %s", reason)
         return reason
 
@@ -202,8 +214,15 @@ class ExperienceGraph:
             self._run_operator[spec.run_id] = spec.task.operator
         if self.journal is not None:
             self.journal.append(
-                [JournalEntry("run", s.run_id, s.task.operator, {"spec": s.model_dump(mode="json", by_alias=True), "team": self.team})
-                 for s in parsed],
+                [
+                    JournalEntry(
+                        "run",
+                        s.run_id,
+                        s.task.operator,
+                        {"spec": s.model_dump(mode="json", by_alias=True), "team": self.team},
+                    )
+                    for s in parsed
+                ],
                 [(s.task.operator, markdown.run_block(s, self.team)) for s in parsed],
             )
         team = self.team
@@ -222,8 +241,12 @@ class ExperienceGraph:
         ended_at = time.time()
         if self.journal is not None:
             operator = self._run_operator.get(run_id) or self._operator_of(run_id)
-            entry = JournalEntry("run_end", run_id, operator, {"run_id": run_id, "status": status, "ended_at": ended_at})
-            self.journal.append([entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))])
+            entry = JournalEntry(
+                "run_end", run_id, operator, {"run_id": run_id, "status": status, "ended_at": ended_at}
+            )
+            self.journal.append(
+                [entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))]
+            )
         try:
             family = self._write(lambda tx: self._finish_tx(tx, run_id, status, ended_at))
         except DatabaseUnavailableError as exc:
@@ -271,7 +294,7 @@ class ExperienceGraph:
             self._journal_attempts(parsed)
         results: list[RecordResult] = []
         for start in range(0, len(parsed), batch_size):
-            results.extend(self._write_attempts(parsed[start:start + batch_size]))
+            results.extend(self._write_attempts(parsed[start : start + batch_size]))
         return results
 
     def _journal_attempts(self, attempts: list[Attempt]) -> None:
@@ -335,8 +358,17 @@ class ExperienceGraph:
         rows = []
         for doc in docs:
             doc = KnowledgeDoc.parse(doc)
-            rows.append({"uid": self.uid(doc.id), "ns": self.namespace, "id": doc.id, "title": doc.title,
-                         "text": doc.text, "targets": list(doc.targets), "families": list(doc.families)})
+            rows.append(
+                {
+                    "uid": self.uid(doc.id),
+                    "ns": self.namespace,
+                    "id": doc.id,
+                    "title": doc.title,
+                    "text": doc.text,
+                    "targets": list(doc.targets),
+                    "families": list(doc.families),
+                }
+            )
         if not rows:
             return 0
         self._ensure_schema()
@@ -351,7 +383,7 @@ class ExperienceGraph:
     def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
         self._ensure_schema()
         for spec, team in items:
-            self.client.write(lambda tx: write_runs(tx, self.namespace, team, [spec]))
+            self.client.write(lambda tx, spec=spec, team=team: write_runs(tx, self.namespace, team, [spec]))
 
     def _replay_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
         self._ensure_schema()
@@ -363,27 +395,35 @@ class ExperienceGraph:
     def journal_dir(self) -> Path | None:
         return self.journal.root if self.journal else None
 
-    def stats(self) -> "inspect_mod.MemoryStats":
+    def stats(self) -> inspect_mod.MemoryStats:
         return inspect_mod.stats(self.client, self.namespace, self.journal)
 
     def run_evidence(self, run_id: str) -> dict[str, dict[str, int]]:
         return inspect_mod.run_evidence(self.client, self.namespace, run_id)
 
-    def lineage(self, decision_id: str, limit: int = 200) -> "inspect_mod.LineageTree":
+    def lineage(self, decision_id: str, limit: int = 200) -> inspect_mod.LineageTree:
         return inspect_mod.lineage_tree(self.client, self.namespace, decision_id, limit)
 
-    def export_to(self, out: IO[str]) -> "transfer_mod.TransferReport":
+    def export_to(self, out: IO[str]) -> transfer_mod.TransferReport:
         return transfer_mod.export_namespace(self.client, self.namespace, out)
 
-    def import_from(self, stream: IO[str], source: str = "<input>", *, distill: bool = True) -> "transfer_mod.TransferReport":
+    def import_from(
+        self, stream: IO[str], source: str = "<input>", *, distill: bool = True
+    ) -> transfer_mod.TransferReport:
         self._ensure_schema()
         report = transfer_mod.import_namespace(self.client, self.namespace, stream, source)
         if distill:
             self.distill()
         return report
 
-    def prune(self, run_ids: Sequence[str] = (), *, older_than_days: float | None = None,
-              everything: bool = False, dry_run: bool = False) -> "prune_mod.PruneReport":
+    def prune(
+        self,
+        run_ids: Sequence[str] = (),
+        *,
+        older_than_days: float | None = None,
+        everything: bool = False,
+        dry_run: bool = False,
+    ) -> prune_mod.PruneReport:
         if everything:
             if run_ids or older_than_days is not None:
                 raise UsageError("prune everything or a selection of runs, not both")
@@ -395,4 +435,3 @@ class ExperienceGraph:
             raise UsageError("say what to prune: run ids, an age (older than N days), or everything")
         selected = prune_mod.select_runs(self.client, self.namespace, run_ids, older_than_days)
         return prune_mod.prune_runs(self.client, self.namespace, selected, dry_run=dry_run)
-

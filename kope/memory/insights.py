@@ -67,14 +67,27 @@ def build_insights(ns: str, failures: list[dict], effective: list[dict], totals:
         total = per_class[(g["family"], g["hw_class"])]
         layers = sorted(Counter(g["layers"]).items(), key=lambda kv: (-kv[1], kv[0]))
         layer_text = ", ".join(f"{name} {count}" for name, count in layers[:3])
-        text = (f"On {g['hw_class']} hardware, {g['family']} kernels failed with {g['error_kind']} in {support} of "
-                f"{total} attempts ({_pct(support, total)}); layers tried: {layer_text}.")
+        text = (
+            f"On {g['hw_class']} hardware, {g['family']} kernels failed with {g['error_kind']} in {support} of "
+            f"{total} attempts ({_pct(support, total)}); layers tried: {layer_text}."
+        )
         excerpt = _first_line(g["latest_excerpt"])
         if excerpt:
             text += f" Latest error: {excerpt}"
         local = insight_id("rule", g["family"], g["hw_class"], _key(g["error_kind"]))
-        out.append(_row(ns, local, "rule", g, support, support / total if total else 1.0, text,
-                        error_kind=g["error_kind"], layer=None))
+        out.append(
+            _row(
+                ns,
+                local,
+                "rule",
+                g,
+                support,
+                support / total if total else 1.0,
+                text,
+                error_kind=g["error_kind"],
+                layer=None,
+            )
+        )
     for g in effective:
         support = len(g["outcomes"])
         if support < MIN_SUPPORT:
@@ -82,22 +95,56 @@ def build_insights(ns: str, failures: list[dict], effective: list[dict], totals:
         total = per_layer[(g["family"], g["hw_class"], g["layer"])]
         median_r = statistics.median(g["ratios"])
         examples = "; ".join(f"'{t}'" for t in g["titles"][:3])
-        text = (f"On {g['hw_class']} hardware, {g['layer']} decisions for {g['family']} kernels were effective "
-                f"{support} of {total} times ({_pct(support, total)}), median step ratio {median_r:.2f}; "
-                f"best: {examples}.")
+        text = (
+            f"On {g['hw_class']} hardware, {g['layer']} decisions for {g['family']} kernels were effective "
+            f"{support} of {total} times ({_pct(support, total)}), median step ratio {median_r:.2f}; "
+            f"best: {examples}."
+        )
         local = insight_id("pattern", g["family"], g["hw_class"], _key(g["layer"]))
-        out.append(_row(ns, local, "pattern", g, support, support / total if total else 1.0, text,
-                        error_kind=None, layer=g["layer"]))
+        out.append(
+            _row(
+                ns,
+                local,
+                "pattern",
+                g,
+                support,
+                support / total if total else 1.0,
+                text,
+                error_kind=None,
+                layer=g["layer"],
+            )
+        )
     return out
 
 
-def _row(ns: str, local: str, kind: str, g: dict, support: int, conf: float, text: str, *,
-         error_kind: str | None, layer: str | None) -> dict[str, Any]:
+def _row(
+    ns: str,
+    local: str,
+    kind: str,
+    g: dict,
+    support: int,
+    conf: float,
+    text: str,
+    *,
+    error_kind: str | None,
+    layer: str | None,
+) -> dict[str, Any]:
     return {
-        "props": {"uid": uid(ns, local), "ns": ns, "id": local, "kind": kind, "family": g["family"],
-                  "hw_class": g["hw_class"], "error_kind": error_kind, "layer": layer, "text": text,
-                  "support": support, "confidence": round(conf, 6), "active": True,
-                  "operators": sorted(g["operators"])},
+        "props": {
+            "uid": uid(ns, local),
+            "ns": ns,
+            "id": local,
+            "kind": kind,
+            "family": g["family"],
+            "hw_class": g["hw_class"],
+            "error_kind": error_kind,
+            "layer": layer,
+            "text": text,
+            "support": support,
+            "confidence": round(conf, 6),
+            "active": True,
+            "operators": sorted(g["operators"]),
+        },
         "outcomes": list(g["outcomes"]),
         "operators": [uid(ns, name) for name in sorted(g["operators"])],
         "hardware": [uid(ns, hw) for hw in sorted(g["hardware"])],
@@ -118,7 +165,8 @@ def distill(client: GraphClient, ns: str, family: str | None = None) -> DistillR
         return DistillReport(
             rules=sum(1 for r in rows if r["props"]["kind"] == "rule"),
             patterns=sum(1 for r in rows if r["props"]["kind"] == "pattern"),
-            retired=retired[0]["deleted"] if retired else 0, family=family,
+            retired=retired[0]["deleted"] if retired else 0,
+            family=family,
         )
 
     return client.write(work)

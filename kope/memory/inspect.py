@@ -55,7 +55,7 @@ def run_evidence(client: GraphClient, ns: str, run_id: str) -> dict[str, dict[st
 class TreeNode:
     id: str
     data: dict[str, Any]
-    children: list["TreeNode"] = field(default_factory=list)
+    children: list[TreeNode] = field(default_factory=list)
     on_path: bool = False
 
 

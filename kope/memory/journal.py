@@ -25,9 +25,10 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from kope.memory.errors import JournalError
 
@@ -44,11 +45,18 @@ class JournalEntry:
     ts: int = field(default_factory=time.time_ns)
 
     def to_line(self) -> bytes:
-        record = {"v": WAL_VERSION, "kind": self.kind, "key": self.key, "op": self.operator, "ts": self.ts, "data": self.data}
+        record = {
+            "v": WAL_VERSION,
+            "kind": self.kind,
+            "key": self.key,
+            "op": self.operator,
+            "ts": self.ts,
+            "data": self.data,
+        }
         return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
 
     @classmethod
-    def from_line(cls, line: bytes) -> "JournalEntry":
+    def from_line(cls, line: bytes) -> JournalEntry:
         record = json.loads(line)
         if not isinstance(record, dict) or record.get("v") != WAL_VERSION or record.get("kind") not in KINDS:
             raise ValueError("not a KOPE write-ahead log entry")
@@ -167,7 +175,9 @@ class Journal:
                     entry = JournalEntry.from_line(line)
                 except (ValueError, KeyError, TypeError):
                     last = number == len(lines)
-                    why = "torn last line (the write was interrupted; never acknowledged)" if last else "unreadable line"
+                    why = (
+                        "torn last line (the write was interrupted; never acknowledged)" if last else "unreadable line"
+                    )
                     problems.append(f"{path.name}:{number}: {why}")
                     continue
                 keyed.append((entry.ts, path.name, number, entry))

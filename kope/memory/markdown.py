@@ -16,7 +16,7 @@ from kope.memory.specs import Attempt, RunSpec
 
 
 def _when(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -45,7 +45,8 @@ def attempt_block(attempt: Attempt, parent_a: float | None, parent_known: bool) 
     origin = f"from `{attempt.parent_id}`" if attempt.parent_id else "from the reference (a root)"
     code = (
         f"kernel `{kernel_id(attempt.code)[:12]}` ({attempt.code.count(chr(10)) + 1} lines)"
-        if attempt.code is not None else "no code"
+        if attempt.code is not None
+        else "no code"
     )
     lines.append(f"- **Change**: {origin}; {code}")
     status = f"{o.status}, {o.cases_passed}/{o.cases_total} cases passed"

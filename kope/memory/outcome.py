@@ -20,7 +20,15 @@ from kope.memory.errors import InvalidRecordError
 
 OUTCOME_SCHEMA = "kope.outcome/1"
 Status = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "cheat_detected", "format_error"]
-STATUSES: tuple[str, ...] = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "cheat_detected", "format_error")
+STATUSES: tuple[str, ...] = (
+    "correct",
+    "incorrect",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "cheat_detected",
+    "format_error",
+)
 
 
 class _Strict(BaseModel):
@@ -92,7 +100,7 @@ class OutcomeRecord(_Strict):
     cases: tuple[CaseResult, ...] = ()
 
     @model_validator(mode="after")
-    def _consistent(self) -> "OutcomeRecord":
+    def _consistent(self) -> OutcomeRecord:
         if self.cases_passed > self.cases_total:
             raise ValueError(f"cases_passed ({self.cases_passed}) exceeds cases_total ({self.cases_total})")
         return self

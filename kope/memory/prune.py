@@ -14,8 +14,9 @@ Do not prune a namespace while processes are recording into it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from kope.db.client import GraphClient, Tx
 from kope.errors import UsageError
@@ -41,7 +42,9 @@ class PruneReport:
         return dict(self.__dict__)
 
 
-def select_runs(client: GraphClient, ns: str, run_ids: Sequence[str] = (), older_than_days: float | None = None) -> list[str]:
+def select_runs(
+    client: GraphClient, ns: str, run_ids: Sequence[str] = (), older_than_days: float | None = None
+) -> list[str]:
     selected = set()
     if run_ids:
         present = {row["uid"] for row in client.execute("memory/run/present", uids=[uid(ns, r) for r in run_ids])}

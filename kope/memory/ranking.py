@@ -39,8 +39,9 @@ benchmark compare against).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from kope.memory.scoring import LABELS
 
@@ -68,8 +69,10 @@ class RankingWeights:
             (self.same_class > self.same_vendor + bonus, "same_class must exceed same_vendor + bonuses"),
             (self.same_vendor > bonus, "same_vendor must exceed the bonuses"),
             (self.same_family > self.same_hardware + bonus, "same_family must exceed same_hardware + bonuses"),
-            (self.same_operator > self.same_family + self.same_hardware + bonus,
-             "same_operator must exceed same_family + same_hardware + bonuses"),
+            (
+                self.same_operator > self.same_family + self.same_hardware + bonus,
+                "same_operator must exceed same_family + same_hardware + bonuses",
+            ),
             (min(self.pool_size, self.max_hits_per_parent, self.max_chain) >= 1, "sizes must be >= 1"),
         ]
         for ok, why in checks:
@@ -119,7 +122,9 @@ def hardware_tier(row: Mapping[str, Any], q: RankQuery) -> str:
 
 def relevance(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> float:
     op = {"operator": w.same_operator, "family": w.same_family, "other": 0.0}[operator_tier(row, q)]
-    hw = {"hardware": w.same_hardware, "class": w.same_class, "vendor": w.same_vendor, "other": 0.0}[hardware_tier(row, q)]
+    hw = {"hardware": w.same_hardware, "class": w.same_class, "vendor": w.same_vendor, "other": 0.0}[
+        hardware_tier(row, q)
+    ]
     layer = w.layer_match if q.layer is not None and row["layer"] == q.layer else 0.0
     error = w.error_match if q.error_kind is not None and row["error_kind"] == q.error_kind else 0.0
     return op + ((hw + layer) + error)  # the order the Cypher pool statements add in
@@ -129,7 +134,9 @@ def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_W
     return (-relevance(row, q, w), LABEL_RANK[row["label"]], -(row["d"] * row["conf"]), row["id"])
 
 
-def diversify(rows: Iterable[Mapping[str, Any]], k: int, w: RankingWeights = DEFAULT_WEIGHTS) -> list[Mapping[str, Any]]:
+def diversify(
+    rows: Iterable[Mapping[str, Any]], k: int, w: RankingWeights = DEFAULT_WEIGHTS
+) -> list[Mapping[str, Any]]:
     """Take rows in order, at most ``max_hits_per_parent`` per parent, until ``k``."""
     per_parent: dict[str, int] = {}
     chosen: list[Mapping[str, Any]] = []
@@ -145,7 +152,9 @@ def diversify(rows: Iterable[Mapping[str, Any]], k: int, w: RankingWeights = DEF
     return chosen
 
 
-def rank_naively(rows: Sequence[Mapping[str, Any]], q: RankQuery, k: int, w: RankingWeights = DEFAULT_WEIGHTS) -> list[Mapping[str, Any]]:
+def rank_naively(
+    rows: Sequence[Mapping[str, Any]], q: RankQuery, k: int, w: RankingWeights = DEFAULT_WEIGHTS
+) -> list[Mapping[str, Any]]:
     """The whole ranking in Python over every candidate (reference and benchmark baseline)."""
     excluded = set(q.exclude)
     ordered = sorted((r for r in rows if r["id"] not in excluded), key=lambda r: sort_key(r, q, w))

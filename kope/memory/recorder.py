@@ -32,8 +32,9 @@ from __future__ import annotations
 import difflib
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from kope.db.client import Tx
 from kope.memory import scoring
@@ -89,21 +90,64 @@ def run_rows(ns: str, team: str, spec: RunSpec) -> dict[str, Any]:
     task, hw = spec.task, spec.hardware
     case_names = [c.get("name", str(i)) if isinstance(c, dict) else str(c) for i, c in enumerate(task.cases)]
     return {
-        "operator": {"uid": uid(ns, task.operator), "ns": ns, "id": task.operator, "name": task.operator,
-                     "family": task.family, "level": task.level},
-        "hardware": {"uid": uid(ns, hw.id), "ns": ns, "id": hw.id, "hw_class": hw.hw_class, "vendor": hw.vendor,
-                     "arch": hw.arch, "cpu_model": hw.cpu_model, "cores": hw.cores, "isa": list(hw.isa),
-                     "caches_json": json.dumps(hw.caches, sort_keys=True),
-                     "gpu_json": json.dumps(hw.gpu.model_dump(mode="json")) if hw.gpu else None},
-        "task": {"uid": uid(ns, task.id), "ns": ns, "id": task.id, "operator": task.operator, "target": task.target,
-                 "family": task.family, "level": task.level, "case_names": case_names, "case_count": len(case_names)},
-        "run": {"uid": uid(ns, spec.run_id), "ns": ns, "id": spec.run_id, "team": team, "task_id": task.id,
-                "operator": task.operator, "family": task.family, "level": task.level, "target": task.target,
-                "case_names": case_names, "hw_id": hw.id, "hw_class": hw.hw_class, "vendor": hw.vendor,
-                "proposer": spec.proposer, "model": spec.model, "context_policy": spec.context_policy,
-                "memory_enabled": spec.memory_enabled, "budgets_json": json.dumps(spec.budgets, sort_keys=True),
-                "started_at": spec.started_at, "status": "running", "steps": 0, "prompt_tokens": 0,
-                "completion_tokens": 0, "spec_hash": content_hash(spec.content(), 32)},
+        "operator": {
+            "uid": uid(ns, task.operator),
+            "ns": ns,
+            "id": task.operator,
+            "name": task.operator,
+            "family": task.family,
+            "level": task.level,
+        },
+        "hardware": {
+            "uid": uid(ns, hw.id),
+            "ns": ns,
+            "id": hw.id,
+            "hw_class": hw.hw_class,
+            "vendor": hw.vendor,
+            "arch": hw.arch,
+            "cpu_model": hw.cpu_model,
+            "cores": hw.cores,
+            "isa": list(hw.isa),
+            "caches_json": json.dumps(hw.caches, sort_keys=True),
+            "gpu_json": json.dumps(hw.gpu.model_dump(mode="json")) if hw.gpu else None,
+        },
+        "task": {
+            "uid": uid(ns, task.id),
+            "ns": ns,
+            "id": task.id,
+            "operator": task.operator,
+            "target": task.target,
+            "family": task.family,
+            "level": task.level,
+            "case_names": case_names,
+            "case_count": len(case_names),
+        },
+        "run": {
+            "uid": uid(ns, spec.run_id),
+            "ns": ns,
+            "id": spec.run_id,
+            "team": team,
+            "task_id": task.id,
+            "operator": task.operator,
+            "family": task.family,
+            "level": task.level,
+            "target": task.target,
+            "case_names": case_names,
+            "hw_id": hw.id,
+            "hw_class": hw.hw_class,
+            "vendor": hw.vendor,
+            "proposer": spec.proposer,
+            "model": spec.model,
+            "context_policy": spec.context_policy,
+            "memory_enabled": spec.memory_enabled,
+            "budgets_json": json.dumps(spec.budgets, sort_keys=True),
+            "started_at": spec.started_at,
+            "status": "running",
+            "steps": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "spec_hash": content_hash(spec.content(), 32),
+        },
     }
 
 
@@ -114,7 +158,9 @@ def write_runs(tx: Tx, ns: str, team: str, specs: Sequence[RunSpec]) -> list[Run
     for u, spec in wanted.items():
         if u in existing:
             if existing[u] != content_hash(spec.content(), 32):
-                raise RecordConflictError(f"run {spec.run_id} was started before with a different task, hardware or settings")
+                raise RecordConflictError(
+                    f"run {spec.run_id} was started before with a different task, hardware or settings"
+                )
             results.append(RunResult(spec.run_id, in_graph=True, created=False))
         else:
             rows.append(run_rows(ns, team, spec))
@@ -151,9 +197,15 @@ def _topological(attempts: list[Attempt]) -> list[Attempt]:
 def _diff(parent_code: str | None, code: str | None) -> str | None:
     if parent_code is None or code is None:
         return None
-    text = "".join(difflib.unified_diff(
-        parent_code.splitlines(keepends=True), code.splitlines(keepends=True), "parent", "candidate", n=2,
-    ))
+    text = "".join(
+        difflib.unified_diff(
+            parent_code.splitlines(keepends=True),
+            code.splitlines(keepends=True),
+            "parent",
+            "candidate",
+            n=2,
+        )
+    )
     if len(text) > MAX_DIFF_CHARS:
         text = text[:MAX_DIFF_CHARS] + "\n... (diff truncated)\n"
     return text
@@ -162,11 +214,17 @@ def _diff(parent_code: str | None, code: str | None) -> str | None:
 def _check_against_run(attempt: Attempt, run: dict[str, Any]) -> None:
     o = attempt.outcome
     if o.task != run["operator"]:
-        raise InvalidRecordError(f"attempt {attempt.id}: outcome is for task {o.task!r} but run {run['id']} optimises {run['operator']!r}")
+        raise InvalidRecordError(
+            f"attempt {attempt.id}: outcome is for task {o.task!r} but run {run['id']} optimises {run['operator']!r}"
+        )
     if o.target != run["target"]:
-        raise InvalidRecordError(f"attempt {attempt.id}: outcome target {o.target!r} differs from the run's target {run['target']!r}")
+        raise InvalidRecordError(
+            f"attempt {attempt.id}: outcome target {o.target!r} differs from the run's target {run['target']!r}"
+        )
     if o.hardware.id != run["hw_id"]:
-        raise InvalidRecordError(f"attempt {attempt.id}: outcome hardware {o.hardware.id!r} differs from the run's hardware {run['hw_id']!r}")
+        raise InvalidRecordError(
+            f"attempt {attempt.id}: outcome hardware {o.hardware.id!r} differs from the run's hardware {run['hw_id']!r}"
+        )
     if attempt.parent_id == attempt.id:
         raise InvalidRecordError(f"attempt {attempt.id} cannot start from itself")
 
@@ -183,25 +241,55 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
     code_hash = kernel_id(at.code) if at.code is not None else None
     excerpt = o.error_excerpt
     if excerpt is not None and len(excerpt) > MAX_EXCERPT_CHARS:
-        excerpt = excerpt[: MAX_EXCERPT_CHARS // 2] + "\n...\n" + excerpt[-MAX_EXCERPT_CHARS // 2:]
-    decision = _compact({
-        "id": at.id, "step": at.step, "title": at.title, "thought": at.thought, "layer": at.layer,
-        "parent_id": at.parent_id, "code_hash": code_hash, "diff": _diff(parent_code, at.code),
-        "attempt_hash": at.content_hash(), "status": o.status, "label": p.label, "a": p.a, "r": p.r,
-        "d": scoring.downstream(p.r, []), "conf": p.conf, "error_kind": o.error_kind, "created_at": at.created_at,
-        "prompt_tokens": at.prompt_tokens, "completion_tokens": at.completion_tokens,
-        "params_json": json.dumps(at.params, sort_keys=True, separators=(",", ":")) if at.params else None,
-    })
+        excerpt = excerpt[: MAX_EXCERPT_CHARS // 2] + "\n...\n" + excerpt[-MAX_EXCERPT_CHARS // 2 :]
+    decision = _compact(
+        {
+            "id": at.id,
+            "step": at.step,
+            "title": at.title,
+            "thought": at.thought,
+            "layer": at.layer,
+            "parent_id": at.parent_id,
+            "code_hash": code_hash,
+            "diff": _diff(parent_code, at.code),
+            "attempt_hash": at.content_hash(),
+            "status": o.status,
+            "label": p.label,
+            "a": p.a,
+            "r": p.r,
+            "d": scoring.downstream(p.r, []),
+            "conf": p.conf,
+            "error_kind": o.error_kind,
+            "created_at": at.created_at,
+            "prompt_tokens": at.prompt_tokens,
+            "completion_tokens": at.completion_tokens,
+            "params_json": json.dumps(at.params, sort_keys=True, separators=(",", ":")) if at.params else None,
+        }
+    )
     cases = [
-        {"name": c.name, "passed": c.passed, "speedup": c.speedup, "error": c.error,
-         "ref_ms": c.ref_ms.median if c.ref_ms else None, "cand_ms": c.cand_ms.median if c.cand_ms else None}
+        {
+            "name": c.name,
+            "passed": c.passed,
+            "speedup": c.speedup,
+            "error": c.error,
+            "ref_ms": c.ref_ms.median if c.ref_ms else None,
+            "cand_ms": c.cand_ms.median if c.cand_ms else None,
+        }
         for c in o.cases
     ]
-    outcome = _compact({
-        "cases_total": o.cases_total, "cases_passed": o.cases_passed, "speedup_measured": o.speedup,
-        "error_excerpt": excerpt, "compile_time_s": o.compile_time_s, "timings_valid": o.timings_valid,
-        "threads": o.threads, "duration_s": o.duration_s, "cases_json": json.dumps(cases, separators=(",", ":")),
-    })
+    outcome = _compact(
+        {
+            "cases_total": o.cases_total,
+            "cases_passed": o.cases_passed,
+            "speedup_measured": o.speedup,
+            "error_excerpt": excerpt,
+            "compile_time_s": o.compile_time_s,
+            "timings_valid": o.timings_valid,
+            "threads": o.threads,
+            "duration_s": o.duration_s,
+            "cases_json": json.dumps(cases, separators=(",", ":")),
+        }
+    )
     kernel = None
     if at.code is not None:
         kernel = {"source": at.code, "bytes": len(at.code.encode("utf-8")), "lines": at.code.count("\n") + 1}
@@ -291,8 +379,14 @@ def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt]) -> list[RecordR
     if others:  # recorded before (or concurrently by another writer): report what the graph holds
         for row in tx.run("memory/attempt/results", uids=others):
             results[row["uid"]] = RecordResult(
-                decision_id=row["id"], in_graph=True, created=False, a=row["a"], r=row["r"], label=row["label"],
-                d=row["d"], incumbent_id=row["incumbent_id"],
+                decision_id=row["id"],
+                in_graph=True,
+                created=False,
+                a=row["a"],
+                r=row["r"],
+                label=row["label"],
+                d=row["d"],
+                incumbent_id=row["incumbent_id"],
             )
     return [results[key] for key in by_uid]
 
@@ -302,8 +396,10 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
     runs = {row["uid"]: row for row in tx.run("memory/attempt/lock_runs", run_uids=run_uids)}
     for ru in run_uids:
         if ru not in runs:
-            raise UnknownRunError(f"run {ru.split('/', 1)[1]} is not in the graph (namespace {ns})",
-                                  hint="start the run first (ExperienceGraph.start_run), or `kope memory sync` if it is journaled")
+            raise UnknownRunError(
+                f"run {ru.split('/', 1)[1]} is not in the graph (namespace {ns})",
+                hint="start the run first (ExperienceGraph.start_run), or `kope memory sync` if it is journaled",
+            )
     new_ids = {at.id for at in new}
     external = sorted({uid(ns, at.parent_id) for at in new if at.parent_id and at.parent_id not in new_ids})
     parents = {row["uid"]: row for row in tx.run("memory/attempt/parents", parent_uids=external)} if external else {}
@@ -340,14 +436,23 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
     missing = _link_used(tx, ns, made)
     mine = {p.uid for p in prepared.values()}
     scores = recompute_scores(tx, list(mine) + [c for c in chain if c not in mine])
-    incumbents = {row["uid"]: (row["previous"], row["incumbent"])
-                  for row in tx.run("memory/attempt/refresh_runs", run_uids=run_uids)}
+    incumbents = {
+        row["uid"]: (row["previous"], row["incumbent"])
+        for row in tx.run("memory/attempt/refresh_runs", run_uids=run_uids)
+    }
     results = {}
     for p in made:
         previous, current = incumbents[uid(ns, p.attempt.run_id)]
         results[p.uid] = RecordResult(
-            decision_id=p.attempt.id, in_graph=True, created=True, a=p.a, r=p.r, label=p.label, d=scores[p.uid],
-            incumbent_id=current, incumbent_changed=current == p.attempt.id and previous != p.attempt.id,
+            decision_id=p.attempt.id,
+            in_graph=True,
+            created=True,
+            a=p.a,
+            r=p.r,
+            label=p.label,
+            d=scores[p.uid],
+            incumbent_id=current,
+            incumbent_changed=current == p.attempt.id and previous != p.attempt.id,
             missing_evidence=tuple(missing.get(p.uid, ())),
         )
     return results

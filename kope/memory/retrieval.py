@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from kope.db.client import GraphClient, Tx
 from kope.memory.ids import uid
@@ -46,15 +47,34 @@ class RetrievalQuery:
     exclude: tuple[str, ...] = ()  # decision ids not to return (e.g. the incumbent, already in the hot tier)
 
     @classmethod
-    def from_outcome(cls, outcome: OutcomeRecord, *, layer: str | None = None, exclude: Sequence[str] = ()) -> "RetrievalQuery":
+    def from_outcome(
+        cls, outcome: OutcomeRecord, *, layer: str | None = None, exclude: Sequence[str] = ()
+    ) -> RetrievalQuery:
         """The query for the state after ``outcome`` (the latest attempt's record)."""
         hw = outcome.hardware
-        return cls(outcome.task, outcome.family, outcome.target, hw.id, hw.hw_class, hw.vendor, layer,
-                   outcome.error_kind, tuple(exclude))
+        return cls(
+            outcome.task,
+            outcome.family,
+            outcome.target,
+            hw.id,
+            hw.hw_class,
+            hw.vendor,
+            layer,
+            outcome.error_kind,
+            tuple(exclude),
+        )
 
     def rank_query(self) -> RankQuery:
-        return RankQuery(self.operator, self.family, self.hardware_id, self.hardware_class, self.vendor,
-                         self.layer, self.error_kind, tuple(self.exclude))
+        return RankQuery(
+            self.operator,
+            self.family,
+            self.hardware_id,
+            self.hardware_class,
+            self.vendor,
+            self.layer,
+            self.error_kind,
+            tuple(self.exclude),
+        )
 
 
 @dataclass(frozen=True)
@@ -144,7 +164,9 @@ class Lineage:
 
     def used(self, tier: str, tokens: int, rank: int | None = None) -> UsedItem:
         """The USED edge for this lineage once it is in a prompt."""
-        return UsedItem(kind="decision", id=self.hit.id, tier=tier, rank=self.rank if rank is None else rank, tokens=tokens)
+        return UsedItem(
+            kind="decision", id=self.hit.id, tier=tier, rank=self.rank if rank is None else rank, tokens=tokens
+        )
 
 
 @dataclass(frozen=True)
@@ -168,9 +190,19 @@ class RetrievalResult:
 
 
 def _params(ns: str, q: RetrievalQuery, w: RankingWeights, limit: int) -> dict[str, Any]:
-    return {"ns": ns, "operator": q.operator, "family": q.family, "hardware_id": q.hardware_id,
-            "hardware_class": q.hardware_class, "vendor": q.vendor, "layer": q.layer, "error_kind": q.error_kind,
-            "exclude": list(q.exclude), "w": w.cypher_params(), "limit": limit}
+    return {
+        "ns": ns,
+        "operator": q.operator,
+        "family": q.family,
+        "hardware_id": q.hardware_id,
+        "hardware_class": q.hardware_class,
+        "vendor": q.vendor,
+        "layer": q.layer,
+        "error_kind": q.error_kind,
+        "exclude": list(q.exclude),
+        "w": w.cypher_params(),
+        "limit": limit,
+    }
 
 
 def fetch_pool(tx: Tx, ns: str, q: RetrievalQuery, k: int, w: RankingWeights) -> list[dict[str, Any]]:
@@ -221,16 +253,26 @@ def select_hits(pool: list[dict[str, Any]], k: int, w: RankingWeights) -> list[d
 def fetch_lineages(tx: Tx, ns: str, hits: list[dict[str, Any]], w: RankingWeights) -> dict[str, dict[str, Any]]:
     if not hits:
         return {}
-    rows = tx.run("memory/retrieve/lineages", uids=[uid(ns, h["id"]) for h in hits],
-                  max_chain=w.max_chain, max_siblings=w.max_siblings)
+    rows = tx.run(
+        "memory/retrieve/lineages",
+        uids=[uid(ns, h["id"]) for h in hits],
+        max_chain=w.max_chain,
+        max_siblings=w.max_siblings,
+    )
     return {row["hit"]["id"]: row for row in rows}
 
 
 def fetch_rules(tx: Tx, ns: str, q: RetrievalQuery, w: RankingWeights) -> list[dict[str, Any]]:
     if q.family is None:
         return []
-    return tx.run("memory/retrieve/rules", ns=ns, family=q.family, hw_class=q.hardware_class,
-                  error_kind=q.error_kind, limit=w.max_rules)
+    return tx.run(
+        "memory/retrieve/rules",
+        ns=ns,
+        family=q.family,
+        hw_class=q.hardware_class,
+        error_kind=q.error_kind,
+        limit=w.max_rules,
+    )
 
 
 # -- stage 4: formatting ---------------------------------------------------------------------
@@ -239,39 +281,77 @@ def fetch_rules(tx: Tx, ns: str, q: RetrievalQuery, w: RankingWeights) -> list[d
 def _lineage(rank: int, scored: Mapping[str, Any], raw: Mapping[str, Any], rq: RankQuery) -> Lineage:
     h, o = raw["hit"], raw["outcome"]
     hit = Hit(
-        id=h["id"], run_id=h["run_id"], step=h["step"], title=h["title"], thought=h["thought"] or "",
-        layer=h["layer"], parent_id=h["parent_id"], status=h["status"], label=h["label"], a=h["a"], r=h["r"],
-        d=h["d"], conf=h["conf"], error_kind=h["error_kind"], error_excerpt=o["error_excerpt"],
-        operator=h["operator"], family=h["family"], target=h["target"], hw_id=h["hw_id"], hw_class=h["hw_class"],
-        vendor=h["vendor"], cases_total=o["cases_total"], cases_passed=o["cases_passed"], diff=h["diff"],
-        code_hash=h["code_hash"], params_json=h.get("params_json"),
+        id=h["id"],
+        run_id=h["run_id"],
+        step=h["step"],
+        title=h["title"],
+        thought=h["thought"] or "",
+        layer=h["layer"],
+        parent_id=h["parent_id"],
+        status=h["status"],
+        label=h["label"],
+        a=h["a"],
+        r=h["r"],
+        d=h["d"],
+        conf=h["conf"],
+        error_kind=h["error_kind"],
+        error_excerpt=o["error_excerpt"],
+        operator=h["operator"],
+        family=h["family"],
+        target=h["target"],
+        hw_id=h["hw_id"],
+        hw_class=h["hw_class"],
+        vendor=h["vendor"],
+        cases_total=o["cases_total"],
+        cases_passed=o["cases_passed"],
+        diff=h["diff"],
+        code_hash=h["code_hash"],
+        params_json=h.get("params_json"),
     )
     relevance = Relevance(
-        score=scored["relevance"], operator_tier=operator_tier(scored, rq), hardware_tier=hardware_tier(scored, rq),
+        score=scored["relevance"],
+        operator_tier=operator_tier(scored, rq),
+        hardware_tier=hardware_tier(scored, rq),
         layer_match=rq.layer is not None and scored["layer"] == rq.layer,
         error_match=rq.error_kind is not None and scored["error_kind"] == rq.error_kind,
     )
     chain = tuple(StepSummary(**step) for step in reversed(raw["chain"]))
     siblings = tuple(BranchSummary(**s) for s in raw["siblings"])
     return Lineage(
-        rank=rank, hit=hit, relevance=relevance, chain=chain, chain_omitted=raw["depth"] - len(chain),
-        siblings=siblings, sibling_total=raw["sibling_total"],
+        rank=rank,
+        hit=hit,
+        relevance=relevance,
+        chain=chain,
+        chain_omitted=raw["depth"] - len(chain),
+        siblings=siblings,
+        sibling_total=raw["sibling_total"],
         sibling_counts=dict(zip(LABELS, raw["sibling_counts"])),
     )
 
 
-def format_result(q: RetrievalQuery, k: int, pool: list[dict[str, Any]], hits: list[dict[str, Any]],
-                  lineages: dict[str, dict[str, Any]], rules: list[dict[str, Any]], elapsed_ms: float) -> RetrievalResult:
+def format_result(
+    q: RetrievalQuery,
+    k: int,
+    pool: list[dict[str, Any]],
+    hits: list[dict[str, Any]],
+    lineages: dict[str, dict[str, Any]],
+    rules: list[dict[str, Any]],
+    elapsed_ms: float,
+) -> RetrievalResult:
     rq = q.rank_query()
     return RetrievalResult(
-        query=q, k=k,
+        query=q,
+        k=k,
         lineages=tuple(_lineage(i, hit, lineages[hit["id"]], rq) for i, hit in enumerate(hits)),
         rules=tuple(InsightRecord.from_record(row) for row in rules),
-        pool_considered=len(pool), elapsed_ms=elapsed_ms,
+        pool_considered=len(pool),
+        elapsed_ms=elapsed_ms,
     )
 
 
-def retrieve(client: GraphClient, ns: str, q: RetrievalQuery, k: int = 8, w: RankingWeights = DEFAULT_WEIGHTS) -> RetrievalResult:
+def retrieve(
+    client: GraphClient, ns: str, q: RetrievalQuery, k: int = 8, w: RankingWeights = DEFAULT_WEIGHTS
+) -> RetrievalResult:
     """The whole pipeline in one read transaction."""
     if k < 1:
         raise ValueError("k must be >= 1")

@@ -47,7 +47,7 @@ in step order; ``cypher/memory/attempt/refresh_runs.cypher`` implements it.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from kope.memory.outcome import OutcomeRecord
 

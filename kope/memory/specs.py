@@ -20,7 +20,13 @@ from kope.memory.outcome import HardwareInfo, OutcomeRecord, parse_outcome
 
 # Optimization layers named in DESIGN.md; other snake_case layers are accepted.
 KNOWN_LAYERS: tuple[str, ...] = (
-    "parallelization", "tiling", "vectorization", "memory_layout", "fusion", "algorithm", "instruction",
+    "parallelization",
+    "tiling",
+    "vectorization",
+    "memory_layout",
+    "fusion",
+    "algorithm",
+    "instruction",
 )
 Tier = Literal["hot", "warm", "cold"]
 EvidenceKind = Literal["decision", "insight", "knowledge"]

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kope.errors import DatabaseUnavailableError, KopeError
-from kope.errors import UsageError
+from kope.errors import DatabaseUnavailableError, KopeError, UsageError
 from kope.memory.journal import JournalEntry
 from kope.memory.specs import Attempt, RunSpec
 
@@ -38,22 +37,32 @@ class SyncReport:
         return not self.failed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scanned": self.scanned, "present": self.present, "pending": self.pending,
-                "replayed": dict(self.replayed), "failed": list(self.failed),
-                "problems": list(self.problems), "dry_run": self.dry_run}
+        return {
+            "scanned": self.scanned,
+            "present": self.present,
+            "pending": self.pending,
+            "replayed": dict(self.replayed),
+            "failed": list(self.failed),
+            "problems": list(self.problems),
+            "dry_run": self.dry_run,
+        }
 
 
-def _present(graph: "ExperienceGraph", statement: str, uids: list[str]) -> dict[str, dict[str, Any]]:
+def _present(graph: ExperienceGraph, statement: str, uids: list[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(uids), CHUNK):
-        for row in graph.client.execute(statement, uids=uids[start:start + CHUNK]):
+        for row in graph.client.execute(statement, uids=uids[start : start + CHUNK]):
             found[row["uid"]] = row
     return found
 
 
-def _missing(graph: "ExperienceGraph", entries: list[JournalEntry]) -> list[JournalEntry]:
-    runs = _present(graph, "memory/run/present", sorted({graph.uid(e.key) for e in entries if e.kind in ("run", "run_end")}))
-    attempts = _present(graph, "memory/attempt/present", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"}))
+def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[JournalEntry]:
+    runs = _present(
+        graph, "memory/run/present", sorted({graph.uid(e.key) for e in entries if e.kind in ("run", "run_end")})
+    )
+    attempts = _present(
+        graph, "memory/attempt/present", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"})
+    )
     ends: dict[str, JournalEntry] = {}
     for e in entries:  # only the last end of a run counts
         if e.kind == "run_end":
@@ -72,8 +81,9 @@ def _missing(graph: "ExperienceGraph", entries: list[JournalEntry]) -> list[Jour
     return missing
 
 
-def sync_journal(graph: "ExperienceGraph", *, operator: str | None = None, dry_run: bool = False,
-                 batch_size: int = 500) -> SyncReport:
+def sync_journal(
+    graph: ExperienceGraph, *, operator: str | None = None, dry_run: bool = False, batch_size: int = 500
+) -> SyncReport:
     if graph.journal is None:
         raise UsageError("this ExperienceGraph has no journal to sync from")
     scan = graph.journal.scan(operator)

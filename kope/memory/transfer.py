@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from kope import __version__
 from kope.db.client import GraphClient
@@ -31,13 +32,25 @@ FORMAT = "kope.memory"
 VERSION = 1
 NODE_LABELS = ("Operator", "Hardware", "Task", "Run", "Kernel", "Decision", "Outcome", "Knowledge", "Insight")
 REL_SOURCES = ("Task", "Run", "Decision", "Insight")
-REL_KEYS = frozenset({
-    ("FOR_TASK", "Run", "Task"), ("ON_HARDWARE", "Run", "Hardware"), ("INCUMBENT", "Run", "Decision"),
-    ("OF_OPERATOR", "Task", "Operator"), ("IN_RUN", "Decision", "Run"), ("PRODUCED", "Decision", "Outcome"),
-    ("WROTE", "Decision", "Kernel"), ("FROM", "Decision", "Decision"), ("NEXT", "Decision", "Decision"),
-    ("USED", "Decision", "Decision"), ("USED", "Decision", "Insight"), ("USED", "Decision", "Knowledge"),
-    ("DERIVED_FROM", "Insight", "Outcome"), ("ABOUT", "Insight", "Operator"), ("ABOUT", "Insight", "Hardware"),
-})
+REL_KEYS = frozenset(
+    {
+        ("FOR_TASK", "Run", "Task"),
+        ("ON_HARDWARE", "Run", "Hardware"),
+        ("INCUMBENT", "Run", "Decision"),
+        ("OF_OPERATOR", "Task", "Operator"),
+        ("IN_RUN", "Decision", "Run"),
+        ("PRODUCED", "Decision", "Outcome"),
+        ("WROTE", "Decision", "Kernel"),
+        ("FROM", "Decision", "Decision"),
+        ("NEXT", "Decision", "Decision"),
+        ("USED", "Decision", "Decision"),
+        ("USED", "Decision", "Insight"),
+        ("USED", "Decision", "Knowledge"),
+        ("DERIVED_FROM", "Insight", "Outcome"),
+        ("ABOUT", "Insight", "Operator"),
+        ("ABOUT", "Insight", "Hardware"),
+    }
+)
 INTERNAL = frozenset({"uid", "ns", "_lock"})
 PAGE = 2000
 BATCH = 1000
@@ -58,8 +71,13 @@ class TransferReport:
         return sum(self.relationships.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "nodes": self.nodes, "relationships": self.relationships,
-                "node_total": self.node_total, "relationship_total": self.relationship_total}
+        return {
+            "namespace": self.namespace,
+            "nodes": self.nodes,
+            "relationships": self.relationships,
+            "node_total": self.node_total,
+            "relationship_total": self.relationship_total,
+        }
 
 
 def _public(props: dict[str, Any]) -> dict[str, Any]:
@@ -79,20 +97,33 @@ def _pages(client: GraphClient, statement: str, prefix: str) -> Iterator[dict[st
 def export_namespace(client: GraphClient, ns: str, out: IO[str]) -> TransferReport:
     report = TransferReport(ns)
     prefix = f"{ns}/"
-    header = {"format": FORMAT, "version": VERSION, "namespace": ns, "kope": __version__,
-              "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "namespace": ns,
+        "kope": __version__,
+        "exported_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
     out.write(json.dumps(header) + "\n")
     dumps = lambda obj: json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"  # noqa: E731
     for label in NODE_LABELS:
         for row in _pages(client, f"memory/transfer/nodes_{label.lower()}", prefix):
-            out.write(dumps({"node": label, "id": row["uid"][len(prefix):], "props": _public(row["props"])}))
+            out.write(dumps({"node": label, "id": row["uid"][len(prefix) :], "props": _public(row["props"])}))
             report.nodes[label] = report.nodes.get(label, 0) + 1
     for label in REL_SOURCES:
         for row in _pages(client, f"memory/transfer/rels_{label.lower()}", prefix):
-            source = row["uid"][len(prefix):]
+            source = row["uid"][len(prefix) :]
             for rel in row["rels"]:
-                out.write(dumps({"rel": rel["type"], "from": [label, source], "to": [rel["to_label"], rel["to"]],
-                                 "props": _public(rel["props"])}))
+                out.write(
+                    dumps(
+                        {
+                            "rel": rel["type"],
+                            "from": [label, source],
+                            "to": [rel["to_label"], rel["to"]],
+                            "props": _public(rel["props"]),
+                        }
+                    )
+                )
                 report.relationships[rel["type"]] = report.relationships.get(rel["type"], 0) + 1
     out.write(json.dumps({"end": True, "nodes": report.node_total, "relationships": report.relationship_total}) + "\n")
     return report
@@ -124,9 +155,13 @@ def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], li
             raise ExportFormatError(f"{where}: expected a JSON object")
         if header is None:
             if obj.get("format") != FORMAT:
-                raise ExportFormatError(f"{where}: not a KOPE memory export (the first line must name format {FORMAT!r})")
+                raise ExportFormatError(
+                    f"{where}: not a KOPE memory export (the first line must name format {FORMAT!r})"
+                )
             if obj.get("version") != VERSION:
-                raise ExportFormatError(f"{where}: export format version {obj.get('version')!r} is not supported (this KOPE reads version {VERSION})")
+                raise ExportFormatError(
+                    f"{where}: export format version {obj.get('version')!r} is not supported (this KOPE reads version {VERSION})"
+                )
             header = obj
             continue
         if trailer is not None:
@@ -134,17 +169,31 @@ def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], li
         if obj.get("end") is True:
             trailer = obj
         elif "node" in obj:
-            if obj["node"] not in NODE_LABELS or not isinstance(obj.get("id"), str) or not isinstance(obj.get("props"), dict):
-                raise ExportFormatError(f"{where}: bad node line (label must be one of {', '.join(NODE_LABELS)}, with id and props)")
+            if (
+                obj["node"] not in NODE_LABELS
+                or not isinstance(obj.get("id"), str)
+                or not isinstance(obj.get("props"), dict)
+            ):
+                raise ExportFormatError(
+                    f"{where}: bad node line (label must be one of {', '.join(NODE_LABELS)}, with id and props)"
+                )
             for key, value in obj["props"].items():
                 _check_value(value, f"{where} {obj['node']}.{key}")
             nodes.append(obj)
         elif "rel" in obj:
             frm, to = obj.get("from"), obj.get("to")
-            ok = (isinstance(frm, list) and isinstance(to, list) and len(frm) == 2 and len(to) == 2
-                  and (obj["rel"], frm[0], to[0]) in REL_KEYS and isinstance(obj.get("props", {}), dict))
+            ok = (
+                isinstance(frm, list)
+                and isinstance(to, list)
+                and len(frm) == 2
+                and len(to) == 2
+                and (obj["rel"], frm[0], to[0]) in REL_KEYS
+                and isinstance(obj.get("props", {}), dict)
+            )
             if not ok:
-                raise ExportFormatError(f"{where}: bad relationship line ({obj.get('rel')!r} is not an allowed type between these labels)")
+                raise ExportFormatError(
+                    f"{where}: bad relationship line ({obj.get('rel')!r} is not an allowed type between these labels)"
+                )
             for key, value in obj.get("props", {}).items():
                 _check_value(value, f"{where} {obj['rel']}.{key}")
             rels.append(obj)
@@ -158,10 +207,14 @@ def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], li
     for obj in rels:
         for end in (obj["from"], obj["to"]):
             if tuple(end) not in present:
-                raise ExportFormatError(f"{source}: a {obj['rel']} relationship points at {end[0]} {end[1]!r}, which the file does not hold")
+                raise ExportFormatError(
+                    f"{source}: a {obj['rel']} relationship points at {end[0]} {end[1]!r}, which the file does not hold"
+                )
     if trailer.get("nodes") != len(nodes) or trailer.get("relationships") != len(rels):
-        raise ExportFormatError(f"{source}: the end marker counts {trailer.get('nodes')} nodes and "
-                                f"{trailer.get('relationships')} relationships, the file holds {len(nodes)} and {len(rels)}")
+        raise ExportFormatError(
+            f"{source}: the end marker counts {trailer.get('nodes')} nodes and "
+            f"{trailer.get('relationships')} relationships, the file holds {len(nodes)} and {len(rels)}"
+        )
     return header, nodes, rels, trailer
 
 
@@ -178,15 +231,17 @@ def import_namespace(client: GraphClient, ns: str, stream: IO[str], source: str 
     rel_rows = []
     for obj in rels:
         key = f"{obj['rel']}:{obj['from'][0]}:{obj['to'][0]}"
-        rel_rows.append({"key": key, "from": uid(ns, obj["from"][1]), "to": uid(ns, obj["to"][1]), "props": obj.get("props", {})})
+        rel_rows.append(
+            {"key": key, "from": uid(ns, obj["from"][1]), "to": uid(ns, obj["to"][1]), "props": obj.get("props", {})}
+        )
         report.relationships[obj["rel"]] = report.relationships.get(obj["rel"], 0) + 1
 
     for start in range(0, len(node_rows), BATCH):
-        batch = node_rows[start:start + BATCH]
-        client.write(lambda tx: tx.run("memory/transfer/import_nodes", rows=batch))
+        batch = node_rows[start : start + BATCH]
+        client.write(lambda tx, batch=batch: tx.run("memory/transfer/import_nodes", rows=batch))
     for start in range(0, len(rel_rows), BATCH):
-        batch = rel_rows[start:start + BATCH]
-        linked = client.write(lambda tx: tx.run("memory/transfer/import_rels", rows=batch))[0]["linked"]
+        batch = rel_rows[start : start + BATCH]
+        linked = client.write(lambda tx, batch=batch: tx.run("memory/transfer/import_rels", rows=batch))[0]["linked"]
         if linked != len(batch):
             raise ExportFormatError(f"{source}: {len(batch) - linked} relationships could not be linked")
     return report

@@ -34,8 +34,17 @@ def main() -> int:
         parent = rng.choice(seeds + mine)
         status = rng.choice(["correct", "correct", "correct", "compile_error", "incorrect"])
         used = (UsedItem(kind="decision", id=rng.choice(seeds), tier="warm", rank=0, tokens=10),)
-        result = graph.record_attempt(synthetic.attempt(run_id, step, "softmax", parent=parent, status=status,
-                                                         speedup=round(rng.uniform(0.5, 2.0), 3), used=used))
+        result = graph.record_attempt(
+            synthetic.attempt(
+                run_id,
+                step,
+                "softmax",
+                parent=parent,
+                status=status,
+                speedup=round(rng.uniform(0.5, 2.0), 3),
+                used=used,
+            )
+        )
         if not result.in_graph:
             print(json.dumps({"error": result.pending_reason}), flush=True)
             return 1

@@ -22,7 +22,7 @@ import pytest
 from tests.support import bench_results, kernels
 from tests.support.llm_replay import ReplayLLM, Reply, Stall
 
-TASK = '''import torch
+TASK = """import torch
 import torch.nn as nn
 
 OPERATOR = "{operator}"
@@ -49,11 +49,12 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # Right on the first 4096 elements only: passes 64x64 and 32x32, fails 128x256.
-PARTIAL = (kernels.FAST.replace("for (int64_t i = 0; i < n; ++i)", "for (int64_t i = 0; i < (n < 4096 ? n : 4096); ++i)")
-           .replace("torch.empty_like(x)", "torch.zeros_like(x)"))
+PARTIAL = kernels.FAST.replace(
+    "for (int64_t i = 0; i < n; ++i)", "for (int64_t i = 0; i < (n < 4096 ? n : 4096); ++i)"
+).replace("torch.empty_like(x)", "torch.zeros_like(x)")
 MALFORMED = "Let me think about tiling first; no code in this reply."
 
 
@@ -65,8 +66,14 @@ def write_suite(folder: Path, operators: list[tuple[str, int]]) -> Path:
 
 
 def llm_env(neo4j_server, server, tmp_path, **extra):
-    return neo4j_server.env(KOPE_LLM_BASE_URL=server.url, KOPE_LLM_MODEL="replay-model", KOPE_LLM_API_KEY="test-key",
-                            KOPE_DATA_DIR=str(tmp_path / "data"), KOPE_LLM_TIMEOUT="60", **extra)
+    return neo4j_server.env(
+        KOPE_LLM_BASE_URL=server.url,
+        KOPE_LLM_MODEL="replay-model",
+        KOPE_LLM_API_KEY="test-key",
+        KOPE_DATA_DIR=str(tmp_path / "data"),
+        KOPE_LLM_TIMEOUT="60",
+        **extra,
+    )
 
 
 def cypher(graph_client, query, **params):
@@ -76,10 +83,17 @@ def cypher(graph_client, query, **params):
 
 def stored_attempts(graph_client, namespace, run_id):
     """Per step: the outcome's speedup and per-case results, straight from Neo4j."""
-    rows = cypher(graph_client, "MATCH (d:Decision {ns: $ns, run_id: $run})-[:PRODUCED]->(o:Outcome) "
-                                "RETURN d.step AS step, o.speedup_measured AS speedup, o.cases_json AS cases ORDER BY step",
-                  ns=namespace, run=run_id)
-    return [{"step": r["step"], "speedup": r["speedup"], "cases": {c["name"]: c for c in json.loads(r["cases"])}} for r in rows]
+    rows = cypher(
+        graph_client,
+        "MATCH (d:Decision {ns: $ns, run_id: $run})-[:PRODUCED]->(o:Outcome) "
+        "RETURN d.step AS step, o.speedup_measured AS speedup, o.cases_json AS cases ORDER BY step",
+        ns=namespace,
+        run=run_id,
+    )
+    return [
+        {"step": r["step"], "speedup": r["speedup"], "cases": {c["name"]: c for c in json.loads(r["cases"])}}
+        for r in rows
+    ]
 
 
 def one_error_line(proc):
@@ -90,38 +104,62 @@ def one_error_line(proc):
 
 # -- the main end-to-end check --------------------------------------------------------------------------
 
+
 @pytest.mark.slow
-def test_three_operators_through_two_configurations_give_the_hand_computed_metrics(kope_cli, neo4j_server, graph_client, tmp_path):
+def test_three_operators_through_two_configurations_give_the_hand_computed_metrics(
+    kope_cli, neo4j_server, graph_client, tmp_path
+):
     suite = write_suite(tmp_path / "suite", [("relu_a", 1), ("relu_b", 1), ("relu_c", 2)])
     # Operator-major order, configurations in canonical order (active before no-memory), two steps per run.
     script = [
-        Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST), 1000, 100),     # active · relu_a s0
-        Reply(kernels.reply("serial chain", "algorithm", kernels.SLOW), 1010, 101),          # active · relu_a s1
-        Reply(kernels.reply("first 4096 only", "tiling", PARTIAL), 1020, 102),               # no-memory · relu_a s0
-        Reply(MALFORMED, 1030, 103),                                                         # no-memory · relu_a s1
-        Reply(kernels.reply("intrinsics", "instruction", kernels.BROKEN), 1040, 104),        # active · relu_b s0
-        Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST), 1050, 105),     # active · relu_b s1
-        Reply(kernels.reply("serial chain", "algorithm", kernels.SLOW), 1060, 106),          # no-memory · relu_b s0
-        Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST), 1070, 107),     # no-memory · relu_b s1
-        Reply(MALFORMED, 1080, 108),                                                         # active · relu_c s0
-        Reply(MALFORMED, 1090, 109),                                                         # active · relu_c s1
-        Reply(kernels.reply("identity", "algorithm", kernels.WRONG), 1100, 110),             # no-memory · relu_c s0
-        Reply(MALFORMED, 1110, 111),                                                         # no-memory · relu_c s1
+        Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST), 1000, 100),  # active · relu_a s0
+        Reply(kernels.reply("serial chain", "algorithm", kernels.SLOW), 1010, 101),  # active · relu_a s1
+        Reply(kernels.reply("first 4096 only", "tiling", PARTIAL), 1020, 102),  # no-memory · relu_a s0
+        Reply(MALFORMED, 1030, 103),  # no-memory · relu_a s1
+        Reply(kernels.reply("intrinsics", "instruction", kernels.BROKEN), 1040, 104),  # active · relu_b s0
+        Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST), 1050, 105),  # active · relu_b s1
+        Reply(kernels.reply("serial chain", "algorithm", kernels.SLOW), 1060, 106),  # no-memory · relu_b s0
+        Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST), 1070, 107),  # no-memory · relu_b s1
+        Reply(MALFORMED, 1080, 108),  # active · relu_c s0
+        Reply(MALFORMED, 1090, 109),  # active · relu_c s1
+        Reply(kernels.reply("identity", "algorithm", kernels.WRONG), 1100, 110),  # no-memory · relu_c s0
+        Reply(MALFORMED, 1110, 111),  # no-memory · relu_c s1
     ]
     out = tmp_path / "bench"
     with ReplayLLM(script, api_key="test-key") as server:
-        proc = kope_cli("bench", "--suite", str(suite), "--proposer", "llm", "--steps", "2", "--configs", "no-memory,active",
-                        "--out", str(out), "--json", env=llm_env(neo4j_server, server, tmp_path), timeout=1800)
+        proc = kope_cli(
+            "bench",
+            "--suite",
+            str(suite),
+            "--proposer",
+            "llm",
+            "--steps",
+            "2",
+            "--configs",
+            "no-memory,active",
+            "--out",
+            str(out),
+            "--json",
+            env=llm_env(neo4j_server, server, tmp_path),
+            timeout=1800,
+        )
         assert proc.returncode == 0, proc.stderr[-4000:]
         assert server.remaining == 0
     printed = json.loads(proc.stdout)
     results = json.loads((out / "results.json").read_text())
     assert results["complete"] and results["baseline"] == "no-memory"
     assert [(p["config"], p["operator"]) for p in results["pairs"]] == [
-        ("active", "relu_a"), ("no-memory", "relu_a"), ("active", "relu_b"), ("no-memory", "relu_b"),
-        ("active", "relu_c"), ("no-memory", "relu_c")]
+        ("active", "relu_a"),
+        ("no-memory", "relu_a"),
+        ("active", "relu_b"),
+        ("no-memory", "relu_b"),
+        ("active", "relu_c"),
+        ("no-memory", "relu_c"),
+    ]
     assert {c["name"]: c["namespace"] for c in results["configurations"]} == {
-        "active": "bench-bench-active", "no-memory": "bench-bench-no-memory"}
+        "active": "bench-bench-active",
+        "no-memory": "bench-bench-no-memory",
+    }
 
     pairs = {(p["config"], p["operator"]): p for p in results["pairs"]}
     stored = {key: stored_attempts(graph_client, p["namespace"], p["run_id"]) for key, p in pairs.items()}
@@ -130,7 +168,8 @@ def test_three_operators_through_two_configurations_give_the_hand_computed_metri
         assert [a["step"] for a in pair["attempts"]] == [s["step"] for s in stored[key]] == [0, 1]
         for attempt, graph_attempt in zip(pair["attempts"], stored[key]):
             assert {c["name"]: (c["passed"], c["speedup"]) for c in attempt["cases"]} == {
-                n: (c["passed"], c["speedup"]) for n, c in graph_attempt["cases"].items()}
+                n: (c["passed"], c["speedup"]) for n, c in graph_attempt["cases"].items()
+            }
 
     def speedups(attempt):
         return [c["speedup"] for c in attempt["cases"].values()]
@@ -156,14 +195,26 @@ def test_three_operators_through_two_configurations_give_the_hand_computed_metri
         assert not any(c["passed"] for a in stored[(config, "relu_c")] for c in a["cases"].values())
 
     expected = {
-        "active": {"operators_passed": 2, "cases_passed": 6, "levels": {"1": (2, 6, 6), "2": (0, 0, 3)},
-                   "speedups": speedups(a_relu_a) + speedups(a_relu_b),
-                   "prompt": 1000 + 1010 + 1040 + 1050 + 1080 + 1090, "completion": 100 + 101 + 104 + 105 + 108 + 109},
-        "no-memory": {"operators_passed": 2, "cases_passed": 5, "levels": {"1": (2, 5, 6), "2": (0, 0, 3)},
-                      "speedups": speedups(n_relu_b),
-                      "prompt": 1020 + 1030 + 1060 + 1070 + 1100 + 1110, "completion": 102 + 103 + 106 + 107 + 110 + 111},
+        "active": {
+            "operators_passed": 2,
+            "cases_passed": 6,
+            "levels": {"1": (2, 6, 6), "2": (0, 0, 3)},
+            "speedups": speedups(a_relu_a) + speedups(a_relu_b),
+            "prompt": 1000 + 1010 + 1040 + 1050 + 1080 + 1090,
+            "completion": 100 + 101 + 104 + 105 + 108 + 109,
+        },
+        "no-memory": {
+            "operators_passed": 2,
+            "cases_passed": 5,
+            "levels": {"1": (2, 5, 6), "2": (0, 0, 3)},
+            "speedups": speedups(n_relu_b),
+            "prompt": 1020 + 1030 + 1060 + 1070 + 1100 + 1110,
+            "completion": 102 + 103 + 106 + 107 + 110 + 111,
+        },
     }
-    paired = gm([a_relu_b["cases"][n]["speedup"] / n_relu_b["cases"][n]["speedup"] for n in ("64x64", "128x256", "32x32")])
+    paired = gm(
+        [a_relu_b["cases"][n]["speedup"] / n_relu_b["cases"][n]["speedup"] for n in ("64x64", "128x256", "32x32")]
+    )
     for config, want in expected.items():
         for metrics in (results["metrics"][config], printed["metrics"][config]):
             assert metrics["operators"] == 3 and metrics["operators_missing"] == 0
@@ -179,41 +230,80 @@ def test_three_operators_through_two_configurations_give_the_hand_computed_metri
             assert (metrics["prompt_tokens"], metrics["completion_tokens"]) == (want["prompt"], want["completion"])
             assert metrics["steps"] == 6
             assert metrics["tokens_per_step"] == pytest.approx((want["prompt"] + want["completion"]) / 6)
-        assert results["metrics"]["active"]["paired"] == {"baseline": "no-memory", "speedup": pytest.approx(paired), "n": 3}
+        assert results["metrics"]["active"]["paired"] == {
+            "baseline": "no-memory",
+            "speedup": pytest.approx(paired),
+            "n": 3,
+        }
         assert results["metrics"]["no-memory"]["paired"] is None
 
     summary = (out / "summary.md").read_text()
     tokens = expected["active"]["prompt"] + expected["active"]["completion"]  # 6,897 over 6 steps
-    row = (f"| active | 2/3 | 6/9 | 66.7% | 100.0% | 0.0% | - | - | {gm(expected['active']['speedups']):.2f}x (n=6) | "
-           f"{paired:.2f}x (n=3) | {tokens:,} | {tokens / 6:,.0f} |")
+    row = (
+        f"| active | 2/3 | 6/9 | 66.7% | 100.0% | 0.0% | - | - | {gm(expected['active']['speedups']):.2f}x (n=6) | "
+        f"{paired:.2f}x (n=3) | {tokens:,} | {tokens / 6:,.0f} |"
+    )
     assert row in summary
     assert "| no-memory | 2/3 | 5/9 | 55.6% | 83.3% | 0.0% | - | - |" in summary
     for plot in ("pass_rate", "speedup", "tokens_per_step", "memory_growth"):
         assert (out / "plots" / f"{plot}.png").stat().st_size > 0
     # each configuration wrote only into its own namespace
-    runs = cypher(graph_client, "MATCH (r:Run) WHERE r.ns STARTS WITH 'bench-bench-' RETURN r.ns AS ns, count(*) AS n ORDER BY ns")
+    runs = cypher(
+        graph_client, "MATCH (r:Run) WHERE r.ns STARTS WITH 'bench-bench-' RETURN r.ns AS ns, count(*) AS n ORDER BY ns"
+    )
     assert runs == [{"ns": "bench-bench-active", "n": 3}, {"ns": "bench-bench-no-memory", "n": 3}]
-    memory = cypher(graph_client, "MATCH (r:Run {ns: 'bench-bench-no-memory'}) RETURN DISTINCT r.memory_enabled AS m, r.context_policy AS p")
+    memory = cypher(
+        graph_client,
+        "MATCH (r:Run {ns: 'bench-bench-no-memory'}) RETURN DISTINCT r.memory_enabled AS m, r.context_policy AS p",
+    )
     assert memory == [{"m": False, "p": "active"}]
 
 
 # -- resume ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
-def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_interrupted_run(neo4j_server, graph_client, tmp_path):
+def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_interrupted_run(
+    neo4j_server, graph_client, tmp_path
+):
     suite = write_suite(tmp_path / "suite", [("relu_a", 1), ("relu_b", 1)])
     out = tmp_path / "bench"
-    first = [Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST)), Reply(MALFORMED), Reply(MALFORMED),
-             Stall(30), Reply(MALFORMED)]
+    first = [
+        Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST)),
+        Reply(MALFORMED),
+        Reply(MALFORMED),
+        Stall(30),
+        Reply(MALFORMED),
+    ]
     exe = str(Path(sys.executable).with_name("kope"))
     with ReplayLLM(first) as server:
         env = llm_env(neo4j_server, server, tmp_path)
-        proc = subprocess.Popen([exe, "bench", "--suite", str(suite), "--proposer", "llm", "--steps", "2", "--configs", "active",
-                                 "--out", str(out)], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [
+                exe,
+                "bench",
+                "--suite",
+                str(suite),
+                "--proposer",
+                "llm",
+                "--steps",
+                "2",
+                "--configs",
+                "active",
+                "--out",
+                str(out),
+            ],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 600
         while len(server.requests) < 4 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert len(server.requests) == 4, proc.communicate(timeout=5)[1][-3000:] if proc.poll() is not None else "timed out"
+        assert len(server.requests) == 4, (
+            proc.communicate(timeout=5)[1][-3000:] if proc.poll() is not None else "timed out"
+        )
         os.kill(proc.pid, signal.SIGKILL)  # mid-step: relu_b's step 1 is waiting for the LLM
         proc.wait()
     assert (out / "pairs" / "active" / "relu_a.json").is_file()
@@ -223,8 +313,14 @@ def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_inter
 
     with ReplayLLM([Reply(MALFORMED)]) as server:
         env = llm_env(neo4j_server, server, tmp_path)
-        resumed = subprocess.run([exe, "bench", "--out", str(out), "--resume"], env=env, cwd=tmp_path, capture_output=True,
-                                 text=True, timeout=900)
+        resumed = subprocess.run(
+            [exe, "bench", "--out", str(out), "--resume"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert len(server.requests) == 1 and server.remaining == 0  # only relu_b's step 1 was asked again
     results = json.loads((out / "results.json").read_text())
@@ -234,7 +330,9 @@ def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_inter
     assert pairs["relu_b"]["run_id"] == started_b and pairs["relu_b"]["resumed_from"] == started_b
     assert pairs["relu_b"]["resumed_at"] == 1
     assert [a["status"] for a in pairs["relu_b"]["attempts"]] == ["format_error", "format_error"]
-    runs = cypher(graph_client, "MATCH (r:Run {ns: 'bench-bench-active'}) RETURN r.id AS id, r.operator AS op ORDER BY op")
+    runs = cypher(
+        graph_client, "MATCH (r:Run {ns: 'bench-bench-active'}) RETURN r.id AS id, r.operator AS op ORDER BY op"
+    )
     assert runs == [{"id": finished_a["run_id"], "op": "relu_a"}, {"id": started_b, "op": "relu_b"}]
     assert results["metrics"]["active"]["cases_passed"] == 3
     assert len(results["resumes"]) == 1 and "--resume" in results["resumes"][0]["command"]
@@ -242,14 +340,33 @@ def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_inter
 
 # -- parallel workers -----------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
-def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namespaces(kope_cli, neo4j_server, graph_client, tmp_path):
+def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namespaces(
+    kope_cli, neo4j_server, graph_client, tmp_path
+):
     # a small relu task: the offline proposer knows the operator (its example kernel); no_template it does not
     suite = write_suite(tmp_path / "suite", [("relu", 1), ("no_template", 1)])
     out = tmp_path / "bench"
-    proc = kope_cli("bench", "--suite", str(suite), "--proposer", "offline", "--steps", "1", "--configs", "active,no-memory",
-                    "--cases", "0", "--workers", "2", "--out", str(out), env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
-                    timeout=1500)
+    proc = kope_cli(
+        "bench",
+        "--suite",
+        str(suite),
+        "--proposer",
+        "offline",
+        "--steps",
+        "1",
+        "--configs",
+        "active,no-memory",
+        "--cases",
+        "0",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
+        timeout=1500,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads((out / "results.json").read_text())
     assert results["complete"] and results["options"]["workers"] == 2
@@ -259,27 +376,54 @@ def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namesp
     assert all(p["overlapped_with"] == [] for p in results["pairs"])
     for config in ("active", "no-memory"):
         assert len(pairs[(config, "relu")]["attempts"]) == 1
-        assert pairs[(config, "no_template")]["attempts"] == [] and pairs[(config, "no_template")]["status"] == "exhausted"
+        assert (
+            pairs[(config, "no_template")]["attempts"] == [] and pairs[(config, "no_template")]["status"] == "exhausted"
+        )
         assert results["metrics"][config]["operators_missing"] == 1
         for operator in ("relu", "no_template"):
             log = out / "logs" / config / f"{operator}.log"
             assert log.is_file() and pairs[(config, operator)]["run_id"] in log.read_text()
             ns = f"bench-bench-{config}"
-            found = cypher(graph_client, "MATCH (r:Run {ns: $ns, id: $id}) RETURN r.operator AS op", ns=ns,
-                           id=pairs[(config, operator)]["run_id"])
+            found = cypher(
+                graph_client,
+                "MATCH (r:Run {ns: $ns, id: $id}) RETURN r.operator AS op",
+                ns=ns,
+                id=pairs[(config, operator)]["run_id"],
+            )
             assert found == [{"op": operator}]
 
 
 @pytest.mark.slow
 def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes_on(kope_cli, neo4j_server, tmp_path):
     suite = write_suite(tmp_path / "suite", [("relu", 1), ("zz_after", 1)])
-    broken = (suite / "relu.py").read_text().replace(
-        "        return torch.relu(x)", "        if x.shape[0] == 128:\n            raise RuntimeError('reference broken on purpose')\n"
-                                      "        return torch.relu(x)")
+    broken = (
+        (suite / "relu.py")
+        .read_text()
+        .replace(
+            "        return torch.relu(x)",
+            "        if x.shape[0] == 128:\n            raise RuntimeError('reference broken on purpose')\n"
+            "        return torch.relu(x)",
+        )
+    )
     (suite / "relu.py").write_text(broken)
     out = tmp_path / "bench"
-    proc = kope_cli("bench", "--suite", str(suite), "--proposer", "offline", "--steps", "1", "--configs", "active",
-                    "--cases", "0-1", "--out", str(out), env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")), timeout=900)
+    proc = kope_cli(
+        "bench",
+        "--suite",
+        str(suite),
+        "--proposer",
+        "offline",
+        "--steps",
+        "1",
+        "--configs",
+        "active",
+        "--cases",
+        "0-1",
+        "--out",
+        str(out),
+        env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads((out / "results.json").read_text())
     pairs = {p["operator"]: p for p in results["pairs"]}
@@ -291,11 +435,18 @@ def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes
 
 # -- reports and bad inputs (no database needed) --------------------------------------------------------
 
+
 def test_bench_report_regenerates_identical_files_from_results_json_alone(kope_cli, tmp_path):
     bench_results.write(tmp_path / "bench")
     first = kope_cli("bench", "report", str(tmp_path / "bench"))
     assert first.returncode == 0, first.stderr
-    files = ["summary.md", "plots/pass_rate.png", "plots/speedup.png", "plots/tokens_per_step.png", "plots/memory_growth.png"]
+    files = [
+        "summary.md",
+        "plots/pass_rate.png",
+        "plots/speedup.png",
+        "plots/tokens_per_step.png",
+        "plots/memory_growth.png",
+    ]
     before = {f: (tmp_path / "bench" / f).read_bytes() for f in files}
     for f in files:
         (tmp_path / "bench" / f).unlink()
@@ -308,8 +459,18 @@ def test_bench_report_regenerates_identical_files_from_results_json_alone(kope_c
 def test_bench_compare_puts_benches_side_by_side_against_the_first(kope_cli, tmp_path):
     bench_results.write(tmp_path / "cold")
     bench_results.write(tmp_path / "warm")
-    proc = kope_cli("bench", "compare", str(tmp_path / "cold"), str(tmp_path / "warm"), "--label", "cold", "--label", "warm",
-                    "-o", str(tmp_path / "transfer.md"))
+    proc = kope_cli(
+        "bench",
+        "compare",
+        str(tmp_path / "cold"),
+        str(tmp_path / "warm"),
+        "--label",
+        "cold",
+        "--label",
+        "warm",
+        "-o",
+        str(tmp_path / "transfer.md"),
+    )
     assert proc.returncode == 0, proc.stderr
     lines = (tmp_path / "transfer.md").read_text().splitlines()
     assert lines[0].startswith("| bench | memory imported | configuration |") and "paired speedup vs cold" in lines[0]
@@ -317,20 +478,23 @@ def test_bench_compare_puts_benches_side_by_side_against_the_first(kope_cli, tmp
     assert "| warm | none (cold start) | active | 2/3 | 4/7 | 57.1% | 1.51x | 1.00x (n=4) |" in lines[4]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--configs", "active,turbo"], "unknown configuration 'turbo'"),
-    (["--levels", "1,9"], "bad --levels '1,9'"),
-    (["--levels", "two"], "bad --levels 'two'"),
-    (["--suite", "no/such/folder"], "suite folder not found: no/such/folder"),
-    (["--import-memory", "missing.jsonl"], "--import-memory file not found: missing.jsonl"),
-    (["--configs", "active", "--baseline", "none"], "--baseline 'none' is not one of the configurations run"),
-    (["--resume", "--fresh"], "choose one"),
-    (["--resume", "--out", "empty"], "no bench to resume in empty"),
-    (["--name", "bad name!"], "bench name must be"),
-    (["report", "no-bench-here"], "bench folder not found: no-bench-here"),
-    (["--steps", "2", "report", "x"], "takes its own options; remove --steps"),
-    (["compare", "a", "b", "--label", "only-one"], "give one --label per folder"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--configs", "active,turbo"], "unknown configuration 'turbo'"),
+        (["--levels", "1,9"], "bad --levels '1,9'"),
+        (["--levels", "two"], "bad --levels 'two'"),
+        (["--suite", "no/such/folder"], "suite folder not found: no/such/folder"),
+        (["--import-memory", "missing.jsonl"], "--import-memory file not found: missing.jsonl"),
+        (["--configs", "active", "--baseline", "none"], "--baseline 'none' is not one of the configurations run"),
+        (["--resume", "--fresh"], "choose one"),
+        (["--resume", "--out", "empty"], "no bench to resume in empty"),
+        (["--name", "bad name!"], "bench name must be"),
+        (["report", "no-bench-here"], "bench folder not found: no-bench-here"),
+        (["--steps", "2", "report", "x"], "takes its own options; remove --steps"),
+        (["compare", "a", "b", "--label", "only-one"], "give one --label per folder"),
+    ],
+)
 def test_bad_inputs_give_one_error_line_and_a_non_zero_exit(kope_cli, tmp_path, args, message):
     (tmp_path / "empty").mkdir()
     proc = kope_cli("bench", *args, env={k: v for k, v in os.environ.items() if not k.startswith("KOPE_NEO4J")})

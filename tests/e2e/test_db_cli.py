@@ -43,7 +43,7 @@ def test_start_status_stop_twice_keeps_data_and_reuses_cache(kope_cli, tmp_path)
     first = kope_cli("db", "start", env=env, check=True)
     assert "running" in first.stdout
     try:
-        password = (tmp_path / "data" / "neo4j" / "password")
+        password = tmp_path / "data" / "neo4j" / "password"
         assert stat.S_IMODE(password.stat().st_mode) == 0o600
         browser = f"http://127.0.0.1:{env['KOPE_NEO4J_HTTP_PORT']}/browser/"
         with urllib.request.urlopen(browser, timeout=10) as response:
@@ -142,7 +142,9 @@ def test_docker_flag_without_engine_says_so(kope_cli, tmp_path):
 
     if docker_engine()[0]:
         pytest.skip("a Docker engine is present here; the no-engine message cannot be shown")
-    assert_clean_error(kope_cli("db", "start", "--docker", env=local_env(tmp_path)), 3, "--docker needs a Docker engine")
+    assert_clean_error(
+        kope_cli("db", "start", "--docker", env=local_env(tmp_path)), 3, "--docker needs a Docker engine"
+    )
 
 
 def test_external_uri_refuses_to_start_a_local_server(kope_cli, tmp_path):

@@ -27,8 +27,13 @@ def constants(path: Path) -> dict:
 def run(path: Path, static: bool):
     spec = constants(path)
     task = ROOT / "fixtures" / "tasks" / f"{spec['TASK']}.py"
-    options = EvalOptions(static_checks=static, timing=bool(spec.get("NEEDS_TIMING")), budget=Budget(warmup_ms=5, rep_ms=20),
-                          limits=Limits(memory_bytes=2 << 30), case_timeout_s=60)
+    options = EvalOptions(
+        static_checks=static,
+        timing=bool(spec.get("NEEDS_TIMING")),
+        budget=Budget(warmup_ms=5, rep_ms=20),
+        limits=Limits(memory_bytes=2 << 30),
+        case_timeout_s=60,
+    )
     return spec, evaluate(task, path, options)
 
 

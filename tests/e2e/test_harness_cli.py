@@ -20,9 +20,13 @@ KERNELBENCH_PROBLEMS = [
 ]
 
 
-@pytest.mark.parametrize("problem, candidate, operator, level", KERNELBENCH_PROBLEMS, ids=[p[2] for p in KERNELBENCH_PROBLEMS])
+@pytest.mark.parametrize(
+    "problem, candidate, operator, level", KERNELBENCH_PROBLEMS, ids=[p[2] for p in KERNELBENCH_PROBLEMS]
+)
 def test_unmodified_kernelbench_problems_run_through_kope_eval(kope_cli, problem, candidate, operator, level):
-    proc = kope_cli("eval", str(KB / problem), str(KB / "candidates" / candidate), "--json", "--rep-ms", "10", "--warmup-ms", "2")
+    proc = kope_cli(
+        "eval", str(KB / problem), str(KB / "candidates" / candidate), "--json", "--rep-ms", "10", "--warmup-ms", "2"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)
     assert (data["task"], data["family"], data["level"], data["status"]) == (operator, "unknown", level, "correct")
@@ -30,26 +34,45 @@ def test_unmodified_kernelbench_problems_run_through_kope_eval(kope_cli, problem
 
 
 def test_kope_eval_prints_a_per_case_table(kope_cli):
-    proc = kope_cli("eval", "softmax", str(REPO / "harness" / "suite" / "candidates" / "cpu" / "softmax.py"), "--cases", "2",
-                    "--seeds", "1", "--rep-ms", "10", "--warmup-ms", "2")
+    proc = kope_cli(
+        "eval",
+        "softmax",
+        str(REPO / "harness" / "suite" / "candidates" / "cpu" / "softmax.py"),
+        "--cases",
+        "2",
+        "--seeds",
+        "1",
+        "--rep-ms",
+        "10",
+        "--warmup-ms",
+        "2",
+    )
     assert proc.returncode == 0, proc.stderr
     for text in ("softmax", "odd-4000x1023", "pass", "speedup", "correct", "1/1 cases", "ref ms"):
         assert text in proc.stdout
 
 
 def test_kope_eval_exits_1_for_a_wrong_candidate(kope_cli):
-    proc = kope_cli("eval", str(ROOT / "fixtures" / "tasks" / "tiny_softmax.py"), str(ROOT / "adversarial" / "all_zeros.py"), "--no-timing")
+    proc = kope_cli(
+        "eval",
+        str(ROOT / "fixtures" / "tasks" / "tiny_softmax.py"),
+        str(ROOT / "adversarial" / "all_zeros.py"),
+        "--no-timing",
+    )
     assert proc.returncode == 1
     assert "incorrect" in proc.stdout and "FAIL" in proc.stdout and "outside tolerance" in proc.stdout
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (("eval", "softmax", "x.py"), 2, "error: candidate file not found: x.py"),
-    (("eval", "sofmax", __file__), 2, "error: no built-in task named 'sofmax'"),
-    (("eval", "softmax", __file__, "--cases", "99"), 2, "error: case index 99 is out of range"),
-    (("eval", "softmax", __file__, "--target", "npu"), 2, "Invalid value for '--target'"),
-    (("tasks", "show", "matmull"), 2, "did you mean matmul"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (("eval", "softmax", "x.py"), 2, "error: candidate file not found: x.py"),
+        (("eval", "sofmax", __file__), 2, "error: no built-in task named 'sofmax'"),
+        (("eval", "softmax", __file__, "--cases", "99"), 2, "error: case index 99 is out of range"),
+        (("eval", "softmax", __file__, "--target", "npu"), 2, "Invalid value for '--target'"),
+        (("tasks", "show", "matmull"), 2, "did you mean matmul"),
+    ],
+)
 def test_bad_input_is_one_line_and_a_nonzero_exit(kope_cli, args, code, message):
     proc = kope_cli(*args)
     assert proc.returncode == code and message in proc.stderr
@@ -84,7 +107,9 @@ def test_kope_tasks_list_and_show(kope_cli):
 
 
 def test_kope_tasks_check_runs_the_references(kope_cli):
-    proc = kope_cli("tasks", "check", "relu", str(ROOT / "fixtures" / "tasks" / "tiny_softmax.py"), "--json", check=True)
+    proc = kope_cli(
+        "tasks", "check", "relu", str(ROOT / "fixtures" / "tasks" / "tiny_softmax.py"), "--json", check=True
+    )
     report = json.loads(proc.stdout)
     assert [r["task"] for r in report] == ["relu", "tiny_softmax"]
     assert all(c["ok"] for r in report for c in r["cases"])
@@ -92,16 +117,28 @@ def test_kope_tasks_check_runs_the_references(kope_cli):
 
 def test_harness_runs_on_its_own_without_kope():
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    code = ("import sys, runpy; sys.argv = ['harness', 'eval', sys.argv[1], sys.argv[2], '--no-timing', '--json']; "
-            "import builtins; real = builtins.__import__\n"
-            "def guard(name, *a, **k):\n"
-            "    assert not name.startswith('kope'), name\n"
-            "    return real(name, *a, **k)\n"
-            "builtins.__import__ = guard\n"
-            "runpy.run_module('harness', run_name='__main__')")
-    proc = subprocess.run([sys.executable, "-c", code, str(ROOT / "fixtures" / "tasks" / "tiny_softmax.py"),
-                           str(REPO / "harness" / "suite" / "candidates" / "cpu" / "softmax.py")],
-                          capture_output=True, text=True, env=env, timeout=300)
+    code = (
+        "import sys, runpy; sys.argv = ['harness', 'eval', sys.argv[1], sys.argv[2], '--no-timing', '--json']; "
+        "import builtins; real = builtins.__import__\n"
+        "def guard(name, *a, **k):\n"
+        "    assert not name.startswith('kope'), name\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = guard\n"
+        "runpy.run_module('harness', run_name='__main__')"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(ROOT / "fixtures" / "tasks" / "tiny_softmax.py"),
+            str(REPO / "harness" / "suite" / "candidates" / "cpu" / "softmax.py"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "correct"
 

@@ -16,7 +16,9 @@ SOFTMAX = find_candidate("softmax")
 
 
 def test_correct_candidate_is_timed_case_by_case():
-    outcome = evaluate(TASKS / "tiny_softmax.py", SOFTMAX, EvalOptions(budget=Budget(warmup_ms=5, rep_ms=30, min_reps=5)))
+    outcome = evaluate(
+        TASKS / "tiny_softmax.py", SOFTMAX, EvalOptions(budget=Budget(warmup_ms=5, rep_ms=30, min_reps=5))
+    )
     assert outcome.status.value == "correct" and outcome.timings_valid
     for case in outcome.cases:
         assert case.ref_ms.n >= 5 and case.cand_ms.n >= 5
@@ -47,7 +49,9 @@ def test_degenerate_reference_inputs_are_regenerated():
     # Half of the seeds make this task's reference all zeros; an all-zeros candidate must still fail.
     zeros = ROOT / "adversarial" / "all_zeros.py"
     for seed in range(2):
-        outcome = evaluate(TASKS / "often_degenerate.py", zeros, EvalOptions(timing=False, seed=seed, static_checks=False))
+        outcome = evaluate(
+            TASKS / "often_degenerate.py", zeros, EvalOptions(timing=False, seed=seed, static_checks=False)
+        )
         assert outcome.error_kind == "incorrect:mismatch", outcome.error_excerpt
 
 
@@ -72,7 +76,9 @@ def test_a_wrong_triton_kernel_is_incorrect_under_the_interpreter():
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    outcome = evaluate(TASKS / "tiny_relu.py", ROOT / "fixtures" / "triton" / "relu_wrong.py", EvalOptions(target="triton"))
+    outcome = evaluate(
+        TASKS / "tiny_relu.py", ROOT / "fixtures" / "triton" / "relu_wrong.py", EvalOptions(target="triton")
+    )
     assert outcome.error_kind == "incorrect:mismatch"
 
 
@@ -87,7 +93,9 @@ def test_load_inline_candidates_work_and_are_cached():
 
 @pytest.mark.slow
 def test_a_load_inline_build_failure_is_a_compile_error():
-    outcome = evaluate(TASKS / "tiny_relu.py", ROOT / "fixtures" / "load_inline" / "broken.py", EvalOptions(timing=False))
+    outcome = evaluate(
+        TASKS / "tiny_relu.py", ROOT / "fixtures" / "load_inline" / "broken.py", EvalOptions(timing=False)
+    )
     assert outcome.error_kind == "compile_error" and "kope-no-such-option" in outcome.error_excerpt
 
 

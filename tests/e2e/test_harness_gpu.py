@@ -11,8 +11,13 @@ from harness.timing import Budget
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
-                                                  reason="needs an NVIDIA GPU visible to torch (torch.cuda.is_available() is False)")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        not torch.cuda.is_available(),
+        reason="needs an NVIDIA GPU visible to torch (torch.cuda.is_available() is False)",
+    ),
+]
 BUDGET = Budget(warmup_ms=10, rep_ms=50)
 
 
@@ -37,6 +42,9 @@ def test_cuda_load_inline_kernel_is_correct_and_timed():
 
 
 def test_calling_torch_on_the_gpu_is_caught():
-    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", ROOT / "adversarial" / "ref_obfuscated_method.py",
-                       EvalOptions(target="cuda", timing=False, static_checks=False))
+    outcome = evaluate(
+        ROOT / "fixtures" / "tasks" / "tiny_softmax.py",
+        ROOT / "adversarial" / "ref_obfuscated_method.py",
+        EvalOptions(target="cuda", timing=False, static_checks=False),
+    )
     assert outcome.error_kind == "cheat_detected:reference_call"

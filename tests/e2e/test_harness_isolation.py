@@ -20,8 +20,13 @@ def expected(path: Path) -> str:
     return match.group(1) if match else "format_error:no_code"
 
 
-OPTIONS = EvalOptions(static_checks=False, timing=False, case_timeout_s=5, compile_timeout_s=5,
-                      limits=Limits(memory_bytes=1 << 30, file_bytes=16 << 20))
+OPTIONS = EvalOptions(
+    static_checks=False,
+    timing=False,
+    case_timeout_s=5,
+    compile_timeout_s=5,
+    limits=Limits(memory_bytes=1 << 30, file_bytes=16 << 20),
+)
 
 
 @pytest.mark.slow
@@ -51,8 +56,11 @@ def test_no_candidate_process_is_left_behind_by_a_hanging_candidate(monkeypatch)
     outcome = evaluate(TASK, ROOT / "fixtures" / "broken" / "hang_native.py", OPTIONS)
     assert outcome.error_kind == "timeout"
     time.sleep(0.5)
-    leftovers = [p.name for p in Path("/proc").iterdir()
-                 if p.name.isdigit() and "harness.worker candidate" in _read(p, "cmdline") and mark in _read(p, "environ")]
+    leftovers = [
+        p.name
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and "harness.worker candidate" in _read(p, "cmdline") and mark in _read(p, "environ")
+    ]
     assert leftovers == []
 
 

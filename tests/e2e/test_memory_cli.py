@@ -21,12 +21,14 @@ def recorded(neo4j_server, data_dir: Path, ns: str = "default") -> None:
     client = GraphClient(neo4j_server.uri, neo4j_server.user, neo4j_server.password, neo4j_server.database)
     graph = ExperienceGraph(client, namespace=ns, journal=Journal(data_dir / "memory", ns))
     graph.start_run(synthetic.run_spec("softmax", run_id="r0"))
-    graph.record_attempts([
-        synthetic.attempt("r0", 0, "softmax", speedup=1.0, title="naive loop"),
-        synthetic.attempt("r0", 1, "softmax", parent="r0:s0", speedup=1.5, title="8-wide loads"),
-        synthetic.attempt("r0", 2, "softmax", parent="r0:s0", status="compile_error", title="AVX-512 intrinsics"),
-        synthetic.attempt("r0", 3, "softmax", parent="r0:s2", status="compile_error", title="AVX-512 again"),
-    ])
+    graph.record_attempts(
+        [
+            synthetic.attempt("r0", 0, "softmax", speedup=1.0, title="naive loop"),
+            synthetic.attempt("r0", 1, "softmax", parent="r0:s0", speedup=1.5, title="8-wide loads"),
+            synthetic.attempt("r0", 2, "softmax", parent="r0:s0", status="compile_error", title="AVX-512 intrinsics"),
+            synthetic.attempt("r0", 3, "softmax", parent="r0:s2", status="compile_error", title="AVX-512 again"),
+        ]
+    )
     graph.finish_run("r0")
     client.close()
 
@@ -71,26 +73,35 @@ def test_export_and_import_through_the_cli_share_a_memory(kope_cli, neo4j_server
     assert a["nodes"] == b["nodes"] and a["relationships"] == b["relationships"]
     again = kope_cli("memory", "import", str(target), "-n", "team-b", env=env, check=True)
     assert again.returncode == 0
-    assert json.loads(kope_cli("memory", "stats", "--json", "-n", "team-b", env=env, check=True).stdout)["nodes"] == b["nodes"]
+    assert (
+        json.loads(kope_cli("memory", "stats", "--json", "-n", "team-b", env=env, check=True).stdout)["nodes"]
+        == b["nodes"]
+    )
 
 
 def test_prune_through_the_cli(kope_cli, neo4j_server, graph_client, tmp_path):
     recorded(neo4j_server, tmp_path / "data")
     env = env_for(neo4j_server, tmp_path)
-    assert "would remove 1 runs, 4 attempts" in kope_cli("memory", "prune", "--run", "r0", "--dry-run", env=env, check=True).stdout
+    assert (
+        "would remove 1 runs, 4 attempts"
+        in kope_cli("memory", "prune", "--run", "r0", "--dry-run", env=env, check=True).stdout
+    )
     assert "removed 1 runs, 4 attempts" in kope_cli("memory", "prune", "--run", "r0", env=env, check=True).stdout
     assert json.loads(kope_cli("memory", "stats", "--json", env=env, check=True).stdout)["nodes"]["Decision"] == 0
 
 
-@pytest.mark.parametrize(("args", "code", "fragment"), [
-    (("memory", "show", "nope"), 2, "no run 'nope' in namespace 'default'"),
-    (("memory", "lineage", "nope:s1"), 2, "no decision 'nope:s1' in namespace 'default'"),
-    (("memory", "import", "/does/not/exist.jsonl"), 2, "no such file: /does/not/exist.jsonl"),
-    (("memory", "prune"), 2, "say what to prune"),
-    (("memory", "prune", "--all"), 2, "add --yes to confirm"),
-    (("memory", "prune", "--run", "nope"), 2, "no run nope in namespace"),
-    (("memory", "stats", "--namespace", "bad/name"), 2, "memory.namespace"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "fragment"),
+    [
+        (("memory", "show", "nope"), 2, "no run 'nope' in namespace 'default'"),
+        (("memory", "lineage", "nope:s1"), 2, "no decision 'nope:s1' in namespace 'default'"),
+        (("memory", "import", "/does/not/exist.jsonl"), 2, "no such file: /does/not/exist.jsonl"),
+        (("memory", "prune"), 2, "say what to prune"),
+        (("memory", "prune", "--all"), 2, "add --yes to confirm"),
+        (("memory", "prune", "--run", "nope"), 2, "no run nope in namespace"),
+        (("memory", "stats", "--namespace", "bad/name"), 2, "memory.namespace"),
+    ],
+)
 def test_bad_memory_inputs_are_one_line_errors(kope_cli, neo4j_server, tmp_path, args, code, fragment):
     assert_clean_error(kope_cli(*args, env=env_for(neo4j_server, tmp_path)), code, fragment)
 
@@ -98,22 +109,33 @@ def test_bad_memory_inputs_are_one_line_errors(kope_cli, neo4j_server, tmp_path,
 def test_importing_a_file_that_is_not_an_export_is_one_line(kope_cli, neo4j_server, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"hello": 1}\n')
-    assert_clean_error(kope_cli("memory", "import", str(bad), env=env_for(neo4j_server, tmp_path)), 2, "not a KOPE memory export")
+    assert_clean_error(
+        kope_cli("memory", "import", str(bad), env=env_for(neo4j_server, tmp_path)), 2, "not a KOPE memory export"
+    )
 
 
 def test_sync_without_a_server_says_so(kope_cli, tmp_path):
     from kope.db.ports import free_port
 
-    env = dict(os.environ, KOPE_DATA_DIR=str(tmp_path / "data"), KOPE_NEO4J_URI=f"bolt://127.0.0.1:{free_port()}",
-               KOPE_NEO4J_PASSWORD="x")
+    env = dict(
+        os.environ,
+        KOPE_DATA_DIR=str(tmp_path / "data"),
+        KOPE_NEO4J_URI=f"bolt://127.0.0.1:{free_port()}",
+        KOPE_NEO4J_PASSWORD="x",
+    )
     assert_clean_error(kope_cli("memory", "sync", env=env), 7, "no Neo4j server answers")
 
 
 def test_kope_browser_serves_the_guide_and_prints_the_play_command(neo4j_server, tmp_path):
     exe = Path(sys.executable).with_name("kope")
     env = env_for(neo4j_server, tmp_path)
-    proc = subprocess.Popen([str(exe), "browser", "--namespace", "team-x"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [str(exe), "browser", "--namespace", "team-x"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         lines = []
         while not any(":style" in ln for ln in lines):

@@ -19,14 +19,28 @@ CASES = "0"  # one case keeps each evaluation short
 
 def optimize(kope_cli, neo4j_server, tmp_path, namespace, task, *args):
     env = neo4j_server.env(KOPE_NAMESPACE=namespace, KOPE_DATA_DIR=str(tmp_path / "data"))
-    proc = kope_cli("optimize", task, "--proposer", "offline", "--cases", CASES, "--out", str(tmp_path / "out"),
-                    "--json", *args, env=env, timeout=900)
+    proc = kope_cli(
+        "optimize",
+        task,
+        "--proposer",
+        "offline",
+        "--cases",
+        CASES,
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        *args,
+        env=env,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "offline" in proc.stderr and "Traceback" not in proc.stderr
     return json.loads(proc.stdout)[0]
 
 
-def test_the_next_operator_of_a_family_starts_from_the_best_recorded_settings(kope_cli, neo4j_server, graph_client, tmp_path):
+def test_the_next_operator_of_a_family_starts_from_the_best_recorded_settings(
+    kope_cli, neo4j_server, graph_client, tmp_path
+):
     first = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e", "relu", "--steps", "3")
     assert first["proposer"] == "offline" and len(first["steps"]) == 3
     assert first["steps"][0]["title"] == "baseline: template pointwise"
@@ -51,7 +65,9 @@ def test_the_next_operator_of_a_family_starts_from_the_best_recorded_settings(ko
     assert f"({best_relu.id}:" in decision.thought
     records, _, _ = graph_client._driver.execute_query(
         "MATCH (d:Decision {ns: $ns, id: $id})-[:USED]->(e:Decision) RETURN e.operator AS op",
-        {"ns": "offline-e2e", "id": decision.id}, database_=graph_client.database)
+        {"ns": "offline-e2e", "id": decision.id},
+        database_=graph_client.database,
+    )
     assert "relu" in {r["op"] for r in records}, "the relu lineage was in leaky_relu's first prompt"
 
     alone = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e", "leaky_relu", "--steps", "1", "--no-memory")

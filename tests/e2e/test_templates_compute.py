@@ -104,8 +104,9 @@ def test_every_knob_value_passes_representative_cases(tmp_path, template, index,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("disable", [[], ["-mno-avx512f"], ["-mno-avx512f", "-mno-avx2", "-mno-fma"]],
-                         ids=["native", "no-avx512", "no-avx2"])
+@pytest.mark.parametrize(
+    "disable", [[], ["-mno-avx512f"], ["-mno-avx512f", "-mno-avx2", "-mno-fma"]], ids=["native", "no-avx512", "no-avx2"]
+)
 def test_an_avx512_setting_builds_and_computes_on_cpus_without_avx512(disable):
     """isa=avx512 falls back to AVX2 intrinsics, then to omp simd code, when the compiler target lacks them."""
     import re

@@ -73,7 +73,9 @@ def test_every_operator_of_the_three_families_has_a_template_of_its_family():
         for task in list_tasks(family):
             template = template_for(task.operator)
             assert template is not None, f"no cpu template serves {task.operator}"
-            assert template.family == family, f"{task.operator} is {family} but its template {template.name} is {template.family}"
+            assert template.family == family, (
+                f"{task.operator} is {family} but its template {template.name} is {template.family}"
+            )
 
 
 @pytest.mark.parametrize("name", sorted(REPRESENTATIVE))
@@ -121,7 +123,9 @@ def test_default_settings_pass_every_case(operator, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, row", [(n, i) for n in sorted(REPRESENTATIVE) for i in range(len(value_cover(TEMPLATES[n])))])
+@pytest.mark.parametrize(
+    "name, row", [(n, i) for n in sorted(REPRESENTATIVE) for i in range(len(value_cover(TEMPLATES[n])))]
+)
 def test_every_knob_value_passes_representative_cases(name, row, tmp_path):
     template = TEMPLATES[name]
     operator, cases = REPRESENTATIVE[name]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from kope.db.client import GraphClient
 from kope.db.catalog import CypherCatalog
+from kope.db.client import GraphClient
 from kope.errors import DatabaseAuthError, DatabaseUnavailableError, QueryError
 
 
@@ -18,7 +18,9 @@ def client_with(neo4j_server, folder):
 
 def test_nodes_written_in_a_transaction_can_be_read_back(graph_client, neo4j_server, tmp_path):
     (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "put.cypher").write_text("UNWIND $names AS name MERGE (p:Probe {name: name}) RETURN count(p) AS n")
+    (tmp_path / "t" / "put.cypher").write_text(
+        "UNWIND $names AS name MERGE (p:Probe {name: name}) RETURN count(p) AS n"
+    )
     (tmp_path / "t" / "get.cypher").write_text("// mode: read\nMATCH (p:Probe) RETURN p.name AS name ORDER BY name")
     client = client_with(neo4j_server, tmp_path)
     assert client.write(lambda tx: tx.run("t/put", names=["b", "a", "b"]))[0]["n"] == 3

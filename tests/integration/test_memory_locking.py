@@ -29,10 +29,14 @@ class PausingTx(Tx):
 def test_a_second_writer_to_the_same_lineage_waits_and_no_score_update_is_lost(graph_client):
     graph = ExperienceGraph(graph_client, namespace="lock")
     graph.start_run(synthetic.run_spec("softmax", run_id="r"))
-    graph.record_attempts([synthetic.attempt("r", 0, "softmax"),
-                           synthetic.attempt("r", 1, "softmax", parent="r:s0", speedup=1.2),
-                           synthetic.attempt("r", 2, "softmax", parent="r:s0", speedup=1.3),
-                           synthetic.attempt("r", 3, "softmax", parent="r:s0", speedup=0.9)])
+    graph.record_attempts(
+        [
+            synthetic.attempt("r", 0, "softmax"),
+            synthetic.attempt("r", 1, "softmax", parent="r:s0", speedup=1.2),
+            synthetic.attempt("r", 2, "softmax", parent="r:s0", speedup=1.3),
+            synthetic.attempt("r", 3, "softmax", parent="r:s0", speedup=0.9),
+        ]
+    )
     # Writer A extends r:s1 (and links NEXT from r:s3); writer B extends r:s2 from another run.
     # The only node both lineages share is the root r:s0, whose d(v) both must update.
     graph.start_run(synthetic.run_spec("softmax", run_id="other"))
@@ -42,9 +46,13 @@ def test_a_second_writer_to_the_same_lineage_waits_and_no_score_update_is_lost(g
     def writer_a():
         try:
             with graph_client._driver.session(database=graph_client.database) as session:
-                session.execute_write(lambda tx: write_attempts(
-                    PausingTx(tx, graph_client.catalog, paused, release), "lock",
-                    [synthetic.attempt("r", 4, "softmax", parent="r:s1", speedup=2.0)]))
+                session.execute_write(
+                    lambda tx: write_attempts(
+                        PausingTx(tx, graph_client.catalog, paused, release),
+                        "lock",
+                        [synthetic.attempt("r", 4, "softmax", parent="r:s1", speedup=2.0)],
+                    )
+                )
         except Exception as exc:  # surfaced below
             errors.append(exc)
 

@@ -5,8 +5,8 @@ import io
 import pytest
 
 from kope.memory import ExperienceGraph, Journal, KnowledgeDoc, UsedItem, synthetic
-from kope.memory.errors import ExportFormatError, PruneRefusedError, UnknownRunError
 from kope.memory.browser import load_slides
+from kope.memory.errors import ExportFormatError, PruneRefusedError, UnknownRunError
 from kope.memory.scoring import recompute_all
 
 HW = synthetic.hardware("cpu-aaaa", "x86_64-avx2", "intel")
@@ -20,14 +20,31 @@ def populate(graph, prefix="r", runs=3):
         op = ["softmax", "layernorm", "relu"][n % 3]
         family = "elementwise" if op == "relu" else "normalization"
         graph.start_run(synthetic.run_spec(op, run_id=rid, family=family, hw=HW))
-        graph.record_attempts([
-            synthetic.attempt(rid, 0, op, family=family, hw=HW, speedup=1.0),
-            synthetic.attempt(rid, 1, op, parent=f"{rid}:s0", family=family, hw=HW, speedup=1.4, layer="vectorization"),
-            synthetic.attempt(rid, 2, op, parent=f"{rid}:s0", family=family, hw=HW, status="compile_error", layer="vectorization"),
-            synthetic.attempt(rid, 3, op, parent=f"{rid}:s1", family=family, hw=HW, status="compile_error", layer="tiling",
-                              used=(UsedItem(kind="decision", id=f"{rid}:s1", tier="warm", rank=0, tokens=50),
-                                    UsedItem(kind="knowledge", id="cpu-simd", tier="cold", rank=1, tokens=20))),
-        ])
+        graph.record_attempts(
+            [
+                synthetic.attempt(rid, 0, op, family=family, hw=HW, speedup=1.0),
+                synthetic.attempt(
+                    rid, 1, op, parent=f"{rid}:s0", family=family, hw=HW, speedup=1.4, layer="vectorization"
+                ),
+                synthetic.attempt(
+                    rid, 2, op, parent=f"{rid}:s0", family=family, hw=HW, status="compile_error", layer="vectorization"
+                ),
+                synthetic.attempt(
+                    rid,
+                    3,
+                    op,
+                    parent=f"{rid}:s1",
+                    family=family,
+                    hw=HW,
+                    status="compile_error",
+                    layer="tiling",
+                    used=(
+                        UsedItem(kind="decision", id=f"{rid}:s1", tier="warm", rank=0, tokens=50),
+                        UsedItem(kind="knowledge", id="cpu-simd", tier="cold", rank=1, tokens=20),
+                    ),
+                ),
+            ]
+        )
         graph.finish_run(rid)
     return graph
 
@@ -69,13 +86,21 @@ def test_import_is_idempotent_and_can_target_another_namespace(graph_client):
     assert other.run_state("r0").incumbent.id == "r0:s1"
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda lines: lines[:-1], "no end marker: the file is truncated"),
-    (lambda lines: ['{"format": "other"}'] + lines[1:], "not a KOPE memory export"),
-    (lambda lines: [lines[0].replace('"version": 1', '"version": 9')] + lines[1:], "version 9 is not supported"),
-    (lambda lines: lines[:1] + ['{"node": "Person", "id": "x", "props": {}}'] + lines[1:], "bad node line"),
-    (lambda lines: lines[:1] + ['{"rel": "KNOWS", "from": ["Run", "a"], "to": ["Run", "b"], "props": {}}'] + lines[1:], "KNOWS"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda lines: lines[:-1], "no end marker: the file is truncated"),
+        (lambda lines: ['{"format": "other"}'] + lines[1:], "not a KOPE memory export"),
+        (lambda lines: [lines[0].replace('"version": 1', '"version": 9')] + lines[1:], "version 9 is not supported"),
+        (lambda lines: lines[:1] + ['{"node": "Person", "id": "x", "props": {}}'] + lines[1:], "bad node line"),
+        (
+            lambda lines: (
+                lines[:1] + ['{"rel": "KNOWS", "from": ["Run", "a"], "to": ["Run", "b"], "props": {}}'] + lines[1:]
+            ),
+            "KNOWS",
+        ),
+    ],
+)
 def test_a_bad_export_file_is_rejected_before_anything_is_written(graph_client, mutate, message):
     source = populate(ExperienceGraph(graph_client, namespace="src"), runs=1)
     buffer = io.StringIO()
@@ -100,9 +125,12 @@ def test_prune_a_run_leaves_no_dangling_edges_and_rescored_ancestors(graph_clien
     after = {d.id: d.d for d in graph.run_state("r0").decisions}
     assert after["r0:s1"] < before["r0:s1"]
     decisions = [d for rid in ("r0", "r1") for d in graph.run_state(rid).decisions]
-    assert after == pytest.approx({k: v for k, v in recompute_all({d.id: (d.r, d.parent_id) for d in decisions}).items() if k.startswith("r0")})
+    assert after == pytest.approx(
+        {k: v for k, v in recompute_all({d.id: (d.r, d.parent_id) for d in decisions}).items() if k.startswith("r0")}
+    )
     dangling = graph_client._driver.execute_query(
-        "MATCH (d:Decision {ns: 't'}) WHERE d.parent_id IS NOT NULL AND NOT (d)-[:FROM]->() RETURN count(d) AS n").records[0]["n"]
+        "MATCH (d:Decision {ns: 't'}) WHERE d.parent_id IS NOT NULL AND NOT (d)-[:FROM]->() RETURN count(d) AS n"
+    ).records[0]["n"]
     assert dangling == 0
     with pytest.raises(UnknownRunError):
         graph.run("r2")
@@ -127,25 +155,40 @@ def test_insights_are_distilled_deterministically_and_linked_to_their_outcomes(g
     assert report.rules == 2  # compile_error on x86_64-avx2 for normalization (4) and elementwise (2)
     rows = graph_client._driver.execute_query(
         "MATCH (i:Insight {ns: 't', kind: 'rule', family: 'normalization'})-[:DERIVED_FROM]->(o:Outcome) "
-        "RETURN i.support AS support, i.text AS text, collect(o.id) AS outcomes").records
+        "RETURN i.support AS support, i.text AS text, collect(o.id) AS outcomes"
+    ).records
     assert rows[0]["support"] == 4
     assert sorted(rows[0]["outcomes"]) == ["r0:s2", "r0:s3", "r1:s2", "r1:s3"]
     about = graph_client._driver.execute_query(
-        "MATCH (:Insight {ns: 't', kind: 'rule', family: 'normalization'})-[:ABOUT]->(n) RETURN labels(n)[0] AS l, n.id AS id ORDER BY l, id").records
-    assert [(r["l"], r["id"]) for r in about] == [("Hardware", "cpu-aaaa"), ("Operator", "layernorm"), ("Operator", "softmax")]
+        "MATCH (:Insight {ns: 't', kind: 'rule', family: 'normalization'})-[:ABOUT]->(n) RETURN labels(n)[0] AS l, n.id AS id ORDER BY l, id"
+    ).records
+    assert [(r["l"], r["id"]) for r in about] == [
+        ("Hardware", "cpu-aaaa"),
+        ("Operator", "layernorm"),
+        ("Operator", "softmax"),
+    ]
     text = rows[0]["text"]
     graph.distill()
-    assert graph_client._driver.execute_query(
-        "MATCH (i:Insight {ns: 't', kind: 'rule', family: 'normalization'}) RETURN i.text AS t").records[0]["t"] == text
+    assert (
+        graph_client._driver.execute_query(
+            "MATCH (i:Insight {ns: 't', kind: 'rule', family: 'normalization'}) RETURN i.text AS t"
+        ).records[0]["t"]
+        == text
+    )
 
 
 def test_sync_replays_only_what_the_graph_lacks(graph_client, tmp_path):
     journal = Journal(tmp_path, "t")
     graph = ExperienceGraph(graph_client, namespace="t", journal=journal)
     graph.start_run(synthetic.run_spec("softmax", run_id="r1", hw=HW))
-    graph.record_attempts([synthetic.attempt("r1", i, "softmax", parent=i and "r1:s0" or None, hw=HW) for i in range(3)])
+    graph.record_attempts(
+        [synthetic.attempt("r1", i, "softmax", parent=i and "r1:s0" or None, hw=HW) for i in range(3)]
+    )
     # A process journaled two more attempts and died before writing them to the graph.
-    lost = [synthetic.attempt("r1", 3, "softmax", parent="r1:s2", hw=HW), synthetic.attempt("r1", 4, "softmax", parent="r1:s3", hw=HW)]
+    lost = [
+        synthetic.attempt("r1", 3, "softmax", parent="r1:s2", hw=HW),
+        synthetic.attempt("r1", 4, "softmax", parent="r1:s3", hw=HW),
+    ]
     from kope.memory.journal import JournalEntry
 
     journal.append([JournalEntry("attempt", a.id, "softmax", a.to_json()) for a in lost])

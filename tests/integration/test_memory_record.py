@@ -25,16 +25,21 @@ def start(memory, run_id="r1", **kw):
 
 def test_scores_and_labels_match_a_hand_computed_example(memory):
     start(memory)
-    a = lambda step, parent=None, **kw: synthetic.attempt("r1", step, OP, parent=None if parent is None else f"r1:s{parent}", **kw)  # noqa: E731
-    results = memory.record_attempts([
-        a(0, speedup=2.0),                           # root: r = 1 -> partial
-        a(1, 0, speedup=2.2),                        # r = 1.1 -> effective
-        a(2, 0, speedup=2.05),                       # r = 1.025 -> partial
-        a(3, 0, speedup=1.8),                        # r = 0.9 -> ineffective
-        a(4, 1, speedup=1.5),                        # r = 1.5 / 2.2 -> negative
-        a(5, 1, status="compile_error"),             # failed: a = 0, r = 0 -> negative
-        a(6, 5, speedup=3.0),                        # parent a = 0 (non-positive): r = 1 -> partial
-    ])
+
+    def a(step, parent=None, **kw):
+        return synthetic.attempt("r1", step, OP, parent=None if parent is None else f"r1:s{parent}", **kw)
+
+    results = memory.record_attempts(
+        [
+            a(0, speedup=2.0),  # root: r = 1 -> partial
+            a(1, 0, speedup=2.2),  # r = 1.1 -> effective
+            a(2, 0, speedup=2.05),  # r = 1.025 -> partial
+            a(3, 0, speedup=1.8),  # r = 0.9 -> ineffective
+            a(4, 1, speedup=1.5),  # r = 1.5 / 2.2 -> negative
+            a(5, 1, status="compile_error"),  # failed: a = 0, r = 0 -> negative
+            a(6, 5, speedup=3.0),  # parent a = 0 (non-positive): r = 1 -> partial
+        ]
+    )
     by_id = {r.decision_id: r for r in results}
     expected = {
         "r1:s0": (1.0, "partial", 1.0925738636363637),
@@ -56,7 +61,9 @@ def test_scores_and_labels_match_a_hand_computed_example(memory):
 
 def test_a_child_updates_every_ancestor_score(memory):
     start(memory)
-    memory.record_attempts([synthetic.attempt("r1", 0, OP), synthetic.attempt("r1", 1, OP, parent="r1:s0", speedup=1.2)])
+    memory.record_attempts(
+        [synthetic.attempt("r1", 0, OP), synthetic.attempt("r1", 1, OP, parent="r1:s0", speedup=1.2)]
+    )
     memory.record_attempt(synthetic.attempt("r1", 2, OP, parent="r1:s1", speedup=1.5))
     state = memory.run_state("r1")
     stored = {d.id: d.d for d in state.decisions}
@@ -66,9 +73,14 @@ def test_a_child_updates_every_ancestor_score(memory):
 def test_next_order_differs_from_lineage_after_a_backtrack(memory, graph_client):
     start(memory)
     for step, parent, speed in [(0, None, 1.0), (1, 0, 1.3), (2, 1, 1.1), (3, 0, 1.4)]:
-        memory.record_attempt(synthetic.attempt("r1", step, OP, parent=None if parent is None else f"r1:s{parent}", speedup=speed))
-    order = rows(graph_client, "MATCH p = (a:Decision {uid: 't/r1:s0'})-[:NEXT*]->(z) WHERE NOT (z)-[:NEXT]->() "
-                               "RETURN [n IN nodes(p) | n.id] AS ids")[0]["ids"]
+        memory.record_attempt(
+            synthetic.attempt("r1", step, OP, parent=None if parent is None else f"r1:s{parent}", speedup=speed)
+        )
+    order = rows(
+        graph_client,
+        "MATCH p = (a:Decision {uid: 't/r1:s0'})-[:NEXT*]->(z) WHERE NOT (z)-[:NEXT]->() "
+        "RETURN [n IN nodes(p) | n.id] AS ids",
+    )[0]["ids"]
     assert order == ["r1:s0", "r1:s1", "r1:s2", "r1:s3"]
     parent = rows(graph_client, "MATCH (:Decision {uid: 't/r1:s3'})-[:FROM]->(p) RETURN p.id AS id")[0]["id"]
     previous = rows(graph_client, "MATCH (p)-[:NEXT]->(:Decision {uid: 't/r1:s3'}) RETURN p.id AS id")[0]["id"]
@@ -108,7 +120,9 @@ def test_the_same_id_with_other_content_is_a_conflict(memory):
 def test_kernels_are_stored_once_per_source(memory, graph_client):
     start(memory)
     code = "void k() {}\n"
-    memory.record_attempts([synthetic.attempt("r1", 0, OP, code=code), synthetic.attempt("r1", 1, OP, parent="r1:s0", code=code)])
+    memory.record_attempts(
+        [synthetic.attempt("r1", 0, OP, code=code), synthetic.attempt("r1", 1, OP, parent="r1:s0", code=code)]
+    )
     kernels = rows(graph_client, "MATCH (k:Kernel {ns: 't'})<-[:WROTE]-(d) RETURN k.id AS id, count(d) AS writers")
     assert len(kernels) == 1 and kernels[0]["writers"] == 2
     assert memory.kernel_source("r1:s1") == code
@@ -116,7 +130,9 @@ def test_kernels_are_stored_once_per_source(memory, graph_client):
 
 def test_child_stores_a_diff_against_its_parent(memory, graph_client):
     start(memory)
-    memory.record_attempts([synthetic.attempt("r1", 0, OP, code="a\nb\n"), synthetic.attempt("r1", 1, OP, parent="r1:s0", code="a\nc\n")])
+    memory.record_attempts(
+        [synthetic.attempt("r1", 0, OP, code="a\nb\n"), synthetic.attempt("r1", 1, OP, parent="r1:s0", code="a\nc\n")]
+    )
     diff = rows(graph_client, "MATCH (d:Decision {uid: 't/r1:s1'}) RETURN d.diff AS diff")[0]["diff"]
     assert "-b\n" in diff and "+c\n" in diff
 
@@ -126,7 +142,9 @@ def test_incumbent_moves_only_for_a_correct_faster_attempt(memory):
     steps = [(0, "correct", 1.2), (1, "incorrect", None), (2, "correct", 1.1), (3, "correct", 1.2), (4, "correct", 1.5)]
     moved = []
     for step, status, speed in steps:
-        result = memory.record_attempt(synthetic.attempt("r1", step, OP, parent=step and "r1:s0" or None, status=status, speedup=speed))
+        result = memory.record_attempt(
+            synthetic.attempt("r1", step, OP, parent=step and "r1:s0" or None, status=status, speedup=speed)
+        )
         moved.append((result.incumbent_id, result.incumbent_changed))
     assert moved == [("r1:s0", True), ("r1:s0", False), ("r1:s0", False), ("r1:s0", False), ("r1:s4", True)]
 
@@ -134,11 +152,16 @@ def test_incumbent_moves_only_for_a_correct_faster_attempt(memory):
 def test_used_edges_carry_tier_rank_tokens_and_missing_evidence_is_reported(memory, graph_client):
     start(memory)
     memory.record_attempt(synthetic.attempt("r1", 0, OP))
-    used = (UsedItem(kind="decision", id="r1:s0", tier="warm", rank=0, tokens=120),
-            UsedItem(kind="knowledge", id="not-there", tier="cold", rank=1, tokens=40))
+    used = (
+        UsedItem(kind="decision", id="r1:s0", tier="warm", rank=0, tokens=120),
+        UsedItem(kind="knowledge", id="not-there", tier="cold", rank=1, tokens=40),
+    )
     result = memory.record_attempt(synthetic.attempt("r1", 1, OP, parent="r1:s0", used=used))
     assert result.missing_evidence == ("knowledge:not-there",)
-    edge = rows(graph_client, "MATCH (:Decision {uid: 't/r1:s1'})-[u:USED]->(e) RETURN e.id AS id, u.tier AS tier, u.rank AS rank, u.tokens AS tokens")
+    edge = rows(
+        graph_client,
+        "MATCH (:Decision {uid: 't/r1:s1'})-[u:USED]->(e) RETURN e.id AS id, u.tier AS tier, u.rank AS rank, u.tokens AS tokens",
+    )
     assert [dict(e) for e in edge] == [{"id": "r1:s0", "tier": "warm", "rank": 0, "tokens": 120}]
 
 
@@ -159,8 +182,13 @@ def test_an_outcome_for_another_task_is_rejected(memory):
 
 def test_a_run_resumes_from_the_graph_alone(memory, graph_client, tmp_path):
     start(memory)
-    memory.record_attempts([synthetic.attempt("r1", 0, OP), synthetic.attempt("r1", 1, OP, parent="r1:s0", speedup=1.4),
-                            synthetic.attempt("r1", 2, OP, parent="r1:s1", status="timeout")])
+    memory.record_attempts(
+        [
+            synthetic.attempt("r1", 0, OP),
+            synthetic.attempt("r1", 1, OP, parent="r1:s0", speedup=1.4),
+            synthetic.attempt("r1", 2, OP, parent="r1:s1", status="timeout"),
+        ]
+    )
     fresh = ExperienceGraph(graph_client, namespace="t")  # another process: nothing in memory
     state = fresh.run_state("r1")
     assert state.next_step == 3 and state.incumbent.id == "r1:s1" and state.last.status == "timeout"
@@ -187,8 +215,16 @@ def test_finish_run_records_the_end(memory):
 def test_batched_ingest_equals_one_by_one(graph_client, tmp_path):
     attempts = [synthetic.attempt("r1", 0, OP, speedup=1.0)]
     for step in range(1, 12):
-        attempts.append(synthetic.attempt("r1", step, OP, parent=f"r1:s{(step - 1) // 2}", speedup=1.0 + step / 10,
-                                          status="correct" if step % 4 else "runtime_error"))
+        attempts.append(
+            synthetic.attempt(
+                "r1",
+                step,
+                OP,
+                parent=f"r1:s{(step - 1) // 2}",
+                speedup=1.0 + step / 10,
+                status="correct" if step % 4 else "runtime_error",
+            )
+        )
     batched = ExperienceGraph(graph_client, namespace="batch")
     batched.start_run(synthetic.run_spec(OP, run_id="r1"))
     batched.record_attempts(attempts, batch_size=5)

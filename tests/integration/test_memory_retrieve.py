@@ -19,8 +19,15 @@ def memory(graph_client):
 
 
 def query(operator="softmax", family="normalization", hw=HW_A, **kw):
-    return RetrievalQuery(operator=operator, family=family, target="cpu", hardware_id=hw["id"],
-                          hardware_class=hw["class"], vendor=hw["vendor"], **kw)
+    return RetrievalQuery(
+        operator=operator,
+        family=family,
+        target="cpu",
+        hardware_id=hw["id"],
+        hardware_class=hw["class"],
+        vendor=hw["vendor"],
+        **kw,
+    )
 
 
 def one_run(memory, run_id, operator, speedups, family="normalization", hw=HW_A, parents=None, **kw):
@@ -28,16 +35,22 @@ def one_run(memory, run_id, operator, speedups, family="normalization", hw=HW_A,
     attempts = []
     for step, speed in enumerate(speedups):
         parent = None if step == 0 else f"{run_id}:s{(parents or {}).get(step, 0)}"
-        attempts.append(synthetic.attempt(run_id, step, operator, parent=parent, speedup=speed, family=family, hw=hw, **kw))
+        attempts.append(
+            synthetic.attempt(run_id, step, operator, parent=parent, speedup=speed, family=family, hw=hw, **kw)
+        )
     memory.record_attempts(attempts)
 
 
 def test_record_then_retrieve_round_trip(memory):
     memory.start_run(synthetic.run_spec("softmax", run_id="r1", hw=HW_A))
-    memory.record_attempts([
-        synthetic.attempt("r1", 0, "softmax", speedup=1.0, hw=HW_A, code="v0\n"),
-        synthetic.attempt("r1", 1, "softmax", parent="r1:s0", speedup=1.6, hw=HW_A, title="8-wide AVX loads", code="v1\n"),
-    ])
+    memory.record_attempts(
+        [
+            synthetic.attempt("r1", 0, "softmax", speedup=1.0, hw=HW_A, code="v0\n"),
+            synthetic.attempt(
+                "r1", 1, "softmax", parent="r1:s0", speedup=1.6, hw=HW_A, title="8-wide AVX loads", code="v1\n"
+            ),
+        ]
+    )
     found = memory.retrieve(query(), k=5)
     assert found.ids == ["r1:s1", "r1:s0"]
     hit = found.lineages[0]
@@ -50,17 +63,22 @@ def test_record_then_retrieve_round_trip(memory):
 
 def test_three_children_of_one_parent_come_back_as_alternatives(memory):
     memory.start_run(synthetic.run_spec("softmax", run_id="r1", hw=HW_A))
-    memory.record_attempts([
-        synthetic.attempt("r1", 0, "softmax", speedup=1.0, hw=HW_A),
-        synthetic.attempt("r1", 1, "softmax", parent="r1:s0", speedup=1.5, hw=HW_A, layer="vectorization"),
-        synthetic.attempt("r1", 2, "softmax", parent="r1:s0", speedup=0.7, hw=HW_A, layer="tiling"),
-        synthetic.attempt("r1", 3, "softmax", parent="r1:s0", status="compile_error", hw=HW_A, layer="instruction"),
-    ])
+    memory.record_attempts(
+        [
+            synthetic.attempt("r1", 0, "softmax", speedup=1.0, hw=HW_A),
+            synthetic.attempt("r1", 1, "softmax", parent="r1:s0", speedup=1.5, hw=HW_A, layer="vectorization"),
+            synthetic.attempt("r1", 2, "softmax", parent="r1:s0", speedup=0.7, hw=HW_A, layer="tiling"),
+            synthetic.attempt("r1", 3, "softmax", parent="r1:s0", status="compile_error", hw=HW_A, layer="instruction"),
+        ]
+    )
     found = memory.retrieve(query(), k=1)
     best = found.lineages[0]
     assert best.hit.id == "r1:s1"
     assert best.sibling_total == 2
-    assert [(s.id, s.layer, s.label) for s in best.siblings] == [("r1:s2", "tiling", "negative"), ("r1:s3", "instruction", "negative")]
+    assert [(s.id, s.layer, s.label) for s in best.siblings] == [
+        ("r1:s2", "tiling", "negative"),
+        ("r1:s3", "instruction", "negative"),
+    ]
     assert best.siblings[1].status == "compile_error" and best.siblings[1].error_kind == "compile_error"
     assert best.sibling_counts == {"effective": 0, "partial": 0, "ineffective": 0, "negative": 2}
 
@@ -78,10 +96,10 @@ def test_same_family_task_retrieves_the_first_tasks_experience_ahead_of_unrelate
     one_run(memory, "soft", "softmax", [1.0, 1.2, 1.1])
     one_run(memory, "relu", "relu", [1.0, 3.0, 2.5, 2.8], family="elementwise")  # better scores, other family
     found = memory.retrieve(query(operator="layernorm"), k=3)
-    assert all(l.hit.operator == "softmax" for l in found.lineages)
+    assert all(lin.hit.operator == "softmax" for lin in found.lineages)
     assert found.lineages[0].relevance.operator_tier == "family"
     wider = memory.retrieve(query(operator="layernorm"), k=6)
-    tiers = [l.relevance.operator_tier for l in wider.lineages]
+    tiers = [lin.relevance.operator_tier for lin in wider.lineages]
     assert tiers == sorted(tiers, key=["operator", "family", "other"].index) and tiers[-1] == "other"
 
 
@@ -92,16 +110,18 @@ def test_hardware_ranking_same_hardware_then_class_then_vendor_then_other(memory
         memory.record_attempt(synthetic.attempt(run_id, 0, "softmax", speedup=speed, hw=hw))
     found = memory.retrieve(query(hw=HW_A), k=4)
     assert found.ids == ["ra:s0", "rb:s0", "rc:s0", "rd:s0"]
-    assert [l.relevance.hardware_tier for l in found.lineages] == ["hardware", "class", "vendor", "other"]
+    assert [lin.relevance.hardware_tier for lin in found.lineages] == ["hardware", "class", "vendor", "other"]
 
 
 def test_matching_error_kind_and_layer_raise_a_candidate(memory):
     memory.start_run(synthetic.run_spec("softmax", run_id="r1", hw=HW_A))
-    memory.record_attempts([
-        synthetic.attempt("r1", 0, "softmax", hw=HW_A, layer="tiling", speedup=1.0),
-        synthetic.attempt("r1", 1, "softmax", parent="r1:s0", hw=HW_A, status="runtime_error", layer="tiling"),
-        synthetic.attempt("r1", 2, "softmax", parent="r1:s0", hw=HW_A, status="compile_error", layer="tiling"),
-    ])
+    memory.record_attempts(
+        [
+            synthetic.attempt("r1", 0, "softmax", hw=HW_A, layer="tiling", speedup=1.0),
+            synthetic.attempt("r1", 1, "softmax", parent="r1:s0", hw=HW_A, status="runtime_error", layer="tiling"),
+            synthetic.attempt("r1", 2, "softmax", parent="r1:s0", hw=HW_A, status="compile_error", layer="tiling"),
+        ]
+    )
     found = memory.retrieve(query(error_kind="compile_error", layer="tiling"), k=3)
     assert found.ids[0] == "r1:s2" and found.lineages[0].relevance.error_match
 
@@ -119,14 +139,26 @@ def test_retrieval_is_deterministic_and_equals_the_naive_python_ranking(memory):
         attempts = []
         for step in range(rng.randrange(3, 9)):
             parent = None if step == 0 else f"{rid}:s{rng.randrange(step)}"
-            attempts.append(synthetic.attempt(rid, step, op, parent=parent, family=family, hw=hw,
-                                              status=rng.choice(statuses), speedup=round(rng.uniform(0.5, 2.5), 2),
-                                              layer=rng.choice(["tiling", "vectorization", "fusion"])))
+            attempts.append(
+                synthetic.attempt(
+                    rid,
+                    step,
+                    op,
+                    parent=parent,
+                    family=family,
+                    hw=hw,
+                    status=rng.choice(statuses),
+                    speedup=round(rng.uniform(0.5, 2.5), 2),
+                    layer=rng.choice(["tiling", "vectorization", "fusion"]),
+                )
+            )
         memory.record_attempts(attempts)
     everything = memory.candidates()
     for op, family in ops + [("conv2d", "convolution"), ("layernorm", None)]:
         for hw in (HW_A, HW_D):
-            q = query(operator=op, family=family, hw=hw, layer="tiling", error_kind="compile_error", exclude=("run0:s0",))
+            q = query(
+                operator=op, family=family, hw=hw, layer="tiling", error_kind="compile_error", exclude=("run0:s0",)
+            )
             for k in (1, 5, 12):
                 found = memory.retrieve(q, k=k)
                 assert found.ids == [r["id"] for r in rank_naively(everything, q.rank_query(), k)], (op, hw["id"], k)
@@ -135,9 +167,21 @@ def test_retrieval_is_deterministic_and_equals_the_naive_python_ranking(memory):
 
 def test_rules_that_apply_come_with_the_lineages(memory):
     memory.start_run(synthetic.run_spec("softmax", run_id="r1", hw=HW_C))
-    memory.record_attempts([synthetic.attempt("r1", 0, "softmax", hw=HW_C)] + [
-        synthetic.attempt("r1", s, "softmax", parent="r1:s0", hw=HW_C, status="compile_error",
-                          excerpt="error: '__m512' undeclared") for s in (1, 2, 3)])
+    memory.record_attempts(
+        [synthetic.attempt("r1", 0, "softmax", hw=HW_C)]
+        + [
+            synthetic.attempt(
+                "r1",
+                s,
+                "softmax",
+                parent="r1:s0",
+                hw=HW_C,
+                status="compile_error",
+                excerpt="error: '__m512' undeclared",
+            )
+            for s in (1, 2, 3)
+        ]
+    )
     memory.finish_run("r1")  # distils the family
     found = memory.retrieve(query(operator="layernorm", hw=HW_C, error_kind="compile_error"), k=2)
     assert [r.id for r in found.rules] == ["rule:normalization:x86_64-avx2:compile_error"]

@@ -29,13 +29,30 @@ def code(draw, max_lines=120):
 def outcome(draw):
     status = draw(st.sampled_from(STATUSES))
     n = draw(st.integers(1, 12))
-    cases = [{"index": i, "name": f"c{i}", "params": {}, "passed": status == "correct", "error": None if status == "correct" else draw(words),
-              "ref_ms": {"median": 1.0}, "cand_ms": {"median": 0.5}, "speedup": 2.0 if status == "correct" else None} for i in range(n)]
+    cases = [
+        {
+            "index": i,
+            "name": f"c{i}",
+            "params": {},
+            "passed": status == "correct",
+            "error": None if status == "correct" else draw(words),
+            "ref_ms": {"median": 1.0},
+            "cand_ms": {"median": 0.5},
+            "speedup": 2.0 if status == "correct" else None,
+        }
+        for i in range(n)
+    ]
     log_lines = draw(st.integers(0, 300))
-    return {"status": status, "error_kind": None if status == "correct" else status,
-            "error_excerpt": "\n".join(f"error line {i}" for i in range(log_lines)) or None,
-            "cases_total": n, "cases_passed": n if status == "correct" else 0,
-            "speedup": 1.5 if status == "correct" else None, "timings_valid": True, "cases": cases}
+    return {
+        "status": status,
+        "error_kind": None if status == "correct" else status,
+        "error_excerpt": "\n".join(f"error line {i}" for i in range(log_lines)) or None,
+        "cases_total": n,
+        "cases_passed": n if status == "correct" else 0,
+        "speedup": 1.5 if status == "correct" else None,
+        "timings_valid": True,
+        "cases": cases,
+    }
 
 
 @st.composite
@@ -43,7 +60,9 @@ def hot_state(draw):
     n_cases = draw(st.integers(1, 12))
     has_incumbent = draw(st.booleans())
     return HotState(
-        operator=draw(st.sampled_from(["relu", "softmax", "matmul"])), family="elementwise", target="cpu",
+        operator=draw(st.sampled_from(["relu", "softmax", "matmul"])),
+        family="elementwise",
+        target="cpu",
         reference_source=draw(code(max_lines=60)).replace("ModelNew", "Model"),
         cases=tuple({"name": f"case{i}", "n": 1000 + i} for i in range(n_cases)),
         hardware={"class": "x86_64-avx512", "cpu_model": "Test CPU", "cores": 2, "isa": ["avx2", "avx512f"]},
@@ -60,41 +79,106 @@ def lineage(draw, rank: int):
     tier = draw(st.sampled_from(["operator", "family", "other"]))
     parent = draw(st.sampled_from(["p1", "p2", "p3", None]))
     label = draw(st.sampled_from(LABELS))
-    step = lambda i: StepSummary(f"a{rank}-{i}", i, draw(short), "tiling", "correct", "partial", 1.0, 1.0, 0.5)
-    siblings = tuple(BranchSummary(f"s{rank}-{i}", i, draw(short), "tiling", "incorrect", "negative", 1.0, 0.0, 0.1, "incorrect:mismatch")
-                     for i in range(draw(st.integers(0, 4))))
-    hit = Hit(id=f"D-{rank:03d}", run_id="run", step=rank, title=draw(short), thought=draw(words), layer=draw(st.sampled_from(LAYERS)),
-              parent_id=parent, status="correct", label=label, a=1.2, r=1.1, d=0.7, conf=1.0, error_kind=None,
-              error_excerpt=None, operator="relu", family="elementwise", target="cpu", hw_id="hw", hw_class="x86_64-avx512",
-              vendor="intel", cases_total=8, cases_passed=8,
-              diff=draw(st.none() | st.just("\n".join(f"+ line {i}" for i in range(draw(st.integers(1, 200)))))),
-              code_hash=draw(st.sampled_from(["h1", "h2", None, f"u{rank}"])))
-    return Lineage(rank=rank, hit=hit, relevance=Relevance(30.0 - rank, tier, "hardware", False, False),
-                   chain=tuple(step(i) for i in range(draw(st.integers(0, 5)))), chain_omitted=draw(st.integers(0, 3)),
-                   siblings=siblings, sibling_total=len(siblings),
-                   sibling_counts={"effective": 0, "partial": 0, "ineffective": 0, "negative": len(siblings)})
+
+    def step(i):
+        return StepSummary(f"a{rank}-{i}", i, draw(short), "tiling", "correct", "partial", 1.0, 1.0, 0.5)
+
+    siblings = tuple(
+        BranchSummary(
+            f"s{rank}-{i}", i, draw(short), "tiling", "incorrect", "negative", 1.0, 0.0, 0.1, "incorrect:mismatch"
+        )
+        for i in range(draw(st.integers(0, 4)))
+    )
+    hit = Hit(
+        id=f"D-{rank:03d}",
+        run_id="run",
+        step=rank,
+        title=draw(short),
+        thought=draw(words),
+        layer=draw(st.sampled_from(LAYERS)),
+        parent_id=parent,
+        status="correct",
+        label=label,
+        a=1.2,
+        r=1.1,
+        d=0.7,
+        conf=1.0,
+        error_kind=None,
+        error_excerpt=None,
+        operator="relu",
+        family="elementwise",
+        target="cpu",
+        hw_id="hw",
+        hw_class="x86_64-avx512",
+        vendor="intel",
+        cases_total=8,
+        cases_passed=8,
+        diff=draw(st.none() | st.just("\n".join(f"+ line {i}" for i in range(draw(st.integers(1, 200)))))),
+        code_hash=draw(st.sampled_from(["h1", "h2", None, f"u{rank}"])),
+    )
+    return Lineage(
+        rank=rank,
+        hit=hit,
+        relevance=Relevance(30.0 - rank, tier, "hardware", False, False),
+        chain=tuple(step(i) for i in range(draw(st.integers(0, 5)))),
+        chain_omitted=draw(st.integers(0, 3)),
+        siblings=siblings,
+        sibling_total=len(siblings),
+        sibling_counts={"effective": 0, "partial": 0, "ineffective": 0, "negative": len(siblings)},
+    )
 
 
 @st.composite
 def retrieval(draw):
     k = draw(st.integers(0, 10))
     lineages = tuple(draw(lineage(i)) for i in range(k))
-    rules = tuple(InsightRecord(id=f"I-{i}", kind="rule", family="elementwise", hw_class="x86_64-avx512", text=draw(words) or "rule",
-                                support=3, confidence=0.8, active=True) for i in range(draw(st.integers(0, 3))))
-    return RetrievalResult(query=RetrievalQuery("relu"), k=max(k, 1), lineages=lineages, rules=rules, pool_considered=k, elapsed_ms=1.0)
+    rules = tuple(
+        InsightRecord(
+            id=f"I-{i}",
+            kind="rule",
+            family="elementwise",
+            hw_class="x86_64-avx512",
+            text=draw(words) or "rule",
+            support=3,
+            confidence=0.8,
+            active=True,
+        )
+        for i in range(draw(st.integers(0, 3)))
+    )
+    return RetrievalResult(
+        query=RetrievalQuery("relu"), k=max(k, 1), lineages=lineages, rules=rules, pool_considered=k, elapsed_ms=1.0
+    )
 
 
 @st.composite
 def budget(draw):
-    return Budget(window=draw(st.integers(2_000, 40_000)), system=2_000, generation=draw(st.integers(0, 4_000)),
-                  recency=draw(st.integers(0, 2_000)), warm_cap=draw(st.integers(0, 8_000)), cold_cap=draw(st.integers(0, 4_000)))
+    return Budget(
+        window=draw(st.integers(2_000, 40_000)),
+        system=2_000,
+        generation=draw(st.integers(0, 4_000)),
+        recency=draw(st.integers(0, 2_000)),
+        warm_cap=draw(st.integers(0, 8_000)),
+        cold_cap=draw(st.integers(0, 4_000)),
+    )
 
 
 @st.composite
 def history(draw):
     n = draw(st.integers(0, 12))
-    return tuple(HistoryEntry(id=f"run:s{i}", step=i, title=f"attempt {i}", layer="tiling", status="correct", label="partial",
-                              speedup=1.0 + i / 10, code=draw(code(max_lines=30)), outcome=draw(outcome())) for i in range(n))
+    return tuple(
+        HistoryEntry(
+            id=f"run:s{i}",
+            step=i,
+            title=f"attempt {i}",
+            layer="tiling",
+            status="correct",
+            label="partial",
+            speedup=1.0 + i / 10,
+            code=draw(code(max_lines=30)),
+            outcome=draw(outcome()),
+        )
+        for i in range(n)
+    )
 
 
 def knowledge_docs():

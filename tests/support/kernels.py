@@ -34,5 +34,7 @@ BROKEN = FAST.replace("int64_t n) {", "int64_t n) { this is not C++;")
 
 
 def reply(title: str, layer: str, code: str, evidence: str = "none") -> str:
-    return (f"DECISION\ntitle: {title}\nlayer: {layer}\nrationale: scripted test reply.\nevidence: {evidence}\n"
-            f"END DECISION\n\n```python\n{code}```\n")
+    return (
+        f"DECISION\ntitle: {title}\nlayer: {layer}\nrationale: scripted test reply.\nevidence: {evidence}\n"
+        f"END DECISION\n\n```python\n{code}```\n"
+    )

@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Stall:
     seconds: float
 
 
-Step = Union[Reply, Fail, Stall]
+Step = Reply | Fail | Stall
 
 
 @dataclass
@@ -91,7 +91,7 @@ class ReplayLLM:
     def remaining(self) -> int:
         return len(self.steps)
 
-    def __enter__(self) -> "ReplayLLM":
+    def __enter__(self) -> ReplayLLM:
         self._thread.start()
         return self
 
@@ -125,7 +125,10 @@ class ReplayLLM:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "kope-tests"}]})
+                    self._send(
+                        200,
+                        {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "kope-tests"}]},
+                    )
                 else:
                     self._error(404, f"no route {self.path}", "invalid_request_error")
 
@@ -157,18 +160,29 @@ class ReplayLLM:
                 else:
                     prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
                     usage_in = step.prompt_tokens if step.prompt_tokens is not None else _rough_tokens(prompt)
-                    usage_out = step.completion_tokens if step.completion_tokens is not None else _rough_tokens(step.content)
-                    self._send(200, {
-                        "id": f"chatcmpl-replay-{len(server.requests)}",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": body.get("model", server.model),
-                        "choices": [{
-                            "index": 0,
-                            "message": {"role": "assistant", "content": step.content},
-                            "finish_reason": step.finish_reason,
-                        }],
-                        "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out},
-                    })
+                    usage_out = (
+                        step.completion_tokens if step.completion_tokens is not None else _rough_tokens(step.content)
+                    )
+                    self._send(
+                        200,
+                        {
+                            "id": f"chatcmpl-replay-{len(server.requests)}",
+                            "object": "chat.completion",
+                            "created": int(time.time()),
+                            "model": body.get("model", server.model),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": step.content},
+                                    "finish_reason": step.finish_reason,
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": usage_in,
+                                "completion_tokens": usage_out,
+                                "total_tokens": usage_in + usage_out,
+                            },
+                        },
+                    )
 
         return Handler

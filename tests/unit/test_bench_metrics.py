@@ -7,23 +7,37 @@ import math
 import pytest
 
 from kope.bench.metrics import (
-    best_attempt, bench_metrics, config_metrics, geomean, memory_series, paired_speedup, steps_to_best, tokens_by_step,
+    bench_metrics,
+    best_attempt,
+    config_metrics,
+    geomean,
+    memory_series,
+    paired_speedup,
+    steps_to_best,
+    tokens_by_step,
 )
 from tests.support import bench_results
 
 
 def attempt(step, cases, speedup=None, prompt=0, completion=0):
     """cases: {name: (passed, speedup)}."""
-    return {"step": step, "decision_id": f"d{step}", "speedup": speedup, "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "cases": [{"name": n, "passed": ok, "speedup": s} for n, (ok, s) in cases.items()]}
+    return {
+        "step": step,
+        "decision_id": f"d{step}",
+        "speedup": speedup,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cases": [{"name": n, "passed": ok, "speedup": s} for n, (ok, s) in cases.items()],
+    }
 
 
 def bench(operators, pairs, configs=("with", "without")):
     """operators: [(name, level, [case names])]; pairs: {(config, operator): [attempts]}."""
     return {
         "configurations": [{"name": c} for c in configs],
-        "operators": [{"operator": n, "family": "elementwise", "level": lv, "cases": list(cs)} for n, lv, cs in operators],
+        "operators": [
+            {"operator": n, "family": "elementwise", "level": lv, "cases": list(cs)} for n, lv, cs in operators
+        ],
         "pairs": [{"config": c, "operator": o, "attempts": a} for (c, o), a in pairs.items()],
     }
 
@@ -51,9 +65,10 @@ def test_best_attempt_counts_only_the_selected_cases():
 
 
 def test_missing_operators_count_all_their_cases_as_failures():
-    data = bench([("op1", 1, ["a", "b"]), ("op2", 1, ["a", "b", "c"]), ("op3", 2, ["a"])],
-                 {("with", "op1"): [attempt(0, {"a": (True, 2.0), "b": (True, 2.0)}, 2.0)],
-                  ("with", "op3"): []})  # op2 never finished; op3 finished without any attempt
+    data = bench(
+        [("op1", 1, ["a", "b"]), ("op2", 1, ["a", "b", "c"]), ("op3", 2, ["a"])],
+        {("with", "op1"): [attempt(0, {"a": (True, 2.0), "b": (True, 2.0)}, 2.0)], ("with", "op3"): []},
+    )  # op2 never finished; op3 finished without any attempt
     m = config_metrics(data, "with")
     assert (m.operators, m.operators_passed, m.operators_missing) == (3, 1, 2)
     assert (m.cases, m.cases_passed) == (6, 2)
@@ -62,8 +77,10 @@ def test_missing_operators_count_all_their_cases_as_failures():
 
 
 def test_an_operator_passes_with_a_single_passing_case_and_failures_count_as_failed_cases():
-    data = bench([("op1", 1, ["a", "b", "c"])],
-                 {("with", "op1"): [attempt(0, {"a": (False, None), "b": (True, None), "c": (False, None)})]})
+    data = bench(
+        [("op1", 1, ["a", "b", "c"])],
+        {("with", "op1"): [attempt(0, {"a": (False, None), "b": (True, None), "c": (False, None)})]},
+    )
     m = config_metrics(data, "with")
     assert (m.operators_passed, m.cases_passed, m.cases) == (1, 1, 3)
 
@@ -75,15 +92,24 @@ def test_a_selected_case_the_outcome_does_not_list_is_a_failure():
 
 
 def test_per_level_breakdown_counts_operators_and_cases_of_each_level():
-    data = bench([("l1a", 1, ["a", "b"]), ("l1b", 1, ["a"]), ("l2", 2, ["a", "b"]), ("l4", 4, ["a"]), ("plain", None, ["x"])],
-                 {("with", "l1a"): [attempt(0, {"a": (True, 1.0), "b": (False, None)})],
-                  ("with", "l1b"): [attempt(0, {"a": (True, 1.0)})],
-                  ("with", "l2"): [attempt(0, {"a": (False, None), "b": (False, None)})],
-                  ("with", "l4"): [attempt(0, {"a": (True, 1.0)})],
-                  ("with", "plain"): [attempt(0, {"x": (True, 1.0)})]})
+    data = bench(
+        [("l1a", 1, ["a", "b"]), ("l1b", 1, ["a"]), ("l2", 2, ["a", "b"]), ("l4", 4, ["a"]), ("plain", None, ["x"])],
+        {
+            ("with", "l1a"): [attempt(0, {"a": (True, 1.0), "b": (False, None)})],
+            ("with", "l1b"): [attempt(0, {"a": (True, 1.0)})],
+            ("with", "l2"): [attempt(0, {"a": (False, None), "b": (False, None)})],
+            ("with", "l4"): [attempt(0, {"a": (True, 1.0)})],
+            ("with", "plain"): [attempt(0, {"x": (True, 1.0)})],
+        },
+    )
     levels = config_metrics(data, "with").levels
     assert list(levels) == ["1", "2", "4", "unknown"]
-    assert (levels["1"].operators, levels["1"].operators_passed, levels["1"].cases, levels["1"].cases_passed) == (2, 2, 3, 2)
+    assert (levels["1"].operators, levels["1"].operators_passed, levels["1"].cases, levels["1"].cases_passed) == (
+        2,
+        2,
+        3,
+        2,
+    )
     assert levels["1"].pass_rate == pytest.approx(2 / 3)
     assert (levels["2"].operators_passed, levels["2"].pass_rate) == (0, 0.0)
     assert levels["4"].pass_rate == 1.0
@@ -98,10 +124,16 @@ def test_geomean_uses_positive_fields_only():
 
 
 def test_geomean_speedup_is_over_passing_cases_of_the_best_attempts_with_positive_speedups():
-    data = bench([("op1", 1, ["a", "b", "c"]), ("op2", 1, ["a", "b"])],
-                 {("with", "op1"): [attempt(0, {"a": (True, 2.0), "b": (True, 0.0), "c": (True, None)}, 2.0)],
-                  ("with", "op2"): [attempt(0, {"a": (True, 8.0), "b": (False, 100.0)}, 8.0),
-                                    attempt(1, {"a": (False, 50.0), "b": (False, None)})]})
+    data = bench(
+        [("op1", 1, ["a", "b", "c"]), ("op2", 1, ["a", "b"])],
+        {
+            ("with", "op1"): [attempt(0, {"a": (True, 2.0), "b": (True, 0.0), "c": (True, None)}, 2.0)],
+            ("with", "op2"): [
+                attempt(0, {"a": (True, 8.0), "b": (False, 100.0)}, 8.0),
+                attempt(1, {"a": (False, 50.0), "b": (False, None)}),
+            ],
+        },
+    )
     m = config_metrics(data, "with")
     # positive speedups of passing cases: op1.a = 2, op2.a = 8 (op1.b is 0, op1.c unmeasured, op2.b failed)
     assert m.geomean_speedup == pytest.approx(4.0)
@@ -115,12 +147,15 @@ def test_geomean_speedup_is_none_when_no_case_was_timed():
 
 
 def test_paired_speedup_uses_the_exact_intersection_of_cases_both_configurations_timed():
-    data = bench([("op1", 1, ["a", "b", "c"]), ("op2", 1, ["a"])], {
-        ("with", "op1"): [attempt(0, {"a": (True, 4.0), "b": (True, 3.0), "c": (True, 9.0)}, 4.0)],
-        ("without", "op1"): [attempt(0, {"a": (True, 1.0), "b": (True, 0.0), "c": (False, None)}, 1.0)],
-        ("with", "op2"): [attempt(0, {"a": (True, 2.0)}, 2.0)],
-        ("without", "op2"): [attempt(0, {"a": (True, 8.0)}, 8.0)],
-    })
+    data = bench(
+        [("op1", 1, ["a", "b", "c"]), ("op2", 1, ["a"])],
+        {
+            ("with", "op1"): [attempt(0, {"a": (True, 4.0), "b": (True, 3.0), "c": (True, 9.0)}, 4.0)],
+            ("without", "op1"): [attempt(0, {"a": (True, 1.0), "b": (True, 0.0), "c": (False, None)}, 1.0)],
+            ("with", "op2"): [attempt(0, {"a": (True, 2.0)}, 2.0)],
+            ("without", "op2"): [attempt(0, {"a": (True, 8.0)}, 8.0)],
+        },
+    )
     paired = paired_speedup(data, "with", "without")
     # op1.a: 4/1 = 4, op2.a: 2/8 = 0.25 (op1.b: without's speedup is 0; op1.c: without failed)
     assert paired.n == 2
@@ -129,29 +164,42 @@ def test_paired_speedup_uses_the_exact_intersection_of_cases_both_configurations
 
 
 def test_paired_speedup_of_an_empty_intersection_is_none():
-    data = bench([("op1", 1, ["a"]), ("op2", 1, ["a"])], {
-        ("with", "op1"): [attempt(0, {"a": (True, 2.0)}, 2.0)],
-        ("without", "op2"): [attempt(0, {"a": (True, 2.0)}, 2.0)],
-    })
+    data = bench(
+        [("op1", 1, ["a"]), ("op2", 1, ["a"])],
+        {
+            ("with", "op1"): [attempt(0, {"a": (True, 2.0)}, 2.0)],
+            ("without", "op2"): [attempt(0, {"a": (True, 2.0)}, 2.0)],
+        },
+    )
     paired = paired_speedup(data, "with", "without")
     assert (paired.speedup, paired.n) == (None, 0)
 
 
 def test_bench_metrics_pairs_every_configuration_but_the_baseline():
-    data = bench([("op1", 1, ["a"])], {("with", "op1"): [attempt(0, {"a": (True, 3.0)}, 3.0)],
-                                       ("without", "op1"): [attempt(0, {"a": (True, 1.5)}, 1.5)]})
+    data = bench(
+        [("op1", 1, ["a"])],
+        {
+            ("with", "op1"): [attempt(0, {"a": (True, 3.0)}, 3.0)],
+            ("without", "op1"): [attempt(0, {"a": (True, 1.5)}, 1.5)],
+        },
+    )
     metrics = bench_metrics(data, "without")
     assert metrics["without"].paired is None
     assert metrics["with"].paired.speedup == pytest.approx(2.0) and metrics["with"].paired.n == 1
 
 
 def test_tokens_total_and_per_step_sum_every_recorded_attempt():
-    data = bench([("op1", 1, ["a"]), ("op2", 1, ["a"]), ("op3", 1, ["a"])], {
-        ("with", "op1"): [attempt(0, {"a": (False, None)}, prompt=1000, completion=100),
-                          attempt(1, {"a": (True, 1.0)}, prompt=1200, completion=50)],
-        ("with", "op2"): [attempt(0, {"a": (True, 1.0)}, prompt=800, completion=0)],
-        ("with", "op3"): [],
-    })
+    data = bench(
+        [("op1", 1, ["a"]), ("op2", 1, ["a"]), ("op3", 1, ["a"])],
+        {
+            ("with", "op1"): [
+                attempt(0, {"a": (False, None)}, prompt=1000, completion=100),
+                attempt(1, {"a": (True, 1.0)}, prompt=1200, completion=50),
+            ],
+            ("with", "op2"): [attempt(0, {"a": (True, 1.0)}, prompt=800, completion=0)],
+            ("with", "op3"): [],
+        },
+    )
     m = config_metrics(data, "with")
     assert (m.prompt_tokens, m.completion_tokens, m.tokens, m.steps) == (3000, 150, 3150, 3)
     assert m.tokens_per_step == pytest.approx(1050.0)
@@ -167,9 +215,11 @@ def test_tokens_per_step_is_none_without_attempts():
 def test_memory_series_starts_from_the_imported_size_and_follows_finishing_order():
     data = bench([("op1", 1, ["a"]), ("op2", 1, ["a"])], {})
     data["memory_start"] = {"with": {"nodes": 10, "decisions": 4}}
-    data["pairs"] = [{"config": "with", "operator": "op1", "ended_at": 20.0, "memory_after": {"nodes": 30, "decisions": 9}},
-                     {"config": "with", "operator": "op2", "ended_at": 10.0, "memory_after": {"nodes": 20, "decisions": 6}},
-                     {"config": "without", "operator": "op1", "ended_at": 5.0, "memory_after": {"nodes": 1, "decisions": 1}}]
+    data["pairs"] = [
+        {"config": "with", "operator": "op1", "ended_at": 20.0, "memory_after": {"nodes": 30, "decisions": 9}},
+        {"config": "with", "operator": "op2", "ended_at": 10.0, "memory_after": {"nodes": 20, "decisions": 6}},
+        {"config": "without", "operator": "op1", "ended_at": 5.0, "memory_after": {"nodes": 1, "decisions": 1}},
+    ]
     assert [(s["operator"], s["decisions"]) for s in memory_series(data, "with")] == [(None, 4), ("op2", 6), ("op1", 9)]
 
 
@@ -181,7 +231,10 @@ def test_steps_to_best_measures_later_operators_of_a_family_against_the_best_of_
     assert rows["relu"]["steps"] == {"active": 2, "no-memory": None}  # no-memory's only attempt is incorrect
     # softmax: best 1.2 (active, step 0); bar 1.08; no-memory's 0.7 never reaches it
     assert rows["softmax"]["best"] == 1.2 and rows["softmax"]["steps"] == {"active": 1, "no-memory": None}
-    assert rows["gemm_bias_relu"]["best"] is None and rows["gemm_bias_relu"]["steps"] == {"active": None, "no-memory": None}
+    assert rows["gemm_bias_relu"]["best"] is None and rows["gemm_bias_relu"]["steps"] == {
+        "active": None,
+        "no-memory": None,
+    }
     # over the later operators someone solved (softmax only), a miss counts as budget (2) + 1 = 3 steps
     assert stb.summary["active"] == {"operators": 1, "reached": 1, "mean_steps": 1.0}
     assert stb.summary["no-memory"] == {"operators": 1, "reached": 0, "mean_steps": 3.0}

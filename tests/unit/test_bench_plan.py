@@ -7,11 +7,17 @@ from pathlib import Path
 import pytest
 
 from kope.bench.plan import (
-    BenchOptions, build_plan, default_baseline, default_name, namespace_for, parse_configs, parse_levels,
+    BenchOptions,
+    build_plan,
+    default_baseline,
+    default_name,
+    namespace_for,
+    parse_configs,
+    parse_levels,
 )
 from kope.errors import UsageError
 
-TASK = '''import torch
+TASK = """import torch
 import torch.nn as nn
 
 OPERATOR = "{operator}"
@@ -32,10 +38,12 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
-def write_task(folder: Path, operator: str, family: str = "elementwise", level: int | None = 1, name: str | None = None) -> Path:
+def write_task(
+    folder: Path, operator: str, family: str = "elementwise", level: int | None = 1, name: str | None = None
+) -> Path:
     path = folder / f"{name or operator}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(TASK.format(operator=operator, family=family, level=f"LEVEL = {level}" if level else ""))
@@ -82,8 +90,13 @@ def test_pairs_run_operator_major_in_suite_order(tmp_path):
     plan = build_plan(BenchOptions(suite=str(tmp_path), configs=("active", "no-memory"), name="t"))
     assert [t.operator for t in plan.tasks] == ["zeta", "beta", "alpha"]  # family, then level, then name
     assert [(p.config, p.operator) for p in plan.pairs()] == [
-        ("active", "zeta"), ("no-memory", "zeta"), ("active", "beta"), ("no-memory", "beta"),
-        ("active", "alpha"), ("no-memory", "alpha")]
+        ("active", "zeta"),
+        ("no-memory", "zeta"),
+        ("active", "beta"),
+        ("no-memory", "beta"),
+        ("active", "alpha"),
+        ("no-memory", "alpha"),
+    ]
     assert plan.namespace("active") == "bench-t-active"
 
 
@@ -140,8 +153,14 @@ def test_a_selection_matching_nothing_is_refused(tmp_path):
 
 
 def test_options_round_trip_through_json_form():
-    options = BenchOptions(suite="builtin", levels=(1, 2), configs=("active", "none"), out=Path("x"), name="n",
-                           imports=({"file": "/a.jsonl", "sha256": "00"},))
+    options = BenchOptions(
+        suite="builtin",
+        levels=(1, 2),
+        configs=("active", "none"),
+        out=Path("x"),
+        name="n",
+        imports=({"file": "/a.jsonl", "sha256": "00"},),
+    )
     assert BenchOptions.from_dict(options.to_dict()) == options
 
 
@@ -159,4 +178,5 @@ def test_a_plain_kernelbench_folder_takes_levels_from_its_folders_and_keeps_nume
         ("12_gemm_multiply_leakyrelu", 2, "unknown", ("default",)),
     ]
     assert [t.operator for t in build_plan(BenchOptions(suite=str(tmp_path), levels=(2,), name="kb")).tasks] == [
-        "12_gemm_multiply_leakyrelu"]
+        "12_gemm_multiply_leakyrelu"
+    ]

@@ -12,13 +12,20 @@ from tests.support import bench_results
 
 def test_summary_table_has_configurations_as_rows_with_the_papers_columns():
     table = summary_table(with_metrics(bench_results.results())).splitlines()
-    assert table[0] == ("| configuration | operators passed | cases passed | pass rate | L1 | L2 | L3 | L4 | geomean speedup | "
-                        "paired speedup vs no-memory | tokens | tokens / step |")
+    assert table[0] == (
+        "| configuration | operators passed | cases passed | pass rate | L1 | L2 | L3 | L4 | geomean speedup | "
+        "paired speedup vs no-memory | tokens | tokens / step |"
+    )
     # active: relu best = step 1 (2.0, 1.8), softmax (1.1, 1.3), gemm_bias_relu has no attempt (3 failed cases)
     # geomean (2*1.8*1.1*1.3)^(1/4) = 1.506; paired on relu.a, softmax.a, softmax.b: (2/1.2 * 1.1/1 * 1.3/0.5)^(1/3) = 1.683
-    assert table[2] == "| active | 2/3 | 4/7 | 57.1% | 100.0% | 0.0% | - | - | 1.51x (n=4) | 1.68x (n=3) | 8,900 | 2,967 |"
+    assert (
+        table[2] == "| active | 2/3 | 4/7 | 57.1% | 100.0% | 0.0% | - | - | 1.51x (n=4) | 1.68x (n=3) | 8,900 | 2,967 |"
+    )
     # no-memory: relu 1 of 2 (1.2), softmax (1.0, 0.5), gemm_bias_relu missing; geomean 0.6^(1/3) = 0.843
-    assert table[3] == "| no-memory | 2/3 | 3/7 | 42.9% | 75.0% | 0.0% | - | - | 0.84x (n=3) | (baseline) | 5,850 | 2,925 |"
+    assert (
+        table[3]
+        == "| no-memory | 2/3 | 3/7 | 42.9% | 75.0% | 0.0% | - | - | 0.84x (n=3) | (baseline) | 5,850 | 2,925 |"
+    )
 
 
 def test_another_baseline_pairs_the_other_way_round():
@@ -55,7 +62,13 @@ def test_write_report_regenerates_byte_identical_files(tmp_path):
     bench_results.write(tmp_path / "b")
     first = write_report(tmp_path / "a", load_results(tmp_path / "a"))
     second = write_report(tmp_path / "b", load_results(tmp_path / "b"))
-    assert [p.name for p in first] == ["summary.md", "pass_rate.png", "speedup.png", "tokens_per_step.png", "memory_growth.png"]
+    assert [p.name for p in first] == [
+        "summary.md",
+        "pass_rate.png",
+        "speedup.png",
+        "tokens_per_step.png",
+        "memory_growth.png",
+    ]
     for a, b in zip(first, second):
         assert a.read_bytes() == b.read_bytes(), a.name
         assert a.stat().st_size > 0

@@ -20,7 +20,9 @@ def test_unknown_statement_raises(tmp_path):
 
 
 def test_multi_statement_files_split_on_semicolons(tmp_path):
-    (tmp_path / "s.cypher").write_text("// schema\nCREATE INDEX a IF NOT EXISTS FOR (n:A) ON (n.x);\n\nCREATE INDEX b IF NOT EXISTS FOR (n:B) ON (n.y);\n")
+    (tmp_path / "s.cypher").write_text(
+        "// schema\nCREATE INDEX a IF NOT EXISTS FOR (n:A) ON (n.x);\n\nCREATE INDEX b IF NOT EXISTS FOR (n:B) ON (n.y);\n"
+    )
     catalog = CypherCatalog(tmp_path)
     assert catalog.statements("s") == [
         "CREATE INDEX a IF NOT EXISTS FOR (n:A) ON (n.x)",

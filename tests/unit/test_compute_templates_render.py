@@ -15,12 +15,34 @@ from harness.suite.kernel_templates import list_templates, template_for
 FAMILIES = ("matmul", "convolution", "fused", "block")
 COVERED = {
     "matmul": {"matmul", "batched_matmul", "matvec", "matmul_transposed_a", "tall_skinny_matmul", "linear"},
-    "convolution": {"conv2d", "conv2d_strided", "conv1d", "conv_transpose2d", "depthwise_conv2d", "max_pool2d",
-                    "avg_pool2d"},
-    "fused": {"gemm_bias_relu", "gemm_gelu_scale", "gemm_sigmoid_sum", "conv2d_bias_relu", "bias_scale_tanh",
-              "matmul_softmax", "residual_layer_norm"},
-    "block": {"mlp_block", "transformer_ffn", "rmsnorm_swiglu", "sdpa_attention", "multi_head_attention",
-              "transformer_layer", "lstm_cell", "gru_cell"},
+    "convolution": {
+        "conv2d",
+        "conv2d_strided",
+        "conv1d",
+        "conv_transpose2d",
+        "depthwise_conv2d",
+        "max_pool2d",
+        "avg_pool2d",
+    },
+    "fused": {
+        "gemm_bias_relu",
+        "gemm_gelu_scale",
+        "gemm_sigmoid_sum",
+        "conv2d_bias_relu",
+        "bias_scale_tanh",
+        "matmul_softmax",
+        "residual_layer_norm",
+    },
+    "block": {
+        "mlp_block",
+        "transformer_ffn",
+        "rmsnorm_swiglu",
+        "sdpa_attention",
+        "multi_head_attention",
+        "transformer_layer",
+        "lstm_cell",
+        "gru_cell",
+    },
 }
 TEMPLATES = [t for t in list_templates("cpu") if t.family in FAMILIES]
 

@@ -23,7 +23,7 @@ def test_defaults_point_at_the_local_server(tmp_path):
 
 
 def test_toml_overrides_defaults(tmp_path):
-    write_toml(tmp_path, '[server]\nbolt_port = 7999\n[context]\nwindow = 8000\n')
+    write_toml(tmp_path, "[server]\nbolt_port = 7999\n[context]\nwindow = 8000\n")
     config = load_config(environ={}, cwd=tmp_path)
     assert config.server.bolt_port == 7999
     assert config.context.window == 8000
@@ -31,14 +31,17 @@ def test_toml_overrides_defaults(tmp_path):
 
 
 def test_environment_overrides_toml(tmp_path):
-    write_toml(tmp_path, '[server]\nbolt_port = 7999\n')
+    write_toml(tmp_path, "[server]\nbolt_port = 7999\n")
     config = load_config(environ={"KOPE_NEO4J_BOLT_PORT": "7001"}, cwd=tmp_path)
     assert config.server.bolt_port == 7001
 
 
 def test_explicit_overrides_beat_environment(tmp_path):
-    config = load_config({"server.bolt_port": 7002, "data_dir": str(tmp_path / "d")},
-                         environ={"KOPE_NEO4J_BOLT_PORT": "7001"}, cwd=tmp_path)
+    config = load_config(
+        {"server.bolt_port": 7002, "data_dir": str(tmp_path / "d")},
+        environ={"KOPE_NEO4J_BOLT_PORT": "7001"},
+        cwd=tmp_path,
+    )
     assert config.server.bolt_port == 7002
     assert config.data_dir == tmp_path / "d"
 
@@ -83,7 +86,7 @@ def test_invalid_values_name_the_setting(tmp_path, environ, fragment):
 
 
 def test_unknown_key_in_toml_is_rejected(tmp_path):
-    write_toml(tmp_path, '[server]\nbolt_prot = 1\n')
+    write_toml(tmp_path, "[server]\nbolt_prot = 1\n")
     with pytest.raises(ConfigError, match="bolt_prot"):
         load_config(environ={}, cwd=tmp_path)
 

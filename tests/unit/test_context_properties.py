@@ -7,10 +7,19 @@ from kope.context.assemble import ContextAssembler
 from kope.context.hot import MAX_LEVEL, ContextBudgetError, build_hot, join_sections
 from tests.support.context_strategies import budget, history, hot_state, knowledge_docs, retrieval
 
-HOT_HEADINGS = ("## Objective", "## Task:", "## Cases", "## Target and hardware", "## Incumbent kernel",
-                "## Latest feedback", "## Your next step")
+HOT_HEADINGS = (
+    "## Objective",
+    "## Task:",
+    "## Cases",
+    "## Target and hardware",
+    "## Incumbent kernel",
+    "## Latest feedback",
+    "## Your next step",
+)
 KNOWLEDGE = knowledge_docs()
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 def assemble(state, b, policy, graph, hist):
@@ -18,7 +27,13 @@ def assemble(state, b, policy, graph, hist):
 
 
 @SETTINGS
-@given(state=hot_state(), b=budget(), policy=st.sampled_from(["active", "passive", "none"]), graph=retrieval(), hist=history())
+@given(
+    state=hot_state(),
+    b=budget(),
+    policy=st.sampled_from(["active", "passive", "none"]),
+    graph=retrieval(),
+    hist=history(),
+)
 def test_prompt_never_exceeds_the_budget_and_hot_is_complete_or_refused(state, b, policy, graph, hist):
     assembler = ContextAssembler(b)
     try:

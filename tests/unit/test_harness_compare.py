@@ -83,7 +83,12 @@ def test_tuples_compare_element_by_element():
 
 
 def test_half_precision_tolerances_are_looser_than_float32():
-    assert TOLERANCES[torch.bfloat16][0] > TOLERANCES[torch.float16][0] > TOLERANCES[torch.float32][0] > TOLERANCES[torch.float64][0]
+    assert (
+        TOLERANCES[torch.bfloat16][0]
+        > TOLERANCES[torch.float16][0]
+        > TOLERANCES[torch.float32][0]
+        > TOLERANCES[torch.float64][0]
+    )
     ref = torch.randn(1000).to(torch.bfloat16)
     assert compare_outputs((ref.float() * 1.004).to(torch.bfloat16), ref).ok
 

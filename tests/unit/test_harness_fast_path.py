@@ -35,7 +35,11 @@ def test_extern_c_declarations_are_parsed():
     assert set(fns) == {"scale_f32", "dot", "takes_pointer_pointer"}  # static is internal; macros need expansion
     scale = fns["scale_f32"]
     assert [p.pointer for p in scale.params] == [True, True, False, False]
-    assert scale.params[0].accepts == ("float32",) and scale.params[2].scalar == "c_int64" and scale.params[3].scalar == "c_float"
+    assert (
+        scale.params[0].accepts == ("float32",)
+        and scale.params[2].scalar == "c_int64"
+        and scale.params[3].scalar == "c_float"
+    )
     assert fns["dot"].returns == "c_double"
     assert "pointer to a pointer" in fns["takes_pointer_pointer"].unsupported
 
@@ -60,14 +64,20 @@ def test_second_compile_of_the_same_source_is_a_cache_hit():
     assert cpu.compile_cpp(SOURCE + "\n// changed\n").path != first.path
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda lib: lib.scale_f32(torch.randn(4, dtype=torch.float64), torch.empty(4), 4, 1.0), "needs a float32 tensor, got float64"),
-    (lambda lib: lib.scale_f32(torch.randn(4, 4).t(), torch.empty(16), 16, 1.0), "is not contiguous"),
-    (lambda lib: lib.scale_f32(torch.randn(4), torch.empty(4), 4), "takes 4 arguments"),
-    (lambda lib: lib.scale_f32("x", torch.empty(4), 4, 1.0), "needs a tensor, got str"),
-    (lambda lib: lib.scale_f32(torch.randn(4), torch.empty(4), torch.tensor(4), 1.0), "is a scalar, got a tensor"),
-    (lambda lib: lib.takes_pointer_pointer(None), "cannot be called from Python"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda lib: lib.scale_f32(torch.randn(4, dtype=torch.float64), torch.empty(4), 4, 1.0),
+            "needs a float32 tensor, got float64",
+        ),
+        (lambda lib: lib.scale_f32(torch.randn(4, 4).t(), torch.empty(16), 16, 1.0), "is not contiguous"),
+        (lambda lib: lib.scale_f32(torch.randn(4), torch.empty(4), 4), "takes 4 arguments"),
+        (lambda lib: lib.scale_f32("x", torch.empty(4), 4, 1.0), "needs a tensor, got str"),
+        (lambda lib: lib.scale_f32(torch.randn(4), torch.empty(4), torch.tensor(4), 1.0), "is a scalar, got a tensor"),
+        (lambda lib: lib.takes_pointer_pointer(None), "cannot be called from Python"),
+    ],
+)
 def test_bad_calls_raise_type_errors_naming_the_parameter(call, message):
     lib = cpu.compile_cpp(SOURCE)
     with pytest.raises(TypeError, match=message):
@@ -77,7 +87,7 @@ def test_bad_calls_raise_type_errors_naming_the_parameter(call, message):
 def test_unknown_function_lists_the_known_ones():
     lib = cpu.compile_cpp(SOURCE)
     with pytest.raises(AttributeError, match="found: dot, ones_f64, scale_f32, takes_pointer_pointer"):
-        lib.nope
+        _ = lib.nope
 
 
 def test_compiler_errors_carry_the_compiler_output():
@@ -92,10 +102,14 @@ def test_source_without_entry_points_is_a_compile_error():
 
 
 def test_compilation_has_its_own_timeout():
-    source = ('constexpr long long spin() { long long s = 0; for (long long i = 0; i < (1LL << 40); ++i) s += i % 7; return s; }\n'
-              'static_assert(spin() > 0, "");\nextern "C" void f(void) {}\n')
+    source = (
+        "constexpr long long spin() { long long s = 0; for (long long i = 0; i < (1LL << 40); ++i) s += i % 7; return s; }\n"
+        'static_assert(spin() > 0, "");\nextern "C" void f(void) {}\n'
+    )
     with pytest.raises(CompileError) as info:
-        cpu.compile_cpp(source, flags=["-fconstexpr-loop-limit=2147483647", "-fconstexpr-ops-limit=4611686018427387903"], timeout=2)
+        cpu.compile_cpp(
+            source, flags=["-fconstexpr-loop-limit=2147483647", "-fconstexpr-ops-limit=4611686018427387903"], timeout=2
+        )
     assert info.value.timed_out and "timed out after 2 s" in str(info.value)
 
 

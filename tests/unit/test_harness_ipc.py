@@ -34,8 +34,10 @@ def roundtrip(header, tensors, max_bytes=1 << 30):
     return result["msg"]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-                                   torch.uint8, torch.bool])
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8, torch.bool],
+)
 def test_tensors_round_trip_bit_exactly(dtype):
     t = (torch.randn(17, 5) * 10).to(dtype)
     header, (back,) = roundtrip({"op": "x", "n": 1}, [t])

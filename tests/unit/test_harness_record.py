@@ -6,23 +6,67 @@ import pytest
 
 from harness.record import CaseResult, GpuInfo, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
 
-CONTRACT_KEYS = {"schema", "status", "task", "family", "level", "target", "cases_total", "cases_passed", "speedup", "error_kind",
-                 "error_excerpt", "compile_time_s", "timings_valid", "threads", "duration_s", "hardware", "cases"}
+CONTRACT_KEYS = {
+    "schema",
+    "status",
+    "task",
+    "family",
+    "level",
+    "target",
+    "cases_total",
+    "cases_passed",
+    "speedup",
+    "error_kind",
+    "error_excerpt",
+    "compile_time_s",
+    "timings_valid",
+    "threads",
+    "duration_s",
+    "hardware",
+    "cases",
+}
 HARDWARE_KEYS = {"id", "class", "vendor", "arch", "cpu_model", "cores", "isa", "caches", "gpu"}
 CASE_KEYS = {"index", "name", "params", "passed", "error", "ref_ms", "cand_ms", "speedup"}
 
 
 def hardware(gpu=None):
-    return Hardware(id="cpu-3f9a1c2e", class_="x86_64-avx512", vendor="intel", arch="x86_64", cpu_model="Xeon", cores=2,
-                    isa=["avx2", "avx512f"], caches={"l1d": 49152, "l2": 2097152}, gpu=gpu)
+    return Hardware(
+        id="cpu-3f9a1c2e",
+        class_="x86_64-avx512",
+        vendor="intel",
+        arch="x86_64",
+        cpu_model="Xeon",
+        cores=2,
+        isa=["avx2", "avx512f"],
+        caches={"l1d": 49152, "l2": 2097152},
+        gpu=gpu,
+    )
 
 
 def outcome(**kw):
-    base = dict(status=Status.CORRECT, task="softmax", family="normalization", level=1, target="cpu", cases_total=2,
-                cases_passed=2, speedup=1.5, error_kind=None, error_excerpt=None, compile_time_s=0.9, timings_valid=True,
-                threads=2, duration_s=4.2, hardware=hardware(),
-                cases=[CaseResult(0, "a", {"dim": 3}, True, None, TimingStats(3.0, 0.1, 0.02, 40), TimingStats(2.0, 0.1, 0.03, 60), 1.5),
-                       CaseResult(1, "b", {}, False, "not run")])
+    base = dict(
+        status=Status.CORRECT,
+        task="softmax",
+        family="normalization",
+        level=1,
+        target="cpu",
+        cases_total=2,
+        cases_passed=2,
+        speedup=1.5,
+        error_kind=None,
+        error_excerpt=None,
+        compile_time_s=0.9,
+        timings_valid=True,
+        threads=2,
+        duration_s=4.2,
+        hardware=hardware(),
+        cases=[
+            CaseResult(
+                0, "a", {"dim": 3}, True, None, TimingStats(3.0, 0.1, 0.02, 40), TimingStats(2.0, 0.1, 0.03, 60), 1.5
+            ),
+            CaseResult(1, "b", {}, False, "not run"),
+        ],
+    )
     base.update(kw)
     return Outcome(**base)
 
@@ -45,7 +89,9 @@ def test_absent_values_are_null_not_minus_one():
 
 def test_outcome_round_trips_through_json():
     gpu = GpuInfo(name="H100", compute_capability="9.0", sms=132, memory_bytes=80 << 30)
-    original = outcome(status=Status.INCORRECT, error_kind="incorrect:mismatch", error_excerpt="x", hardware=hardware(gpu))
+    original = outcome(
+        status=Status.INCORRECT, error_kind="incorrect:mismatch", error_excerpt="x", hardware=hardware(gpu)
+    )
     again = Outcome.from_json(original.to_json())
     assert again.to_dict() == original.to_dict()
 

@@ -63,7 +63,10 @@ def test_a_case_sets_module_globals_on_a_fresh_module(tmp_path):
 
 
 def test_apply_case_hook_replaces_global_overrides(tmp_path):
-    text = GOOD.replace("def get_init_inputs():", "SEEN = []\ndef apply_case(case):\n    SEEN.append(case['name'])\n    global rows\n    rows = 11\n\ndef get_init_inputs():")
+    text = GOOD.replace(
+        "def get_init_inputs():",
+        "SEEN = []\ndef apply_case(case):\n    SEEN.append(case['name'])\n    global rows\n    rows = 11\n\ndef get_init_inputs():",
+    )
     task = load_task(write(tmp_path, text))
     module = task.module_for_case(task.cases[1])
     assert module.SEEN == ["f64-3x5"] and module.rows == 11 and module.cols == 8
@@ -82,20 +85,29 @@ def test_read_task_info_matches_load_without_running_the_file(tmp_path):
     assert info.operator == "scaled_relu" and len(info.cases) == 2
 
 
-@pytest.mark.parametrize("edit, message", [
-    (("class Model(nn.Module):", "class Modle(nn.Module):"), "no `Model` defined at module level"),
-    (("def get_inputs():", "def get_input():"), "no `get_inputs()` defined"),
-    (("def get_init_inputs():", "def get_init():"), "no `get_init_inputs()` defined"),
-    (('FAMILY = "elementwise"', 'FAMILY = "activation"'), "FAMILY (line 6) must be one of elementwise"),
-    (("LEVEL = 1", "LEVEL = 7"), "LEVEL (line 7) must be an integer from 1 to 4"),
-    (('OPERATOR = "scaled_relu"', 'OPERATOR = "Scaled ReLU"'), "OPERATOR (line 5) must be a snake_case string"),
-    (('DTYPE = "float32"', 'DTYPE = "float33"'), "DTYPE (line 9) must name a torch dtype"),
-    (('{"name": "4x8", "rows": 4, "cols": 8}', '{"rows": 4, "cols": 8}'), "CASES[0] (line 14) needs a non-empty string 'name'"),
-    (('"name": "f64-3x5"', '"name": "4x8"'), "CASES[1] (line 15) repeats the case name '4x8'"),
-    (('"rows": 3, "cols": 5', '"rowz": 3, "cols": 5'), "CASES[1] (line 15) sets 'rowz', which is not a module-level name of the task (did you mean 'rows'?)"),
-    (('"DTYPE": "float64"', '"DTYPE": "double64"'), "CASES[1] (line 15) sets DTYPE to 'double64'"),
-    (("CASES = [", "CASES = [] and ["), "CASES (line 13) must be a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("class Model(nn.Module):", "class Modle(nn.Module):"), "no `Model` defined at module level"),
+        (("def get_inputs():", "def get_input():"), "no `get_inputs()` defined"),
+        (("def get_init_inputs():", "def get_init():"), "no `get_init_inputs()` defined"),
+        (('FAMILY = "elementwise"', 'FAMILY = "activation"'), "FAMILY (line 6) must be one of elementwise"),
+        (("LEVEL = 1", "LEVEL = 7"), "LEVEL (line 7) must be an integer from 1 to 4"),
+        (('OPERATOR = "scaled_relu"', 'OPERATOR = "Scaled ReLU"'), "OPERATOR (line 5) must be a snake_case string"),
+        (('DTYPE = "float32"', 'DTYPE = "float33"'), "DTYPE (line 9) must name a torch dtype"),
+        (
+            ('{"name": "4x8", "rows": 4, "cols": 8}', '{"rows": 4, "cols": 8}'),
+            "CASES[0] (line 14) needs a non-empty string 'name'",
+        ),
+        (('"name": "f64-3x5"', '"name": "4x8"'), "CASES[1] (line 15) repeats the case name '4x8'"),
+        (
+            ('"rows": 3, "cols": 5', '"rowz": 3, "cols": 5'),
+            "CASES[1] (line 15) sets 'rowz', which is not a module-level name of the task (did you mean 'rows'?)",
+        ),
+        (('"DTYPE": "float64"', '"DTYPE": "double64"'), "CASES[1] (line 15) sets DTYPE to 'double64'"),
+        (("CASES = [", "CASES = [] and ["), "CASES (line 13) must be a non-empty list"),
+    ],
+)
 def test_bad_task_files_get_a_precise_message(tmp_path, edit, message):
     path = write(tmp_path, GOOD.replace(*edit))
     with pytest.raises(TaskFormatError) as info:

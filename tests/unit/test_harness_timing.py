@@ -35,8 +35,15 @@ def test_reference_and_candidate_alternate_on_fresh_inputs():
         return x + 1
 
     timer = FakeTimer()
-    result = measure(ref, cand, lambda rep: [torch.full((4,), float(rep))], ([], []), timer,
-                     Budget(warmup_ms=0, rep_ms=1e-6, min_reps=4, max_reps=4), keep={2})
+    result = measure(
+        ref,
+        cand,
+        lambda rep: [torch.full((4,), float(rep))],
+        ([], []),
+        timer,
+        Budget(warmup_ms=0, rep_ms=1e-6, min_reps=4, max_reps=4),
+        keep={2},
+    )
     timed = calls[2:]  # after one warm-up call of each
     assert timed == ["ref", "cand", "cand", "ref", "ref", "cand", "cand", "ref"]
     assert seen_inputs[1:] == [0.0, 1.0, 2.0, 3.0]  # a new input set for every repetition
@@ -50,8 +57,15 @@ def test_repetitions_stop_at_the_time_budget():
         time.sleep(0.002)
         return x
 
-    result = measure(slow, slow, lambda rep: [torch.zeros(1)], ([], []), FakeTimer(),
-                     Budget(warmup_ms=0, rep_ms=20, min_reps=2, max_reps=1000), keep=set())
+    result = measure(
+        slow,
+        slow,
+        lambda rep: [torch.zeros(1)],
+        ([], []),
+        FakeTimer(),
+        Budget(warmup_ms=0, rep_ms=20, min_reps=2, max_reps=1000),
+        keep=set(),
+    )
     assert 5 <= len(result.cand_ms) <= 15
 
 
@@ -60,8 +74,15 @@ def test_min_reps_are_run_even_for_slow_calls():
         time.sleep(0.02)
         return x
 
-    result = measure(slow, slow, lambda rep: [torch.zeros(1)], ([], []), FakeTimer(),
-                     Budget(warmup_ms=0, rep_ms=1, min_reps=3, max_reps=10), keep=set())
+    result = measure(
+        slow,
+        slow,
+        lambda rep: [torch.zeros(1)],
+        ([], []),
+        FakeTimer(),
+        Budget(warmup_ms=0, rep_ms=1, min_reps=3, max_reps=10),
+        keep=set(),
+    )
     assert len(result.ref_ms) == 3
 
 

@@ -4,13 +4,13 @@ import pytest
 
 from harness.suite import kernel_templates as kt
 
-GOOD = '''
+GOOD = """
 FAMILY = "elementwise"
 OPERATORS = ["relu"]
 KNOBS = [{"name": "block", "values": [64, 256], "default": 256, "layer": "tiling", "doc": "elements per chunk"}]
 def render(operator, settings):
     return f"# block={settings['block']}\\nclass ModelNew: pass\\n"
-'''
+"""
 
 
 @pytest.fixture

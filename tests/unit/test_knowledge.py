@@ -33,7 +33,9 @@ def write_doc(folder: Path, name: str = "doc.md", body: str = "Some advice.\n", 
 
 
 def make_doc(doc_id, families, targets=("cpu",), layers=("other",), hardware=()):
-    return KnowledgeDoc(doc_id, doc_id, tuple(targets), tuple(families), tuple(layers), tuple(hardware), "body", Path(doc_id))
+    return KnowledgeDoc(
+        doc_id, doc_id, tuple(targets), tuple(families), tuple(layers), tuple(hardware), "body", Path(doc_id)
+    )
 
 
 # --- the shipped documents -------------------------------------------------
@@ -68,7 +70,10 @@ def test_every_target_and_family_has_an_applicable_document(shipped):
 def test_every_target_has_a_family_specific_document_for_matmul_conv_and_reductions(shipped):
     for target in TARGETS:
         for family in ("matmul", "convolution", "reduction", "normalization", "elementwise", "fused"):
-            assert any(score >= SCORE_EXACT_FAMILY for _, score in select_knowledge(shipped, target, family)), (target, family)
+            assert any(score >= SCORE_EXACT_FAMILY for _, score in select_knowledge(shipped, target, family)), (
+                target,
+                family,
+            )
 
 
 def test_correctness_note_applies_everywhere(shipped):
@@ -105,7 +110,8 @@ def test_an_edited_or_added_document_is_reloaded(tmp_path):
     write_doc(tmp_path, "a.md", id="K-alpha", title="A retitled document")
     write_doc(tmp_path, "b.md", id="K-beta")
     assert [(d.id, d.title) for d in load_knowledge(tmp_path)] == [
-        ("K-alpha", "A retitled document"), ("K-beta", "A test document"),
+        ("K-alpha", "A retitled document"),
+        ("K-beta", "A test document"),
     ]
 
 
@@ -149,7 +155,9 @@ def test_matching_layer_and_hardware_add_to_the_score():
         make_doc("K-layer", ["all"], layers=["tiling"]),
         make_doc("K-both", ["all"], layers=["tiling"], hardware=["x86_64"]),
     ]
-    scores = {d.id: s for d, s in select_knowledge(docs, "cpu", "matmul", layer="tiling", hardware_class="x86_64-avx512")}
+    scores = {
+        d.id: s for d, s in select_knowledge(docs, "cpu", "matmul", layer="tiling", hardware_class="x86_64-avx512")
+    }
     assert scores["K-both"] > scores["K-layer"] > scores["K-plain"]
 
 

@@ -35,14 +35,22 @@ def test_grass_styles_every_label_with_a_colour_and_a_caption():
 def test_guide_server_sends_cors_headers_and_answers_the_preflight():
     server = GuideServer("default").start()
     try:
-        pre = urllib.request.Request(server.guide_url, method="OPTIONS",
-                                     headers={"Origin": "http://127.0.0.1:7474", "Access-Control-Request-Method": "GET",
-                                              "Access-Control-Request-Headers": "pragma,cache-control"})
+        pre = urllib.request.Request(
+            server.guide_url,
+            method="OPTIONS",
+            headers={
+                "Origin": "http://127.0.0.1:7474",
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Headers": "pragma,cache-control",
+            },
+        )
         with urllib.request.urlopen(pre, timeout=5) as response:
             assert response.status == 204
             assert response.headers["Access-Control-Allow-Origin"] == "*"
             assert "pragma" in response.headers["Access-Control-Allow-Headers"]
-        get = urllib.request.Request(server.guide_url, headers={"Origin": "http://127.0.0.1:7474", "pragma": "no-cache"})
+        get = urllib.request.Request(
+            server.guide_url, headers={"Origin": "http://127.0.0.1:7474", "pragma": "no-cache"}
+        )
         with urllib.request.urlopen(get, timeout=5) as response:
             assert response.headers["Access-Control-Allow-Origin"] == "*"
             assert b"<slide" in response.read()

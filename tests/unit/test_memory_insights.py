@@ -4,9 +4,16 @@ from kope.memory.insights import MIN_SUPPORT, build_insights
 
 
 def failures(n, kind="compile_error", hw_class="x86_64-avx2"):
-    return {"family": "normalization", "hw_class": hw_class, "error_kind": kind, "outcomes": [f"ns/o{i}" for i in range(n)],
-            "layers": ["vectorization"] * n, "operators": ["softmax"], "hardware": ["hw-1"],
-            "latest_excerpt": "\nerror: unknown type name '__m512'\n  at kernel.cpp:3"}
+    return {
+        "family": "normalization",
+        "hw_class": hw_class,
+        "error_kind": kind,
+        "outcomes": [f"ns/o{i}" for i in range(n)],
+        "layers": ["vectorization"] * n,
+        "operators": ["softmax"],
+        "hardware": ["hw-1"],
+        "latest_excerpt": "\nerror: unknown type name '__m512'\n  at kernel.cpp:3",
+    }
 
 
 TOTALS = [{"family": "normalization", "hw_class": "x86_64-avx2", "layer": "vectorization", "attempts": 10}]
@@ -28,8 +35,18 @@ def test_a_single_failure_is_not_a_rule():
 
 
 def test_distillation_is_deterministic():
-    eff = [{"family": "normalization", "hw_class": "x86_64-avx2", "layer": "vectorization", "outcomes": ["ns/a", "ns/b"],
-            "ratios": [1.4, 1.1], "titles": ["8-wide loads", "unroll"], "operators": ["softmax"], "hardware": ["hw-1"]}]
+    eff = [
+        {
+            "family": "normalization",
+            "hw_class": "x86_64-avx2",
+            "layer": "vectorization",
+            "outcomes": ["ns/a", "ns/b"],
+            "ratios": [1.4, 1.1],
+            "titles": ["8-wide loads", "unroll"],
+            "operators": ["softmax"],
+            "hardware": ["hw-1"],
+        }
+    ]
     first = build_insights("ns", [failures(3)], eff, TOTALS)
     assert first == build_insights("ns", [failures(3)], eff, TOTALS)
     pattern = next(r for r in first if r["props"]["kind"] == "pattern")

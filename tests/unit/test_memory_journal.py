@@ -55,8 +55,13 @@ def test_concurrent_appends_from_processes_never_interleave(tmp_path):
 def test_markdown_block_says_strategy_change_status_measurements_and_interpretation():
     child = synthetic.attempt("r", 1, "softmax", parent="r:s0", speedup=1.2, title="unroll by 4")
     text = attempt_block(child, parent_a=1.0, parent_known=True)
-    for heading in ("**Strategy** (vectorization): unroll by 4", "**Change**: from `r:s0`", "**Status**: correct, 4/4",
-                    "**Measurements**: speedup 1.200x", "**Interpretation**: correct, 1.200x the reference; r = 1.200 vs parent -> effective"):
+    for heading in (
+        "**Strategy** (vectorization): unroll by 4",
+        "**Change**: from `r:s0`",
+        "**Status**: correct, 4/4",
+        "**Measurements**: speedup 1.200x",
+        "**Interpretation**: correct, 1.200x the reference; r = 1.200 vs parent -> effective",
+    ):
         assert heading in text
     failed = synthetic.attempt("r", 2, "softmax", parent="r:s0", status="compile_error")
     assert "not usable (compile_error): a = 0, r = 0, label negative" in attempt_block(failed, 1.0, True)

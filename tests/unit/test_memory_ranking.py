@@ -7,10 +7,34 @@ import pytest
 from kope.memory.ranking import RankingWeights, RankQuery, diversify, rank_naively, relevance
 
 
-def row(id, operator="softmax", family="normalization", hw_id="hw-a", hw_class="x86_64-avx2", vendor="intel",
-        layer="tiling", error_kind=None, label="effective", d=1.0, conf=1.0, parent_id=None):
-    return dict(id=id, operator=operator, family=family, hw_id=hw_id, hw_class=hw_class, vendor=vendor, layer=layer,
-                error_kind=error_kind, label=label, d=d, conf=conf, parent_id=parent_id)
+def row(
+    id,
+    operator="softmax",
+    family="normalization",
+    hw_id="hw-a",
+    hw_class="x86_64-avx2",
+    vendor="intel",
+    layer="tiling",
+    error_kind=None,
+    label="effective",
+    d=1.0,
+    conf=1.0,
+    parent_id=None,
+):
+    return dict(
+        id=id,
+        operator=operator,
+        family=family,
+        hw_id=hw_id,
+        hw_class=hw_class,
+        vendor=vendor,
+        layer=layer,
+        error_kind=error_kind,
+        label=label,
+        d=d,
+        conf=conf,
+        parent_id=parent_id,
+    )
 
 
 Q = RankQuery("softmax", "normalization", "hw-a", "x86_64-avx2", "intel", "tiling", "compile_error")
@@ -30,13 +54,21 @@ def test_operator_tier_dominates_hardware_and_bonuses():
 
 
 def test_hardware_tiers_order_same_machine_class_vendor_other():
-    rows = [row("d", hw_id="x", hw_class="arm", vendor="arm"), row("c", hw_id="x", hw_class="avx512"),
-            row("b", hw_id="x"), row("a")]
+    rows = [
+        row("d", hw_id="x", hw_class="arm", vendor="arm"),
+        row("c", hw_id="x", hw_class="avx512"),
+        row("b", hw_id="x"),
+        row("a"),
+    ]
     assert [r["id"] for r in rank_naively(rows, Q, 4)] == ["a", "b", "c", "d"]
 
 
 def test_inside_a_tier_labels_come_before_downstream_score():
-    rows = [row("neg", label="negative", d=9.0), row("eff", label="effective", d=0.1), row("part", label="partial", d=5.0)]
+    rows = [
+        row("neg", label="negative", d=9.0),
+        row("eff", label="effective", d=0.1),
+        row("part", label="partial", d=5.0),
+    ]
     assert [r["id"] for r in rank_naively(rows, Q, 3)] == ["eff", "part", "neg"]
 
 

@@ -29,13 +29,16 @@ def test_a_typed_record_with_to_dict_is_accepted():
     assert parse_outcome(HarnessRecord()).speedup == 1.7
 
 
-@pytest.mark.parametrize(("change", "fragment"), [
-    ({"status": "great"}, "status"),
-    ({"cases_passed": 9}, "cases_passed (9) exceeds cases_total"),
-    ({"speedup": -1.0}, "speedup"),
-    ({"surprise": 1}, "surprise: Extra inputs are not permitted"),
-    ({"hardware": {"id": "x"}}, "hardware.class"),
-])
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"status": "great"}, "status"),
+        ({"cases_passed": 9}, "cases_passed (9) exceeds cases_total"),
+        ({"speedup": -1.0}, "speedup"),
+        ({"surprise": 1}, "surprise: Extra inputs are not permitted"),
+        ({"hardware": {"id": "x"}}, "hardware.class"),
+    ],
+)
 def test_a_bad_outcome_is_one_clear_error(change, fragment):
     data = {**contract_dict(), **change}
     with pytest.raises(InvalidRecordError, match="invalid outcome record") as info:

@@ -5,10 +5,19 @@ import pytest
 from kope.memory import scoring, synthetic
 
 
-@pytest.mark.parametrize(("r", "label"), [
-    (1.05, "effective"), (1.0499999, "partial"), (1.0, "partial"), (0.9999, "ineffective"),
-    (0.85, "ineffective"), (0.8499, "negative"), (0.0, "negative"), (3.0, "effective"),
-])
+@pytest.mark.parametrize(
+    ("r", "label"),
+    [
+        (1.05, "effective"),
+        (1.0499999, "partial"),
+        (1.0, "partial"),
+        (0.9999, "ineffective"),
+        (0.85, "ineffective"),
+        (0.8499, "negative"),
+        (0.0, "negative"),
+        (3.0, "effective"),
+    ],
+)
 def test_label_thresholds_for_correct_outcomes(r, label):
     assert scoring.label_for(r, correct=True) == label
 

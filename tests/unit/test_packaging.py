@@ -14,7 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_wheel_contains_cypher_and_docker(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     wheel = next(tmp_path.glob("kope-*.whl"))
@@ -29,7 +31,9 @@ def test_wheel_contains_cypher_and_docker(tmp_path):
     for name in knowledge:
         assert f"kope/knowledge/{name}" in names, name
     assert any(n.startswith("harness/") for n in names)
-    assert "harness/suite/tasks/normalization/softmax.py" in names and "harness/suite/candidates/cpu/softmax.py" in names
+    assert (
+        "harness/suite/tasks/normalization/softmax.py" in names and "harness/suite/candidates/cpu/softmax.py" in names
+    )
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kope = kope.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -37,19 +41,41 @@ def test_wheel_contains_cypher_and_docker(tmp_path):
 @pytest.mark.slow
 def test_installed_wheel_loads_its_own_cypher(tmp_path):
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "w"), str(REPO)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "w"),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next((tmp_path / "w").glob("kope-*.whl"))
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert install.returncode == 0, install.stderr[-2000:]
     probe = subprocess.run(
-        [sys.executable, "-c", "from kope.db.catalog import default_catalog as c; print(c().root); print(len(c().names()))"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+        [
+            sys.executable,
+            "-c",
+            "from kope.db.catalog import default_catalog as c; print(c().root); print(len(c().names()))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
     )
     assert probe.returncode == 0, probe.stderr
     root, count = probe.stdout.split()

@@ -1,6 +1,13 @@
 """The response protocol parser: robust to common deviations, explicit about failures."""
 
-from kope.context.protocol import LAYERS, PROTOCOL_TEXT, FormatProblem, ProposedDecision, normalize_layer, parse_response
+from kope.context.protocol import (
+    LAYERS,
+    PROTOCOL_TEXT,
+    FormatProblem,
+    ProposedDecision,
+    normalize_layer,
+    parse_response,
+)
 
 CODE = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
 
@@ -10,7 +17,9 @@ def reply(header: str, code: str = CODE, lang: str = "python") -> str:
 
 
 def test_well_formed_response_is_parsed():
-    text = reply("DECISION\ntitle: Split rows over threads\nlayer: parallelization\nrationale: rows are independent.\nevidence: D-1, I-2\nEND DECISION")
+    text = reply(
+        "DECISION\ntitle: Split rows over threads\nlayer: parallelization\nrationale: rows are independent.\nevidence: D-1, I-2\nEND DECISION"
+    )
     parsed = parse_response(text)
     assert isinstance(parsed, ProposedDecision)
     assert parsed.title == "Split rows over threads"
@@ -20,7 +29,9 @@ def test_well_formed_response_is_parsed():
 
 
 def test_markdown_decorated_keys_and_missing_end_are_accepted():
-    text = reply("## DECISION\n**Title:** Tile by 64\n**Layer**: Blocking\n**Rationale**: fits L2.\nmore reasoning here\n**Evidence**: none")
+    text = reply(
+        "## DECISION\n**Title:** Tile by 64\n**Layer**: Blocking\n**Rationale**: fits L2.\nmore reasoning here\n**Evidence**: none"
+    )
     parsed = parse_response(text)
     assert isinstance(parsed, ProposedDecision)
     assert parsed.layer == "tiling" and parsed.evidence == ()

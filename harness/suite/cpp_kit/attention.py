@@ -20,16 +20,20 @@ probabilities before the P V product as PyTorch's CPU kernel does.
 from __future__ import annotations
 
 ALGORITHMS = {"two_pass": 0, "online": 1}
-ALGORITHM_DOC = ("'two_pass': all of a query block's scores, then softmax, then P V; 'online': key blocks "
-                 "with a running max/sum and a rescaled output accumulator (flash attention)")
+ALGORITHM_DOC = (
+    "'two_pass': all of a query block's scores, then softmax, then P V; 'online': key blocks "
+    "with a running max/sum and a rescaled output accumulator (flash attention)"
+)
 
 
 def defines(algorithm: str, tiles: str, parallel: str, round_p: bool) -> str:
     bq, bk = (int(x) for x in tiles.split("x"))
-    return (f"#define KOPE_ATTN_ALGO {ALGORITHMS[algorithm]}  // algorithm={algorithm}\n"
-            f"#define KOPE_ROUND_P {int(round_p)}  // round bfloat16 probabilities as PyTorch's kernel\n"
-            f"#define KOPE_BQ {bq}  // attention tiles={tiles}\n#define KOPE_BK {bk}\n"
-            f"#define KOPE_ATTN_PAR {int(parallel == 'bhq')}  // parallel={parallel}\n")
+    return (
+        f"#define KOPE_ATTN_ALGO {ALGORITHMS[algorithm]}  // algorithm={algorithm}\n"
+        f"#define KOPE_ROUND_P {int(round_p)}  // round bfloat16 probabilities as PyTorch's kernel\n"
+        f"#define KOPE_BQ {bq}  // attention tiles={tiles}\n#define KOPE_BK {bk}\n"
+        f"#define KOPE_ATTN_PAR {int(parallel == 'bhq')}  // parallel={parallel}\n"
+    )
 
 
 ATTENTION = r"""

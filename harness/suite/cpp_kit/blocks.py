@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
-FUSION_DOC = ("'separate': normalisation, each GEMM and each epilogue as separate passes (the baseline); "
-              "'epilogue': bias/activation/residual applied to each GEMM tile before it is stored; "
-              "'epilogue_norm': also the normalisation, applied while the first GEMM packs its input rows")
+FUSION_DOC = (
+    "'separate': normalisation, each GEMM and each epilogue as separate passes (the baseline); "
+    "'epilogue': bias/activation/residual applied to each GEMM tile before it is stored; "
+    "'epilogue_norm': also the normalisation, applied while the first GEMM packs its input rows"
+)
 FUSION_VALUES = ["separate", "epilogue", "epilogue_norm"]
 
 BLOCKS = r"""

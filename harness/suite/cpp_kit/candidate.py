@@ -22,10 +22,12 @@ def entry_macro(name: str, params: str, body: str) -> str:
     lines += ["    " + line for line in body.strip("\n").splitlines()]
     lines.append("}")
     macro = " \\\n".join(lines)
-    return (f"{macro}\n"
-            f"ENTRY_{name.upper()}(f32, float, float)\n"
-            f"ENTRY_{name.upper()}(f64, double, double)\n"
-            f"ENTRY_{name.upper()}(bf16, bf16, uint16_t)\n")
+    return (
+        f"{macro}\n"
+        f"ENTRY_{name.upper()}(f32, float, float)\n"
+        f"ENTRY_{name.upper()}(f64, double, double)\n"
+        f"ENTRY_{name.upper()}(bf16, bf16, uint16_t)\n"
+    )
 
 
 CASTS = r"""
@@ -35,8 +37,10 @@ template <class T, class P> static inline T* wptr(P* p) { return reinterpret_cas
 
 
 def kernel_table(name: str) -> str:
-    return (f"_KERNELS = {{torch.float32: _lib.{name}_f32, torch.float64: _lib.{name}_f64, "
-            f"torch.bfloat16: _lib.{name}_bf16}}\n")
+    return (
+        f"_KERNELS = {{torch.float32: _lib.{name}_f32, torch.float64: _lib.{name}_f64, "
+        f"torch.bfloat16: _lib.{name}_bf16}}\n"
+    )
 
 
 def module(doc: str, cpp: str, body: str, *, extra_imports: str = "", vector_width: int | None = None) -> str:
@@ -44,11 +48,12 @@ def module(doc: str, cpp: str, body: str, *, extra_imports: str = "", vector_wid
     flags = f"{FLAGS!r}"
     if vector_width is not None:
         extra_imports = "import platform\n" + extra_imports
-        flags += (f" + ([\"-mprefer-vector-width={vector_width}\"] if platform.machine() in (\"x86_64\", \"AMD64\") "
-                  "else [])")
+        flags += f' + (["-mprefer-vector-width={vector_width}"] if platform.machine() in ("x86_64", "AMD64") else [])'
     imports = extra_imports + ("\n" if extra_imports else "")
-    return (f'"""{doc.strip()}\n"""\n\n'
-            f"{imports}import torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
-            f'_SOURCE = r"""{cpp}"""\n\n'
-            f"_lib = compile_cpp(_SOURCE, flags={flags})\n"
-            f"{body.strip()}\n")
+    return (
+        f'"""{doc.strip()}\n"""\n\n'
+        f"{imports}import torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
+        f'_SOURCE = r"""{cpp}"""\n\n'
+        f"_lib = compile_cpp(_SOURCE, flags={flags})\n"
+        f"{body.strip()}\n"
+    )

@@ -26,9 +26,11 @@ from harness.suite.cpp_kit.candidate import CASTS, entry_macro
 from harness.suite.cpp_kit.prelude import PRELUDE, isa_define
 
 ALGORITHMS = {"direct": 0, "im2col": 1, "implicit_gemm": 2}
-ALGORITHM_DOC = ("'direct' loops over taps (SIMD along output rows, MR output channels per task); 'im2col' "
-                 "writes the patch matrix then runs the GEMM; 'implicit_gemm' gathers patches while packing "
-                 "the GEMM's B panels")
+ALGORITHM_DOC = (
+    "'direct' loops over taps (SIMD along output rows, MR output channels per task); 'im2col' "
+    "writes the patch matrix then runs the GEMM; 'implicit_gemm' gathers patches while packing "
+    "the GEMM's B panels"
+)
 
 
 def defines(algorithm: str) -> str:
@@ -286,10 +288,12 @@ ENTRY = entry_macro(
     "conv2d",
     "const PT* x, const PT* w, const PT* bias, PT* y, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, "
     "int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PH, int64_t PW, int64_t OH, int64_t OW, int relu, "
-    "int fused", """
+    "int fused",
+    """
 ConvArgs<T> a{cptr<T>(x), cptr<T>(w), cptr<T>(bias), wptr<T>(y), N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW, relu};
 conv2d(a, fused != 0);
-""")
+""",
+)
 
 
 def source(settings: dict) -> str:
@@ -298,6 +302,13 @@ def source(settings: dict) -> str:
     Entry point ``conv2d_<f32|f64|bf16>(x, w, bias, y, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW, relu,
     fused)``: y = act(conv(x, w) + bias), act = ReLU when relu is 1; bias may be None.
     """
-    return (isa_define(settings["isa"]) + defines(settings["algorithm"])
-            + core.defines(settings["micro_kernel"], settings.get("tiles", "96x256x1024"), True, "mn")
-            + PRELUDE + core.GEMM + CONV + CASTS + ENTRY)
+    return (
+        isa_define(settings["isa"])
+        + defines(settings["algorithm"])
+        + core.defines(settings["micro_kernel"], settings.get("tiles", "96x256x1024"), True, "mn")
+        + PRELUDE
+        + core.GEMM
+        + CONV
+        + CASTS
+        + ENTRY
+    )

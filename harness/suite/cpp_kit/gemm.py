@@ -48,16 +48,24 @@ as a separate pass over it (the unfused baseline).
 
 from __future__ import annotations
 
-SUMMARY = ("C = A @ B by a packed, cache-blocked GEMM with a register-blocked micro-kernel (the knobs are the\n"
-           "#defines at the top of _SOURCE); shapes with one output row or column use matrix-vector kernels.\n"
-           "bfloat16 is computed in float32 and rounded once, to nearest even.")
-TILES_DOC = ("cache blocking MCxKCxNC: rows of A per L2 block, depth of the K block, columns of B per "
-             "packed block (rounded to the micro-kernel)")
-MICRO_DOC = ("register blocking of the micro-kernel: MR rows x NV SIMD vectors of C held in registers "
-             "(6x2 and 8x3 need 32 vector registers: AVX-512)")
-PARALLEL_DOC = ("OpenMP work split: 'm' = batch x row blocks (each thread sweeps all columns), 'mn' = batch x "
-                "row blocks x column blocks, 'mnk' = like 'mn' and splits K across threads when there are "
-                "fewer blocks than threads")
+SUMMARY = (
+    "C = A @ B by a packed, cache-blocked GEMM with a register-blocked micro-kernel (the knobs are the\n"
+    "#defines at the top of _SOURCE); shapes with one output row or column use matrix-vector kernels.\n"
+    "bfloat16 is computed in float32 and rounded once, to nearest even."
+)
+TILES_DOC = (
+    "cache blocking MCxKCxNC: rows of A per L2 block, depth of the K block, columns of B per "
+    "packed block (rounded to the micro-kernel)"
+)
+MICRO_DOC = (
+    "register blocking of the micro-kernel: MR rows x NV SIMD vectors of C held in registers "
+    "(6x2 and 8x3 need 32 vector registers: AVX-512)"
+)
+PARALLEL_DOC = (
+    "OpenMP work split: 'm' = batch x row blocks (each thread sweeps all columns), 'mn' = batch x "
+    "row blocks x column blocks, 'mnk' = like 'mn' and splits K across threads when there are "
+    "fewer blocks than threads"
+)
 PARALLEL_CODES = {"m": 0, "mn": 1, "mnk": 2}
 
 
@@ -65,14 +73,34 @@ def knob(name: str, isa_doc: str = "") -> dict:
     """The declaration of one of the GEMM knobs every GEMM-based template shares (micro_kernel, isa, tiles,
     parallel); ``isa_doc`` is the prelude's ISA_DOC (passed in: the prelude imports nothing from here)."""
     knobs = {
-        "micro_kernel": {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1",
-                         "layer": "instruction", "doc": MICRO_DOC},
-        "isa": {"name": "isa", "values": ["omp_simd", "avx2", "avx512"], "default": "omp_simd",
-                "layer": "vectorization", "doc": isa_doc},
-        "tiles": {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
-                  "layer": "tiling", "doc": TILES_DOC},
-        "parallel": {"name": "parallel", "values": ["m", "mn", "mnk"], "default": "m", "layer": "parallelization",
-                     "doc": PARALLEL_DOC},
+        "micro_kernel": {
+            "name": "micro_kernel",
+            "values": ["4x1", "6x2", "8x3"],
+            "default": "4x1",
+            "layer": "instruction",
+            "doc": MICRO_DOC,
+        },
+        "isa": {
+            "name": "isa",
+            "values": ["omp_simd", "avx2", "avx512"],
+            "default": "omp_simd",
+            "layer": "vectorization",
+            "doc": isa_doc,
+        },
+        "tiles": {
+            "name": "tiles",
+            "values": ["32x128x256", "96x256x1024", "192x384x3072"],
+            "default": "32x128x256",
+            "layer": "tiling",
+            "doc": TILES_DOC,
+        },
+        "parallel": {
+            "name": "parallel",
+            "values": ["m", "mn", "mnk"],
+            "default": "m",
+            "layer": "parallelization",
+            "doc": PARALLEL_DOC,
+        },
     }
     return dict(knobs[name])
 
@@ -81,10 +109,12 @@ def defines(micro_kernel: str, tiles: str, pack_a: bool, parallel: str) -> str:
     """The ``#define`` lines for one knob setting (micro_kernel "6x2", tiles "96x256x1024")."""
     mr, nv = (int(x) for x in micro_kernel.split("x"))
     mc, kc, nc = (int(x) for x in tiles.split("x"))
-    return (f"#define KOPE_MR {mr}  // micro_kernel={micro_kernel}\n#define KOPE_NV {nv}\n"
-            f"#define KOPE_MC {mc}  // tiles={tiles}\n#define KOPE_KC {kc}\n#define KOPE_NC {nc}\n"
-            f"#define KOPE_PACK_A {int(bool(pack_a))}  // pack_a={pack_a}\n"
-            f"#define KOPE_PARALLEL {PARALLEL_CODES[parallel]}  // parallel={parallel}\n")
+    return (
+        f"#define KOPE_MR {mr}  // micro_kernel={micro_kernel}\n#define KOPE_NV {nv}\n"
+        f"#define KOPE_MC {mc}  // tiles={tiles}\n#define KOPE_KC {kc}\n#define KOPE_NC {nc}\n"
+        f"#define KOPE_PACK_A {int(bool(pack_a))}  // pack_a={pack_a}\n"
+        f"#define KOPE_PARALLEL {PARALLEL_CODES[parallel]}  // parallel={parallel}\n"
+    )
 
 
 GEMM = r"""

@@ -17,9 +17,11 @@
 from __future__ import annotations
 
 ISA_BITS = {"omp_simd": 0, "avx2": 256, "avx512": 512}
-ISA_DOC = ("instruction set of the inner loops: 'omp_simd' leaves vectorisation to the compiler "
-           "(#pragma omp simd, 256-bit on this GCC), 'avx2'/'avx512' use intrinsics; a setting the "
-           "CPU lacks falls back to the next one down")
+ISA_DOC = (
+    "instruction set of the inner loops: 'omp_simd' leaves vectorisation to the compiler "
+    "(#pragma omp simd, 256-bit on this GCC), 'avx2'/'avx512' use intrinsics; a setting the "
+    "CPU lacks falls back to the next one down"
+)
 FLAGS = ["-ffp-contract=fast"]  # let the compiler fuse a*b+c into FMA in the omp_simd code too
 
 

@@ -222,15 +222,19 @@ def vector_pragma(width: int) -> str:
         raise ValueError(f"vector_width must be 256 or 512, got {width!r}")
     if width == 256:
         return "// vector_width=256: the compiler's default preference on this target\n"
-    return ("// vector_width=512: prefer 512-bit (zmm) vectors where the CPU has AVX-512\n"
-            "#if defined(__x86_64__) && defined(__AVX512F__)\n#pragma GCC target(\"prefer-vector-width=512\")\n#endif\n")
+    return (
+        "// vector_width=512: prefer 512-bit (zmm) vectors where the CPU has AVX-512\n"
+        '#if defined(__x86_64__) && defined(__AVX512F__)\n#pragma GCC target("prefer-vector-width=512")\n#endif\n'
+    )
 
 
 def describe(template: str, operator: str, settings: dict, lines: list[str]) -> str:
     """The candidate's docstring: what it is, the settings, and what each setting does here."""
     shown = ", ".join(f"{k}={v}" for k, v in settings.items())
     body = "\n".join(f"* {line}" for line in lines)
-    return f'"""{operator} on the CPU, rendered by the `{template}` kernel template.\n\nSettings: {shown}\n\n{body}\n"""'
+    return (
+        f'"""{operator} on the CPU, rendered by the `{template}` kernel template.\n\nSettings: {shown}\n\n{body}\n"""'
+    )
 
 
 def candidate(doc: str, source: str, vector_width: int, tables: str, model: str) -> str:
@@ -238,9 +242,11 @@ def candidate(doc: str, source: str, vector_width: int, tables: str, model: str)
     after its includes), kernel tables, ModelNew."""
     if not source.startswith(HEADERS):
         raise ValueError("a template's C++ source must start with HEADERS")
-    source = HEADERS + vector_pragma(vector_width) + source[len(HEADERS):]
-    return (f"{doc}\n\nimport torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
-            f"_lib = compile_cpp(r\"\"\"\n{source.strip()}\n\"\"\")\n\n{tables.strip()}\n\n\n{model.strip()}\n")
+    source = HEADERS + vector_pragma(vector_width) + source[len(HEADERS) :]
+    return (
+        f"{doc}\n\nimport torch\nimport torch.nn as nn\n\nfrom harness.cpu import compile_cpp\n\n"
+        f'_lib = compile_cpp(r"""\n{source.strip()}\n""")\n\n{tables.strip()}\n\n\n{model.strip()}\n'
+    )
 
 
 def kernel_table(name: str, entry: str, suffixes: list[str]) -> str:

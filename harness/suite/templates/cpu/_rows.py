@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 class Acc(NamedTuple):
     name: str
-    type: str    # C++ type of the accumulator
-    kind: str    # "+" (sum of term) or "max" (maximum of term)
-    term: str    # C++ expression of the loaded value v (and of variables in scope)
+    type: str  # C++ type of the accumulator
+    kind: str  # "+" (sum of term) or "max" (maximum of term)
+    term: str  # C++ expression of the loaded value v (and of variables in scope)
 
     @property
     def init(self) -> str:
@@ -50,8 +50,10 @@ def fold(accs: list[Acc], lanes: int, load: str, lo: str, hi: str, pre: str = ""
     if lanes == 1:
         clauses = " ".join(f"reduction({'+' if a.kind == '+' else 'max'} : {a.name})" for a in accs)
         body = "\n".join(a.update(a.name) for a in accs)
-        return (f"{decl}#pragma omp simd {clauses}\nfor (int64_t i = {lo}; i < {hi}; ++i) {{\n"
-                f"{indent(f'const C v = {load};' + chr(10) + extra_pre + body + extra_post, 4)}}}\n")
+        return (
+            f"{decl}#pragma omp simd {clauses}\nfor (int64_t i = {lo}; i < {hi}; ++i) {{\n"
+            f"{indent(f'const C v = {load};' + chr(10) + extra_pre + body + extra_post, 4)}}}\n"
+        )
     L = lanes
     parts = "".join(f"{a.type} {a.name}_l[{L}];\n" for a in accs)
     init = " ".join(f"{a.name}_l[l] = {a.init};" for a in accs)
@@ -61,12 +63,14 @@ def fold(accs: list[Acc], lanes: int, load: str, lo: str, hi: str, pre: str = ""
     merge = "".join(f"for (int l = 1; l < {L}; ++l) {a.name} = {a.combine(a.name, a.name + '_l[l]')};\n" for a in accs)
     lane = f"const int64_t i = i0 + l;\nconst C v = {load};\n{extra_pre}{lane_body}{extra_post}"
     tail = f"const C v = {load};\n{extra_pre}{tail_body}{extra_post}"
-    inner = (f"{parts}for (int l = 0; l < {L}; ++l) {{ {init} }}\n"
-             f"int64_t i0 = {lo};\n"
-             f"for (; i0 + {L} <= {hi}; i0 += {L}) {{  // {L} independent partial results\n"
-             f"    #pragma omp simd\n    for (int l = 0; l < {L}; ++l) {{\n{indent(lane, 8)}    }}\n}}\n"
-             f"for (int64_t i = i0; i < {hi}; ++i) {{\n{indent(tail, 4)}}}\n"
-             f"{first}{merge}")
+    inner = (
+        f"{parts}for (int l = 0; l < {L}; ++l) {{ {init} }}\n"
+        f"int64_t i0 = {lo};\n"
+        f"for (; i0 + {L} <= {hi}; i0 += {L}) {{  // {L} independent partial results\n"
+        f"    #pragma omp simd\n    for (int l = 0; l < {L}; ++l) {{\n{indent(lane, 8)}    }}\n}}\n"
+        f"for (int64_t i = i0; i < {hi}; ++i) {{\n{indent(tail, 4)}}}\n"
+        f"{first}{merge}"
+    )
     return f"{decl}{{\n{indent(inner, 4)}}}\n"
 
 
@@ -81,12 +85,18 @@ def row_driver(split_rows: str, args: str, call_args: str, row_output: bool) -> 
     ``row_output``: one output per row (logsumexp): emit gets ``y + r`` and is called once per row.
     """
     out_row = "y + r" if row_output else "y + r * n"
-    per_row = (f"const Part p = part_of<D>(x + r * n, {out_row}, 0, n{call_args});\n"
-               f"emit<D>(x + r * n, {out_row}, 0, n, n, p, p{call_args});")
-    simple = (f"#pragma omp parallel for schedule(static)\nfor (int64_t r = 0; r < rows; ++r) {{\n{indent(per_row, 4)}}}\n")
-    head = (f"template <typename D, typename C = typename D::C, typename S = typename D::S>\n"
-            f"static void run(const S* __restrict__ x, S* __restrict__ y, int64_t rows, int64_t n{args}) {{\n"
-            f"    using Part = PartT<C>;\n")
+    per_row = (
+        f"const Part p = part_of<D>(x + r * n, {out_row}, 0, n{call_args});\n"
+        f"emit<D>(x + r * n, {out_row}, 0, n, n, p, p{call_args});"
+    )
+    simple = (
+        f"#pragma omp parallel for schedule(static)\nfor (int64_t r = 0; r < rows; ++r) {{\n{indent(per_row, 4)}}}\n"
+    )
+    head = (
+        f"template <typename D, typename C = typename D::C, typename S = typename D::S>\n"
+        f"static void run(const S* __restrict__ x, S* __restrict__ y, int64_t rows, int64_t n{args}) {{\n"
+        f"    using Part = PartT<C>;\n"
+    )
     if split_rows == "never":
         return head + indent(simple, 4) + "}\n"
     emit_lo = "if (t == 0) " if row_output else ""
@@ -112,15 +122,30 @@ std::vector<Part> parts(omp_get_max_threads());
     return head + indent(split, 4) + "}\n"
 
 
-SPLIT_KNOB = {"name": "split_rows", "values": ["never", "few_rows"], "default": "never", "layer": "parallelization",
-              "doc": "never: one thread per row; few_rows: with fewer than two rows per thread, every row is split "
-                     "across all threads (slice statistics merged after a barrier)"}
-LANES_KNOB = {"name": "lanes", "values": [1, 16, 64], "default": 1, "layer": "unrolling",
-              "doc": "independent partial results per row reduction (1: one omp-simd reduction, the compiler's "
-                     "choice); more lanes hide the add latency"}
-VECTOR_KNOB = {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "instruction",
-               "doc": "SIMD width the compiler prefers (a GCC target pragma guarded by __AVX512F__): 512 uses zmm "
-                      "registers where the CPU has AVX-512 and is dropped elsewhere"}
+SPLIT_KNOB = {
+    "name": "split_rows",
+    "values": ["never", "few_rows"],
+    "default": "never",
+    "layer": "parallelization",
+    "doc": "never: one thread per row; few_rows: with fewer than two rows per thread, every row is split "
+    "across all threads (slice statistics merged after a barrier)",
+}
+LANES_KNOB = {
+    "name": "lanes",
+    "values": [1, 16, 64],
+    "default": 1,
+    "layer": "unrolling",
+    "doc": "independent partial results per row reduction (1: one omp-simd reduction, the compiler's "
+    "choice); more lanes hide the add latency",
+}
+VECTOR_KNOB = {
+    "name": "vector_width",
+    "values": [256, 512],
+    "default": 256,
+    "layer": "instruction",
+    "doc": "SIMD width the compiler prefers (a GCC target pragma guarded by __AVX512F__): 512 uses zmm "
+    "registers where the CPU has AVX-512 and is dropped elsewhere",
+}
 
 
 ONLINE_CHUNK = 1024  # elements per chunk of the online (one-sweep) max/sum: the chunk is re-read from L1
@@ -138,19 +163,32 @@ def softmax_stats(algorithm: str, lanes: int, store_exp: bool) -> str:
     mx = Acc("m", "C", "max", "v")
     if algorithm == "two_pass":
         sm = Acc("s", "C", "+", "e")
-        body = (fold([mx], lanes, load, "lo", "hi")
-                + fold([sm], lanes, load, "lo", "hi", pre="const C e = Math::exp(v - m);",
-                       post="y[i] = D::store(e);" if store_exp else "")
-                + "return Part{m, s};\n")
+        body = (
+            fold([mx], lanes, load, "lo", "hi")
+            + fold(
+                [sm],
+                lanes,
+                load,
+                "lo",
+                "hi",
+                pre="const C e = Math::exp(v - m);",
+                post="y[i] = D::store(e);" if store_exp else "",
+            )
+            + "return Part{m, s};\n"
+        )
     elif algorithm == "online":
-        chunk = (fold([Acc("cm", "C", "max", "v")], lanes, load, "c0", "c1")
-                 + "const C nm = cm > m ? cm : m;\n"
-                 + fold([Acc("cs", "C", "+", "Math::exp(v - nm)")], lanes, load, "c0", "c1")
-                 + "s = s * Math::exp(m - nm) + cs;  // rescale the running sum to the new maximum\nm = nm;\n")
-        body = (f"C m = -std::numeric_limits<C>::infinity(), s = 0;\n"
-                f"for (int64_t c0 = lo; c0 < hi; c0 += {ONLINE_CHUNK}) {{\n"
-                f"    const int64_t c1 = std::min<int64_t>(hi, c0 + {ONLINE_CHUNK});\n{indent(chunk, 4)}}}\n"
-                f"return Part{{m, s}};\n")
+        chunk = (
+            fold([Acc("cm", "C", "max", "v")], lanes, load, "c0", "c1")
+            + "const C nm = cm > m ? cm : m;\n"
+            + fold([Acc("cs", "C", "+", "Math::exp(v - nm)")], lanes, load, "c0", "c1")
+            + "s = s * Math::exp(m - nm) + cs;  // rescale the running sum to the new maximum\nm = nm;\n"
+        )
+        body = (
+            f"C m = -std::numeric_limits<C>::infinity(), s = 0;\n"
+            f"for (int64_t c0 = lo; c0 < hi; c0 += {ONLINE_CHUNK}) {{\n"
+            f"    const int64_t c1 = std::min<int64_t>(hi, c0 + {ONLINE_CHUNK});\n{indent(chunk, 4)}}}\n"
+            f"return Part{{m, s}};\n"
+        )
     else:
         raise ValueError(f"algorithm must be two_pass or online, got {algorithm!r}")
     return f"""
@@ -181,16 +219,26 @@ LOAD = "D::load(x[i])"
 def _moments_body(variance: str, lanes: int) -> str:
     """The body of part_of: (count, mean, M2) of the slice [lo, hi)."""
     if variance == "two_pass":
-        body = ("const A K = A(D::load(x[lo]));  // the mean sweep sums x - K: float sums stay small when |mean| >> std\n"
-                + fold([Acc("sum", "A", "+", "A(v) - K")], lanes, LOAD, "lo", "hi")
-                + "const A mean = K + sum / A(hi - lo);\n"
-                + fold([Acc("m2", "A", "+", "(A(v) - mean) * (A(v) - mean)")], lanes, LOAD, "lo", "hi")
-                + "return Part{A(hi - lo), mean, m2};\n")
+        body = (
+            "const A K = A(D::load(x[lo]));  // the mean sweep sums x - K: float sums stay small when |mean| >> std\n"
+            + fold([Acc("sum", "A", "+", "A(v) - K")], lanes, LOAD, "lo", "hi")
+            + "const A mean = K + sum / A(hi - lo);\n"
+            + fold([Acc("m2", "A", "+", "(A(v) - mean) * (A(v) - mean)")], lanes, LOAD, "lo", "hi")
+            + "return Part{A(hi - lo), mean, m2};\n"
+        )
     elif variance == "shifted":
-        body = ("const A K = A(D::load(x[lo]));  // shift by the first value: no cancellation when |mean| >> std\n"
-                + fold([Acc("s1", "A", "+", "A(v) - K"), Acc("s2", "A", "+", "(A(v) - K) * (A(v) - K)")], lanes, LOAD, "lo", "hi")
-                + "const A cnt = A(hi - lo);\n"
-                + "return Part{cnt, K + s1 / cnt, s2 - s1 * s1 / cnt};\n")
+        body = (
+            "const A K = A(D::load(x[lo]));  // shift by the first value: no cancellation when |mean| >> std\n"
+            + fold(
+                [Acc("s1", "A", "+", "A(v) - K"), Acc("s2", "A", "+", "(A(v) - K) * (A(v) - K)")],
+                lanes,
+                LOAD,
+                "lo",
+                "hi",
+            )
+            + "const A cnt = A(hi - lo);\n"
+            + "return Part{cnt, K + s1 / cnt, s2 - s1 * s1 / cnt};\n"
+        )
     elif variance == "welford":
         L = lanes
         body = f"""// Welford on x - K (K the slice's first value): the running means stay small, so their rounding
@@ -224,8 +272,6 @@ return p;
     else:
         raise ValueError(f"variance must be two_pass, shifted or welford, got {variance!r}")
     return body
-
-
 
 
 def moments(variance: str, lanes: int, acc: str, args: str = "") -> str:

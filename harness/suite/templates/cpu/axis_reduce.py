@@ -28,9 +28,9 @@ FAMILY = "reduction"
 
 
 class Fold(NamedTuple):
-    sum: bool       # a sum of map(v) (the `accumulate` knob applies), else a maximum
-    square: bool    # sum of squares
-    finish: str     # the accumulator a (double for sums, C for max) and R -> the output value in C
+    sum: bool  # a sum of map(v) (the `accumulate` knob applies), else a maximum
+    square: bool  # sum of squares
+    finish: str  # the accumulator a (double for sums, C for max) and R -> the output value in C
 
 
 FOLDS = {
@@ -45,20 +45,50 @@ BLOCK = 4096  # accumulate=float: values (contiguous) or rows (strided) summed i
 PREFETCH_ROWS = 8
 
 KNOBS = [
-    {"name": "lanes", "values": [1, 16, 64], "default": 1, "layer": "unrolling",
-     "doc": "independent partial results per contiguous row (1: one omp-simd reduction; argmax: a scalar loop); "
-            "more lanes hide the add/compare latency"},
-    {"name": "accumulate", "values": ["double", "float"], "default": "double", "layer": "algorithm",
-     "doc": "sums: double accumulators throughout, or the compute type (float for float32/16-bit: twice the SIMD "
-            f"lanes, no conversions) within blocks of {BLOCK} values whose totals are added in double"},
-    {"name": "tile", "values": [512, 128, 2048], "default": 512, "layer": "tiling",
-     "doc": "columns per work item when the reduced dimension is not the last (the accumulator tile stays in L1)"},
-    {"name": "schedule", "values": ["static", "dynamic"], "default": "static", "layer": "scheduling",
-     "doc": "OpenMP schedule of rows / column tiles over the threads (dynamic hands out chunks of ~16K elements)"},
-    {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "instruction",
-     "doc": "SIMD width the compiler prefers (a guarded GCC target pragma); 512 takes effect only with AVX-512"},
-    {"name": "prefetch", "values": ["off", "on"], "default": "off", "layer": "memory_layout",
-     "doc": "software-prefetch the tile 8 rows ahead in the strided (not-last-dimension) kernel"},
+    {
+        "name": "lanes",
+        "values": [1, 16, 64],
+        "default": 1,
+        "layer": "unrolling",
+        "doc": "independent partial results per contiguous row (1: one omp-simd reduction; argmax: a scalar loop); "
+        "more lanes hide the add/compare latency",
+    },
+    {
+        "name": "accumulate",
+        "values": ["double", "float"],
+        "default": "double",
+        "layer": "algorithm",
+        "doc": "sums: double accumulators throughout, or the compute type (float for float32/16-bit: twice the SIMD "
+        f"lanes, no conversions) within blocks of {BLOCK} values whose totals are added in double",
+    },
+    {
+        "name": "tile",
+        "values": [512, 128, 2048],
+        "default": 512,
+        "layer": "tiling",
+        "doc": "columns per work item when the reduced dimension is not the last (the accumulator tile stays in L1)",
+    },
+    {
+        "name": "schedule",
+        "values": ["static", "dynamic"],
+        "default": "static",
+        "layer": "scheduling",
+        "doc": "OpenMP schedule of rows / column tiles over the threads (dynamic hands out chunks of ~16K elements)",
+    },
+    {
+        "name": "vector_width",
+        "values": [256, 512],
+        "default": 256,
+        "layer": "instruction",
+        "doc": "SIMD width the compiler prefers (a guarded GCC target pragma); 512 takes effect only with AVX-512",
+    },
+    {
+        "name": "prefetch",
+        "values": ["off", "on"],
+        "default": "off",
+        "layer": "memory_layout",
+        "doc": "software-prefetch the tile 8 rows ahead in the strided (not-last-dimension) kernel",
+    },
 ]
 
 
@@ -67,17 +97,19 @@ def _schedule(s: dict, chunk: str) -> str:
 
 
 def _fold_source(f: Fold, s: dict) -> str:
-    blocked = f.sum and s["accumulate"] == "float"   # float partial sums per block, blocks added in double
-    t = "C" if blocked or not f.sum else "double"     # the type the inner loops accumulate in
-    acc = "double" if f.sum else "C"                  # the type of the finished accumulator `a`
+    blocked = f.sum and s["accumulate"] == "float"  # float partial sums per block, blocks added in double
+    t = "C" if blocked or not f.sum else "double"  # the type the inner loops accumulate in
+    acc = "double" if f.sum else "C"  # the type of the finished accumulator `a`
     term = (f"{t}(v) * {t}(v)" if f.square else f"{t}(v)") if f.sum else "v"
     inner = Acc("a", t, "+" if f.sum else "max", term)
     if blocked:
-        row = (f"double total = 0.0;\n"
-               f"for (int64_t b0 = 0; b0 < R; b0 += {BLOCK}) {{  // float sums per block, blocks added in double\n"
-               f"    const int64_t b1 = std::min<int64_t>(R, b0 + {BLOCK});\n"
-               + indent(fold([inner], s["lanes"], "D::load(p[i])", "b0", "b1") + "total += double(a);", 4)
-               + "}\nreturn total;")
+        row = (
+            f"double total = 0.0;\n"
+            f"for (int64_t b0 = 0; b0 < R; b0 += {BLOCK}) {{  // float sums per block, blocks added in double\n"
+            f"    const int64_t b1 = std::min<int64_t>(R, b0 + {BLOCK});\n"
+            + indent(fold([inner], s["lanes"], "D::load(p[i])", "b0", "b1") + "total += double(a);", 4)
+            + "}\nreturn total;"
+        )
     else:
         row = fold([inner], s["lanes"], "D::load(p[i])", "0", "R") + "return a;"
     update = inner.update("part[i]")
@@ -110,8 +142,9 @@ for (int64_t r = 0; r < R; ++r) {{
     }}
 }}
 const {t}* acc = part;"""
-    how = ("one omp-simd reduction" if s["lanes"] == 1 else f"{s['lanes']} partial results") + \
-        (f", float sums per {BLOCK}-value block added in double" if blocked else "")
+    how = ("one omp-simd reduction" if s["lanes"] == 1 else f"{s['lanes']} partial results") + (
+        f", float sums per {BLOCK}-value block added in double" if blocked else ""
+    )
     return f"""
 // One contiguous row of R values -> its accumulator ({how}).
 template <typename D, typename C = typename D::C, typename S = typename D::S>
@@ -149,9 +182,11 @@ def _prefetch(s: dict, spaces: int) -> str:
     """Statements prefetching the tile PREFETCH_ROWS rows ahead of `row` (strided kernels), indented."""
     if s["prefetch"] == "off":
         return ""
-    return indent(f"if (r + {PREFETCH_ROWS} < R)  // the same tile {PREFETCH_ROWS} rows ahead, one prefetch per cache line\n"
-                  f"    for (int64_t i = 0; i < len; i += 64 / int64_t(sizeof(S))) __builtin_prefetch(row + {PREFETCH_ROWS} * inner + i);",
-                  spaces)
+    return indent(
+        f"if (r + {PREFETCH_ROWS} < R)  // the same tile {PREFETCH_ROWS} rows ahead, one prefetch per cache line\n"
+        f"    for (int64_t i = 0; i < len; i += 64 / int64_t(sizeof(S))) __builtin_prefetch(row + {PREFETCH_ROWS} * inner + i);",
+        spaces,
+    )
 
 
 def _argmax_source(s: dict) -> str:
@@ -233,8 +268,10 @@ def _entries(operator: str) -> str:
     for suffix in SUFFIXES:
         trait, ctype, _ = DTYPE_ENTRIES[suffix]
         out = "int64_t" if operator == "argmax_dim" else ctype
-        lines.append(f'extern "C" void {operator}_{suffix}(const {ctype}* x, {out}* y, int64_t outer, int64_t R, int64_t inner) '
-                     f'{{ reduce<{trait}>(x, y, outer, R, inner); }}')
+        lines.append(
+            f'extern "C" void {operator}_{suffix}(const {ctype}* x, {out}* y, int64_t outer, int64_t R, int64_t inner) '
+            f"{{ reduce<{trait}>(x, y, outer, R, inner); }}"
+        )
     return "\n".join(lines)
 
 
@@ -266,23 +303,41 @@ def render(operator: str, settings: dict) -> str:
     s = settings
     body = _argmax_source(s) if operator == "argmax_dim" else _fold_source(FOLDS[operator], s)
     source = f"{HEADERS}{DTYPES}{body}\n{_entries(operator)}\n"
-    what = {"sum_dim": "sum (keepdim), accumulated in double", "mean_dim": "mean, accumulated in double",
-            "vector_norm": "sqrt of the sum of squares, accumulated in double", "max_dim": "maximum (exact)",
-            "argmax_dim": "index of the first maximum (int64)"}[operator]
+    what = {
+        "sum_dim": "sum (keepdim), accumulated in double",
+        "mean_dim": "mean, accumulated in double",
+        "vector_norm": "sqrt of the sum of squares, accumulated in double",
+        "max_dim": "maximum (exact)",
+        "argmax_dim": "index of the first maximum (int64)",
+    }[operator]
     lines = [
         f"{operator}: {what}; the input is viewed as (outer, R, inner)",
-        f"lanes={s['lanes']}: " + ("one omp-simd reduction per contiguous row" if s["lanes"] == 1 and operator != "argmax_dim"
-                                   else "a scalar loop per contiguous row" if s["lanes"] == 1
-                                   else f"{s['lanes']} independent partial results per contiguous row"),
-        f"accumulate={s['accumulate']}: " + ("not used (a maximum)" if operator in ("max_dim", "argmax_dim")
-                                             else "sums in double" if s["accumulate"] == "double"
-                                             else f"float sums per {BLOCK}-value block, blocks added in double"),
+        f"lanes={s['lanes']}: "
+        + (
+            "one omp-simd reduction per contiguous row"
+            if s["lanes"] == 1 and operator != "argmax_dim"
+            else "a scalar loop per contiguous row"
+            if s["lanes"] == 1
+            else f"{s['lanes']} independent partial results per contiguous row"
+        ),
+        f"accumulate={s['accumulate']}: "
+        + (
+            "not used (a maximum)"
+            if operator in ("max_dim", "argmax_dim")
+            else "sums in double"
+            if s["accumulate"] == "double"
+            else f"float sums per {BLOCK}-value block, blocks added in double"
+        ),
         f"tile={s['tile']}: columns per work item when the reduced dimension is not the last",
-        f"schedule={s['schedule']}: OpenMP " + ("static schedule" if s["schedule"] == "static"
-                                                 else "dynamic schedule in chunks of ~16K elements"),
+        f"schedule={s['schedule']}: OpenMP "
+        + ("static schedule" if s["schedule"] == "static" else "dynamic schedule in chunks of ~16K elements"),
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"prefetch={s['prefetch']}: " + (f"the strided kernel prefetches the tile {PREFETCH_ROWS} rows ahead"
-                                         if s["prefetch"] == "on" else "hardware prefetching only"),
+        f"prefetch={s['prefetch']}: "
+        + (
+            f"the strided kernel prefetches the tile {PREFETCH_ROWS} rows ahead"
+            if s["prefetch"] == "on"
+            else "hardware prefetching only"
+        ),
     ]
     doc = describe("axis_reduce", operator, s, lines)
     return candidate(doc, source, s["vector_width"], kernel_table("_KERNELS", operator, SUFFIXES), _model(operator))

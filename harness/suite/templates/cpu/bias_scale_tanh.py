@@ -23,12 +23,27 @@ from harness.suite.cpp_kit.prelude import PRELUDE, isa_define
 FAMILY = "fused"
 OPERATORS = ["bias_scale_tanh"]
 KNOBS = [
-    {"name": "tanh", "values": ["libm", "exp_poly"], "default": "libm", "layer": "algorithm",
-     "doc": "'libm': std::tanh per element (scalar); 'exp_poly': a vectorisable exp-based tanh"},
-    {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "vectorization",
-     "doc": "SIMD width the compiler prefers for the loops (-mprefer-vector-width), in bits"},
-    {"name": "chunk", "values": ["plane", "16384", "131072"], "default": "plane", "layer": "parallelization",
-     "doc": "OpenMP work unit: one (image, channel) plane, or flat runs of this many elements"},
+    {
+        "name": "tanh",
+        "values": ["libm", "exp_poly"],
+        "default": "libm",
+        "layer": "algorithm",
+        "doc": "'libm': std::tanh per element (scalar); 'exp_poly': a vectorisable exp-based tanh",
+    },
+    {
+        "name": "vector_width",
+        "values": [256, 512],
+        "default": 256,
+        "layer": "vectorization",
+        "doc": "SIMD width the compiler prefers for the loops (-mprefer-vector-width), in bits",
+    },
+    {
+        "name": "chunk",
+        "values": ["plane", "16384", "131072"],
+        "default": "plane",
+        "layer": "parallelization",
+        "doc": "OpenMP work unit: one (image, channel) plane, or flat runs of this many elements",
+    },
 ]
 
 KERNEL = r"""
@@ -74,7 +89,8 @@ static void bias_scale_tanh(const T* x, const T* bias, T* y, i64 N, i64 C, i64 H
 ENTRY = entry_macro(
     "bias_scale_tanh",
     "const PT* x, const PT* bias, PT* y, int64_t N, int64_t C, int64_t HW, double scale",
-    "bias_scale_tanh(cptr<T>(x), cptr<T>(bias), wptr<T>(y), N, C, HW, scale);")
+    "bias_scale_tanh(cptr<T>(x), cptr<T>(bias), wptr<T>(y), N, C, HW, scale);",
+)
 
 BODY = """
 class ModelNew(nn.Module):
@@ -95,11 +111,18 @@ class ModelNew(nn.Module):
 
 def render(operator: str, settings: dict) -> str:
     chunk = 0 if settings["chunk"] == "plane" else int(settings["chunk"])
-    cpp = (isa_define("omp_simd")
-           + f"#define KOPE_TANH_POLY {int(settings['tanh'] == 'exp_poly')}  // tanh={settings['tanh']}\n"
-           + f"#define KOPE_CHUNK {chunk}  // chunk={settings['chunk']}\n"
-           + PRELUDE + KERNEL + CASTS + ENTRY)
-    doc = (f"{operator} on the CPU, rendered from the kernel template bias_scale_tanh.py "
-           f"({settings_line(settings)}).\n\nOne fused pass: y = tanh((x + bias[c]) * scale), vectorised over each "
-           "plane (the knobs are the\n#defines at the top of _SOURCE and the compile flags).")
+    cpp = (
+        isa_define("omp_simd")
+        + f"#define KOPE_TANH_POLY {int(settings['tanh'] == 'exp_poly')}  // tanh={settings['tanh']}\n"
+        + f"#define KOPE_CHUNK {chunk}  // chunk={settings['chunk']}\n"
+        + PRELUDE
+        + KERNEL
+        + CASTS
+        + ENTRY
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template bias_scale_tanh.py "
+        f"({settings_line(settings)}).\n\nOne fused pass: y = tanh((x + bias[c]) * scale), vectorised over each "
+        "plane (the knobs are the\n#defines at the top of _SOURCE and the compile flags)."
+    )
     return module(doc, cpp, kernel_table("bias_scale_tanh") + BODY, vector_width=settings["vector_width"])

@@ -27,17 +27,37 @@ OPERATORS = ["batch_norm", "group_norm", "instance_norm"]
 SUFFIXES = ["f32", "f64", "bf16", "f16"]
 
 KNOBS = [
-    {"name": "variance", "values": ["two_pass", "shifted", "welford"], "default": "two_pass", "layer": "algorithm",
-     "doc": "group/instance norm: mean then squared deviations (two reads of a unit), shifted sums (one read), "
-            "or Welford's online update per lane (one read, a division per step)"},
-    {"name": "accumulate", "values": ["double", "float"], "default": "double", "layer": "algorithm",
-     "doc": "group/instance norm statistics in double (float32/16-bit widened), or in the compute type"},
-    {"name": "affine", "values": ["separate", "folded"], "default": "separate", "layer": "algorithm",
-     "doc": "separate: (x - mean) * rstd * weight + bias per element; folded: per-channel a, b so that y = x * a + b "
-            "(one multiply-add per element)"},
+    {
+        "name": "variance",
+        "values": ["two_pass", "shifted", "welford"],
+        "default": "two_pass",
+        "layer": "algorithm",
+        "doc": "group/instance norm: mean then squared deviations (two reads of a unit), shifted sums (one read), "
+        "or Welford's online update per lane (one read, a division per step)",
+    },
+    {
+        "name": "accumulate",
+        "values": ["double", "float"],
+        "default": "double",
+        "layer": "algorithm",
+        "doc": "group/instance norm statistics in double (float32/16-bit widened), or in the compute type",
+    },
+    {
+        "name": "affine",
+        "values": ["separate", "folded"],
+        "default": "separate",
+        "layer": "algorithm",
+        "doc": "separate: (x - mean) * rstd * weight + bias per element; folded: per-channel a, b so that y = x * a + b "
+        "(one multiply-add per element)",
+    },
     LANES_KNOB,
-    {"name": "schedule", "values": ["static", "dynamic"], "default": "static", "layer": "scheduling",
-     "doc": "OpenMP schedule of the (sample, group) units or (sample, channel) planes over the threads"},
+    {
+        "name": "schedule",
+        "values": ["static", "dynamic"],
+        "default": "static",
+        "layer": "scheduling",
+        "doc": "OpenMP schedule of the (sample, group) units or (sample, channel) planes over the threads",
+    },
     VECTOR_KNOB,
 ]
 
@@ -112,12 +132,16 @@ def _entries(operator: str) -> str:
     for suffix in SUFFIXES:
         trait, t, _ = DTYPE_ENTRIES[suffix]
         if operator == "batch_norm":
-            lines.append(f'extern "C" void batch_norm_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, int64_t HW, '
-                         f'const {t}* mean, const {t}* var, const {t}* w, const {t}* b, double eps) '
-                         f'{{ run<{trait}>(x, y, N, C, HW, mean, var, w, b, eps); }}')
+            lines.append(
+                f'extern "C" void batch_norm_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, int64_t HW, '
+                f"const {t}* mean, const {t}* var, const {t}* w, const {t}* b, double eps) "
+                f"{{ run<{trait}>(x, y, N, C, HW, mean, var, w, b, eps); }}"
+            )
         else:
-            lines.append(f'extern "C" void {operator}_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, int64_t G, '
-                         f'int64_t HW, const {t}* w, const {t}* b, double eps) {{ run<{trait}>(x, y, N, C, G, HW, w, b, eps); }}')
+            lines.append(
+                f'extern "C" void {operator}_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, int64_t G, '
+                f"int64_t HW, const {t}* w, const {t}* b, double eps) {{ run<{trait}>(x, y, N, C, G, HW, w, b, eps); }}"
+            )
     return "\n".join(lines)
 
 
@@ -174,22 +198,45 @@ def render(operator: str, settings: dict) -> str:
     body = _batch_source(s) if operator == "batch_norm" else _group_source(s)
     source = f"{HEADERS}{DTYPES}{body}\n{_entries(operator)}\n"
     stats = operator != "batch_norm"
-    variance = {"two_pass": "a mean sweep, then a squared-deviation sweep per unit",
-                "shifted": "one sweep of shifted sums per unit",
-                "welford": "one sweep of per-lane Welford updates per unit"}[s["variance"]]
+    variance = {
+        "two_pass": "a mean sweep, then a squared-deviation sweep per unit",
+        "shifted": "one sweep of shifted sums per unit",
+        "welford": "one sweep of per-lane Welford updates per unit",
+    }[s["variance"]]
     lines = [
-        {"batch_norm": "batch_norm (inference): fixed running statistics, (sample, channel) planes over the threads",
-         "group_norm": "group_norm: per (sample, group) unit statistics, units over the threads",
-         "instance_norm": "instance_norm: per (sample, channel) plane statistics, planes over the threads"}[operator],
+        {
+            "batch_norm": "batch_norm (inference): fixed running statistics, (sample, channel) planes over the threads",
+            "group_norm": "group_norm: per (sample, group) unit statistics, units over the threads",
+            "instance_norm": "instance_norm: per (sample, channel) plane statistics, planes over the threads",
+        }[operator],
         f"variance={s['variance']}: " + (variance if stats else "not used (no statistics to compute)"),
-        f"accumulate={s['accumulate']}: " + (("statistics in " + ("double" if s["accumulate"] == "double" else "the compute type"))
-                                             if stats else "not used"),
-        f"affine={s['affine']}: " + ("(x - mean) * rstd * weight + bias per element" if s["affine"] == "separate"
-                                     else "y = x * a[c] + b[c], a and b folded per channel"),
-        f"lanes={s['lanes']}: " + ("not used" if not stats else "one omp-simd reduction per sweep" if s["lanes"] == 1
-                                   else f"{s['lanes']} independent partial results per sweep"),
+        f"accumulate={s['accumulate']}: "
+        + (
+            ("statistics in " + ("double" if s["accumulate"] == "double" else "the compute type"))
+            if stats
+            else "not used"
+        ),
+        f"affine={s['affine']}: "
+        + (
+            "(x - mean) * rstd * weight + bias per element"
+            if s["affine"] == "separate"
+            else "y = x * a[c] + b[c], a and b folded per channel"
+        ),
+        f"lanes={s['lanes']}: "
+        + (
+            "not used"
+            if not stats
+            else "one omp-simd reduction per sweep"
+            if s["lanes"] == 1
+            else f"{s['lanes']} independent partial results per sweep"
+        ),
         f"schedule={s['schedule']}: OpenMP schedule({s['schedule']}{', 1' if s['schedule'] == 'dynamic' else ''})",
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
     ]
-    return candidate(describe("channel_norm", operator, s, lines), source, s["vector_width"],
-                     kernel_table("_KERNELS", operator, SUFFIXES), MODELS[operator])
+    return candidate(
+        describe("channel_norm", operator, s, lines),
+        source,
+        s["vector_width"],
+        kernel_table("_KERNELS", operator, SUFFIXES),
+        MODELS[operator],
+    )

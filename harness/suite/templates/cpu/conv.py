@@ -18,13 +18,28 @@ from harness.suite.cpp_kit.prelude import ISA_DOC
 FAMILY = "convolution"
 OPERATORS = ["conv2d", "conv2d_strided", "conv1d"]
 KNOBS = [
-    {"name": "algorithm", "values": ["direct", "im2col", "implicit_gemm"], "default": "direct",
-     "layer": "algorithm", "doc": conv_kit.ALGORITHM_DOC},
-    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
-     "doc": core.MICRO_DOC + "; direct: MR output channels per task"},
+    {
+        "name": "algorithm",
+        "values": ["direct", "im2col", "implicit_gemm"],
+        "default": "direct",
+        "layer": "algorithm",
+        "doc": conv_kit.ALGORITHM_DOC,
+    },
+    {
+        "name": "micro_kernel",
+        "values": ["4x1", "6x2", "8x3"],
+        "default": "4x1",
+        "layer": "instruction",
+        "doc": core.MICRO_DOC + "; direct: MR output channels per task",
+    },
     core.knob("isa", ISA_DOC),
-    {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
-     "layer": "tiling", "doc": core.TILES_DOC + " (GEMM algorithms only)"},
+    {
+        "name": "tiles",
+        "values": ["32x128x256", "96x256x1024", "192x384x3072"],
+        "default": "32x128x256",
+        "layer": "tiling",
+        "doc": core.TILES_DOC + " (GEMM algorithms only)",
+    },
 ]
 
 _CONV2D_FORWARD = """
@@ -42,15 +57,26 @@ _CONV2D_FORWARD = """
 """
 # Per operator: (__init__ arguments, __init__ body creating the reference's parameters, forward).
 MODELS = {
-    "conv2d": ("in_channels, out_channels, kernel, stride, padding, dtype", """
+    "conv2d": (
+        "in_channels, out_channels, kernel, stride, padding, dtype",
+        """
         self.conv = nn.Conv2d(in_channels, out_channels, kernel, stride=stride, padding=padding, bias=True,
-                              dtype=getattr(torch, dtype))""", _CONV2D_FORWARD),
-    "conv2d_strided": ("in_channels, out_channels, kernel_size, stride, padding, dtype", """
+                              dtype=getattr(torch, dtype))""",
+        _CONV2D_FORWARD,
+    ),
+    "conv2d_strided": (
+        "in_channels, out_channels, kernel_size, stride, padding, dtype",
+        """
         self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
-        self.conv.to(getattr(torch, dtype))""", _CONV2D_FORWARD),
-    "conv1d": ("in_channels, out_channels, kernel_size, stride, padding, dtype", """
+        self.conv.to(getattr(torch, dtype))""",
+        _CONV2D_FORWARD,
+    ),
+    "conv1d": (
+        "in_channels, out_channels, kernel_size, stride, padding, dtype",
+        """
         self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
-        self.conv.to(getattr(torch, dtype))""", """
+        self.conv.to(getattr(torch, dtype))""",
+        """
     def forward(self, x):
         x = x.contiguous()
         w = self.conv.weight.detach().contiguous()
@@ -63,16 +89,20 @@ MODELS = {
         # a 2-D convolution of one-row images
         _KERNELS[x.dtype](x, w, bias, y, n, c, 1, length, o, 1, k, 1, s, 0, p, 1, out_len, 0, 1)
         return y
-"""),
+""",
+    ),
 }
 
 
 def render(operator: str, settings: dict) -> str:
     init_args, init_body, forward = MODELS[operator]
-    body = (kernel_table("conv2d") + "\n\nclass ModelNew(nn.Module):\n"
-            f"    def __init__(self, {init_args}):\n        super().__init__()\n        {init_body.strip()}\n"
-            + forward)
-    doc = (f"{operator} on the CPU, rendered from the kernel template conv.py ({settings_line(settings)}).\n\n"
-           "Convolution by the algorithm the knob names (direct taps, im2col + GEMM or implicit GEMM; see\n"
-           "harness/suite/cpp_kit/conv.py); the knobs are the #defines at the top of _SOURCE.")
+    body = (
+        kernel_table("conv2d") + "\n\nclass ModelNew(nn.Module):\n"
+        f"    def __init__(self, {init_args}):\n        super().__init__()\n        {init_body.strip()}\n" + forward
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template conv.py ({settings_line(settings)}).\n\n"
+        "Convolution by the algorithm the knob names (direct taps, im2col + GEMM or implicit GEMM; see\n"
+        "harness/suite/cpp_kit/conv.py); the knobs are the #defines at the top of _SOURCE."
+    )
     return module(doc, conv_kit.source(settings), body)

@@ -14,12 +14,27 @@ from harness.suite.cpp_kit.prelude import ISA_DOC
 FAMILY = "fused"
 OPERATORS = ["conv2d_bias_relu"]
 KNOBS = [
-    {"name": "fusion", "values": ["separate", "fused"], "default": "separate", "layer": "fusion",
-     "doc": "'separate': bias and ReLU as a second pass over the output; 'fused': applied before each store"},
-    {"name": "algorithm", "values": ["direct", "im2col", "implicit_gemm"], "default": "direct",
-     "layer": "algorithm", "doc": conv_kit.ALGORITHM_DOC},
-    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
-     "doc": core.MICRO_DOC + "; direct: MR output channels per task"},
+    {
+        "name": "fusion",
+        "values": ["separate", "fused"],
+        "default": "separate",
+        "layer": "fusion",
+        "doc": "'separate': bias and ReLU as a second pass over the output; 'fused': applied before each store",
+    },
+    {
+        "name": "algorithm",
+        "values": ["direct", "im2col", "implicit_gemm"],
+        "default": "direct",
+        "layer": "algorithm",
+        "doc": conv_kit.ALGORITHM_DOC,
+    },
+    {
+        "name": "micro_kernel",
+        "values": ["4x1", "6x2", "8x3"],
+        "default": "4x1",
+        "layer": "instruction",
+        "doc": core.MICRO_DOC + "; direct: MR output channels per task",
+    },
     core.knob("isa", ISA_DOC),
 ]
 
@@ -47,9 +62,15 @@ class ModelNew(nn.Module):
 
 
 def render(operator: str, settings: dict) -> str:
-    body = (kernel_table("conv2d") + f"_FUSED = {int(settings['fusion'] == 'fused')}  # fusion={settings['fusion']}\n"
-            + "\n" + BODY)
-    doc = (f"{operator} on the CPU, rendered from the kernel template conv_epilogue.py "
-           f"({settings_line(settings)}).\n\nConvolution as in harness/suite/cpp_kit/conv.py; bias + ReLU fused "
-           "into its stores or run as a second pass\n(the knobs are the #defines at the top of _SOURCE).")
+    body = (
+        kernel_table("conv2d")
+        + f"_FUSED = {int(settings['fusion'] == 'fused')}  # fusion={settings['fusion']}\n"
+        + "\n"
+        + BODY
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template conv_epilogue.py "
+        f"({settings_line(settings)}).\n\nConvolution as in harness/suite/cpp_kit/conv.py; bias + ReLU fused "
+        "into its stores or run as a second pass\n(the knobs are the #defines at the top of _SOURCE)."
+    )
     return module(doc, conv_kit.source(settings), body)

@@ -24,14 +24,29 @@ from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
 FAMILY = "convolution"
 OPERATORS = ["conv_transpose2d"]
 KNOBS = [
-    {"name": "algorithm", "values": ["direct", "gemm_col2im"], "default": "direct", "layer": "algorithm",
-     "doc": "'direct' gathers each output row's contributions tap by tap; 'gemm_col2im' runs one GEMM for all "
-            "kernel taps, then gathers them into the output"},
-    {"name": "micro_kernel", "values": ["4x1", "6x2", "8x3"], "default": "4x1", "layer": "instruction",
-     "doc": core.MICRO_DOC + "; direct: MR output channels per task"},
+    {
+        "name": "algorithm",
+        "values": ["direct", "gemm_col2im"],
+        "default": "direct",
+        "layer": "algorithm",
+        "doc": "'direct' gathers each output row's contributions tap by tap; 'gemm_col2im' runs one GEMM for all "
+        "kernel taps, then gathers them into the output",
+    },
+    {
+        "name": "micro_kernel",
+        "values": ["4x1", "6x2", "8x3"],
+        "default": "4x1",
+        "layer": "instruction",
+        "doc": core.MICRO_DOC + "; direct: MR output channels per task",
+    },
     core.knob("isa", ISA_DOC),
-    {"name": "tiles", "values": ["32x128x256", "96x256x1024", "192x384x3072"], "default": "32x128x256",
-     "layer": "tiling", "doc": core.TILES_DOC + " (gemm_col2im only)"},
+    {
+        "name": "tiles",
+        "values": ["32x128x256", "96x256x1024", "192x384x3072"],
+        "default": "32x128x256",
+        "layer": "tiling",
+        "doc": core.TILES_DOC + " (gemm_col2im only)",
+    },
 ]
 
 KERNEL = r"""
@@ -139,10 +154,12 @@ static void tconv(const TconvArgs<T>& a) {
 ENTRY = entry_macro(
     "conv_transpose2d",
     "const PT* x, const PT* w, const PT* bias, PT* y, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, "
-    "int64_t K, int64_t S, int64_t P, int64_t OH, int64_t OW", """
+    "int64_t K, int64_t S, int64_t P, int64_t OH, int64_t OW",
+    """
 TconvArgs<T> a{cptr<T>(x), cptr<T>(w), cptr<T>(bias), wptr<T>(y), N, C, H, W, O, K, S, P, OH, OW};
 tconv(a);
-""")
+""",
+)
 
 BODY = """
 class ModelNew(nn.Module):
@@ -169,11 +186,19 @@ class ModelNew(nn.Module):
 
 def render(operator: str, settings: dict) -> str:
     algo = int(settings["algorithm"] == "gemm_col2im")
-    cpp = (isa_define(settings["isa"])
-           + core.defines(settings["micro_kernel"], settings["tiles"], True, "mn")
-           + f"#define KOPE_TCONV_ALGO {algo}  // algorithm={settings['algorithm']}\n"
-           + PRELUDE + core.GEMM + KERNEL + CASTS + ENTRY)
-    doc = (f"{operator} on the CPU, rendered from the kernel template conv_transpose.py "
-           f"({settings_line(settings)}).\n\nTransposed convolution by gathering each output row's taps, directly or "
-           "from one GEMM's products\n(the knobs are the #defines at the top of _SOURCE).")
+    cpp = (
+        isa_define(settings["isa"])
+        + core.defines(settings["micro_kernel"], settings["tiles"], True, "mn")
+        + f"#define KOPE_TCONV_ALGO {algo}  // algorithm={settings['algorithm']}\n"
+        + PRELUDE
+        + core.GEMM
+        + KERNEL
+        + CASTS
+        + ENTRY
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template conv_transpose.py "
+        f"({settings_line(settings)}).\n\nTransposed convolution by gathering each output row's taps, directly or "
+        "from one GEMM's products\n(the knobs are the #defines at the top of _SOURCE)."
+    )
     return module(doc, cpp, kernel_table("conv_transpose2d") + BODY)

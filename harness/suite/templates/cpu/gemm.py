@@ -25,8 +25,13 @@ KNOBS = [
     core.knob("micro_kernel"),
     core.knob("isa", ISA_DOC),
     core.knob("tiles"),
-    {"name": "pack_a", "values": [False, True], "default": False, "layer": "memory_layout",
-     "doc": "copy each MR-row panel of A into contiguous scratch before the micro-kernel (False: read A in place)"},
+    {
+        "name": "pack_a",
+        "values": [False, True],
+        "default": False,
+        "layer": "memory_layout",
+        "doc": "copy each MR-row panel of A into contiguous scratch before the micro-kernel (False: read A in place)",
+    },
     core.knob("parallel"),
 ]
 
@@ -39,14 +44,17 @@ StridedA<T> A{{cptr<T>(a), a_rs, a_cs, a_bs}};
 StridedB<T> B{{cptr<T>(b), b_rs, b_cs, b_bs}};
 StoreRows<T> epi{wptr<T>(c), cptr<T>(bias), M, N, acc_alias(wptr<T>(c))};
 gemm(batch, M, N, K, A, B, epi);
-""")
+""",
+)
 
 # Per operator: (__init__ arguments, __init__ body, forward) of ModelNew. The gemm entry takes
 # (a, b, bias, c, batch, M, N, K, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs): element (i, k) of A[b] is
 # a[b*a_bs + i*a_rs + k*a_cs], element (k, j) of B[b] is b[b*b_bs + k*b_rs + j*b_cs].
 _NO_PARAMS = ("", "pass")
 MODELS = {
-    "matmul": (_NO_PARAMS, """
+    "matmul": (
+        _NO_PARAMS,
+        """
     def forward(self, a, b):
         a, b = a.contiguous(), b.contiguous()
         m, k = a.shape
@@ -54,9 +62,12 @@ MODELS = {
         c = torch.empty(m, n, dtype=a.dtype)
         _KERNELS[a.dtype](a, b, None, c, 1, m, n, k, 0, k, 1, 0, n, 1)
         return c
-"""),
+""",
+    ),
     "tall_skinny_matmul": None,  # same as matmul
-    "batched_matmul": (_NO_PARAMS, """
+    "batched_matmul": (
+        _NO_PARAMS,
+        """
     def forward(self, a, b):
         a, b = a.contiguous(), b.contiguous()
         batch, m, k = a.shape
@@ -64,16 +75,22 @@ MODELS = {
         c = torch.empty(batch, m, n, dtype=a.dtype)
         _KERNELS[a.dtype](a, b, None, c, batch, m, n, k, m * k, k, 1, k * n, n, 1)
         return c
-"""),
-    "matvec": (_NO_PARAMS, """
+""",
+    ),
+    "matvec": (
+        _NO_PARAMS,
+        """
     def forward(self, a, x):
         a, x = a.contiguous(), x.contiguous()
         m, k = a.shape
         y = torch.empty(m, dtype=a.dtype)
         _KERNELS[a.dtype](a, x, None, y, 1, m, 1, k, 0, k, 1, 0, 1, 1)  # x is a k x 1 matrix
         return y
-"""),
-    "matmul_transposed_a": (_NO_PARAMS, """
+""",
+    ),
+    "matmul_transposed_a": (
+        _NO_PARAMS,
+        """
     def forward(self, a, b):
         a, b = a.contiguous(), b.contiguous()
         k, m = a.shape  # A is stored (k, m): element (i, kk) of A.T is a[kk * m + i]
@@ -81,10 +98,16 @@ MODELS = {
         c = torch.empty(m, n, dtype=a.dtype)
         _KERNELS[a.dtype](a, b, None, c, 1, m, n, k, 0, 1, m, 0, n, 1)
         return c
-"""),
-    "linear": (("in_features, out_features, dtype", """
+""",
+    ),
+    "linear": (
+        (
+            "in_features, out_features, dtype",
+            """
         # The reference's module, so the harness copies its parameters in by name.
-        self.fc = nn.Linear(in_features, out_features).to(getattr(torch, dtype))"""), """
+        self.fc = nn.Linear(in_features, out_features).to(getattr(torch, dtype))""",
+        ),
+        """
     def forward(self, x):
         x = x.contiguous()
         w = self.fc.weight.detach().contiguous()  # (out, in): B[k, j] = w[j * in + k]
@@ -94,20 +117,29 @@ MODELS = {
         y = torch.empty(batch, n, dtype=x.dtype)
         _KERNELS[x.dtype](x, w, bias, y, 1, batch, n, k, 0, k, 1, 0, 1, k)
         return y
-"""),
+""",
+    ),
 }
 MODELS["tall_skinny_matmul"] = MODELS["matmul"]
 
 
 def render(operator: str, settings: dict) -> str:
-    cpp = (isa_define(settings["isa"])
-           + core.defines(settings["micro_kernel"], settings["tiles"], settings["pack_a"], settings["parallel"])
-           + PRELUDE + core.GEMM + CASTS + ENTRY)
+    cpp = (
+        isa_define(settings["isa"])
+        + core.defines(settings["micro_kernel"], settings["tiles"], settings["pack_a"], settings["parallel"])
+        + PRELUDE
+        + core.GEMM
+        + CASTS
+        + ENTRY
+    )
     (init_args, init_body), forward = MODELS[operator]
     args = f", {init_args}" if init_args else ""
-    body = (kernel_table("gemm") + "\n\nclass ModelNew(nn.Module):\n"
-            f"    def __init__(self{args}):\n        super().__init__()\n        {init_body.strip()}\n"
-            + forward)
-    doc = (f"{operator} on the CPU, rendered from the kernel template gemm.py ({settings_line(settings)}).\n\n"
-           f"{core.SUMMARY}")
+    body = (
+        kernel_table("gemm") + "\n\nclass ModelNew(nn.Module):\n"
+        f"    def __init__(self{args}):\n        super().__init__()\n        {init_body.strip()}\n" + forward
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template gemm.py ({settings_line(settings)}).\n\n"
+        f"{core.SUMMARY}"
+    )
     return module(doc, cpp, body)

@@ -21,9 +21,14 @@ from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
 FAMILY = "fused"
 OPERATORS = ["gemm_bias_relu", "gemm_gelu_scale", "gemm_sigmoid_sum", "matmul_softmax"]
 KNOBS = [
-    {"name": "fusion", "values": ["separate", "fused"], "default": "separate", "layer": "fusion",
-     "doc": "'separate': C to scratch, then the epilogue as its own pass; 'fused': the epilogue runs on each "
-            "register tile as it leaves the micro-kernel"},
+    {
+        "name": "fusion",
+        "values": ["separate", "fused"],
+        "default": "separate",
+        "layer": "fusion",
+        "doc": "'separate': C to scratch, then the epilogue as its own pass; 'fused': the epilogue runs on each "
+        "register tile as it leaves the micro-kernel",
+    },
     core.knob("micro_kernel"),
     core.knob("isa", ISA_DOC),
     core.knob("tiles"),
@@ -131,25 +136,40 @@ StridedA<T> A{{cptr<T>(x), K, 1, 0}};
 StridedB<T> B{{cptr<T>(w), 1, K, 0}};
 """
 ENTRIES = {
-    "gemm_bias_relu": entry_macro("gemm_bias_relu", _LINEAR_PARAMS + ", int fused", _LINEAR_OPERANDS + """
+    "gemm_bias_relu": entry_macro(
+        "gemm_bias_relu",
+        _LINEAR_PARAMS + ", int fused",
+        _LINEAR_OPERANDS
+        + """
 BiasRelu<T> epi{wptr<T>(y), cptr<T>(bias), M, N, acc_alias(wptr<T>(y))};
 gemm(1, M, N, K, A, B, epi, fused != 0);
-"""),
-    "gemm_gelu_scale": entry_macro("gemm_gelu_scale", _LINEAR_PARAMS + ", double scale, int fused",
-                                   _LINEAR_OPERANDS + """
+""",
+    ),
+    "gemm_gelu_scale": entry_macro(
+        "gemm_gelu_scale",
+        _LINEAR_PARAMS + ", double scale, int fused",
+        _LINEAR_OPERANDS
+        + """
 typedef typename AccOf<T>::type Acc;
 BiasGeluScale<T> epi{wptr<T>(y), cptr<T>(bias), M, N, Acc(scale), acc_alias(wptr<T>(y))};
 gemm(1, M, N, K, A, B, epi, fused != 0);
-"""),
-    "gemm_sigmoid_sum": entry_macro("gemm_sigmoid_sum", _LINEAR_PARAMS + ", int fused", _LINEAR_OPERANDS + """
+""",
+    ),
+    "gemm_sigmoid_sum": entry_macro(
+        "gemm_sigmoid_sum",
+        _LINEAR_PARAMS + ", int fused",
+        _LINEAR_OPERANDS
+        + """
 typedef typename AccOf<T>::type Acc;
 std::vector<Acc> partial(static_cast<size_t>(M * cdiv(N, Geo<Acc>::NR)));
 BiasSigmoidSum<T> epi{wptr<T>(y), cptr<T>(bias), M, N, partial.data(), nullptr};
 gemm(1, M, N, K, A, B, epi, fused != 0);
-"""),
+""",
+    ),
     "matmul_softmax": entry_macro(
         "matmul_softmax",
-        "const PT* q, const PT* k, PT* y, int64_t batch, int64_t M, int64_t N, int64_t D, double denom, int fused", """
+        "const PT* q, const PT* k, PT* y, int64_t batch, int64_t M, int64_t N, int64_t D, double denom, int fused",
+        """
 typedef typename AccOf<T>::type Acc;
 StridedA<T> A{{cptr<T>(q), D, 1, M * D}};
 StridedB<T> B{{cptr<T>(k), 1, D, N * D}};
@@ -161,7 +181,8 @@ if (S == nullptr) {
 }
 ScaleSoftmax<T> epi{wptr<T>(y), S, M, N, Acc(denom), S};
 gemm(batch, M, N, D, A, B, epi, fused != 0);
-"""),
+""",
+    ),
 }
 
 _LINEAR_FORWARD = """
@@ -176,20 +197,33 @@ _LINEAR_FORWARD = """
         return y
 """
 MODELS = {
-    "gemm_bias_relu": ("in_features, out_features, dtype", """
+    "gemm_bias_relu": (
+        "in_features, out_features, dtype",
+        """
         dtype = getattr(torch, dtype)
         self.gemm = nn.Linear(in_features, out_features, bias=False, dtype=dtype)
         self.bias = nn.Parameter(torch.randn(out_features, dtype=dtype))""",
-        _LINEAR_FORWARD.format(weight="self.gemm.weight", bias="self.bias", out_shape="m, n", extra="")),
-    "gemm_gelu_scale": ("in_features, out_features, scale, dtype", """
+        _LINEAR_FORWARD.format(weight="self.gemm.weight", bias="self.bias", out_shape="m, n", extra=""),
+    ),
+    "gemm_gelu_scale": (
+        "in_features, out_features, scale, dtype",
+        """
         self.fc = nn.Linear(in_features, out_features).to(getattr(torch, dtype))
         self.scale = scale""",
-        _LINEAR_FORWARD.format(weight="self.fc.weight", bias="self.fc.bias", out_shape="m, n",
-                               extra=", float(self.scale)")),
-    "gemm_sigmoid_sum": ("in_features, out_features, dtype", """
+        _LINEAR_FORWARD.format(
+            weight="self.fc.weight", bias="self.fc.bias", out_shape="m, n", extra=", float(self.scale)"
+        ),
+    ),
+    "gemm_sigmoid_sum": (
+        "in_features, out_features, dtype",
+        """
         self.fc = nn.Linear(in_features, out_features).to(getattr(torch, dtype))""",
-        _LINEAR_FORWARD.format(weight="self.fc.weight", bias="self.fc.bias", out_shape="m, 1", extra="")),
-    "matmul_softmax": ("", "pass", """
+        _LINEAR_FORWARD.format(weight="self.fc.weight", bias="self.fc.bias", out_shape="m, 1", extra=""),
+    ),
+    "matmul_softmax": (
+        "",
+        "pass",
+        """
     def forward(self, q, k):
         q, k = q.contiguous(), k.contiguous()
         batch, m, d = q.shape
@@ -197,20 +231,31 @@ MODELS = {
         y = torch.empty(batch, m, n, dtype=q.dtype)
         _KERNELS[q.dtype](q, k, y, batch, m, n, d, math.sqrt(d), _FUSED)
         return y
-"""),
+""",
+    ),
 }
 
 
 def render(operator: str, settings: dict) -> str:
-    cpp = (isa_define(settings["isa"])
-           + core.defines(settings["micro_kernel"], settings["tiles"], True, settings["parallel"])
-           + PRELUDE + core.GEMM + EPILOGUES + CASTS + ENTRIES[operator])
+    cpp = (
+        isa_define(settings["isa"])
+        + core.defines(settings["micro_kernel"], settings["tiles"], True, settings["parallel"])
+        + PRELUDE
+        + core.GEMM
+        + EPILOGUES
+        + CASTS
+        + ENTRIES[operator]
+    )
     init_args, init_body, forward = MODELS[operator]
     args = f", {init_args}" if init_args else ""
-    body = (kernel_table(operator) + f"_FUSED = {int(settings['fusion'] == 'fused')}  # fusion={settings['fusion']}\n"
-            "\n\nclass ModelNew(nn.Module):\n"
-            f"    def __init__(self{args}):\n        super().__init__()\n        {init_body.strip()}\n" + forward)
-    doc = (f"{operator} on the CPU, rendered from the kernel template gemm_epilogue.py "
-           f"({settings_line(settings)}).\n\n{core.SUMMARY}\nThe epilogue is a struct the GEMM hands each finished "
-           "row piece to (see EPILOGUES in the source).")
+    body = (
+        kernel_table(operator) + f"_FUSED = {int(settings['fusion'] == 'fused')}  # fusion={settings['fusion']}\n"
+        "\n\nclass ModelNew(nn.Module):\n"
+        f"    def __init__(self{args}):\n        super().__init__()\n        {init_body.strip()}\n" + forward
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template gemm_epilogue.py "
+        f"({settings_line(settings)}).\n\n{core.SUMMARY}\nThe epilogue is a struct the GEMM hands each finished "
+        "row piece to (see EPILOGUES in the source)."
+    )
     return module(doc, cpp, body, extra_imports="import math\n" if operator == "matmul_softmax" else "")

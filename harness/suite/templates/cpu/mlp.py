@@ -90,12 +90,14 @@ ENTRIES = {
         "const PT* x, const PT* g, const PT* beta, const PT* w1, const PT* b1, const PT* w2, const PT* b2, PT* y, "
         "int64_t rows, int64_t dim, int64_t hidden, double eps",
         "gelu_mlp(cptr<T>(x), cptr<T>(g), cptr<T>(beta), cptr<T>(w1), cptr<T>(b1), cptr<T>(w2), cptr<T>(b2), "
-        "wptr<T>(y), rows, dim, hidden, eps);"),
+        "wptr<T>(y), rows, dim, hidden, eps);",
+    ),
     "swiglu": entry_macro(
         "swiglu_mlp",
         "const PT* x, const PT* g, const PT* wg, const PT* wu, const PT* wd, PT* y, int64_t rows, int64_t dim, "
         "int64_t ff, double eps",
-        "swiglu_mlp(cptr<T>(x), cptr<T>(g), cptr<T>(wg), cptr<T>(wu), cptr<T>(wd), wptr<T>(y), rows, dim, ff, eps);"),
+        "swiglu_mlp(cptr<T>(x), cptr<T>(g), cptr<T>(wg), cptr<T>(wu), cptr<T>(wd), wptr<T>(y), rows, dim, ff, eps);",
+    ),
 }
 
 _GELU_FORWARD = """
@@ -111,22 +113,36 @@ _GELU_FORWARD = """
 """
 # Per operator: (kernel, __init__ arguments, __init__ body with the reference's modules, forward).
 MODELS = {
-    "mlp_block": ("gelu_mlp", "dim, hidden, dtype", """
+    "mlp_block": (
+        "gelu_mlp",
+        "dim, hidden, dtype",
+        """
         dtype = getattr(torch, dtype)
         self.norm = nn.LayerNorm(dim, dtype=dtype)
         self.fc1 = nn.Linear(dim, hidden, dtype=dtype)
-        self.fc2 = nn.Linear(hidden, dim, dtype=dtype)""", _GELU_FORWARD),
-    "transformer_ffn": ("gelu_mlp", "d_model, d_ff, dtype", """
+        self.fc2 = nn.Linear(hidden, dim, dtype=dtype)""",
+        _GELU_FORWARD,
+    ),
+    "transformer_ffn": (
+        "gelu_mlp",
+        "d_model, d_ff, dtype",
+        """
         self.norm = nn.LayerNorm(d_model)
         self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
-        self.to(getattr(torch, dtype))""", _GELU_FORWARD),
-    "rmsnorm_swiglu": ("swiglu_mlp", "d_model, d_ff, dtype", """
+        self.to(getattr(torch, dtype))""",
+        _GELU_FORWARD,
+    ),
+    "rmsnorm_swiglu": (
+        "swiglu_mlp",
+        "d_model, d_ff, dtype",
+        """
         self.norm_weight = nn.Parameter(1.0 + 0.1 * torch.randn(d_model))
         self.gate = nn.Linear(d_model, d_ff, bias=False)
         self.up = nn.Linear(d_model, d_ff, bias=False)
         self.down = nn.Linear(d_ff, d_model, bias=False)
-        self.to(getattr(torch, dtype))""", """
+        self.to(getattr(torch, dtype))""",
+        """
     def forward(self, x):
         x = x.contiguous()
         dim = x.shape[-1]
@@ -135,21 +151,33 @@ MODELS = {
         p = [t.detach().contiguous() for t in (self.norm_weight, self.gate.weight, self.up.weight, self.down.weight)]
         _KERNELS[x.dtype](x, *p, y, x.numel() // dim, dim, ff, 1e-6)
         return y
-"""),
+""",
+    ),
 }
 
 
 def render(operator: str, settings: dict) -> str:
     kernel, init_args, init_body, forward = MODELS[operator]
-    cpp = (isa_define(settings["isa"])
-           + core.defines(settings["micro_kernel"], settings["tiles"], True, settings["parallel"])
-           + f"#define KOPE_FUSION {FUSION_CODES[settings['fusion']]}  // fusion={settings['fusion']}\n"
-           + PRELUDE + core.GEMM + BLOCKS + MLP + CASTS + ENTRIES[kernel.split("_")[0]])
-    body = (kernel_table(kernel) + "\n\nclass ModelNew(nn.Module):\n"
-            f"    def __init__(self, {init_args}):\n        super().__init__()\n"
-            "        # The reference's modules, so the harness copies its parameters in by name.\n"
-            f"        {init_body.strip()}\n" + forward)
-    doc = (f"{operator} on the CPU, rendered from the kernel template mlp.py ({settings_line(settings)}).\n\n"
-           "Row statistics, then GEMMs with fused epilogues (harness/suite/cpp_kit/gemm.py, blocks.py); the knobs\n"
-           "are the #defines at the top of _SOURCE.")
+    cpp = (
+        isa_define(settings["isa"])
+        + core.defines(settings["micro_kernel"], settings["tiles"], True, settings["parallel"])
+        + f"#define KOPE_FUSION {FUSION_CODES[settings['fusion']]}  // fusion={settings['fusion']}\n"
+        + PRELUDE
+        + core.GEMM
+        + BLOCKS
+        + MLP
+        + CASTS
+        + ENTRIES[kernel.split("_")[0]]
+    )
+    body = (
+        kernel_table(kernel) + "\n\nclass ModelNew(nn.Module):\n"
+        f"    def __init__(self, {init_args}):\n        super().__init__()\n"
+        "        # The reference's modules, so the harness copies its parameters in by name.\n"
+        f"        {init_body.strip()}\n" + forward
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template mlp.py ({settings_line(settings)}).\n\n"
+        "Row statistics, then GEMMs with fused epilogues (harness/suite/cpp_kit/gemm.py, blocks.py); the knobs\n"
+        "are the #defines at the top of _SOURCE."
+    )
     return module(doc, cpp, body)

@@ -20,14 +20,23 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from harness.suite.templates.cpu._cpp_blocks import (DTYPE_ENTRIES, DTYPES, HEADERS, STREAM_COPY, candidate, describe, kernel_table,
-                                                     math_struct, omp_schedule)
+from harness.suite.templates.cpu._cpp_blocks import (
+    DTYPE_ENTRIES,
+    DTYPES,
+    HEADERS,
+    STREAM_COPY,
+    candidate,
+    describe,
+    kernel_table,
+    math_struct,
+    omp_schedule,
+)
 
 FAMILY = "elementwise"
 
 
 class Op(NamedTuple):
-    expr: str                    # C++ expression of x (and y for binary ops), p0, p1 in compute type C
+    expr: str  # C++ expression of x (and y for binary ops), p0, p1 in compute type C
     params: tuple[str, ...] = ()  # constructor arguments, passed to the kernel as p0, p1
     binary: bool = False
     transcendental: bool = False  # uses Math:: (the `math` knob matters)
@@ -49,21 +58,51 @@ OPS = {
 OPERATORS = list(OPS)
 
 KNOBS = [
-    {"name": "math", "values": ["libm", "poly"], "default": "libm", "layer": "algorithm",
-     "doc": "exp/erf/tanh for gelu, sigmoid, silu, tanh, elu: libm calls (accurate, keep the loop scalar) or "
-            "vectorisable polynomials (float32/16-bit; float64 gelu keeps libm erf)"},
-    {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "instruction",
-     "doc": "SIMD width the compiler prefers (a GCC target pragma guarded by __AVX512F__): 512 uses zmm registers "
-            "where the CPU has AVX-512 and is dropped elsewhere"},
-    {"name": "unroll", "values": [1, 2, 4], "default": 1, "layer": "unrolling",
-     "doc": "1: a plain omp-simd loop; k > 1: fixed 16*k-element SIMD chunks the compiler fully unrolls"},
-    {"name": "block", "values": [16384, 4096, 65536], "default": 16384, "layer": "tiling",
-     "doc": "elements per OpenMP work item"},
-    {"name": "schedule", "values": ["static", "dynamic", "guided"], "default": "static", "layer": "scheduling",
-     "doc": "OpenMP schedule of the work items over the threads"},
-    {"name": "store", "values": ["cached", "streaming"], "default": "cached", "layer": "memory_layout",
-     "doc": "cached: ordinary stores; streaming: results go to an L1 tile, then to memory with non-temporal stores "
-            "(no read-for-ownership of the output; AVX-512/AVX, plain copy elsewhere)"},
+    {
+        "name": "math",
+        "values": ["libm", "poly"],
+        "default": "libm",
+        "layer": "algorithm",
+        "doc": "exp/erf/tanh for gelu, sigmoid, silu, tanh, elu: libm calls (accurate, keep the loop scalar) or "
+        "vectorisable polynomials (float32/16-bit; float64 gelu keeps libm erf)",
+    },
+    {
+        "name": "vector_width",
+        "values": [256, 512],
+        "default": 256,
+        "layer": "instruction",
+        "doc": "SIMD width the compiler prefers (a GCC target pragma guarded by __AVX512F__): 512 uses zmm registers "
+        "where the CPU has AVX-512 and is dropped elsewhere",
+    },
+    {
+        "name": "unroll",
+        "values": [1, 2, 4],
+        "default": 1,
+        "layer": "unrolling",
+        "doc": "1: a plain omp-simd loop; k > 1: fixed 16*k-element SIMD chunks the compiler fully unrolls",
+    },
+    {
+        "name": "block",
+        "values": [16384, 4096, 65536],
+        "default": 16384,
+        "layer": "tiling",
+        "doc": "elements per OpenMP work item",
+    },
+    {
+        "name": "schedule",
+        "values": ["static", "dynamic", "guided"],
+        "default": "static",
+        "layer": "scheduling",
+        "doc": "OpenMP schedule of the work items over the threads",
+    },
+    {
+        "name": "store",
+        "values": ["cached", "streaming"],
+        "default": "cached",
+        "layer": "memory_layout",
+        "doc": "cached: ordinary stores; streaming: results go to an L1 tile, then to memory with non-temporal stores "
+        "(no read-for-ownership of the output; AVX-512/AVX, plain copy elsewhere)",
+    },
 ]
 
 TILE = 2048  # elements of the L1 staging tile for streaming stores
@@ -75,39 +114,50 @@ def _indent(text: str, spaces: int) -> str:
 
 def _loop(op: Op, unroll: int, src: str, dst: str, count: str) -> str:
     """The SIMD loop over `count` elements: dst[i] = apply(in[src + i]) (and in2 for binary operators)."""
+
     def body(at: str) -> str:
         load_y = f"const C bv = D::load(in2[{src} + {at}]);\n" if op.binary else ""
-        return (f"const C av = D::load(in[{src} + {at}]);\n{load_y}"
-                f"{dst}[{at}] = D::store(apply(av, {'bv, ' if op.binary else ''}p0, p1));")
+        return (
+            f"const C av = D::load(in[{src} + {at}]);\n{load_y}"
+            f"{dst}[{at}] = D::store(apply(av, {'bv, ' if op.binary else ''}p0, p1));"
+        )
+
     if unroll == 1:
         return f"#pragma omp simd\nfor (int64_t i = 0; i < {count}; ++i) {{\n{_indent(body('i'), 4)}}}"
     chunk = 16 * unroll
-    return (f"int64_t c = 0;\n"
-            f"for (; c + {chunk} <= {count}; c += {chunk}) {{  // fixed-length chunks: the SIMD loop is fully unrolled\n"
-            f"    #pragma omp simd\n    for (int64_t i = 0; i < {chunk}; ++i) {{\n{_indent(body('c + i'), 8)}    }}\n}}\n"
-            f"#pragma omp simd\nfor (int64_t i = 0; i < {count} - c; ++i) {{\n{_indent(body('c + i'), 4)}}}")
+    return (
+        f"int64_t c = 0;\n"
+        f"for (; c + {chunk} <= {count}; c += {chunk}) {{  // fixed-length chunks: the SIMD loop is fully unrolled\n"
+        f"    #pragma omp simd\n    for (int64_t i = 0; i < {chunk}; ++i) {{\n{_indent(body('c + i'), 8)}    }}\n}}\n"
+        f"#pragma omp simd\nfor (int64_t i = 0; i < {count} - c; ++i) {{\n{_indent(body('c + i'), 4)}}}"
+    )
 
 
 def _source(operator: str, op: Op, s: dict) -> str:
     args = "C x, C y, C p0, C p1" if op.binary else "C x, C p0, C p1"
     ins = "const S* __restrict__ in, const S* __restrict__ in2" if op.binary else "const S* __restrict__ in"
     if s["store"] == "cached":
-        inner = ("// ordinary stores, straight into the output\n"
-                 "S* __restrict__ dst = out + lo;\n" + _loop(op, s["unroll"], "lo", "dst", "hi - lo"))
+        inner = "// ordinary stores, straight into the output\nS* __restrict__ dst = out + lo;\n" + _loop(
+            op, s["unroll"], "lo", "dst", "hi - lo"
+        )
     else:
-        inner = (f"// compute into an L1 tile, then stream the tile to memory (non-temporal stores)\n"
-                 f"alignas(64) S tile[{TILE}];\n"
-                 f"for (int64_t t = lo; t < hi; t += {TILE}) {{\n"
-                 f"    const int64_t len = std::min<int64_t>({TILE}, hi - t);\n"
-                 + _indent(_loop(op, s["unroll"], "t", "tile", "len"), 4) +
-                 "    stream_copy(out + t, tile, len * int64_t(sizeof(S)));\n}\nstore_fence();")
+        inner = (
+            f"// compute into an L1 tile, then stream the tile to memory (non-temporal stores)\n"
+            f"alignas(64) S tile[{TILE}];\n"
+            f"for (int64_t t = lo; t < hi; t += {TILE}) {{\n"
+            f"    const int64_t len = std::min<int64_t>({TILE}, hi - t);\n"
+            + _indent(_loop(op, s["unroll"], "t", "tile", "len"), 4)
+            + "    stream_copy(out + t, tile, len * int64_t(sizeof(S)));\n}\nstore_fence();"
+        )
     entries = []
     for suffix in op.dtypes:
         trait, ctype, _ = DTYPE_ENTRIES[suffix]
         params = f"const {ctype}* x, const {ctype}* y" if op.binary else f"const {ctype}* x"
         call = "x, y, out" if op.binary else "x, out"
-        entries.append(f'extern "C" void {operator}_{suffix}({params}, {ctype}* out, int64_t n, double p0, double p1) '
-                       f'{{ run<{trait}>({call}, n, p0, p1); }}')
+        entries.append(
+            f'extern "C" void {operator}_{suffix}({params}, {ctype}* out, int64_t n, double p0, double p1) '
+            f"{{ run<{trait}>({call}, n, p0, p1); }}"
+        )
     math = math_struct(s["math"]) if op.transcendental else ""
     stream = STREAM_COPY if s["store"] == "streaming" else ""
     return f"""{HEADERS}{DTYPES}{math}{stream}
@@ -139,34 +189,49 @@ def _model(operator: str, op: Op) -> str:
     init = "".join(f"        self.{p} = {p}\n" for p in op.params)
     scalars = [f"float(self.{p})" for p in op.params] + ["0.0"] * (2 - len(op.params))
     if op.binary:
-        forward = ("    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
-                   "        x, y = x.contiguous(), y.contiguous()\n"
-                   "        out = torch.empty_like(x)\n"
-                   f"        _KERNELS[x.dtype](x, y, out, x.numel(), {', '.join(scalars)})\n"
-                   "        return out\n")
+        forward = (
+            "    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
+            "        x, y = x.contiguous(), y.contiguous()\n"
+            "        out = torch.empty_like(x)\n"
+            f"        _KERNELS[x.dtype](x, y, out, x.numel(), {', '.join(scalars)})\n"
+            "        return out\n"
+        )
     else:
-        forward = ("    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
-                   "        x = x.contiguous()\n"
-                   "        y = torch.empty_like(x)\n"
-                   f"        _KERNELS[x.dtype](x, y, x.numel(), {', '.join(scalars)})\n"
-                   "        return y\n")
-    return (f"class ModelNew(nn.Module):\n    def __init__(self{', ' + params if params else ''}):\n"
-            f"        super().__init__()\n{init}\n{forward}")
+        forward = (
+            "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+            "        x = x.contiguous()\n"
+            "        y = torch.empty_like(x)\n"
+            f"        _KERNELS[x.dtype](x, y, x.numel(), {', '.join(scalars)})\n"
+            "        return y\n"
+        )
+    return (
+        f"class ModelNew(nn.Module):\n    def __init__(self{', ' + params if params else ''}):\n"
+        f"        super().__init__()\n{init}\n{forward}"
+    )
 
 
 def render(operator: str, settings: dict) -> str:
     op = OPS[operator]
     s = settings
     lines = [
-        f"math={s['math']}: " + ("not used by this operator" if not op.transcendental else
-                                 "C library calls (accurate; the loop stays scalar)" if s["math"] == "libm" else
-                                 "vectorisable polynomial exp/erf/tanh (float64 erf stays libm)"),
+        f"math={s['math']}: "
+        + (
+            "not used by this operator"
+            if not op.transcendental
+            else "C library calls (accurate; the loop stays scalar)"
+            if s["math"] == "libm"
+            else "vectorisable polynomial exp/erf/tanh (float64 erf stays libm)"
+        ),
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"unroll={s['unroll']}: " + ("a plain omp-simd loop" if s["unroll"] == 1 else
-                                     f"fixed {16 * s['unroll']}-element SIMD chunks, fully unrolled"),
+        f"unroll={s['unroll']}: "
+        + (
+            "a plain omp-simd loop"
+            if s["unroll"] == 1
+            else f"fixed {16 * s['unroll']}-element SIMD chunks, fully unrolled"
+        ),
         f"block={s['block']}, schedule={s['schedule']}: {s['block']}-element work items, OpenMP schedule({s['schedule']})",
-        f"store={s['store']}: " + ("ordinary stores" if s["store"] == "cached" else
-                                   f"{TILE}-element L1 tile written with non-temporal stores"),
+        f"store={s['store']}: "
+        + ("ordinary stores" if s["store"] == "cached" else f"{TILE}-element L1 tile written with non-temporal stores"),
         "float32/float64 compute in their own type; bfloat16/float16 are widened to float and rounded back "
         "to nearest even, like PyTorch",
     ]

@@ -28,12 +28,22 @@ OPERATORS = ["cumsum"]
 SUFFIXES = ["f32", "f64", "bf16", "f16"]
 
 KNOBS = [
-    {"name": "lanes", "values": [1, 4, 8], "default": 1, "layer": "unrolling",
-     "doc": "pieces of a row scanned together as independent dependency chains (pieces after the first are "
-            "fixed up with the totals before them in a vectorised sweep)"},
+    {
+        "name": "lanes",
+        "values": [1, 4, 8],
+        "default": 1,
+        "layer": "unrolling",
+        "doc": "pieces of a row scanned together as independent dependency chains (pieces after the first are "
+        "fixed up with the totals before them in a vectorised sweep)",
+    },
     SPLIT_KNOB,
-    {"name": "schedule", "values": ["static", "dynamic"], "default": "static", "layer": "scheduling",
-     "doc": "OpenMP schedule of the rows over the threads (dynamic: chunks of ~16K elements)"},
+    {
+        "name": "schedule",
+        "values": ["static", "dynamic"],
+        "default": "static",
+        "layer": "scheduling",
+        "doc": "OpenMP schedule of the rows over the threads (dynamic: chunks of ~16K elements)",
+    },
     VECTOR_KNOB,
 ]
 
@@ -90,11 +100,15 @@ def _driver(s: dict) -> str:
     rows = f"""    #pragma omp parallel for {sched}
     for (int64_t r = 0; r < rows; ++r) scan_range<D, {P}>(x + r * n, y + r * n, 0, n);
 """
-    head = ("template <typename D, typename C = typename D::C, typename S = typename D::S>\n"
-            "static void run(const S* __restrict__ x, S* __restrict__ y, int64_t rows, int64_t n) {\n")
+    head = (
+        "template <typename D, typename C = typename D::C, typename S = typename D::S>\n"
+        "static void run(const S* __restrict__ x, S* __restrict__ y, int64_t rows, int64_t n) {\n"
+    )
     if s["split_rows"] == "never":
         return head + rows + "}\n"
-    return head + f"""    if (rows >= 2 * omp_get_max_threads()) {{
+    return (
+        head
+        + f"""    if (rows >= 2 * omp_get_max_threads()) {{
     {rows.strip()}
         return;
     }}
@@ -115,21 +129,34 @@ def _driver(s: dict) -> str:
     }}
 }}
 """
+    )
 
 
 def render(operator: str, settings: dict) -> str:
     s = settings
-    entries = "\n".join(f'extern "C" void cumsum_{suffix}(const {t}* x, {t}* y, int64_t rows, int64_t n) '
-                        f'{{ run<{trait}>(x, y, rows, n); }}' for suffix in SUFFIXES for trait, t, _ in [DTYPE_ENTRIES[suffix]])
+    entries = "\n".join(
+        f'extern "C" void cumsum_{suffix}(const {t}* x, {t}* y, int64_t rows, int64_t n) '
+        f"{{ run<{trait}>(x, y, rows, n); }}"
+        for suffix in SUFFIXES
+        for trait, t, _ in [DTYPE_ENTRIES[suffix]]
+    )
     source = f"{HEADERS}#include <vector>\n{DTYPES}{SCAN}\n{_driver(s)}\n{entries}\n"
     lines = [
         "cumsum along the last dimension, running sums in double",
-        f"lanes={s['lanes']}: " + ("one dependency chain per row" if s["lanes"] == 1 else
-                                   f"{s['lanes']} pieces per row scanned together, then fixed up"),
-        f"split_rows={s['split_rows']}: " + ("one thread per row" if s["split_rows"] == "never"
-                                             else "rows are shared by all threads when there are fewer than two per thread"),
-        f"schedule={s['schedule']}: OpenMP " + ("static schedule" if s["schedule"] == "static"
-                                                 else "dynamic schedule in chunks of ~16K elements"),
+        f"lanes={s['lanes']}: "
+        + (
+            "one dependency chain per row"
+            if s["lanes"] == 1
+            else f"{s['lanes']} pieces per row scanned together, then fixed up"
+        ),
+        f"split_rows={s['split_rows']}: "
+        + (
+            "one thread per row"
+            if s["split_rows"] == "never"
+            else "rows are shared by all threads when there are fewer than two per thread"
+        ),
+        f"schedule={s['schedule']}: OpenMP "
+        + ("static schedule" if s["schedule"] == "static" else "dynamic schedule in chunks of ~16K elements"),
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors (fix-up sweeps)",
     ]
     model = """class ModelNew(nn.Module):
@@ -143,5 +170,10 @@ def render(operator: str, settings: dict) -> str:
         _KERNELS[x.dtype](x, y, x.numel() // n, n)
         return y
 """
-    return candidate(describe("prefix_scan", operator, s, lines), source, s["vector_width"],
-                     kernel_table("_KERNELS", operator, SUFFIXES), model)
+    return candidate(
+        describe("prefix_scan", operator, s, lines),
+        source,
+        s["vector_width"],
+        kernel_table("_KERNELS", operator, SUFFIXES),
+        model,
+    )

@@ -23,14 +23,34 @@ from harness.suite.cpp_kit.prelude import PRELUDE, isa_define
 FAMILY = "fused"
 OPERATORS = ["residual_layer_norm"]
 KNOBS = [
-    {"name": "sum_buffer", "values": ["store", "recompute"], "default": "recompute", "layer": "memory_layout",
-     "doc": "'store': the row's x + residual kept in scratch; 'recompute': re-added in each of the three passes"},
-    {"name": "accumulate", "values": ["double", "float"], "default": "double", "layer": "instruction",
-     "doc": "accumulator type of the row statistics for float32/bfloat16 inputs (float: twice the SIMD lanes)"},
-    {"name": "vector_width", "values": [256, 512], "default": 256, "layer": "vectorization",
-     "doc": "SIMD width the compiler prefers for the loops (-mprefer-vector-width), in bits"},
-    {"name": "rows_per_task", "values": [1, 8, 64], "default": 1, "layer": "parallelization",
-     "doc": "rows per OpenMP scheduling chunk"},
+    {
+        "name": "sum_buffer",
+        "values": ["store", "recompute"],
+        "default": "recompute",
+        "layer": "memory_layout",
+        "doc": "'store': the row's x + residual kept in scratch; 'recompute': re-added in each of the three passes",
+    },
+    {
+        "name": "accumulate",
+        "values": ["double", "float"],
+        "default": "double",
+        "layer": "instruction",
+        "doc": "accumulator type of the row statistics for float32/bfloat16 inputs (float: twice the SIMD lanes)",
+    },
+    {
+        "name": "vector_width",
+        "values": [256, 512],
+        "default": 256,
+        "layer": "vectorization",
+        "doc": "SIMD width the compiler prefers for the loops (-mprefer-vector-width), in bits",
+    },
+    {
+        "name": "rows_per_task",
+        "values": [1, 8, 64],
+        "default": 1,
+        "layer": "parallelization",
+        "doc": "rows per OpenMP scheduling chunk",
+    },
 ]
 
 KERNEL = r"""
@@ -84,7 +104,8 @@ static void residual_layer_norm(const T* x, const T* r, const T* w, const T* b, 
 ENTRY = entry_macro(
     "residual_layer_norm",
     "const PT* x, const PT* r, const PT* w, const PT* b, PT* y, int64_t rows, int64_t n, double eps",
-    "residual_layer_norm(cptr<T>(x), cptr<T>(r), cptr<T>(w), cptr<T>(b), wptr<T>(y), rows, n, eps);")
+    "residual_layer_norm(cptr<T>(x), cptr<T>(r), cptr<T>(w), cptr<T>(b), wptr<T>(y), rows, n, eps);",
+)
 
 BODY = """
 class ModelNew(nn.Module):
@@ -106,12 +127,19 @@ class ModelNew(nn.Module):
 
 
 def render(operator: str, settings: dict) -> str:
-    cpp = (isa_define("omp_simd")
-           + f"#define KOPE_STORE_SUM {int(settings['sum_buffer'] == 'store')}  // sum_buffer={settings['sum_buffer']}\n"
-           + f"#define KOPE_ACC_DOUBLE {int(settings['accumulate'] == 'double')}  // accumulate={settings['accumulate']}\n"
-           + f"#define KOPE_ROWS {settings['rows_per_task']}  // rows_per_task={settings['rows_per_task']}\n"
-           + PRELUDE + KERNEL + CASTS + ENTRY)
-    doc = (f"{operator} on the CPU, rendered from the kernel template residual_layer_norm.py "
-           f"({settings_line(settings)}).\n\nEach row: sum, mean, two-pass variance and the affine normalisation by "
-           "one thread, in cache\n(the knobs are the #defines at the top of _SOURCE and the compile flags).")
+    cpp = (
+        isa_define("omp_simd")
+        + f"#define KOPE_STORE_SUM {int(settings['sum_buffer'] == 'store')}  // sum_buffer={settings['sum_buffer']}\n"
+        + f"#define KOPE_ACC_DOUBLE {int(settings['accumulate'] == 'double')}  // accumulate={settings['accumulate']}\n"
+        + f"#define KOPE_ROWS {settings['rows_per_task']}  // rows_per_task={settings['rows_per_task']}\n"
+        + PRELUDE
+        + KERNEL
+        + CASTS
+        + ENTRY
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template residual_layer_norm.py "
+        f"({settings_line(settings)}).\n\nEach row: sum, mean, two-pass variance and the affine normalisation by "
+        "one thread, in cache\n(the knobs are the #defines at the top of _SOURCE and the compile flags)."
+    )
     return module(doc, cpp, kernel_table("residual_layer_norm") + BODY, vector_width=settings["vector_width"])

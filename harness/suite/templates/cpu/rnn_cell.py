@@ -19,9 +19,14 @@ from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
 FAMILY = "block"
 OPERATORS = ["lstm_cell", "gru_cell"]
 KNOBS = [
-    {"name": "fusion", "values": ["separate", "fused"], "default": "separate", "layer": "fusion",
-     "doc": "'separate': the gate arithmetic as a pass after both GEMMs; 'fused': run on each block of rows the "
-            "hidden-gate GEMM completes"},
+    {
+        "name": "fusion",
+        "values": ["separate", "fused"],
+        "default": "separate",
+        "layer": "fusion",
+        "doc": "'separate': the gate arithmetic as a pass after both GEMMs; 'fused': run on each block of rows the "
+        "hidden-gate GEMM completes",
+    },
     core.knob("micro_kernel"),
     core.knob("isa", ISA_DOC),
     core.knob("tiles"),
@@ -111,17 +116,21 @@ ENTRIES = {
         "const PT* x, const PT* h, const PT* c, const PT* w_ih, const PT* w_hh, const PT* b_ih, const PT* b_hh, "
         "PT* out, int64_t rows, int64_t In, int64_t Hd",
         "rnn_cell<0>(cptr<T>(x), cptr<T>(h), cptr<T>(c), cptr<T>(w_ih), cptr<T>(w_hh), cptr<T>(b_ih), cptr<T>(b_hh), "
-        "wptr<T>(out), rows, In, Hd);"),
+        "wptr<T>(out), rows, In, Hd);",
+    ),
     "gru_cell": entry_macro(
         "gru_cell",
         "const PT* x, const PT* h, const PT* w_ih, const PT* w_hh, const PT* b_ih, const PT* b_hh, PT* out, "
         "int64_t rows, int64_t In, int64_t Hd",
         "rnn_cell<1>(cptr<T>(x), cptr<T>(h), cptr<T>(h), cptr<T>(w_ih), cptr<T>(w_hh), cptr<T>(b_ih), cptr<T>(b_hh), "
-        "wptr<T>(out), rows, In, Hd);"),
+        "wptr<T>(out), rows, In, Hd);",
+    ),
 }
 
 MODELS = {
-    "lstm_cell": ("nn.LSTMCell", """
+    "lstm_cell": (
+        "nn.LSTMCell",
+        """
     def forward(self, x, h, c):
         x, h, c = x.contiguous(), h.contiguous(), c.contiguous()
         rows, hidden = h.shape
@@ -130,8 +139,11 @@ MODELS = {
                                                self.cell.bias_hh)]
         _KERNELS[x.dtype](x, h, c, *p, out, rows, x.shape[1], hidden)
         return out
-"""),
-    "gru_cell": ("nn.GRUCell", """
+""",
+    ),
+    "gru_cell": (
+        "nn.GRUCell",
+        """
     def forward(self, x, h):
         x, h = x.contiguous(), h.contiguous()
         rows, hidden = h.shape
@@ -140,21 +152,33 @@ MODELS = {
                                                self.cell.bias_hh)]
         _KERNELS[x.dtype](x, h, *p, out, rows, x.shape[1], hidden)
         return out
-"""),
+""",
+    ),
 }
 
 
 def render(operator: str, settings: dict) -> str:
     cell, forward = MODELS[operator]
-    cpp = (isa_define(settings["isa"])
-           + core.defines(settings["micro_kernel"], settings["tiles"], True, settings["parallel"])
-           + f"#define KOPE_FUSION {int(settings['fusion'] == 'fused')}  // fusion={settings['fusion']}\n"
-           + PRELUDE + core.GEMM + BLOCKS + CELLS + CASTS + ENTRIES[operator])
-    body = (kernel_table(operator) + "\n\nclass ModelNew(nn.Module):\n"
-            "    def __init__(self, input_size, hidden_size, dtype):\n        super().__init__()\n"
-            "        # The reference's cell, so the harness copies its parameters in by name.\n"
-            f"        self.cell = {cell}(input_size, hidden_size).to(getattr(torch, dtype))\n" + forward)
-    doc = (f"{operator} on the CPU, rendered from the kernel template rnn_cell.py ({settings_line(settings)}).\n\n"
-           "Two gate GEMMs (harness/suite/cpp_kit/gemm.py) and the cell's gate arithmetic; the knobs are the\n"
-           "#defines at the top of _SOURCE.")
+    cpp = (
+        isa_define(settings["isa"])
+        + core.defines(settings["micro_kernel"], settings["tiles"], True, settings["parallel"])
+        + f"#define KOPE_FUSION {int(settings['fusion'] == 'fused')}  // fusion={settings['fusion']}\n"
+        + PRELUDE
+        + core.GEMM
+        + BLOCKS
+        + CELLS
+        + CASTS
+        + ENTRIES[operator]
+    )
+    body = (
+        kernel_table(operator) + "\n\nclass ModelNew(nn.Module):\n"
+        "    def __init__(self, input_size, hidden_size, dtype):\n        super().__init__()\n"
+        "        # The reference's cell, so the harness copies its parameters in by name.\n"
+        f"        self.cell = {cell}(input_size, hidden_size).to(getattr(torch, dtype))\n" + forward
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template rnn_cell.py ({settings_line(settings)}).\n\n"
+        "Two gate GEMMs (harness/suite/cpp_kit/gemm.py) and the cell's gate arithmetic; the knobs are the\n"
+        "#defines at the top of _SOURCE."
+    )
     return module(doc, cpp, body)

@@ -10,8 +10,15 @@ rescaled when the maximum grows), reading the row from memory once. ``math``,
 
 from __future__ import annotations
 
-from harness.suite.templates.cpu._cpp_blocks import (DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table,
-                                                     math_struct)
+from harness.suite.templates.cpu._cpp_blocks import (
+    DTYPE_ENTRIES,
+    DTYPES,
+    HEADERS,
+    candidate,
+    describe,
+    kernel_table,
+    math_struct,
+)
 from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, row_driver, softmax_stats
 
 FAMILY = "reduction"
@@ -19,11 +26,21 @@ OPERATORS = ["logsumexp"]
 SUFFIXES = ["f32", "f64", "bf16", "f16"]
 
 KNOBS = [
-    {"name": "algorithm", "values": ["two_pass", "online"], "default": "two_pass", "layer": "algorithm",
-     "doc": "two_pass: a sweep for the row maximum, then one for the exp-sum; online: one sweep for both "
-            "(chunk maxima, running sum rescaled), reading the row once"},
-    {"name": "math", "values": ["libm", "poly"], "default": "libm", "layer": "algorithm",
-     "doc": "exp from the C library (accurate, one call per element, scalar loops) or a vectorisable polynomial"},
+    {
+        "name": "algorithm",
+        "values": ["two_pass", "online"],
+        "default": "two_pass",
+        "layer": "algorithm",
+        "doc": "two_pass: a sweep for the row maximum, then one for the exp-sum; online: one sweep for both "
+        "(chunk maxima, running sum rescaled), reading the row once",
+    },
+    {
+        "name": "math",
+        "values": ["libm", "poly"],
+        "default": "libm",
+        "layer": "algorithm",
+        "doc": "exp from the C library (accurate, one call per element, scalar loops) or a vectorisable polynomial",
+    },
     LANES_KNOB,
     VECTOR_KNOB,
     SPLIT_KNOB,
@@ -43,19 +60,37 @@ def render(operator: str, settings: dict) -> str:
     s = settings
     entries = "\n".join(
         f'extern "C" void logsumexp_{suffix}(const {ctype}* x, {ctype}* y, int64_t rows, int64_t n) '
-        f'{{ run<{trait}>(x, y, rows, n); }}' for suffix in SUFFIXES for trait, ctype, _ in [DTYPE_ENTRIES[suffix]])
-    source = (f"{HEADERS}#include <vector>\n{DTYPES}{math_struct(s['math'])}{softmax_stats(s['algorithm'], s['lanes'], False)}"
-              f"{EMIT}\n{row_driver(s['split_rows'], '', '', row_output=True)}\n{entries}\n")
+        f"{{ run<{trait}>(x, y, rows, n); }}"
+        for suffix in SUFFIXES
+        for trait, ctype, _ in [DTYPE_ENTRIES[suffix]]
+    )
+    source = (
+        f"{HEADERS}#include <vector>\n{DTYPES}{math_struct(s['math'])}{softmax_stats(s['algorithm'], s['lanes'], False)}"
+        f"{EMIT}\n{row_driver(s['split_rows'], '', '', row_output=True)}\n{entries}\n"
+    )
     lines = [
         "logsumexp over the last dimension: m + log(sum(exp(x - m))), m the row maximum",
-        f"algorithm={s['algorithm']}: " + ("a max sweep, then an exp-sum sweep" if s["algorithm"] == "two_pass"
-                                           else "one sweep (online: chunk maxima, running sum rescaled)"),
-        f"math={s['math']}: " + ("C library exp (scalar loops)" if s["math"] == "libm" else "vectorisable polynomial exp"),
-        f"lanes={s['lanes']}: " + ("one omp-simd reduction per sweep" if s["lanes"] == 1
-                                   else f"{s['lanes']} independent partial results per sweep"),
+        f"algorithm={s['algorithm']}: "
+        + (
+            "a max sweep, then an exp-sum sweep"
+            if s["algorithm"] == "two_pass"
+            else "one sweep (online: chunk maxima, running sum rescaled)"
+        ),
+        f"math={s['math']}: "
+        + ("C library exp (scalar loops)" if s["math"] == "libm" else "vectorisable polynomial exp"),
+        f"lanes={s['lanes']}: "
+        + (
+            "one omp-simd reduction per sweep"
+            if s["lanes"] == 1
+            else f"{s['lanes']} independent partial results per sweep"
+        ),
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"split_rows={s['split_rows']}: " + ("one thread per row" if s["split_rows"] == "never"
-                                             else "rows are shared by all threads when there are fewer than two per thread"),
+        f"split_rows={s['split_rows']}: "
+        + (
+            "one thread per row"
+            if s["split_rows"] == "never"
+            else "rows are shared by all threads when there are fewer than two per thread"
+        ),
     ]
     model = """class ModelNew(nn.Module):
     def __init__(self):
@@ -68,5 +103,10 @@ def render(operator: str, settings: dict) -> str:
         _KERNELS[x.dtype](x, y, x.numel() // n, n)
         return y
 """
-    return candidate(describe("row_logsumexp", operator, s, lines), source, s["vector_width"],
-                     kernel_table("_KERNELS", operator, SUFFIXES), model)
+    return candidate(
+        describe("row_logsumexp", operator, s, lines),
+        source,
+        s["vector_width"],
+        kernel_table("_KERNELS", operator, SUFFIXES),
+        model,
+    )

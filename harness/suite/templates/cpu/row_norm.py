@@ -21,18 +21,37 @@ computed in float (float64: double).
 from __future__ import annotations
 
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
-from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, Acc, fold, indent, moments, row_driver
+from harness.suite.templates.cpu._rows import (
+    LANES_KNOB,
+    SPLIT_KNOB,
+    VECTOR_KNOB,
+    Acc,
+    fold,
+    indent,
+    moments,
+    row_driver,
+)
 
 FAMILY = "normalization"
 OPERATORS = ["layer_norm", "rms_norm", "l2_normalize"]
 SUFFIXES = ["f32", "f64", "bf16", "f16"]
 
 KNOBS = [
-    {"name": "variance", "values": ["two_pass", "shifted", "welford"], "default": "two_pass", "layer": "algorithm",
-     "doc": "layer_norm only: mean then squared deviations (two reads), shifted sums (one read, stable for large "
-            "means), or Welford's online update per lane (one read, a division per step)"},
-    {"name": "accumulate", "values": ["double", "float"], "default": "double", "layer": "algorithm",
-     "doc": "statistics in double (float32/16-bit widened), or in the compute type (twice the SIMD lanes)"},
+    {
+        "name": "variance",
+        "values": ["two_pass", "shifted", "welford"],
+        "default": "two_pass",
+        "layer": "algorithm",
+        "doc": "layer_norm only: mean then squared deviations (two reads), shifted sums (one read, stable for large "
+        "means), or Welford's online update per lane (one read, a division per step)",
+    },
+    {
+        "name": "accumulate",
+        "values": ["double", "float"],
+        "default": "double",
+        "layer": "algorithm",
+        "doc": "statistics in double (float32/16-bit widened), or in the compute type (twice the SIMD lanes)",
+    },
     LANES_KNOB,
     VECTOR_KNOB,
     SPLIT_KNOB,
@@ -43,6 +62,7 @@ ARGS = {  # operator -> (C++ parameter declarations, argument names) passed thro
     "rms_norm": (", const S* __restrict__ w, double eps", ", w, eps"),
     "l2_normalize": (", double eps", ", eps"),
 }
+
 
 def _source(operator: str, s: dict) -> str:
     args, call = ARGS[operator]
@@ -87,9 +107,15 @@ static inline void emit(const S* __restrict__ x, S* __restrict__ y, int64_t lo, 
     for suffix in SUFFIXES:
         trait, ctype, _ = DTYPE_ENTRIES[suffix]
         decl = args.replace("const S* __restrict__", f"const {ctype}*")
-        entries.append(f'extern "C" void {operator}_{suffix}(const {ctype}* x, {ctype}* y, int64_t rows, int64_t n{decl}) '
-                       f'{{ run<{trait}>(x, y, rows, n{call}); }}')
-    return f"{HEADERS}#include <vector>\n{DTYPES}{part}{emit_fn}\n{row_driver(s['split_rows'], args, call, False)}\n" + "\n".join(entries) + "\n"
+        entries.append(
+            f'extern "C" void {operator}_{suffix}(const {ctype}* x, {ctype}* y, int64_t rows, int64_t n{decl}) '
+            f"{{ run<{trait}>(x, y, rows, n{call}); }}"
+        )
+    return (
+        f"{HEADERS}#include <vector>\n{DTYPES}{part}{emit_fn}\n{row_driver(s['split_rows'], args, call, False)}\n"
+        + "\n".join(entries)
+        + "\n"
+    )
 
 
 MODELS = {
@@ -139,20 +165,38 @@ MODELS = {
 
 def render(operator: str, settings: dict) -> str:
     s = settings
-    variance = {"two_pass": "a mean sweep, then a squared-deviation sweep",
-                "shifted": "one sweep of shifted sums (x - K, (x - K)^2), K the slice's first value",
-                "welford": "one sweep of per-lane Welford updates, lanes merged with Chan's formula"}[s["variance"]]
+    variance = {
+        "two_pass": "a mean sweep, then a squared-deviation sweep",
+        "shifted": "one sweep of shifted sums (x - K, (x - K)^2), K the slice's first value",
+        "welford": "one sweep of per-lane Welford updates, lanes merged with Chan's formula",
+    }[s["variance"]]
     lines = [
-        {"layer_norm": "layer_norm: y = (x - mean) / sqrt(var + eps) * weight + bias over the last dimension",
-         "rms_norm": "rms_norm: y = x / sqrt(mean(x^2) + eps) * weight over the last dimension",
-         "l2_normalize": "l2_normalize: y = x / max(||x||_2, eps) over the last dimension"}[operator],
+        {
+            "layer_norm": "layer_norm: y = (x - mean) / sqrt(var + eps) * weight + bias over the last dimension",
+            "rms_norm": "rms_norm: y = x / sqrt(mean(x^2) + eps) * weight over the last dimension",
+            "l2_normalize": "l2_normalize: y = x / max(||x||_2, eps) over the last dimension",
+        }[operator],
         f"variance={s['variance']}: " + (variance if operator == "layer_norm" else "not used (only a sum of squares)"),
-        f"accumulate={s['accumulate']}: statistics in " + ("double" if s["accumulate"] == "double" else "the compute type"),
-        f"lanes={s['lanes']}: " + ("one omp-simd reduction per sweep" if s["lanes"] == 1
-                                   else f"{s['lanes']} independent partial results per sweep"),
+        f"accumulate={s['accumulate']}: statistics in "
+        + ("double" if s["accumulate"] == "double" else "the compute type"),
+        f"lanes={s['lanes']}: "
+        + (
+            "one omp-simd reduction per sweep"
+            if s["lanes"] == 1
+            else f"{s['lanes']} independent partial results per sweep"
+        ),
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"split_rows={s['split_rows']}: " + ("one thread per row" if s["split_rows"] == "never"
-                                             else "rows are shared by all threads when there are fewer than two per thread"),
+        f"split_rows={s['split_rows']}: "
+        + (
+            "one thread per row"
+            if s["split_rows"] == "never"
+            else "rows are shared by all threads when there are fewer than two per thread"
+        ),
     ]
-    return candidate(describe("row_norm", operator, s, lines), _source(operator, s), s["vector_width"],
-                     kernel_table("_KERNELS", operator, SUFFIXES), MODELS[operator])
+    return candidate(
+        describe("row_norm", operator, s, lines),
+        _source(operator, s),
+        s["vector_width"],
+        kernel_table("_KERNELS", operator, SUFFIXES),
+        MODELS[operator],
+    )

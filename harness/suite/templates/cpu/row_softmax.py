@@ -17,8 +17,15 @@ threads; ``vector_width`` the SIMD width the compiler prefers. float32 and
 
 from __future__ import annotations
 
-from harness.suite.templates.cpu._cpp_blocks import (DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table,
-                                                     math_struct)
+from harness.suite.templates.cpu._cpp_blocks import (
+    DTYPE_ENTRIES,
+    DTYPES,
+    HEADERS,
+    candidate,
+    describe,
+    kernel_table,
+    math_struct,
+)
 from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, row_driver, softmax_stats
 
 FAMILY = "normalization"
@@ -26,11 +33,21 @@ OPERATORS = ["softmax", "log_softmax"]
 SUFFIXES = ["f32", "f64", "bf16", "f16"]
 
 KNOBS = [
-    {"name": "algorithm", "values": ["two_pass", "online"], "default": "two_pass", "layer": "algorithm",
-     "doc": "two_pass: separate sweeps for the row maximum and the exp-sum; online: one sweep computes both "
-            "(chunk maxima, running sum rescaled), saving a read of the row"},
-    {"name": "math", "values": ["libm", "poly"], "default": "libm", "layer": "algorithm",
-     "doc": "exp from the C library (accurate, one call per element, scalar loops) or a vectorisable polynomial"},
+    {
+        "name": "algorithm",
+        "values": ["two_pass", "online"],
+        "default": "two_pass",
+        "layer": "algorithm",
+        "doc": "two_pass: separate sweeps for the row maximum and the exp-sum; online: one sweep computes both "
+        "(chunk maxima, running sum rescaled), saving a read of the row",
+    },
+    {
+        "name": "math",
+        "values": ["libm", "poly"],
+        "default": "libm",
+        "layer": "algorithm",
+        "doc": "exp from the C library (accurate, one call per element, scalar loops) or a vectorisable polynomial",
+    },
     LANES_KNOB,
     VECTOR_KNOB,
     SPLIT_KNOB,
@@ -41,10 +58,17 @@ def _emit(operator: str, algorithm: str) -> str:
     if operator == "log_softmax":
         what, pre, value = ("y = x - (m + log s)", "const C lse = all.m + Math::log(all.s);", "D::load(x[i]) - lse")
     elif algorithm == "two_pass":
-        what, pre, value = ("y holds exp(x - own.m): rescale it to exp(x - m) / s",
-                            "const C f = Math::exp(own.m - all.m) / all.s;", "D::load(y[i]) * f")
+        what, pre, value = (
+            "y holds exp(x - own.m): rescale it to exp(x - m) / s",
+            "const C f = Math::exp(own.m - all.m) / all.s;",
+            "D::load(y[i]) * f",
+        )
     else:
-        what, pre, value = ("y = exp(x - m) / s", "const C inv = C(1) / all.s;", "Math::exp(D::load(x[i]) - all.m) * inv")
+        what, pre, value = (
+            "y = exp(x - m) / s",
+            "const C inv = C(1) / all.s;",
+            "Math::exp(D::load(x[i]) - all.m) * inv",
+        )
     return f"""
 // Write the outputs of the slice [lo, hi) from the row's statistics ({what}).
 template <typename D, typename C = typename D::C, typename S = typename D::S>
@@ -62,21 +86,38 @@ def render(operator: str, settings: dict) -> str:
     store_exp = operator == "softmax" and s["algorithm"] == "two_pass"
     entries = "\n".join(
         f'extern "C" void {operator}_{suffix}(const {ctype}* x, {ctype}* y, int64_t rows, int64_t n) '
-        f'{{ run<{trait}>(x, y, rows, n); }}' for suffix in SUFFIXES for trait, ctype, _ in [DTYPE_ENTRIES[suffix]])
-    source = (f"{HEADERS}#include <vector>\n{DTYPES}{math_struct(s['math'])}"
-              f"{softmax_stats(s['algorithm'], s['lanes'], store_exp)}{_emit(operator, s['algorithm'])}\n"
-              f"{row_driver(s['split_rows'], '', '', row_output=False)}\n{entries}\n")
-    passes = ("max sweep, exp-sum sweep" + (" (storing exp)" if store_exp else "") + ", write sweep"
-              if s["algorithm"] == "two_pass" else "one max+exp-sum sweep (online, chunks rescaled), one write sweep")
+        f"{{ run<{trait}>(x, y, rows, n); }}"
+        for suffix in SUFFIXES
+        for trait, ctype, _ in [DTYPE_ENTRIES[suffix]]
+    )
+    source = (
+        f"{HEADERS}#include <vector>\n{DTYPES}{math_struct(s['math'])}"
+        f"{softmax_stats(s['algorithm'], s['lanes'], store_exp)}{_emit(operator, s['algorithm'])}\n"
+        f"{row_driver(s['split_rows'], '', '', row_output=False)}\n{entries}\n"
+    )
+    passes = (
+        "max sweep, exp-sum sweep" + (" (storing exp)" if store_exp else "") + ", write sweep"
+        if s["algorithm"] == "two_pass"
+        else "one max+exp-sum sweep (online, chunks rescaled), one write sweep"
+    )
     lines = [
         f"{operator} over the last dimension; rows of n elements",
         f"algorithm={s['algorithm']}: {passes}",
-        f"math={s['math']}: " + ("C library exp (scalar loops)" if s["math"] == "libm" else "vectorisable polynomial exp"),
-        f"lanes={s['lanes']}: " + ("one omp-simd reduction per sweep" if s["lanes"] == 1
-                                   else f"{s['lanes']} independent partial results per sweep"),
+        f"math={s['math']}: "
+        + ("C library exp (scalar loops)" if s["math"] == "libm" else "vectorisable polynomial exp"),
+        f"lanes={s['lanes']}: "
+        + (
+            "one omp-simd reduction per sweep"
+            if s["lanes"] == 1
+            else f"{s['lanes']} independent partial results per sweep"
+        ),
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"split_rows={s['split_rows']}: " + ("one thread per row" if s["split_rows"] == "never"
-                                             else "rows are shared by all threads when there are fewer than two per thread"),
+        f"split_rows={s['split_rows']}: "
+        + (
+            "one thread per row"
+            if s["split_rows"] == "never"
+            else "rows are shared by all threads when there are fewer than two per thread"
+        ),
     ]
     model = """class ModelNew(nn.Module):
     def __init__(self):
@@ -89,5 +130,10 @@ def render(operator: str, settings: dict) -> str:
         _KERNELS[x.dtype](x, y, x.numel() // n, n)
         return y
 """
-    return candidate(describe("row_softmax", operator, s, lines), source, s["vector_width"],
-                     kernel_table("_KERNELS", operator, SUFFIXES), model)
+    return candidate(
+        describe("row_softmax", operator, s, lines),
+        source,
+        s["vector_width"],
+        kernel_table("_KERNELS", operator, SUFFIXES),
+        model,
+    )

@@ -25,13 +25,28 @@ from harness.suite.cpp_kit.prelude import PRELUDE, isa_define
 FAMILY = "convolution"
 OPERATORS = ["depthwise_conv2d", "max_pool2d", "avg_pool2d"]
 KNOBS = [
-    {"name": "algorithm", "values": ["checked", "split", "padded"], "default": "checked", "layer": "algorithm",
-     "doc": "window edges: 'checked' bounds-tests every tap, 'split' loops each tap over its in-bounds output "
-            "range, 'padded' reads from a padded copy of the input rows"},
-    {"name": "unroll_kernel", "values": [False, True], "default": False, "layer": "unrolling",
-     "doc": "specialise the loops for K in (2, 3, 5, 7) and stride in (1, 2) so the tap loops fully unroll"},
-    {"name": "parallel", "values": ["planes", "rows_16", "rows_4"], "default": "planes", "layer": "parallelization",
-     "doc": "OpenMP tasks: whole (image, channel) planes, or blocks of 16 or 4 output rows of a plane"},
+    {
+        "name": "algorithm",
+        "values": ["checked", "split", "padded"],
+        "default": "checked",
+        "layer": "algorithm",
+        "doc": "window edges: 'checked' bounds-tests every tap, 'split' loops each tap over its in-bounds output "
+        "range, 'padded' reads from a padded copy of the input rows",
+    },
+    {
+        "name": "unroll_kernel",
+        "values": [False, True],
+        "default": False,
+        "layer": "unrolling",
+        "doc": "specialise the loops for K in (2, 3, 5, 7) and stride in (1, 2) so the tap loops fully unroll",
+    },
+    {
+        "name": "parallel",
+        "values": ["planes", "rows_16", "rows_4"],
+        "default": "planes",
+        "layer": "parallelization",
+        "doc": "OpenMP tasks: whole (image, channel) planes, or blocks of 16 or 4 output rows of a plane",
+    },
 ]
 OP_CODES = {"depthwise_conv2d": 0, "max_pool2d": 1, "avg_pool2d": 2}
 ALGO_CODES = {"checked": 0, "split": 1, "padded": 2}
@@ -177,10 +192,12 @@ static void window(const WinArgs<T>& a) {
 ENTRY = entry_macro(
     "window",
     "const PT* x, const PT* w, const PT* bias, PT* y, int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, "
-    "int64_t S, int64_t P, int64_t OH, int64_t OW", """
+    "int64_t S, int64_t P, int64_t OH, int64_t OW",
+    """
 WinArgs<T> a{cptr<T>(x), cptr<T>(w), cptr<T>(bias), wptr<T>(y), N, C, H, W, K, S, P, OH, OW};
 window(a);
-""")
+""",
+)
 
 _FORWARD = """
     def forward(self, x):
@@ -192,35 +209,50 @@ _FORWARD = """
         _KERNELS[x.dtype](x, {params}, y, n, c, h, w, k, s, p, oh, ow)
         return y
 """
-_POOL = ("kernel_size, stride, padding", """
+_POOL = (
+    "kernel_size, stride, padding",
+    """
         self.kernel_size = kernel_size
         self.stride = stride
         self.padding = padding""",
-         _FORWARD.format(ksp="self.kernel_size, self.stride, self.padding", params="None, None"))
+    _FORWARD.format(ksp="self.kernel_size, self.stride, self.padding", params="None, None"),
+)
 MODELS = {
-    "depthwise_conv2d": ("channels, kernel_size, stride, padding, dtype", """
+    "depthwise_conv2d": (
+        "channels, kernel_size, stride, padding, dtype",
+        """
         self.conv = nn.Conv2d(channels, channels, kernel_size, stride=stride, padding=padding, groups=channels)
         self.conv.to(getattr(torch, dtype))""",
-                         _FORWARD.format(ksp="self.conv.kernel_size[0], self.conv.stride[0], self.conv.padding[0]",
-                                         params="self.conv.weight.detach().contiguous(), "
-                                                "self.conv.bias.detach().contiguous()")),
+        _FORWARD.format(
+            ksp="self.conv.kernel_size[0], self.conv.stride[0], self.conv.padding[0]",
+            params="self.conv.weight.detach().contiguous(), self.conv.bias.detach().contiguous()",
+        ),
+    ),
     "max_pool2d": _POOL,
     "avg_pool2d": _POOL,
 }
 
 
 def render(operator: str, settings: dict) -> str:
-    cpp = (isa_define("omp_simd")
-           + f"#define KOPE_WIN_OP {OP_CODES[operator]}  // {operator}\n"
-           + f"#define KOPE_WIN_ALGO {ALGO_CODES[settings['algorithm']]}  // algorithm={settings['algorithm']}\n"
-           + f"#define KOPE_WIN_UNROLL {int(settings['unroll_kernel'])}  // unroll_kernel={settings['unroll_kernel']}\n"
-           + f"#define KOPE_WIN_ROWS {ROWS[settings['parallel']]}  // parallel={settings['parallel']}\n"
-           + PRELUDE + WINDOW + CASTS + ENTRY)
+    cpp = (
+        isa_define("omp_simd")
+        + f"#define KOPE_WIN_OP {OP_CODES[operator]}  // {operator}\n"
+        + f"#define KOPE_WIN_ALGO {ALGO_CODES[settings['algorithm']]}  // algorithm={settings['algorithm']}\n"
+        + f"#define KOPE_WIN_UNROLL {int(settings['unroll_kernel'])}  // unroll_kernel={settings['unroll_kernel']}\n"
+        + f"#define KOPE_WIN_ROWS {ROWS[settings['parallel']]}  // parallel={settings['parallel']}\n"
+        + PRELUDE
+        + WINDOW
+        + CASTS
+        + ENTRY
+    )
     init_args, init_body, forward = MODELS[operator]
-    body = (kernel_table("window") + "\n\nclass ModelNew(nn.Module):\n"
-            f"    def __init__(self, {init_args}):\n        super().__init__()\n        {init_body.strip()}\n"
-            + forward)
-    doc = (f"{operator} on the CPU, rendered from the kernel template window.py ({settings_line(settings)}).\n\n"
-           "Each (image, channel) plane is reduced window by window (the knobs are the #defines at the top\n"
-           "of _SOURCE: edge handling, kernel-size specialisation, OpenMP work split).")
+    body = (
+        kernel_table("window") + "\n\nclass ModelNew(nn.Module):\n"
+        f"    def __init__(self, {init_args}):\n        super().__init__()\n        {init_body.strip()}\n" + forward
+    )
+    doc = (
+        f"{operator} on the CPU, rendered from the kernel template window.py ({settings_line(settings)}).\n\n"
+        "Each (image, channel) plane is reduced window by window (the knobs are the #defines at the top\n"
+        "of _SOURCE: edge handling, kernel-size specialisation, OpenMP work split)."
+    )
     return module(doc, cpp, body)
