@@ -19,6 +19,16 @@ what was found:
   ``torch._C``, ``torch.library``, tensor subclasses, ``torch.compile``, harness
   internals other than ``harness.cpu``), and in C++ sources file/process/network
   calls and background threads (``fopen``, ``std::thread``, ``pthread_create``, ...).
+
+Only what ``ModelNew`` can execute is held against a candidate for
+``reference_call`` and ``thread_count``: the ``ModelNew`` class, every
+module-level statement (it runs at import) and, transitively, every
+module-level function or class those name. Helpers an answer carries along
+without using them (a copy of the task's ``get_inputs()``, ``get_init_inputs()``
+or ``Model``, an ``if __name__ == "__main__":`` block) are never run by the
+harness, so their ``torch.rand`` or ``torch.matmul`` is not a finding. The
+other checks (``forbidden_api``, ``monkey_patch``) apply to the whole file. A
+file without ``ModelNew`` is checked as a whole.
 """
 
 from __future__ import annotations
@@ -234,16 +244,73 @@ class Finding:
         return f"line {self.line}: {self.message}"
 
 
+# Checks about what runs in forward: not held against code ModelNew never executes.
+EXECUTION_CHECKS = frozenset({"reference_call", "thread_count"})
+
+
 def check_source(source: str, filename: str = "<candidate>") -> list[Finding]:
     """All findings for a candidate file (raises SyntaxError if it is not Python)."""
     tree = ast.parse(source, filename=filename)
-    visitor = _Visitor()
+    inert = unreachable_nodes(tree)
+    visitor = _Visitor(inert)
     visitor.visit(tree)
     findings = visitor.findings
+    inert_lines = [(n.lineno, n.end_lineno or n.lineno) for n in inert]
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CPP_HINT.search(node.value):
-            findings += check_cpp(node.value, first_line=node.lineno)
+            cpp = check_cpp(node.value, first_line=node.lineno)
+            if any(lo <= node.lineno <= hi for lo, hi in inert_lines):
+                cpp = [f for f in cpp if f.check not in EXECUTION_CHECKS]
+            findings += cpp
     return sorted(set(findings), key=lambda f: (f.line, f.check, f.message))
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (never true when the harness imports the candidate)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    sides = [test.left, *test.comparators]
+    return (
+        len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+        and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+    )
+
+
+def unreachable_nodes(tree: ast.Module) -> list[ast.stmt]:
+    """Module-level statements ModelNew can never execute: defs nothing reachable names, ``__main__`` blocks.
+
+    Roots are the ``ModelNew`` class and every other module-level statement (they run at import);
+    a module-level def becomes reachable when a reachable node loads its name. Without a
+    ``ModelNew`` class everything counts as reachable."""
+    defs: dict[str, list[ast.stmt]] = {}
+    roots: list[ast.stmt] = []
+    inert: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs.setdefault(node.name, []).append(node)
+            if node.name == "ModelNew":
+                roots.append(node)
+        elif _is_main_guard(node):
+            inert.append(node)
+        else:
+            roots.append(node)
+    if "ModelNew" not in defs:
+        return []
+    reached: set[int] = set()
+    todo = list(roots)
+    while todo:
+        node = todo.pop()
+        if id(node) in reached:
+            continue
+        reached.add(id(node))
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                todo.extend(d for d in defs.get(sub.id, ()) if id(d) not in reached)
+    inert += [d for group in defs.values() for d in group if id(d) not in reached]
+    return inert
 
 
 def check_cpp(code: str, first_line: int = 1) -> list[Finding]:
@@ -283,13 +350,27 @@ def check_cpp(code: str, first_line: int = 1) -> list[Finding]:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, inert: list[ast.stmt] = ()) -> None:
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}
         self.functions: list[str] = []
+        self.inert_nodes = {id(n) for n in inert}
+        self.inert = 0  # > 0 while visiting code ModelNew never executes
 
     def add(self, check: str, node: ast.AST, message: str) -> None:
+        if self.inert and check in EXECUTION_CHECKS:
+            return
         self.findings.append(Finding(check, getattr(node, "lineno", 0), message))
+
+    def visit(self, node: ast.AST) -> None:
+        if id(node) not in self.inert_nodes:
+            super().visit(node)
+            return
+        self.inert += 1
+        try:
+            super().visit(node)
+        finally:
+            self.inert -= 1
 
     # -- imports -----------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
