@@ -24,6 +24,7 @@ def _add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("candidate", help="path to a candidate file defining ModelNew")
     p.add_argument("--target", default="cpu", help="cpu, triton or cuda (default cpu)")
     p.add_argument("--cases", default=None, help="case indices, ranges or names, comma-separated (default: all)")
+    p.add_argument("--held-out", action="store_true", help="also run the task's held-out cases (final evaluation)")
     p.add_argument("--seeds", type=int, default=3, help="correctness trials per case (default 3)")
     p.add_argument("--threads", type=int, default=None, help="fixed thread count (default: all available CPUs)")
     p.add_argument("--no-timing", action="store_true", help="check correctness only")
@@ -40,6 +41,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
     return EvalOptions(
         target=args.target,
         cases=args.cases,
+        case_set="all" if args.held_out else "visible",
         seeds=args.seeds,
         threads=args.threads,
         timing=not args.no_timing,
@@ -64,6 +66,7 @@ def format_outcome(outcome: Any) -> str:
         speed = f"{c.speedup:.2f}x" if c.speedup else "-"
         lines.append(
             f"{c.index:>3}  {c.name[:32]:32} {'pass' if c.passed else 'FAIL':6} {ref:>16} {cand:>16} {speed:>8}"
+            + ("  (held-out)" if c.heldout else "")
         )
         if c.error:
             lines.append(f"       {c.error[:300]}")
@@ -118,6 +121,8 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             print(f"{info.operator}: {info.description}\nfamily {info.family}, level {info.level}, file {info.path}")
             for c in info.cases:
                 print(f"  {c.index:>2} {c.name:34} {json.dumps(c.params)}")
+            if info.heldout_cases:
+                print(f"  {len(info.heldout_cases)} held-out cases (final evaluation only; not shown)")
         return 0
     from harness.task_check import check_task
 

@@ -36,7 +36,7 @@ from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
 from harness.sandbox import REFERENCE_POOL, Limits, Worker, WorkerDied, WorkerError, WorkerTimeout
 from harness.targets import get_target
-from harness.task import Case, Task, load_task, select_cases
+from harness.task import Case, Task, select_cases
 from harness.timing import Budget
 
 DEGENERATE_RETRIES = 4
@@ -46,7 +46,8 @@ log = logging.getLogger("harness")
 @dataclass
 class EvalOptions:
     target: str = "cpu"
-    cases: str | Sequence[int | str] | None = None  # indices, ranges ("0-3") or names; None: all
+    cases: str | Sequence[int | str] | None = None  # indices, ranges ("0-3") or names; None: all of case_set
+    case_set: str = "visible"  # the pool cases select from: visible (what proposers see), heldout or all
     seeds: int = 3  # correctness trials per case, each on fresh inputs
     threads: int | None = None  # fixed thread count; default: the CPUs this process may use
     timing: bool = True
@@ -76,8 +77,9 @@ def resolve_task(task: str | Path | Task) -> Task:
     if isinstance(task, Task):
         return task
     from harness.suite import find_task
+    from harness.task_loader import load_task_isolated
 
-    return load_task(find_task(task).path)
+    return load_task_isolated(find_task(task).path)  # task code runs in a worker under a timeout, never here
 
 
 class _Stop(Exception):
@@ -93,11 +95,12 @@ class _Evaluation:
         self.task, self.candidate, self.options = task, candidate, options
         self.target = get_target(options.target)
         self.target.check_available()
-        self.cases = select_cases(task, options.cases)
+        self.cases = select_cases(task, options.cases, options.case_set)
         self.threads = options.threads or available_cores()
         self.rng = random.Random(options.seed) if options.seed is not None else random.SystemRandom()
         self.results = {
-            c.index: CaseResult(c.index, c.name, dict(c.params), passed=False, error=None) for c in self.cases
+            c.index: CaseResult(c.index, c.name, dict(c.params), passed=False, error=None, heldout=c.heldout)
+            for c in self.cases
         }
         self.case_kinds: dict[int, str] = {}
         self.compile_time: float | None = None

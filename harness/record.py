@@ -170,9 +170,12 @@ class CaseResult:
     ref_ms: TimingStats | None = None
     cand_ms: TimingStats | None = None
     speedup: float | None = None
+    heldout: bool = False  # a held-out case (final evaluation only)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """``heldout`` appears (as true) only on held-out cases: in-loop records never carry it, and the
+        Experience Graph's strict parser refuses a record that does, so held-out results never reach a prompt."""
+        data = {
             "index": self.index,
             "name": self.name,
             "params": self.params,
@@ -182,6 +185,9 @@ class CaseResult:
             "cand_ms": asdict(self.cand_ms) if self.cand_ms else None,
             "speedup": self.speedup,
         }
+        if self.heldout:
+            data["heldout"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> CaseResult:
@@ -194,6 +200,7 @@ class CaseResult:
             ref_ms=TimingStats.from_dict(data["ref_ms"]),
             cand_ms=TimingStats.from_dict(data["cand_ms"]),
             speedup=data["speedup"],
+            heldout=bool(data.get("heldout", False)),
         )
 
 

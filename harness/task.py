@@ -6,7 +6,15 @@ A task is one Python file (contract §1). Required, exactly as KernelBench:
 ``FAMILIES``, default ``"unknown"``), ``LEVEL`` (1..4, default: from a
 ``level<N>`` folder in the path, else ``None``), ``DESCRIPTION``, ``DTYPE`` (a
 torch dtype name read by ``get_inputs()``), ``CASES`` (a list of dicts, each with
-a unique ``name`` and JSON-serialisable values) and ``apply_case(case)``.
+a unique ``name`` and JSON-serialisable values), ``HELDOUT_CASES`` (the same
+format, names unique across both lists) and ``apply_case(case)``.
+
+Held-out cases are for the final evaluation only: nothing a proposer sees
+holds them. ``TaskInfo.cases`` are the visible cases (indices ``0..n-1``),
+``TaskInfo.heldout_cases`` the held-out ones (indices ``n..``, ``Case.heldout``
+set); ``select_cases`` picks from the visible cases unless asked for
+``case_set="heldout"`` or ``"all"``; ``visible_source`` is the task file without
+its ``HELDOUT_CASES`` (what a prompt may show); ``to_dict`` gives only their count.
 
 A case is applied to a *freshly executed* copy of the module: every key other
 than ``name`` is set as a module global (each must already exist, so a typo is
@@ -38,7 +46,9 @@ from typing import Any
 from harness.errors import TaskFormatError, TaskNotFoundError
 
 FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
-METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES")
+METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES", "HELDOUT_CASES")
+CASE_LISTS = ("CASES", "HELDOUT_CASES")
+CASE_SETS = ("visible", "heldout", "all")
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 DTYPES = (
     "float16",
@@ -67,6 +77,7 @@ class Case:
     index: int
     name: str
     params: dict[str, Any]  # every key of the case dict except ``name``
+    heldout: bool = False  # from HELDOUT_CASES: only the final evaluation runs it
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, **self.params}
@@ -82,9 +93,19 @@ class TaskInfo:
     description: str
     path: Path
     dtype: str | None = None
-    cases: list[Case] = field(default_factory=list)
+    cases: list[Case] = field(default_factory=list)  # the visible cases
+    heldout_cases: list[Case] = field(default_factory=list, repr=False)
+
+    @property
+    def all_cases(self) -> list[Case]:
+        return [*self.cases, *self.heldout_cases]
+
+    def case(self, index: int) -> Case:
+        """The case with this index, visible or held-out."""
+        return self.all_cases[index]
 
     def to_dict(self) -> dict[str, Any]:
+        """What a person or a proposer may see: the visible cases, and only the number of held-out ones."""
         return {
             "operator": self.operator,
             "family": self.family,
@@ -93,6 +114,7 @@ class TaskInfo:
             "path": str(self.path),
             "dtype": self.dtype,
             "cases": [c.as_dict() for c in self.cases],
+            "heldout_cases": len(self.heldout_cases),
         }
 
 
@@ -170,7 +192,7 @@ def _imported_names(tree: ast.Module) -> set[str]:
 
 
 def read_task_info(path: str | Path) -> TaskInfo:
-    """Metadata and cases from the file's literals, without executing it; falls back to ``load_task``."""
+    """Metadata and cases from the file's literals, without executing it; else imported in a worker process."""
     p = _resolve(path)
     _source, tree = _parse(p)
     assigned = _top_level_assignments(tree)
@@ -180,7 +202,9 @@ def read_task_info(path: str | Path) -> TaskInfo:
             try:
                 values[name] = ast.literal_eval(assigned[name].value)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                return load_task(p)
+                from harness.task_loader import load_task_isolated
+
+                return load_task_isolated(p)
     defined = _top_level_defs(tree) | _imported_names(tree)
     problems = _check_metadata(
         values, assigned, has_apply_case="apply_case" in defined, module_globals=dict.fromkeys(defined)
@@ -192,7 +216,10 @@ def read_task_info(path: str | Path) -> TaskInfo:
 
 
 def load_task(path: str | Path) -> Task:
-    """Execute the task file once and validate it; precise ``TaskFormatError`` otherwise."""
+    """Execute the task file once, in this process, and validate it; precise ``TaskFormatError`` otherwise.
+
+    Only for processes that must run the task's code anyway (the workers); everywhere else use
+    ``harness.task_loader.load_task_isolated`` (a worker process under a timeout)."""
     p = _resolve(path)
     source, tree = _parse(p)
     module = _exec_module(p)
@@ -213,6 +240,7 @@ def load_task(path: str | Path) -> Task:
         path=p,
         dtype=info.dtype,
         cases=info.cases,
+        heldout_cases=info.heldout_cases,
         has_apply_case=has_hook,
         source=source,
     )
@@ -303,13 +331,15 @@ def _check_metadata(
         problems.append(
             f"DTYPE{_line(assigned, 'DTYPE')} must name a torch dtype ({', '.join(DTYPES[:6])}, ...), found {values['DTYPE']!r}"
         )
-    if "CASES" in values:
-        problems += _check_cases(values["CASES"], assigned, has_apply_case, module_globals)
+    seen: set[str] = set()
+    for list_name in CASE_LISTS:
+        if list_name in values:
+            problems += _check_cases(values[list_name], assigned, has_apply_case, module_globals, list_name, seen)
     return problems
 
 
-def _case_line(assigned: dict[str, ast.AST], index: int) -> str:
-    node = assigned.get("CASES")
+def _case_line(assigned: dict[str, ast.AST], index: int, list_name: str = "CASES") -> str:
+    node = assigned.get(list_name)
     value = getattr(node, "value", None)
     if isinstance(value, (ast.List, ast.Tuple)) and index < len(value.elts):
         return f" (line {value.elts[index].lineno})"
@@ -317,14 +347,21 @@ def _case_line(assigned: dict[str, ast.AST], index: int) -> str:
 
 
 def _check_cases(
-    cases: Any, assigned: dict[str, ast.AST], has_apply_case: bool, module_globals: dict[str, Any] | None
+    cases: Any,
+    assigned: dict[str, ast.AST],
+    has_apply_case: bool,
+    module_globals: dict[str, Any] | None,
+    list_name: str = "CASES",
+    seen: set[str] | None = None,
 ) -> list[str]:
-    where = _line(assigned, "CASES")
+    """Problems of one case list; ``seen`` collects names across CASES and HELDOUT_CASES (unique over both)."""
+    where = _line(assigned, list_name)
     if not isinstance(cases, (list, tuple)) or not cases:
-        return [f"CASES{where} must be a non-empty list of dicts, found {type(cases).__name__}"]
-    problems, seen = [], set()
+        return [f"{list_name}{where} must be a non-empty list of dicts, found {type(cases).__name__}"]
+    problems: list[str] = []
+    seen = set() if seen is None else seen
     for i, case in enumerate(cases):
-        at = f"CASES[{i}]{_case_line(assigned, i)}"
+        at = f"{list_name}[{i}]{_case_line(assigned, i, list_name)}"
         if not isinstance(case, dict):
             problems.append(f"{at} must be a dict, found {type(case).__name__}")
             continue
@@ -332,7 +369,8 @@ def _check_cases(
         if not isinstance(name, str) or not name.strip():
             problems.append(f"{at} needs a non-empty string 'name'")
         elif name in seen:
-            problems.append(f"{at} repeats the case name {name!r}")
+            also = " (names are unique over CASES and HELDOUT_CASES)" if list_name != "CASES" else ""
+            problems.append(f"{at} repeats the case name {name!r}{also}")
         else:
             seen.add(name)
         try:
@@ -367,6 +405,10 @@ def _info_from_values(path: Path, values: dict[str, Any]) -> TaskInfo:
     cases = [Case(0, "default", {})]
     if "CASES" in values:
         cases = [Case(i, c["name"], {k: v for k, v in c.items() if k != "name"}) for i, c in enumerate(values["CASES"])]
+    heldout = [
+        Case(len(cases) + i, c["name"], {k: v for k, v in c.items() if k != "name"}, heldout=True)
+        for i, c in enumerate(values.get("HELDOUT_CASES") or [])
+    ]
     return TaskInfo(
         operator=values.get("OPERATOR") or default_operator(path),
         family=values.get("FAMILY", "unknown"),
@@ -375,15 +417,35 @@ def _info_from_values(path: Path, values: dict[str, Any]) -> TaskInfo:
         path=path,
         dtype=values.get("DTYPE"),
         cases=cases,
+        heldout_cases=heldout,
     )
 
 
-def select_cases(task: TaskInfo, spec: str | list[int | str] | tuple | None) -> list[Case]:
-    """Cases by index, index range (``2-5``) or name; ``None`` selects all. Order follows the task."""
+def visible_source(source: str) -> str:
+    """The task source without its ``HELDOUT_CASES`` assignment: what a prompt or a listing may show."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    for node in reversed(tree.body):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == "HELDOUT_CASES" for t in targets) and node.end_lineno:
+            del lines[node.lineno - 1 : node.end_lineno]
+    return "".join(lines)
+
+
+def select_cases(task: TaskInfo, spec: str | list[int | str] | tuple | None, case_set: str = "visible") -> list[Case]:
+    """Cases by index, index range (``2-5``) or name; ``None`` selects all of ``case_set``. Order follows the task.
+
+    ``case_set`` is the pool: ``visible`` (the default: what proposers see), ``heldout`` or ``all``."""
     from harness.errors import OptionsError
 
+    if case_set not in CASE_SETS:
+        raise OptionsError(f"case set must be one of {', '.join(CASE_SETS)}, got {case_set!r}")
+    pool = {"visible": task.cases, "heldout": task.heldout_cases, "all": task.all_cases}[case_set]
     if spec is None or spec == "" or spec == []:
-        return list(task.cases)
+        return list(pool)
     items: list[int | str] = []
     for part in spec.split(",") if isinstance(spec, str) else spec:
         if isinstance(part, int):
@@ -397,15 +459,15 @@ def select_cases(task: TaskInfo, spec: str | list[int | str] | tuple | None) -> 
             items.extend(range(lo, hi + 1))
         elif part:
             items.append(part)
-    by_name = {c.name: c for c in task.cases}
+    by_name = {c.name: c for c in pool}
+    by_index = {c.index: c for c in pool}
     chosen: dict[int, Case] = {}
     for item in items:
         if isinstance(item, int):
-            if not 0 <= item < len(task.cases):
-                raise OptionsError(
-                    f"case index {item} is out of range: task {task.operator} has cases 0-{len(task.cases) - 1}"
-                )
-            chosen[item] = task.cases[item]
+            if item not in by_index:
+                span = f"{pool[0].index}-{pool[-1].index}" if pool else "none"
+                raise OptionsError(f"case index {item} is out of range: task {task.operator} has cases {span}")
+            chosen[item] = by_index[item]
         elif item in by_name:
             chosen[by_name[item].index] = by_name[item]
         else:

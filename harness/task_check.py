@@ -1,7 +1,7 @@
 """Check a task file end to end: validate it, then run every case's reference once in a worker.
 
 ``check_task`` loads the task (``TaskFormatError`` for a bad file), then asks a
-reference worker to build the model and compute the output of every case
+reference worker to build the model and compute the output of every case, held-out ones included
 (``get_init_inputs``, ``Model(...)``, ``get_inputs``, ``forward``); with
 ``measure=True`` it also times the reference (median of a few warm calls), to
 see whether a case falls in the intended 1-100 ms range.
@@ -18,7 +18,8 @@ from harness.errors import ReferenceFailedError
 from harness.hardware import available_cores
 from harness.sandbox import Limits, Worker, WorkerError
 from harness.targets import get_target
-from harness.task import Task, load_task
+from harness.task import Task
+from harness.task_loader import load_task_isolated
 
 
 @dataclass
@@ -43,7 +44,7 @@ def check_task(
     timeout_s: float = 300.0,
     threads: int | None = None,
 ) -> tuple[Task, list[CaseCheck]]:
-    loaded = task if isinstance(task, Task) else load_task(task)
+    loaded = task if isinstance(task, Task) else load_task_isolated(task)
     tgt = get_target(target)
     tgt.check_available()
     threads = threads or available_cores()
@@ -65,7 +66,7 @@ def check_task(
         )
         if not reply.get("ok"):
             raise ReferenceFailedError(f"{loaded.path}: {reply.get('reference_failed')}")
-        for case in loaded.cases:
+        for case in loaded.all_cases:  # held-out cases must work too
             try:
                 reply, tensors = worker.request(
                     {"op": "reference", "case": case.index, "init_seed": 0, "seeds": [1], "retries": 4},

@@ -102,7 +102,7 @@ class CandidateWorker:
             }
         self.cls = model_cls
         self._check_patches()
-        case = self.task.cases[header["case"]]
+        case = self.task.case(header["case"])
         module = self.task.module_for_case(case)
         init = init_inputs(module, header["init_seed"], case.name)
         try:
@@ -121,7 +121,7 @@ class CandidateWorker:
     def _prepare(self, index: int, init_seed: int) -> None:
         if self._case == (index, init_seed):
             return
-        case = self.task.cases[index]
+        case = self.task.case(index)
         module = self.task.module_for_case(case)
         self.snapshot.add("task", module)
         self.snapshot.add("task.Model", module.Model)

@@ -60,7 +60,7 @@ class ReferenceWorker:
     def _prepare(self, index: int, init_seed: int) -> None:
         if self._case == (index, init_seed):
             return
-        case = self.task.cases[index]
+        case = self.task.case(index)
         module = self.task.module_for_case(case)
         init = init_inputs(module, init_seed, case.name)
         self._model = build_reference(module, init, init_seed, self.target.device, case.name)
@@ -68,7 +68,7 @@ class ReferenceWorker:
 
     def reference(self, header: dict) -> tuple[dict, list]:
         index, init_seed = header["case"], header["init_seed"]
-        case = self.task.cases[index]
+        case = self.task.case(index)
         self._prepare(index, init_seed)
         trials, out_tensors = [], []
         for n, seed in enumerate(header["seeds"]):
@@ -99,7 +99,7 @@ class ReferenceWorker:
 
     def time_reference(self, header: dict) -> dict:
         self._prepare(header["case"], header["init_seed"])
-        case = self.task.cases[header["case"]]
+        case = self.task.case(header["case"])
         inputs = make_inputs(self._module, header["seed"], self.target.device, case.name)
         samples = []
         with torch.no_grad():

@@ -21,11 +21,11 @@ def load_task_view(name_or_path: str) -> tuple[Any, Path]:
     """(TaskView, task file) for a built-in operator name or a task file path."""
     from harness.errors import HarnessError
     from harness.suite import find_task
-    from harness.task import load_task
+    from harness.task_loader import load_task_isolated
     from kope.context.state import TaskView
 
     try:
-        info = load_task(find_task(name_or_path).path)
+        info = load_task_isolated(find_task(name_or_path).path)
     except HarnessError as exc:
         raise harness_error(exc) from None
     return TaskView.from_info(info), info.path

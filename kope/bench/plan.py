@@ -269,7 +269,8 @@ def _natural(name: str) -> list[Any]:
 def build_plan(options: BenchOptions) -> Plan:
     """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench)."""
     from harness.errors import HarnessError
-    from harness.task import load_task, select_cases
+    from harness.task import select_cases
+    from harness.task_loader import load_task_isolated
     from kope.targets import harness_error
 
     if options.steps < 1:
@@ -292,7 +293,7 @@ def build_plan(options: BenchOptions) -> Plan:
             )
         seen[info.operator] = info.path
         try:
-            task = load_task(info.path) if options.suite != "builtin" else info
+            task = load_task_isolated(info.path) if options.suite != "builtin" else info
             cases = select_cases(task, options.cases)
         except HarnessError as exc:
             raise harness_error(exc) from None

@@ -48,14 +48,14 @@ def command(
     """Show the prompt KOPE would send for TASK (a built-in operator or a task file)."""
     from harness.errors import HarnessError
     from harness.suite import find_task
-    from harness.task import load_task
+    from harness.task_loader import load_task_isolated
     from kope.context.budget import Budget
     from kope.context.state import TaskView, build_context
     from kope.errors import UsageError
 
     config = state.config
     try:
-        info = load_task(find_task(task).path)
+        info = load_task_isolated(find_task(task).path)
     except HarnessError as exc:
         raise harness_error(exc) from None
     plan = Budget.from_settings(config.context)

@@ -35,6 +35,12 @@ STATUS_STYLE = {
     help="Case indices, ranges or names, comma-separated (e.g. 0,2-4,odd-7x1023). Default: all.",
 )
 @click.option(
+    "--held-out",
+    "held_out",
+    is_flag=True,
+    help="Also run the task's held-out cases (a final evaluation: never show its result to a proposer).",
+)
+@click.option(
     "--seeds",
     type=click.IntRange(1, 100),
     default=3,
@@ -69,6 +75,7 @@ def command(
     candidate: str,
     target: str,
     cases: str | None,
+    held_out: bool,
     seeds: int,
     threads: int | None,
     no_timing: bool,
@@ -91,6 +98,7 @@ def command(
         options = EvalOptions(
             target=target,
             cases=cases,
+            case_set="all" if held_out else "visible",
             seeds=seeds,
             threads=threads,
             timing=not no_timing,
@@ -129,6 +137,8 @@ def render(outcome) -> None:  # noqa: ANN001 - harness.record.Outcome
     table.add_column("error", overflow="fold", max_width=70)
     for c in o.cases:
         result = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
+        if c.heldout:
+            result += " [dim](held-out)[/dim]"
         speed = "-" if c.speedup is None else f"{c.speedup:.2f}x"
         table.add_row(str(c.index), c.name, result, _ms(c.ref_ms), _ms(c.cand_ms), speed, (c.error or "")[:300])
     out.print(table)

@@ -103,8 +103,12 @@ def show_cmd(task: str, source: bool, as_json: bool) -> None:
     for c in info.cases:
         table.add_row(str(c.index), c.name, json.dumps(c.params))
     out.print(table)
+    if info.heldout_cases:
+        out.print(f"{len(info.heldout_cases)} held-out cases (final evaluation only; not shown)")
     if source:
-        out.print(info.path.read_text(), markup=False, highlight=False)
+        from harness.task import visible_source
+
+        out.print(visible_source(info.path.read_text()), markup=False, highlight=False)
 
 
 @command.command("check")

@@ -33,7 +33,10 @@ class TaskView:
     @classmethod
     def from_info(cls, info: Any) -> TaskView:
         cases = tuple({"name": c.name, **dict(c.params)} for c in info.cases)
-        return cls(info.operator, info.family, info.level, info.description or "", info.path.read_text(), cases)
+        from harness.task import visible_source
+
+        source = visible_source(info.path.read_text())  # held-out cases never reach a prompt
+        return cls(info.operator, info.family, info.level, info.description or "", source, cases)
 
 
 def history_from_graph(graph: Any, run_id: str, *, with_code: bool) -> list[HistoryEntry]:

@@ -1,0 +1,191 @@
+"""Loading a task file in a worker process under a timeout: task code never runs in the caller's process.
+
+A task file is Python: importing it (to read metadata whose values are not
+literals, or its cases) runs its module-level code, which can be slow, hang or
+crash. ``load_task_isolated(path)`` imports it in a fresh interpreter
+(``python -m harness.task_loader PATH OUT``) in its own session, with an
+environment stripped of credentials, and kills the whole process group when
+it takes longer than ``timeout_s`` (default ``TASK_LOAD_TIMEOUT_S``, or the
+``KOPE_HARNESS_TASK_TIMEOUT`` environment variable, in seconds). The worker
+writes the validated task as JSON; the caller rebuilds the ``Task`` from it and
+keeps it, keyed by the file's path and content hash, so a loop that evaluates
+the same task many times pays for one import.
+
+Failures are ``TaskFormatError`` with one clear line: the task's own message,
+a timeout, or the worker's crash. Workers that must run the task's code (the
+reference and candidate workers) call ``harness.task.load_task`` directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, TaskFormatError, TaskNotFoundError
+from harness.task import Case, Task
+
+TASK_LOAD_TIMEOUT_S = 60.0
+TIMEOUT_ENV = "KOPE_HARNESS_TASK_TIMEOUT"
+# Variables that may hold credentials: never handed to task code.
+_SECRET = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|CREDENTIAL|_KEY$)", re.IGNORECASE)
+_cache: dict[tuple[str, str], Task] = {}
+_lock = threading.Lock()
+
+
+def default_timeout() -> float:
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return TASK_LOAD_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise TaskFormatError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise TaskFormatError(f"{TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
+    return value
+
+
+def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment without variables that may hold credentials (passwords, tokens, API keys)."""
+    return {k: v for k, v in (os.environ if env is None else env).items() if not _SECRET.search(k)}
+
+
+def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task:
+    """The validated task, imported in a worker process that is killed after ``timeout_s``."""
+    p = Path(path)
+    if not p.is_file():
+        raise TaskNotFoundError(f"task file not found: {p}")
+    if p.suffix != ".py":
+        raise TaskFormatError(f"{p}: a task is a Python file (.py)")
+    p = p.resolve()
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise TaskFormatError(f"{p}: cannot read the task file: {exc}") from None
+    key = (str(p), hashlib.sha256(data).hexdigest())
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+    task = _load_in_worker(p, default_timeout() if timeout_s is None else timeout_s)
+    with _lock:
+        _cache[key] = task
+    return task
+
+
+def _load_in_worker(path: Path, timeout_s: float) -> Task:
+    import harness
+
+    root = str(Path(harness.__file__).resolve().parent.parent)
+    with tempfile.TemporaryDirectory(prefix="kope-task-") as scratch:
+        out = Path(scratch) / "task.json"
+        env = clean_env()
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        with open(Path(scratch) / "output", "w+b") as output:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.task_loader", str(path), str(out)],
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                cwd=scratch,
+                env=env,
+                start_new_session=True,
+            )
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                raise TaskFormatError(
+                    f"{path}: importing the task did not finish within {timeout_s:g} s "
+                    "(its module-level code runs when the task is loaded)",
+                    hint=f"make the task's module-level code fast, or raise {TIMEOUT_ENV} (seconds)",
+                ) from None
+            finally:
+                _kill(proc)  # anything the task started in its session goes too
+            output.seek(0)
+            printed = output.read()[-2000:].decode(errors="replace").strip()
+        if not out.is_file():
+            last = printed.splitlines()[-1] if printed else "no output"
+            raise TaskFormatError(
+                f"{path}: the process importing the task exited with status {proc.returncode} ({last})"
+            )
+        payload = json.loads(out.read_text(encoding="utf-8"))
+    if not payload.get("ok"):
+        error = TaskNotFoundError if payload.get("kind") == "TaskNotFoundError" else TaskFormatError
+        raise error(payload["message"], hint=payload.get("hint"))
+    return task_from_payload(payload["task"], path)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+# -- the payload: a Task as JSON, held-out cases included (it only travels between harness processes) --------------
+def _case_payload(case: Case) -> dict[str, Any]:
+    return {"index": case.index, "name": case.name, "params": case.params, "heldout": case.heldout}
+
+
+def task_payload(task: Task) -> dict[str, Any]:
+    return {
+        "operator": task.operator,
+        "family": task.family,
+        "level": task.level,
+        "description": task.description,
+        "dtype": task.dtype,
+        "cases": [_case_payload(c) for c in task.cases],
+        "heldout_cases": [_case_payload(c) for c in task.heldout_cases],
+        "has_apply_case": task.has_apply_case,
+    }
+
+
+def task_from_payload(data: dict[str, Any], path: Path) -> Task:
+    def cases(key: str) -> list[Case]:
+        return [Case(c["index"], c["name"], dict(c["params"]), bool(c["heldout"])) for c in data[key]]
+
+    return Task(
+        operator=data["operator"],
+        family=data["family"],
+        level=data["level"],
+        description=data["description"],
+        path=path,
+        dtype=data["dtype"],
+        cases=cases("cases"),
+        heldout_cases=cases("heldout_cases"),
+        has_apply_case=data["has_apply_case"],
+        source=path.read_text(encoding="utf-8", errors="replace"),
+    )
+
+
+def main(argv: list[str]) -> int:
+    from harness.task import load_task
+
+    path, out = argv[0], Path(argv[1])
+    try:
+        payload: dict[str, Any] = {"ok": True, "task": task_payload(load_task(path))}
+    except HarnessError as exc:
+        payload = {"ok": False, "kind": type(exc).__name__, "message": exc.message, "hint": exc.hint}
+    out.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.stdout.flush()
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(code)  # the task may have started threads: do not wait for them
