@@ -1,7 +1,8 @@
 """Comparing a candidate's outputs with the reference's, outside the candidate's process.
 
 Order of checks, per output: structure (tensor / tuple arity), shape, dtype,
-device, non-finite values, then values. An element passes when
+device, layout (strides, when the workers report them), non-finite values,
+then values. An element passes when
 
     |cand - ref| <= atol * s + rtol * |ref|,    s = RMS(ref) over the whole output
 
@@ -23,6 +24,17 @@ bool       0        0        exact
 
 Where the reference is NaN/Inf the candidate must be the same NaN/Inf; a
 NaN/Inf where the reference is finite fails as ``incorrect:nonfinite``.
+
+Layout (``incorrect:stride``): an output must have the reference's strides or
+be contiguous (dimensions of size 1 ignored), so a contiguous reference output
+needs a contiguous candidate output: a transposed view, an overlapping
+``expand``/``as_strided`` view or a padded buffer is refused even when its
+values match (downstream code that calls ``.view()`` on it would break).
+
+Index outputs a task declares (``INDEX_OUTPUTS``, see ``harness.index_check``)
+are not compared exactly: they must be in range and point at the same input
+values as the reference's indices (and at the values the candidate returned,
+for top-k style outputs), so a tie broken another way passes.
 """
 
 from __future__ import annotations
@@ -57,19 +69,36 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
 
 
 def compare_outputs(
-    cand: Any, ref: Any, *, device: str | None = None, cand_devices: list[str] | None = None
+    cand: Any,
+    ref: Any,
+    *,
+    device: str | None = None,
+    cand_devices: list[str] | None = None,
+    cand_strides: list[list[int] | None] | None = None,
+    ref_strides: list[list[int] | None] | None = None,
+    inputs: list[Any] | None = None,
+    index_outputs: list[dict[str, Any]] | None = None,
 ) -> Verdict:
-    """Compare nested outputs (tensor, or tuple/list of tensors and scalars)."""
+    """Compare nested outputs (tensor, or tuple/list of tensors and scalars).
+
+    ``cand_strides``/``ref_strides``: each flattened output's strides as its worker saw them (the
+    tensors themselves arrive contiguous); ``inputs`` and ``index_outputs``: the reference's inputs
+    and the task's resolved index declaration (``harness.index_check``)."""
     cand_flat, ref_flat = flatten(cand), flatten(ref)
     if _shape_of(cand) != _shape_of(ref):
         return Verdict(
             False, "incorrect:structure", f"output structure differs: expected {_describe(ref)}, got {_describe(cand)}"
         )
+    index_positions = {spec["output"] for spec in index_outputs or []} if inputs is not None else set()
     for i, (c, r) in enumerate(zip(cand_flat, ref_flat)):
         label = "output" if len(ref_flat) == 1 else f"output[{i}]"
         if isinstance(r, torch.Tensor):
             dev = cand_devices[i] if cand_devices and i < len(cand_devices) else None
-            verdict = compare_tensor(c, r, label=label, expected_device=device, cand_device=dev)
+            verdict = compare_tensor(
+                c, r, label=label, expected_device=device, cand_device=dev, values=i not in index_positions
+            )
+            if verdict.ok and isinstance(c, torch.Tensor):
+                verdict = compare_layout(c.shape, _at(cand_strides, i), _at(ref_strides, i), label)
         else:
             verdict = (
                 PASS
@@ -78,7 +107,48 @@ def compare_outputs(
             )
         if not verdict.ok:
             return verdict
+    if index_positions:
+        from harness.index_check import check
+
+        found = check(cand_flat, ref_flat, flatten(inputs), index_outputs or [])
+        if found:
+            return Verdict(False, *found)
     return PASS
+
+
+def _at(items: list[Any] | None, i: int) -> Any:
+    return items[i] if items and i < len(items) else None
+
+
+def _significant(shape: Any, stride: list[int]) -> list[tuple[int, int]]:
+    return [(int(n), int(s)) for n, s in zip(shape, stride) if int(n) != 1]
+
+
+def contiguous_strides(shape: Any) -> list[int]:
+    strides, step = [], 1
+    for n in reversed(list(shape)):
+        strides.append(step)
+        step *= max(1, int(n))
+    return strides[::-1]
+
+
+def compare_layout(shape: Any, cand: list[int] | None, ref: list[int] | None, label: str = "output") -> Verdict:
+    """The candidate output's strides equal the reference's, or it is contiguous (size-1 dimensions ignored)."""
+    if cand is None or ref is None or len(cand) != len(shape) or len(ref) != len(shape):
+        return PASS  # a worker that does not report strides: nothing to compare
+    if any(int(n) == 0 for n in shape):
+        return PASS
+    mine = _significant(shape, cand)
+    if mine == _significant(shape, ref) or mine == _significant(shape, contiguous_strides(shape)):
+        return PASS
+    overlap = any(s == 0 for _, s in mine)
+    what = "overlaps itself (a stride of 0: one value stands for many)" if overlap else "is not contiguous"
+    return Verdict(
+        False,
+        "incorrect:stride",
+        f"{label}: strides {list(cand)} for shape {list(shape)}: the output {what}; the reference's strides are "
+        f"{list(ref)} (return a contiguous tensor or the reference's layout)",
+    )
 
 
 def flatten(value: Any) -> list[Any]:
@@ -111,7 +181,9 @@ def compare_tensor(
     label: str = "output",
     expected_device: str | None = None,
     cand_device: str | None = None,
+    values: bool = True,
 ) -> Verdict:
+    """One tensor against the reference's; ``values=False`` checks only structure, shape, dtype and device."""
     if not isinstance(cand, torch.Tensor):
         return Verdict(False, "incorrect:structure", f"{label}: expected a tensor, got {type(cand).__name__}")
     if tuple(cand.shape) != tuple(ref.shape):
@@ -126,7 +198,7 @@ def compare_tensor(
         return Verdict(
             False, "incorrect:device", f"{label}: expected a tensor on {expected_device}, got one on {cand_device}"
         )
-    if ref.numel() == 0:
+    if ref.numel() == 0 or not values:
         return PASS
     if not (ref.is_floating_point() or ref.is_complex()):
         bad = cand != ref
@@ -207,3 +279,27 @@ def degenerate_reason(ref: Any) -> str | None:
         if float(lo) == 0.0 and float(hi) == 0.0:
             return f"output[{i}] is all zeros"
     return None
+
+
+def compare_encoded(
+    cand_desc: Any, cand_tensors: list[torch.Tensor], ref_trial: dict, ref_tensors: list[torch.Tensor], device: str
+) -> Verdict:
+    """Compare a candidate output as a worker encoded it with a reference trial (output, layout, index outputs)."""
+    from harness.worker_common import decode
+
+    devices: list[str] = []
+    cand_strides: list = []
+    ref_strides: list = []
+    cand = decode(cand_desc, cand_tensors, devices, cand_strides)
+    ref = decode(ref_trial["output"], ref_tensors, None, ref_strides)
+    inputs = decode(ref_trial["inputs"], ref_tensors) if "inputs" in ref_trial else None
+    return compare_outputs(
+        cand,
+        ref,
+        device=device,
+        cand_devices=devices,
+        cand_strides=cand_strides,
+        ref_strides=ref_strides,
+        inputs=inputs,
+        index_outputs=ref_trial.get("index_outputs"),
+    )

@@ -62,6 +62,7 @@ class EvalOptions:
     lazy_check: bool = True
     seed: int | None = None  # fixes every seed (reproducible runs); default: random
     reuse_reference: bool = True  # keep the (trusted) reference worker for the next evaluation
+    physical_limit: bool = True  # roofline fields per timed case; faster than the hardware is a cheat
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -121,6 +122,8 @@ class _Evaluation:
                 self._correctness()
                 if self._should_time():
                     self._timing()
+                    if self.options.physical_limit:
+                        self._physical_limit()
             finally:
                 if self.cand is not None:
                     self.cand.close()
@@ -330,8 +333,7 @@ class _Evaluation:
         )
 
     def _judge(self, case: Case, ref: dict, reply: dict, tensors: list) -> None:
-        from harness.compare import compare_outputs
-        from harness.worker_common import decode
+        from harness.compare import compare_encoded
 
         result = self.results[case.index]
         for ref_trial, cand_trial in zip(ref["trials"], reply["trials"]):
@@ -345,10 +347,7 @@ class _Evaluation:
                     f"seed {cand_trial['seed']}: {cand_trial['aliases']}, but the reference returns new memory"
                 )
                 raise _Stop("cheat_detected:output_aliases_input", f"case {case.name!r}: {result.error}")
-            devices: list[str] = []
-            cand_out = decode(cand_trial["output"], tensors, devices)
-            ref_out = decode(ref_trial["output"], ref["_tensors"])
-            verdict = compare_outputs(cand_out, ref_out, device=self.target.device, cand_devices=devices)
+            verdict = compare_encoded(cand_trial["output"], tensors, ref_trial, ref["_tensors"], self.target.device)
             if not verdict.ok:
                 result.error = f"seed {cand_trial['seed']}: {verdict.message}"
                 self.case_kinds[case.index] = verdict.kind or "incorrect:mismatch"
@@ -397,20 +396,13 @@ class _Evaluation:
             result.speedup = result.ref_ms.median / result.cand_ms.median if result.cand_ms.median > 0 else None
 
     def _verify_timed(self, case: Case, reply: dict, tensors: list) -> bool:
-        from harness.compare import compare_outputs
-        from harness.worker_common import decode
+        from harness.compare import compare_encoded
 
         kept = reply.get("kept", [])
         self._ref_request(case, [k["seed"] for k in kept], retries=0)
         ref = self._reference_reply(self.options.case_timeout_s, f"checking timed outputs of case {case.name!r}")
         for item, ref_trial in zip(kept, ref["trials"]):
-            devices: list[str] = []
-            verdict = compare_outputs(
-                decode(item["output"], tensors, devices),
-                decode(ref_trial["output"], ref["_tensors"]),
-                device=self.target.device,
-                cand_devices=devices,
-            )
+            verdict = compare_encoded(item["output"], tensors, ref_trial, ref["_tensors"], self.target.device)
             if not verdict.ok:
                 result = self.results[case.index]
                 result.passed = False
@@ -418,6 +410,14 @@ class _Evaluation:
                 self.case_kinds[case.index] = "incorrect:timed_mismatch"
                 return False
         return True
+
+    def _physical_limit(self) -> None:
+        """Fraction of roofline per timed case; an impossible one ends the evaluation (harness.roofline)."""
+        from harness.roofline import check_cases
+
+        found = check_cases(self.task, list(self.results.values()), self.hardware, self.target.device, self.threads)
+        if found:
+            raise _Stop("cheat_detected:faster_than_hardware", found)
 
     # -- the record ----------------------------------------------------------------------------------
     def _outcome(self, stop_kind: str | None, stop_message: str | None, output: str) -> Outcome:

@@ -35,6 +35,17 @@ cheat_detected:<check>      an anti-cheat check fired: reference_call, input_mut
                             lazy_output, output_aliases_input, tensor_subclass,
                             file_access, network_access, process_spawn,
                             thread_count, forbidden_api
+cheat_detected:device_to_host
+                            on a GPU target, forward copied more than an eighth of its
+                            inputs' bytes to the host (a CPU fallback)
+cheat_detected:faster_than_hardware
+                            a timed case beat the machine's physical limit
+                            (``harness.roofline``: bytes / peak bandwidth,
+                            FLOPs / peak FLOP/s) by more than 1.5x
+incorrect:stride            output strides differ from the reference's (a
+                            contiguous reference output needs a contiguous one)
+incorrect:index             an index output does not point at the values it
+                            claims (gathered input values differ)
 ==========================  ===================================================
 """
 
@@ -171,10 +182,17 @@ class CaseResult:
     cand_ms: TimingStats | None = None
     speedup: float | None = None
     heldout: bool = False  # a held-out case (final evaluation only)
+    # The physical-limit check (harness.roofline), on timed cases only: least bytes moved and FLOPs of the
+    # reference, the lower bound on time they give on this machine, and bound_ms / cand_ms.median.
+    min_bytes: int | None = None
+    flops: int | None = None
+    bound_ms: float | None = None
+    roofline_fraction: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``heldout`` appears (as true) only on held-out cases: in-loop records never carry it, and the
-        Experience Graph's strict parser refuses a record that does, so held-out results never reach a prompt."""
+        Experience Graph's strict parser refuses a record that does, so held-out results never reach a prompt.
+        The roofline fields appear once the physical-limit check has filled them (timed cases)."""
         data = {
             "index": self.index,
             "name": self.name,
@@ -187,6 +205,13 @@ class CaseResult:
         }
         if self.heldout:
             data["heldout"] = True
+        if self.bound_ms is not None:
+            data.update(
+                min_bytes=self.min_bytes,
+                flops=self.flops,
+                bound_ms=self.bound_ms,
+                roofline_fraction=self.roofline_fraction,
+            )
         return data
 
     @classmethod
@@ -201,6 +226,10 @@ class CaseResult:
             cand_ms=TimingStats.from_dict(data["cand_ms"]),
             speedup=data["speedup"],
             heldout=bool(data.get("heldout", False)),
+            min_bytes=data.get("min_bytes"),
+            flops=data.get("flops"),
+            bound_ms=data.get("bound_ms"),
+            roofline_fraction=data.get("roofline_fraction"),
         )
 
 

@@ -7,7 +7,9 @@ A task is one Python file (contract §1). Required, exactly as KernelBench:
 ``level<N>`` folder in the path, else ``None``), ``DESCRIPTION``, ``DTYPE`` (a
 torch dtype name read by ``get_inputs()``), ``CASES`` (a list of dicts, each with
 a unique ``name`` and JSON-serialisable values), ``HELDOUT_CASES`` (the same
-format, names unique across both lists) and ``apply_case(case)``.
+format, names unique across both lists), ``INDEX_OUTPUTS`` (outputs that are
+indices into an input, checked for self-consistency: ``harness.index_check``)
+and ``apply_case(case)``.
 
 Held-out cases are for the final evaluation only: nothing a proposer sees
 holds them. ``TaskInfo.cases`` are the visible cases (indices ``0..n-1``),
@@ -46,7 +48,7 @@ from typing import Any
 from harness.errors import TaskFormatError, TaskNotFoundError
 
 FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
-METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES", "HELDOUT_CASES")
+METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES", "HELDOUT_CASES", "INDEX_OUTPUTS")
 CASE_LISTS = ("CASES", "HELDOUT_CASES")
 CASE_SETS = ("visible", "heldout", "all")
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
@@ -95,6 +97,7 @@ class TaskInfo:
     dtype: str | None = None
     cases: list[Case] = field(default_factory=list)  # the visible cases
     heldout_cases: list[Case] = field(default_factory=list, repr=False)
+    index_outputs: list[dict[str, Any]] = field(default_factory=list)  # INDEX_OUTPUTS (harness.index_check)
 
     @property
     def all_cases(self) -> list[Case]:
@@ -241,6 +244,7 @@ def load_task(path: str | Path) -> Task:
         dtype=info.dtype,
         cases=info.cases,
         heldout_cases=info.heldout_cases,
+        index_outputs=info.index_outputs,
         has_apply_case=has_hook,
         source=source,
     )
@@ -331,6 +335,10 @@ def _check_metadata(
         problems.append(
             f"DTYPE{_line(assigned, 'DTYPE')} must name a torch dtype ({', '.join(DTYPES[:6])}, ...), found {values['DTYPE']!r}"
         )
+    if "INDEX_OUTPUTS" in values:
+        from harness.index_check import problems as index_problems
+
+        problems += index_problems(values["INDEX_OUTPUTS"], module_globals, _line(assigned, "INDEX_OUTPUTS"))
     seen: set[str] = set()
     for list_name in CASE_LISTS:
         if list_name in values:
@@ -418,6 +426,7 @@ def _info_from_values(path: Path, values: dict[str, Any]) -> TaskInfo:
         dtype=values.get("DTYPE"),
         cases=cases,
         heldout_cases=heldout,
+        index_outputs=[dict(spec) for spec in values.get("INDEX_OUTPUTS") or []],
     )
 
 

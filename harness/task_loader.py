@@ -150,6 +150,7 @@ def task_payload(task: Task) -> dict[str, Any]:
         "dtype": task.dtype,
         "cases": [_case_payload(c) for c in task.cases],
         "heldout_cases": [_case_payload(c) for c in task.heldout_cases],
+        "index_outputs": task.index_outputs,
         "has_apply_case": task.has_apply_case,
     }
 
@@ -167,6 +168,7 @@ def task_from_payload(data: dict[str, Any], path: Path) -> Task:
         dtype=data["dtype"],
         cases=cases("cases"),
         heldout_cases=cases("heldout_cases"),
+        index_outputs=list(data["index_outputs"]),
         has_apply_case=data["has_apply_case"],
         source=path.read_text(encoding="utf-8", errors="replace"),
     )

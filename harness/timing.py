@@ -100,7 +100,10 @@ class CpuTimer:
 
 
 class CudaTimer:
-    """CUDA events around the call; the L2 cache is flushed by rewriting a buffer larger than it."""
+    """CUDA events around the call; the L2 cache is flushed by rewriting a buffer larger than it.
+
+    The end event is recorded after a device-wide synchronisation: work the call queued on other
+    streams (which an event on the current stream would not wait for) is inside the timed region."""
 
     name = "cuda"
     method = "l2-scrub"
@@ -118,6 +121,7 @@ class CudaTimer:
     def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
         self.start.record()
         out = fn()
+        torch.cuda.synchronize()  # every stream, not just the current one
         self.end.record()
         torch.cuda.synchronize()
         return self.start.elapsed_time(self.end), out

@@ -10,13 +10,15 @@ Requests:
   cache keyed on pointers is served stale data); after each forward the guards run
   in this order: audit events, aten ops, output types, left-over threads and
   processes, thread count, output changing after return (first trial), input
-  mutation, patched functions. Outputs go back to the parent, which compares them.
+  mutation, patched functions; on a GPU target the first forward's device-to-host traffic is
+  watched (``harness.device_traffic``: a CPU fallback is a cheat). Outputs go back to the parent.
 * ``time`` {case, init_seed, seed_base, budget, keep}: interleaved timing (``harness.timing``);
   the candidate outputs of the ``keep`` repetitions and of the last one go back for checking.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import time
@@ -26,6 +28,7 @@ from typing import Any
 import torch
 
 from harness.cpu import cache_root
+from harness.device_traffic import HostTraffic
 from harness.guards import (
     AtenRecorder,
     AuditGuard,
@@ -156,14 +159,17 @@ class CandidateWorker:
             if t == 1 and self.target.check_native_threads:
                 native_base = native_thread_count()
             recorder = AtenRecorder()
+            traffic = HostTraffic.for_target(self.target) if t == 0 else None  # GPU targets: no CPU fallback
             self.audit.arm()
             try:
-                with torch.no_grad(), recorder:
+                with torch.no_grad(), recorder, traffic or contextlib.nullcontext():
                     start = _clock()
                     out = self.target.run(self.cand, inputs)
                     forward_s = _clock() - start
             finally:
                 events = self.audit.disarm()
+            if traffic is not None and traffic.problem(inputs):
+                raise Cheat("device_to_host", traffic.problem(inputs))
             self._after_forward(
                 out,
                 inputs,

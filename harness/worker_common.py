@@ -81,7 +81,8 @@ def encode(value: Any, tensors: list[torch.Tensor]) -> Any:
     """A JSON description of an output; tensors are appended to ``tensors`` (moved to the CPU)."""
     if type(value) is torch.Tensor:
         tensors.append(value.detach().to("cpu", copy=True))
-        return {"t": len(tensors) - 1, "device": str(value.device)}
+        # the bytes travel contiguous: the layout the worker saw goes along (harness.compare.compare_layout)
+        return {"t": len(tensors) - 1, "device": str(value.device), "stride": list(value.stride())}
     if isinstance(value, torch.Tensor):
         return {"other": f"tensor subclass {type(value).__name__}"}
     if isinstance(value, (tuple, list)):
@@ -101,8 +102,10 @@ class Other:
         return f"<{self.description}>"
 
 
-def decode(desc: Any, tensors: list[torch.Tensor], devices: list[str] | None = None) -> Any:
-    """Parent side: rebuild an output from ``encode``'s description (devices collected in order)."""
+def decode(
+    desc: Any, tensors: list[torch.Tensor], devices: list[str] | None = None, strides: list | None = None
+) -> Any:
+    """Parent side: rebuild an output from ``encode``'s description (devices and strides collected in order)."""
     if not isinstance(desc, dict):
         return Other("malformed output description")
     if "t" in desc:
@@ -111,9 +114,13 @@ def decode(desc: Any, tensors: list[torch.Tensor], devices: list[str] | None = N
             return Other("malformed tensor reference")
         if devices is not None:
             devices.append(str(desc.get("device", "cpu")))
+        if strides is not None:
+            stride = desc.get("stride")
+            ok = isinstance(stride, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in stride)
+            strides.append(stride if ok else None)
         return tensors[index]
     if "seq" in desc and isinstance(desc["seq"], list):
-        return tuple(decode(d, tensors, devices) for d in desc["seq"])
+        return tuple(decode(d, tensors, devices, strides) for d in desc["seq"])
     if "v" in desc:
         return desc["v"]
     return Other(str(desc.get("other", "unknown value")))

@@ -20,6 +20,7 @@ import torch
 from harness.compare import degenerate_reason
 from harness.errors import HarnessError
 from harness.guards import aliases, digest
+from harness.index_check import index_extras
 from harness.targets import get_target
 from harness.task import Task, load_task
 from harness.worker_common import build_reference, encode, flat_tensors, init_inputs, make_inputs
@@ -93,6 +94,7 @@ class ReferenceWorker:
                     "output": encode(out, out_tensors),
                     "degenerate": reason,
                     "aliases_input": aliases(flat_tensors(out), inputs) is not None,
+                    **index_extras(self.task, self._module, inputs, out_tensors),
                 }
             )
         return {"ok": True, "trials": trials}, out_tensors

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The harness's GPU checks, for a machine with an NVIDIA GPU (a few minutes):
 #   1. refuse to run (exit 2, clear message) when torch sees no GPU;
-#   2. the triton and cuda tests (tests/e2e/test_harness_gpu.py), which must pass, not skip;
+#   2. the triton and cuda tests (tests/e2e/test_harness_gpu.py) and the trust checks on the GPU
+#      (tests/e2e/test_harness_gpu_trust.py: a CPU fallback is caught as device-to-host traffic, the end
+#      event waits for every stream, GPU peaks and the physical-limit check, held-out cases on the
+#      device), which must pass, not skip;
 #   3. a short timing comparison: Triton and CUDA ReLU kernels against torch.relu on the GPU.
 # Usage: scripts/gpu_check.sh   (PYTHON selects the interpreter; it needs torch with CUDA, triton, pytest)
 set -euo pipefail
@@ -19,10 +22,10 @@ if ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1
 fi
 "$PY" -c 'import torch, triton; p = torch.cuda.get_device_properties(0); print(f"GPU: {p.name}, sm_{p.major}{p.minor}, {p.multi_processor_count} SMs, {p.total_memory >> 30} GiB; torch {torch.__version__} (CUDA {torch.version.cuda}), triton {triton.__version__}")'
 
-echo "== tests: triton and cuda targets"
+echo "== tests: triton and cuda targets, trust checks on the GPU"
 log="$(mktemp -t kope-gpu-check-XXXXXX.log)"
 set +e
-"$PY" -m pytest -q -p no:cacheprovider -rs tests/e2e/test_harness_gpu.py 2>&1 | tee "$log"
+"$PY" -m pytest -q -p no:cacheprovider -rs tests/e2e/test_harness_gpu.py tests/e2e/test_harness_gpu_trust.py 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" -ne 0 ]; then
@@ -37,4 +40,7 @@ fi
 echo "== timing: ReLU kernels vs torch.relu on the GPU (task relu, float32 and float64 cases)"
 "$PY" -m harness eval relu tests/fixtures/triton/relu.py --target triton --cases 0-6 --rep-ms 100
 "$PY" -m harness eval relu tests/fixtures/cuda/relu.py --target cuda --cases 0-6 --rep-ms 100
+echo "== roofline: the GPU's measured peaks and each case's fraction of roofline (cuda ReLU)"
+"$PY" -m harness eval relu tests/fixtures/cuda/relu.py --target cuda --cases 0-6 --rep-ms 100 --json \
+    | "$PY" -c "import json, sys; o = json.load(sys.stdin); [print(c['name'], 'bound_ms', c.get('bound_ms'), 'fraction', c.get('roofline_fraction')) for c in o['cases']]"
 echo "gpu_check: done"

@@ -51,6 +51,11 @@ class CaseResult(_Strict):
     ref_ms: TimingStats | None = None
     cand_ms: TimingStats | None = None
     speedup: float | None = Field(default=None, gt=0)
+    # the harness's physical-limit check (harness.roofline), on timed cases
+    min_bytes: int | None = Field(default=None, ge=0)
+    flops: int | None = Field(default=None, ge=0)
+    bound_ms: float | None = Field(default=None, ge=0)
+    roofline_fraction: float | None = Field(default=None, ge=0)
 
 
 class GpuInfo(BaseModel):
