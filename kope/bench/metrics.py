@@ -4,6 +4,13 @@ Everything here reads the ``results.json`` structure only (``operators``: each
 with its selected case names; ``pairs``: each finished (configuration,
 operator) pair with every attempt and its per-case results), so a report can
 be regenerated from that file alone. Each definition sits next to its code.
+
+A pair with a ``final`` block (``kope.bench.final``: its best kernel
+re-evaluated in fresh workers on visible and held-out cases) is judged by that
+final evaluation: pass counts and speedups come from it, and its held-out
+results are counted separately. A pair without one (``--no-final``, or an
+older results.json) is judged by its best in-loop attempt. Steps to the best
+speedup always follow the in-loop attempts (a trajectory, step by step).
 """
 
 from __future__ import annotations
@@ -79,6 +86,11 @@ class PairView:
     completion_tokens: int
     best_step: int | None
     best_decision: str | None
+    final: bool = False  # the cases come from the final evaluation
+    heldout_cases: int = 0
+    heldout_passed: int = 0
+    heldout_speedups: list[float] = field(default_factory=list)
+    overfit: bool = False  # correct on every visible case, wrong on some held-out case
 
     @property
     def passed(self) -> int:
@@ -90,28 +102,44 @@ class PairView:
 
 
 def pair_views(data: Mapping[str, Any], config: str) -> list[PairView]:
-    """One view per operator of the bench (in bench order) for ``config``."""
+    """One view per operator of the bench (in bench order) for ``config`` (from the final evaluation when there is one)."""
     pairs = {(p["config"], p["operator"]): p for p in data["pairs"]}
     views = []
     for op in data["operators"]:
         pair = pairs.get((config, op["operator"]))
         attempts = list((pair or {}).get("attempts") or [])
         best = best_attempt(attempts, op["cases"])
-        views.append(
-            PairView(
-                config=config,
-                operator=op["operator"],
-                level=level_key(op.get("level")),
-                cases=case_view(best, op["cases"]),
-                missing=not attempts,
-                attempts=len(attempts),
-                prompt_tokens=sum(int(a.get("prompt_tokens") or 0) for a in attempts),
-                completion_tokens=sum(int(a.get("completion_tokens") or 0) for a in attempts),
-                best_step=best.get("step") if best else None,
-                best_decision=best.get("decision_id") if best else None,
-            )
+        view = PairView(
+            config=config,
+            operator=op["operator"],
+            level=level_key(op.get("level")),
+            cases=case_view(best, op["cases"]),
+            missing=not attempts,
+            attempts=len(attempts),
+            prompt_tokens=sum(int(a.get("prompt_tokens") or 0) for a in attempts),
+            completion_tokens=sum(int(a.get("completion_tokens") or 0) for a in attempts),
+            best_step=best.get("step") if best else None,
+            best_decision=best.get("decision_id") if best else None,
         )
+        final = (pair or {}).get("final")
+        if final:
+            _apply_final(view, final, op)
+        views.append(view)
     return views
+
+
+def _apply_final(view: PairView, final: Mapping[str, Any], op: Mapping[str, Any]) -> None:
+    """Judge the pair by its final evaluation: visible cases from its outcome, held-out ones counted apart."""
+    outcome_cases = (final.get("outcome") or {}).get("cases") or []
+    visible = {c["name"]: c for c in outcome_cases if not c.get("heldout")}
+    view.cases = case_view({"cases": list(visible.values())}, op["cases"])
+    heldout = [c for c in outcome_cases if c.get("heldout")]
+    view.final = True
+    view.heldout_cases = int((final.get("heldout") or {}).get("cases") or len(heldout))
+    view.heldout_passed = sum(1 for c in heldout if c.get("passed"))
+    view.heldout_speedups = [c["speedup"] for c in heldout if c.get("passed") and positive(c.get("speedup"))]
+    view.overfit = bool(view.cases) and view.passed == len(view.cases) and view.heldout_passed < view.heldout_cases
+    view.best_step, view.best_decision = final.get("step"), final.get("decision_id")
 
 
 # -- one configuration -----------------------------------------------------------------------------
@@ -159,6 +187,12 @@ class ConfigMetrics:
     tokens_per_step: float | None
     paired: Paired | None = None
     per_operator: list[dict[str, Any]] = field(default_factory=list)
+    final_evaluated: int = 0  # operators judged by a final evaluation (the rest by their in-loop best attempt)
+    heldout_cases: int = 0
+    heldout_cases_passed: int = 0
+    heldout_pass_rate: float | None = None
+    heldout_geomean_speedup: float | None = None
+    overfit_operators: list[str] = field(default_factory=list)  # correct on visible cases, wrong on held-out ones
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -175,7 +209,10 @@ def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
     * per level (L1-L4): the same counts over the operators of that level;
     * geometric-mean speedup: over the per-case speedups of the best attempts, positive fields
       only (passing cases with a measured T_ref/T_cand > 0); ``speedup_cases`` says how many;
-    * tokens: prompt + completion tokens over every recorded attempt; per step: tokens / attempts.
+    * tokens: prompt + completion tokens over every recorded attempt; per step: tokens / attempts;
+    * held-out (final evaluation only): passing held-out cases over every held-out case of the
+      operators that had a final evaluation, their geometric-mean speedup, and the operators whose
+      kernel passed every visible case but not every held-out one (``overfit_operators``).
     """
     views = pair_views(data, config)
     levels: dict[str, LevelMetrics] = {}
@@ -194,6 +231,8 @@ def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
     ops_passed = sum(1 for v in views if v.passed > 0)
     cases = sum(len(v.cases) for v in views)
     cases_passed = sum(v.passed for v in views)
+    heldout_cases = sum(v.heldout_cases for v in views)
+    heldout_passed = sum(v.heldout_passed for v in views)
     return ConfigMetrics(
         config=config,
         operators=len(views),
@@ -222,9 +261,20 @@ def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
                 "best_step": v.best_step,
                 "best_decision": v.best_decision,
                 "geomean_speedup": geomean(v.speedups),
+                "final": v.final,
+                "heldout_cases": v.heldout_cases,
+                "heldout_cases_passed": v.heldout_passed,
+                "heldout_geomean_speedup": geomean(v.heldout_speedups),
+                "overfit": v.overfit,
             }
             for v in views
         ],
+        final_evaluated=sum(1 for v in views if v.final),
+        heldout_cases=heldout_cases,
+        heldout_cases_passed=heldout_passed,
+        heldout_pass_rate=rate(heldout_passed, heldout_cases),
+        heldout_geomean_speedup=geomean(s for v in views for s in v.heldout_speedups),
+        overfit_operators=[v.operator for v in views if v.overfit],
     )
 
 

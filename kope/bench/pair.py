@@ -4,6 +4,10 @@ The per-case results the metrics use are read from the Experience Graph (each
 decision's Outcome), not from the loop's in-memory summary, so what the bench
 reports is exactly what the memory holds.
 
+After the run, the pair's best kernel gets its final evaluation
+(``kope.bench.final``: fresh workers, more seeds, a longer timing budget,
+visible and held-out cases); the bench reports those numbers.
+
 Resume: when the pair was started before (its run id is in
 ``pairs/<config>/<operator>.run.json``) and the graph holds that run, the loop
 continues it from its last recorded step (the step that was in flight when
@@ -40,6 +44,7 @@ class PairSpec:
     steps: int
     runs_dir: str
     resume_run_id: str | None = None
+    final: dict[str, Any] | None = None  # FinalSettings as a dict; None: no final evaluation
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -95,6 +100,7 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
                         "name": c.get("name"),
                         "passed": bool(c.get("passed")),
                         "speedup": c.get("speedup"),
+                        "roofline_fraction": c.get("roofline_fraction"),
                         "ref_ms": c.get("ref_ms"),
                         "cand_ms": c.get("cand_ms"),
                         "error": c.get("error"),
@@ -155,6 +161,20 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
             error = exc.message
             status, stop_reason = "error", exc.message
         attempts = collect_attempts(graph, run_id[0])
+        final = None
+        if spec.final and spec.final.get("enabled") and error is None:
+            from kope.bench.final import FinalSettings, final_evaluation
+
+            progress("final-start", {"config": spec.config, "operator": spec.operator})
+            final = final_evaluation(
+                graph=graph,
+                attempts=attempts,
+                cases=spec.cases,
+                task_path=spec.task_path,
+                target=spec.target,
+                settings=FinalSettings(**spec.final),
+                folder=Path(spec.runs_dir) / spec.operator / "final",
+            )
         return {
             "config": spec.config,
             "operator": spec.operator,
@@ -170,6 +190,7 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
             "ended_at": time.time(),
             "seconds": round(time.monotonic() - began, 3),
             "attempts": attempts,
+            "final": final,
             "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
             "completion_tokens": sum(a["completion_tokens"] for a in attempts),
             "memory_after": memory_size(graph),

@@ -67,6 +67,9 @@ PLAN_KEYS = (
     "configs",
     "name",
     "imports",
+    "final",
+    "final_seeds",
+    "final_rep_ms",
 )
 
 
@@ -133,6 +136,15 @@ class BenchOptions:
     name: str = ""
     imports: tuple[dict[str, Any], ...] = ()  # {"file": path, "sha256": digest}
     baseline: str | None = None
+    final: bool = True  # re-evaluate each pair's best kernel on visible + held-out cases (kope.bench.final)
+    final_seeds: int = 5
+    final_rep_ms: float = 300.0
+
+    def final_settings(self) -> dict[str, Any]:
+        """The pair's final-evaluation settings (``FinalSettings`` as a dict)."""
+        from kope.bench.final import FinalSettings
+
+        return FinalSettings(enabled=self.final, seeds=self.final_seeds, rep_ms=self.final_rep_ms).to_dict()
 
     def plan_view(self) -> dict[str, Any]:
         data = self.to_dict()

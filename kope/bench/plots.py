@@ -1,6 +1,7 @@
 """The bench's plots (matplotlib, PNG), drawn from results.json alone.
 
-* ``pass_rate.png``: pass rate per configuration and level (and over all levels);
+* ``pass_rate.png``: pass rate per configuration and level (and over all levels; held-out cases after a
+  final evaluation);
 * ``speedup.png``: per-case speedups of the best attempts per level and configuration,
   log axis, parity (1x) marked;
 * ``tokens_per_step.png``: mean tokens per step index (active vs passive stand out);
@@ -61,7 +62,8 @@ def _label(level: str) -> str:
 
 def pass_rate_plot(data: Mapping[str, Any], path: Path) -> Path:
     configs, levels = _configs(data), _levels(data)
-    groups = levels + ["all"]
+    heldout = any(data["metrics"][c].get("heldout_cases") for c in configs)  # after a final evaluation
+    groups = levels + ["all"] + (["held-out"] if heldout else [])
     fig = _figure()
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(configs))
@@ -69,12 +71,15 @@ def pass_rate_plot(data: Mapping[str, Any], path: Path) -> Path:
         metrics = data["metrics"][config]
         values = []
         for group in groups:
-            rate = metrics["pass_rate"] if group == "all" else metrics["levels"].get(group, {}).get("pass_rate")
+            if group == "held-out":
+                rate = metrics.get("heldout_pass_rate")
+            else:
+                rate = metrics["pass_rate"] if group == "all" else metrics["levels"].get(group, {}).get("pass_rate")
             values.append(100.0 * rate if rate is not None else 0.0)
         xs = [g + (i - (len(configs) - 1) / 2) * width for g in range(len(groups))]
         bars = ax.bar(xs, values, width, label=config, color=COLOURS.get(config))
         ax.bar_label(bars, labels=[f"{v:.0f}%" for v in values], fontsize=7, padding=1)
-    ax.set_xticks(range(len(groups)), [_label(g) if g != "all" else "all" for g in groups])
+    ax.set_xticks(range(len(groups)), [g if g in ("all", "held-out") else _label(g) for g in groups])
     ax.set_ylim(0, 110)
     ax.set_ylabel("cases passed (%)")
     ax.set_title("pass rate per configuration and level")

@@ -47,9 +47,15 @@ def with_metrics(data: Mapping[str, Any], baseline: str | None = None) -> dict[s
     }
 
 
+def has_final(data: Mapping[str, Any]) -> bool:
+    """Whether any pair was judged by a final evaluation (then the tables show held-out columns)."""
+    return any(p.get("final") for p in data["pairs"])
+
+
 def summary_table(data: Mapping[str, Any]) -> str:
-    """Configurations as rows, the paper's columns."""
+    """Configurations as rows, the paper's columns (plus held-out columns after a final evaluation)."""
     baseline = data["baseline"]
+    final = has_final(data)
     head = [
         "configuration",
         "operators passed",
@@ -59,6 +65,7 @@ def summary_table(data: Mapping[str, Any]) -> str:
         "L2",
         "L3",
         "L4",
+        *(["held-out passed", "held-out pass rate"] if final else []),
         "geomean speedup",
         f"paired speedup vs {baseline}",
         "tokens",
@@ -82,6 +89,7 @@ def summary_table(data: Mapping[str, Any]) -> str:
             f"{m['cases_passed']}/{m['cases']}",
             pct(m["pass_rate"]),
             *levels,
+            *([f"{m['heldout_cases_passed']}/{m['heldout_cases']}", pct(m["heldout_pass_rate"])] if final else []),
             speed,
             paired_cell,
             count(m["tokens"]),
@@ -104,7 +112,9 @@ def operator_table(data: Mapping[str, Any]) -> str:
                 continue
             speeds = data["metrics"][config]["per_operator"]
             speed = next(p["geomean_speedup"] for p in speeds if p["operator"] == op["operator"])
-            cells.append(f"{view.passed}/{len(view.cases)} · {times(speed)} · step {view.best_step}")
+            held = f" · held-out {view.heldout_passed}/{view.heldout_cases}" if view.final else ""
+            flag = " · **wrong on held-out**" if view.overfit else ""
+            cells.append(f"{view.passed}/{len(view.cases)}{held} · {times(speed)} · step {view.best_step}{flag}")
         level = f"L{op['level']}" if op.get("level") else "?"
         lines.append(
             f"| {op['operator']} | {op['family']} | {level} | {len(op['cases'])} | " + " | ".join(cells) + " |"
@@ -163,6 +173,36 @@ def _suite_line(data: Mapping[str, Any]) -> str:
     )
 
 
+def final_note(data: Mapping[str, Any]) -> list[str]:
+    """Where the numbers come from: the final evaluation (settings, coverage) and the kernels it caught."""
+    finals = [p["final"] for p in data["pairs"] if p.get("final")]
+    if not finals:
+        return ["Numbers are from the in-loop evaluations (no final evaluation: `--no-final`).", ""]
+    settings = finals[0].get("settings") or {}
+    judged = sum(data["metrics"][c["name"]]["final_evaluated"] for c in data["configurations"])
+    lines = [
+        f"Numbers are from the final evaluation: each pair's best kernel re-evaluated in fresh workers with "
+        f"{settings.get('seeds', '?')} seeds and {settings.get('rep_ms', '?'):g} ms of timing per implementation "
+        f"and case, on the selected visible cases and every held-out case (cases no prompt, template or "
+        f"proposer saw); {judged} of {len(data['pairs'])} finished pairs had one. Speedups are over the visible "
+        "cases; held-out columns count the held-out cases.",
+        "",
+    ]
+    overfit = [
+        f"`{c['name']}` · `{op}`"
+        for c in data["configurations"]
+        for op in data["metrics"][c["name"]]["overfit_operators"]
+    ]
+    if overfit:
+        lines += [
+            "Correct on every visible case but wrong on held-out cases (e.g. hard-coded to the visible shapes): "
+            + ", ".join(overfit)
+            + ".",
+            "",
+        ]
+    return lines
+
+
 def render_markdown(data: Mapping[str, Any]) -> str:
     done, total = len(data["pairs"]), data.get("pairs_total", len(data["pairs"]))
     status = "complete" if data.get("complete") else f"**incomplete: {done} of {total} pairs finished**"
@@ -180,6 +220,7 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         files = sorted({i["file"] for i in data["imports"]})
         lines += [f"Memory imported into every configuration before the run: {', '.join(f'`{f}`' for f in files)}.", ""]
     lines += [summary_table(data), ""]
+    lines += final_note(data)
     lines += [
         "Configurations: "
         + "; ".join(
@@ -217,7 +258,7 @@ def render_markdown(data: Mapping[str, Any]) -> str:
             f"## Steps to {pct_bar} of the best speedup",
             "",
             f"For the second and later operators of each family (where earlier operators' experience can "
-            f"help): the step at which each configuration's first correct attempt reached {pct_bar} of the best "
+            f"help; in-loop speedups, step by step): the step at which each configuration's first correct attempt reached {pct_bar} of the best "
             f"speedup any configuration found for that operator; - = never within the budget. The mean is over the "
             f"operators some configuration got correct and counts a miss as budget + 1 = "
             f"{data['steps_to_best']['budget'] + 1} steps.",
@@ -241,7 +282,10 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         "## Definitions",
         "",
         "- Each (configuration, operator) is judged by its best attempt: most passing cases, then highest "
-        "speedup, then earliest step; its per-case results are what counts.",
+        "speedup, then earliest step; its per-case results are what counts (those of its final evaluation "
+        "when it had one: fresh workers, more seeds, longer timing, visible and held-out cases).",
+        "- Held-out passed: passing held-out cases of the final evaluations over all their held-out cases; "
+        "held-out cases are never shown to a proposer, so a kernel tuned to the visible shapes fails them.",
         "- Operators passed: best attempt passes at least one case. Cases passed / cases: over every selected "
         "case of every operator; a missing operator (no finished run, or no attempt) counts all its cases as "
         "failures. Pass rate = cases passed / cases; L1-L4: the same per KernelBench level.",

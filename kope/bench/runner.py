@@ -168,6 +168,7 @@ class BenchRunner:
             steps=opts.steps,
             runs_dir=str(self.store.runs_dir(pair.config)),
             resume_run_id=self.store.started_run(pair.config, pair.operator),
+            final=opts.final_settings(),
         )
 
     def run(self) -> dict[str, Any]:

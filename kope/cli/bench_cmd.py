@@ -48,6 +48,8 @@ class Printer:
             err.print(f"[bold][{pair.index + 1}/{self.total}] {pair.config} · {pair.operator}[/bold]{resume}{log}")
         elif kind == "step":
             err.print(f"    step {data.step}: {data.status} {_fmt(data.speedup, '.2f', 'x')} {data.title}")
+        elif kind == "final-start":
+            err.print("    [dim]final evaluation of the best kernel (visible + held-out cases, fresh workers)[/dim]")
         elif kind == "pair-done":
             self.done += 1
             attempts = data.get("attempts") or []
@@ -99,6 +101,9 @@ def _options_from_args(ctx: click.Context, state: State, args: dict[str, Any]):
         name=check_name(args["name"] or default_name(args["out"])),
         imports=tuple(imports),
         baseline=args["baseline"],
+        final=not args["no_final"],
+        final_seeds=args["final_seeds"],
+        final_rep_ms=args["final_rep_ms"],
     )
 
 
@@ -130,6 +135,7 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
         "import_memory": tuple(i["file"] for i in stored.imports),
         "levels": tuple(stored.levels),
         "configs": tuple(stored.configs),
+        "no_final": not stored.final,
     }
     differ = [
         k
@@ -145,6 +151,9 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
             "configs",
             "name",
             "import_memory",
+            "no_final",
+            "final_seeds",
+            "final_rep_ms",
         )
         if _given(ctx, k) and _normalise(k, args[k]) != kept[k]
     ]
@@ -211,6 +220,26 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
     "--baseline",
     default=None,
     help="Configuration the paired speedup is measured against (default: no-memory, else none, else the last).",
+)
+@click.option(
+    "--no-final",
+    "no_final",
+    is_flag=True,
+    help="Report in-loop numbers: skip the final evaluation of each pair's best kernel on visible + held-out cases.",
+)
+@click.option(
+    "--final-seeds",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="Correctness trials per case in the final evaluation.",
+)
+@click.option(
+    "--final-rep-ms",
+    type=click.FloatRange(min=1.0),
+    default=300.0,
+    show_default=True,
+    help="Measured time per implementation and case in the final evaluation.",
 )
 @click.option("--resume", is_flag=True, help="Continue the bench in --out (finished pairs are skipped).")
 @click.option(

@@ -43,6 +43,16 @@ CASES = [
      "width": 257, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-2x3x48-161x173", "batch_size": 2, "in_channels": 3, "out_channels": 48, "height": 161,
+     "width": 173, "DTYPE": "float32"},
+    {"name": "heldout-f64-1x3x24-97x101", "batch_size": 1, "in_channels": 3, "out_channels": 24, "height": 97,
+     "width": 101, "DTYPE": "float64"},
+    {"name": "heldout-bf16-3x3x40-129x131", "batch_size": 3, "in_channels": 3, "out_channels": 40, "height": 129,
+     "width": 131, "DTYPE": "bfloat16"},
+]
+
 
 class FrozenBatchNorm2d(nn.Module):
     """Batch norm with fixed random statistics; inference semantics in train and eval mode alike."""

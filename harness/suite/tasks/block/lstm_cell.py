@@ -33,6 +33,15 @@ CASES = [
      "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-37x767x1531", "batch_size": 37, "input_size": 767, "hidden_size": 1531, "DTYPE": "float32"},
+    {"name": "heldout-3x3001x511", "batch_size": 3, "input_size": 3001, "hidden_size": 511, "DTYPE": "float32"},
+    {"name": "heldout-f64-9x383x257", "batch_size": 9, "input_size": 383, "hidden_size": 257, "DTYPE": "float64"},
+    {"name": "heldout-bf16-65x1023x767", "batch_size": 65, "input_size": 1023, "hidden_size": 767,
+     "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, input_size, hidden_size, dtype):

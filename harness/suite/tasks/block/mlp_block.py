@@ -26,6 +26,16 @@ CASES = [
     {"name": "f64-odd-1x199-d200-h333", "batch_size": 1, "tokens": 199, "dim": 200, "hidden": 333, "DTYPE": "float64"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x91-d447-h1789", "batch_size": 3, "tokens": 91, "dim": 447, "hidden": 1789,
+     "DTYPE": "float32"},
+    {"name": "heldout-5x1-d1531-h2049", "batch_size": 5, "tokens": 1, "dim": 1531, "hidden": 2049,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-2x33-d161-h643", "batch_size": 2, "tokens": 33, "dim": 161, "hidden": 643,
+     "DTYPE": "float64"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, dim: int, hidden: int, dtype: str):

@@ -43,6 +43,18 @@ CASES = [
      "causal": False, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x191x480h10", "batch_size": 3, "seq_len": 191, "d_model": 480, "num_heads": 10,
+     "causal": False, "DTYPE": "float32"},
+    {"name": "heldout-2x257x448h7-causal", "batch_size": 2, "seq_len": 257, "d_model": 448, "num_heads": 7,
+     "causal": True, "DTYPE": "float32"},
+    {"name": "heldout-f64-1x65x192h3", "batch_size": 1, "seq_len": 65, "d_model": 192, "num_heads": 3,
+     "causal": True, "DTYPE": "float64"},
+    {"name": "heldout-bf16-2x300x320h5", "batch_size": 2, "seq_len": 300, "d_model": 320, "num_heads": 5,
+     "causal": False, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, d_model, num_heads, causal, dtype):

@@ -36,6 +36,15 @@ CASES = [
      "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x48x77x91", "batch_size": 3, "channels": 48, "height": 77, "width": 91, "DTYPE": "float32"},
+    {"name": "heldout-f64-2x40x45x47", "batch_size": 2, "channels": 40, "height": 45, "width": 47,
+     "DTYPE": "float64"},
+    {"name": "heldout-bf16-5x96x33x29", "batch_size": 5, "channels": 96, "height": 33, "width": 29,
+     "DTYPE": "bfloat16"},
+]
+
 
 class FrozenBatchNorm2d(nn.Module):
     """Batch norm with fixed random statistics; inference semantics in train and eval mode alike."""

@@ -44,6 +44,18 @@ CASES = [
      "head_dim": 64, "causal": False, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x5x383x511x48", "batch_size": 3, "num_heads": 5, "q_len": 383, "kv_len": 511, "head_dim": 48,
+     "causal": False, "DTYPE": "float32"},
+    {"name": "heldout-2x6x257x257x80-causal", "batch_size": 2, "num_heads": 6, "q_len": 257, "kv_len": 257,
+     "head_dim": 80, "causal": True, "DTYPE": "float32"},
+    {"name": "heldout-f64-1x3x129x193x32", "batch_size": 1, "num_heads": 3, "q_len": 129, "kv_len": 193,
+     "head_dim": 32, "causal": False, "DTYPE": "float64"},
+    {"name": "heldout-bf16-2x4x300x300x64-causal", "batch_size": 2, "num_heads": 4, "q_len": 300, "kv_len": 300,
+     "head_dim": 64, "causal": True, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, causal):

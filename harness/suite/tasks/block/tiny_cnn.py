@@ -44,6 +44,16 @@ CASES = [
      "num_classes": 37, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-5x77x91-w24", "batch_size": 5, "height": 77, "width": 91, "base_width": 24, "num_classes": 13,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-1x45x47-w8", "batch_size": 1, "height": 45, "width": 47, "base_width": 8,
+     "num_classes": 7, "DTYPE": "float64"},
+    {"name": "heldout-bf16-3x65x63-w16", "batch_size": 3, "height": 65, "width": 63, "base_width": 16,
+     "num_classes": 29, "DTYPE": "bfloat16"},
+]
+
 
 class FrozenBatchNorm2d(nn.Module):
     """Batch norm with fixed random statistics; inference semantics in train and eval mode alike."""

@@ -42,6 +42,18 @@ CASES = [
      "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x77x384x1531", "batch_size": 3, "seq_len": 77, "d_model": 384, "d_ff": 1531,
+     "DTYPE": "float32"},
+    {"name": "heldout-1x3x1536x6143", "batch_size": 1, "seq_len": 3, "d_model": 1536, "d_ff": 6143,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-2x31x192x767", "batch_size": 2, "seq_len": 31, "d_model": 192, "d_ff": 767,
+     "DTYPE": "float64"},
+    {"name": "heldout-bf16-2x129x320x1283", "batch_size": 2, "seq_len": 129, "d_model": 320, "d_ff": 1283,
+     "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, d_model, d_ff, dtype):

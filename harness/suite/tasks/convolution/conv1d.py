@@ -43,6 +43,16 @@ CASES = [
      "length": 8191, "kernel_size": 7, "stride": 1, "padding": 3, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x29x61-L3001-k5", "batch_size": 3, "in_channels": 29, "out_channels": 61, "length": 3001,
+     "kernel_size": 5, "stride": 1, "padding": 2, "DTYPE": "float32"},
+    {"name": "heldout-f64-2x16x33-L1023-k3s2", "batch_size": 2, "in_channels": 16, "out_channels": 33,
+     "length": 1023, "kernel_size": 3, "stride": 2, "padding": 0, "DTYPE": "float64"},
+    {"name": "heldout-bf16-4x64x48-L777-k7", "batch_size": 4, "in_channels": 64, "out_channels": 48, "length": 777,
+     "kernel_size": 7, "stride": 1, "padding": 3, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dtype):

@@ -39,6 +39,16 @@ CASES = [
      "kernel": 3, "stride": 1, "padding": 1, "DTYPE": "float64"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x13->29-61x67-k3", "batch_size": 3, "in_channels": 13, "out_channels": 29, "height": 61,
+     "width": 67, "kernel": 3, "stride": 1, "padding": 1, "DTYPE": "float32"},
+    {"name": "heldout-2x24->40-45x47-k5s2", "batch_size": 2, "in_channels": 24, "out_channels": 40, "height": 45,
+     "width": 47, "kernel": 5, "stride": 2, "padding": 2, "DTYPE": "float32"},
+    {"name": "heldout-f64-1x8->12-33x31-k3", "batch_size": 1, "in_channels": 8, "out_channels": 12, "height": 33,
+     "width": 31, "kernel": 3, "stride": 1, "padding": 0, "DTYPE": "float64"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int, padding: int, dtype: str):

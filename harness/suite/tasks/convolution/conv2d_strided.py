@@ -44,6 +44,16 @@ CASES = [
      "height": 57, "width": 57, "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x40x72-45-k3s2", "batch_size": 3, "in_channels": 40, "out_channels": 72, "height": 45,
+     "width": 45, "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "float32"},
+    {"name": "heldout-f64-2x16x24-39-k5s3", "batch_size": 2, "in_channels": 16, "out_channels": 24, "height": 39,
+     "width": 39, "kernel_size": 5, "stride": 3, "padding": 2, "DTYPE": "float64"},
+    {"name": "heldout-bf16-4x32x48-63-k3s2", "batch_size": 4, "in_channels": 32, "out_channels": 48, "height": 63,
+     "width": 63, "kernel_size": 3, "stride": 2, "padding": 0, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dtype):

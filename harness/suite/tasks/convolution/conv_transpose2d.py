@@ -46,6 +46,16 @@ CASES = [
      "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x48x24-29-k4s2", "batch_size": 3, "in_channels": 48, "out_channels": 24, "height": 29,
+     "width": 29, "kernel_size": 4, "stride": 2, "padding": 1, "output_padding": 0, "DTYPE": "float32"},
+    {"name": "heldout-f64-2x16x8-23-k3s2op1", "batch_size": 2, "in_channels": 16, "out_channels": 8, "height": 23,
+     "width": 23, "kernel_size": 3, "stride": 2, "padding": 1, "output_padding": 1, "DTYPE": "float64"},
+    {"name": "heldout-bf16-4x64x32-17-k3s1", "batch_size": 4, "in_channels": 64, "out_channels": 32, "height": 17,
+     "width": 17, "kernel_size": 3, "stride": 1, "padding": 1, "output_padding": 0, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, output_padding, dtype):

@@ -42,6 +42,16 @@ CASES = [
      "kernel_size": 2, "stride": 2, "padding": 0, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x48x77x91-k3s2", "batch_size": 3, "channels": 48, "height": 77, "width": 91,
+     "kernel_size": 3, "stride": 2, "padding": 1, "DTYPE": "float32"},
+    {"name": "heldout-f64-2x40x45x47-k5s3", "batch_size": 2, "channels": 40, "height": 45, "width": 47,
+     "kernel_size": 5, "stride": 3, "padding": 2, "DTYPE": "float64"},
+    {"name": "heldout-bf16-5x96x33x29-k2s1", "batch_size": 5, "channels": 96, "height": 33, "width": 29,
+     "kernel_size": 2, "stride": 1, "padding": 0, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, kernel_size, stride, padding):

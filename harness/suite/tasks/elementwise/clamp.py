@@ -38,6 +38,16 @@ CASES = [
      "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-333x9973", "batch_size": 333, "dim": 9973, "min_value": -0.3, "max_value": 0.8,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-3x400009", "batch_size": 3, "dim": 400009, "min_value": -0.3, "max_value": 0.8,
+     "DTYPE": "float64"},
+    {"name": "heldout-bf16-1000x3001", "batch_size": 1000, "dim": 3001, "min_value": -0.3, "max_value": 0.8,
+     "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, min_value: float, max_value: float):

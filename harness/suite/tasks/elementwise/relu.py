@@ -22,6 +22,14 @@ CASES = [
     {"name": "f16-2048x4097", "SHAPE": [2048, 4097], "DTYPE": "float16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-rank4-17x31x63x127", "SHAPE": [17, 31, 63, 127], "DTYPE": "float32"},
+    {"name": "heldout-f64-5x300007", "SHAPE": [5, 300007], "DTYPE": "float64"},
+    {"name": "heldout-f16-999x3001", "SHAPE": [999, 3001], "DTYPE": "float16"},
+    {"name": "heldout-bf16-3000001", "SHAPE": [3000001], "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -25,6 +25,13 @@ CASES = [
     {"name": "2049x7165-bf16", "batch_size": 2049, "dim": 7165, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-333x9973", "batch_size": 333, "dim": 9973, "DTYPE": "float32"},
+    {"name": "heldout-f64-3x400009", "batch_size": 3, "dim": 400009, "DTYPE": "float64"},
+    {"name": "heldout-bf16-1000x3001", "batch_size": 1000, "dim": 3001, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -44,6 +44,16 @@ CASES = [
      "height": 127, "width": 129, "kernel_size": 3, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x24x40-45-k3", "batch_size": 3, "in_channels": 24, "out_channels": 40, "height": 45,
+     "width": 47, "kernel_size": 3, "DTYPE": "float32"},
+    {"name": "heldout-f64-1x8x16-33-k5", "batch_size": 1, "in_channels": 8, "out_channels": 16, "height": 33,
+     "width": 31, "kernel_size": 5, "DTYPE": "float64"},
+    {"name": "heldout-bf16-2x32x48-29-k3", "batch_size": 2, "in_channels": 32, "out_channels": 48, "height": 29,
+     "width": 27, "kernel_size": 3, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size, dtype):

@@ -24,6 +24,16 @@ CASES = [
     {"name": "f64-odd-177x1001->333", "batch_size": 177, "in_features": 1001, "out_features": 333, "DTYPE": "float64"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-333x767->513", "batch_size": 333, "in_features": 767, "out_features": 513,
+     "DTYPE": "float32"},
+    {"name": "heldout-3x2049->1531", "batch_size": 3, "in_features": 2049, "out_features": 1531,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-97x511->255", "batch_size": 97, "in_features": 511, "out_features": 255,
+     "DTYPE": "float64"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, in_features: int, out_features: int, dtype: str):

@@ -36,6 +36,16 @@ CASES = [
      "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-333x767x513", "batch_size": 333, "in_features": 767, "out_features": 513, "DTYPE": "float32"},
+    {"name": "heldout-3x2049x1531", "batch_size": 3, "in_features": 2049, "out_features": 1531, "DTYPE": "float32"},
+    {"name": "heldout-f64-97x511x255", "batch_size": 97, "in_features": 511, "out_features": 255,
+     "DTYPE": "float64"},
+    {"name": "heldout-bf16-129x1023x257", "batch_size": 129, "in_features": 1023, "out_features": 257,
+     "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, in_features, out_features, dtype):

@@ -41,6 +41,18 @@ CASES = [
      "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x383x511x48", "batch_size": 3, "q_len": 383, "kv_len": 511, "head_dim": 48,
+     "DTYPE": "float32"},
+    {"name": "heldout-1x1x4099x128", "batch_size": 1, "q_len": 1, "kv_len": 4099, "head_dim": 128,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-2x129x257x32", "batch_size": 2, "q_len": 129, "kv_len": 257, "head_dim": 32,
+     "DTYPE": "float64"},
+    {"name": "heldout-bf16-4x255x193x80", "batch_size": 4, "q_len": 255, "kv_len": 193, "head_dim": 80,
+     "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -30,6 +30,14 @@ CASES = [
     {"name": "7x1000x1537-bf16", "batch_size": 7, "seq_len": 1000, "hidden": 1537, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x257x1531", "batch_size": 3, "seq_len": 257, "hidden": 1531, "DTYPE": "float32"},
+    {"name": "heldout-1x7x65539", "batch_size": 1, "seq_len": 7, "hidden": 65539, "DTYPE": "float32"},
+    {"name": "heldout-f64-5x63x769", "batch_size": 5, "seq_len": 63, "hidden": 769, "DTYPE": "float64"},
+    {"name": "heldout-bf16-2x300x1000", "batch_size": 2, "seq_len": 300, "hidden": 1000, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, hidden, dtype):

@@ -27,6 +27,14 @@ CASES = [
     {"name": "16x511x513x257-bf16", "batch_size": 16, "m": 511, "k": 513, "n": 257, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-7x191x383x127", "batch_size": 7, "m": 191, "k": 383, "n": 127, "DTYPE": "float32"},
+    {"name": "heldout-3x1x2049x511", "batch_size": 3, "m": 1, "k": 2049, "n": 511, "DTYPE": "float32"},
+    {"name": "heldout-f64-5x129x65x257", "batch_size": 5, "m": 129, "k": 65, "n": 257, "DTYPE": "float64"},
+    {"name": "heldout-bf16-4x255x129x193", "batch_size": 4, "m": 255, "k": 129, "n": 193, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -24,6 +24,13 @@ CASES = [
     {"name": "f64-odd-300x701x499", "M": 300, "K": 701, "N": 499, "DTYPE": "float64"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-383x767x191", "M": 383, "K": 767, "N": 191, "DTYPE": "float32"},
+    {"name": "heldout-2049x33x1025", "M": 2049, "K": 33, "N": 1025, "DTYPE": "float32"},
+    {"name": "heldout-f64-257x129x383", "M": 257, "K": 129, "N": 383, "DTYPE": "float64"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

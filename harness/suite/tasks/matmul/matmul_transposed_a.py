@@ -29,6 +29,14 @@ CASES = [
     {"name": "1023x1025x1027-bf16", "m": 1023, "k": 1025, "n": 1027, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-767x383x511", "m": 767, "k": 383, "n": 511, "DTYPE": "float32"},
+    {"name": "heldout-2047x7x1023", "m": 2047, "k": 7, "n": 1023, "DTYPE": "float32"},
+    {"name": "heldout-f64-255x257x129", "m": 255, "k": 257, "n": 129, "DTYPE": "float64"},
+    {"name": "heldout-bf16-383x255x257", "m": 383, "k": 255, "n": 257, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -25,6 +25,14 @@ CASES = [
     {"name": "4093x8191-bf16", "m": 4093, "k": 8191, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3001x2999", "m": 3001, "k": 2999, "DTYPE": "float32"},
+    {"name": "heldout-7x1000003", "m": 7, "k": 1000003, "DTYPE": "float32"},
+    {"name": "heldout-f64-1025x2047", "m": 1025, "k": 2047, "DTYPE": "float64"},
+    {"name": "heldout-bf16-2047x1023", "m": 2047, "k": 1023, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -30,6 +30,14 @@ CASES = [
     {"name": "1048575x7x7-bf16", "m": 1048575, "k": 7, "n": 7, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-30001x33x31", "m": 30001, "k": 33, "n": 31, "DTYPE": "float32"},
+    {"name": "heldout-3x100003x17", "m": 3, "k": 100003, "n": 17, "DTYPE": "float32"},
+    {"name": "heldout-f64-8191x7x129", "m": 8191, "k": 7, "n": 129, "DTYPE": "float64"},
+    {"name": "heldout-bf16-20011x63x65", "m": 20011, "k": 63, "n": 65, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -42,6 +42,16 @@ CASES = [
      "width": 97, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x48x77x91-g12", "batch_size": 3, "channels": 48, "num_groups": 12, "height": 77, "width": 91,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-2x40x45x47-g5", "batch_size": 2, "channels": 40, "num_groups": 5, "height": 45,
+     "width": 47, "DTYPE": "float64"},
+    {"name": "heldout-bf16-5x96x33x29-g3", "batch_size": 5, "channels": 96, "num_groups": 3, "height": 33,
+     "width": 29, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, num_groups: int, channels: int, dtype: str):

@@ -31,6 +31,15 @@ CASES = [
     {"name": "32x256x28x28-bf16", "batch_size": 32, "channels": 256, "height": 28, "width": 28, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-3x48x77x91", "batch_size": 3, "channels": 48, "height": 77, "width": 91, "DTYPE": "float32"},
+    {"name": "heldout-f64-2x40x45x47", "batch_size": 2, "channels": 40, "height": 45, "width": 47,
+     "DTYPE": "float64"},
+    {"name": "heldout-bf16-5x96x33x29", "batch_size": 5, "channels": 96, "height": 33, "width": 29,
+     "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, channels: int, dtype: str):

@@ -25,6 +25,13 @@ CASES = [
     {"name": "f64-odd-10x77x2049", "batch_size": 10, "tokens": 77, "hidden": 2049, "DTYPE": "float64"},
     {"name": "offset-32x64x2048", "batch_size": 32, "tokens": 64, "hidden": 2048, "OFFSET": 100.0},
 ]
+
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-7x129x1531", "batch_size": 7, "tokens": 129, "hidden": 1531, "DTYPE": "float32"},
+    {"name": "heldout-3x5x100003", "batch_size": 3, "tokens": 5, "hidden": 100003, "DTYPE": "float32"},
+    {"name": "heldout-f64-9x61x769", "batch_size": 9, "tokens": 61, "hidden": 769, "DTYPE": "float64"},
+]
 OFFSET = 0.0  # inputs are randn + OFFSET: a large mean breaks one-pass E[x^2]-E[x]^2 variance
 
 

@@ -29,6 +29,14 @@ CASES = [
     {"name": "4097x1025-bf16", "batch_size": 4097, "dim": 1025, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-777x2999", "batch_size": 777, "dim": 2999, "DTYPE": "float32"},
+    {"name": "heldout-5x300007", "batch_size": 5, "dim": 300007, "DTYPE": "float32"},
+    {"name": "heldout-f64-129x8191", "batch_size": 129, "dim": 8191, "DTYPE": "float64"},
+    {"name": "heldout-bf16-1023x1025", "batch_size": 1023, "dim": 1025, "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

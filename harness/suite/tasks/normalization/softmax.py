@@ -22,6 +22,13 @@ CASES = [
     {"name": "f64-3x524287", "batch_size": 3, "dim": 524287, "DTYPE": "float64"},
     {"name": "scaled-8192x513", "batch_size": 8192, "dim": 513, "SCALE": 8.0},
 ]
+
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-777x2999", "batch_size": 777, "dim": 2999, "DTYPE": "float32"},
+    {"name": "heldout-5x300007", "batch_size": 5, "dim": 300007, "DTYPE": "float32"},
+    {"name": "heldout-f64-129x8191", "batch_size": 129, "dim": 8191, "DTYPE": "float64"},
+]
 SCALE = 1.0  # inputs are randn * SCALE: larger values stress the max-subtraction
 
 

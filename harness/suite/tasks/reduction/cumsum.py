@@ -27,6 +27,13 @@ CASES = [
     {"name": "1x3145739-f64", "batch_size": 1, "dim": 3145739, "DTYPE": "float64"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-333x3001", "batch_size": 333, "dim": 3001, "DTYPE": "float32"},
+    {"name": "heldout-3x1000003", "batch_size": 3, "dim": 1000003, "DTYPE": "float32"},
+    {"name": "heldout-f64-1025x1023", "batch_size": 1025, "dim": 1023, "DTYPE": "float64"},
+]
+
 
 class Model(nn.Module):
     def __init__(self):

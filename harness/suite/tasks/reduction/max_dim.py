@@ -30,6 +30,18 @@ CASES = [
     {"name": "7x1021x1023-d2-bf16", "batch_size": 7, "dim1": 1021, "dim2": 1023, "reduce_dim": 2, "DTYPE": "bfloat16"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-37x511x263-d1", "batch_size": 37, "dim1": 511, "dim2": 263, "reduce_dim": 1,
+     "DTYPE": "float32"},
+    {"name": "heldout-129x65x1021-d2", "batch_size": 129, "dim1": 65, "dim2": 1021, "reduce_dim": 2,
+     "DTYPE": "float32"},
+    {"name": "heldout-f64-97x127x255-d0", "batch_size": 97, "dim1": 127, "dim2": 255, "reduce_dim": 0,
+     "DTYPE": "float64"},
+    {"name": "heldout-bf16-33x1025x129-d1", "batch_size": 33, "dim1": 1025, "dim2": 129, "reduce_dim": 1,
+     "DTYPE": "bfloat16"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, reduce_dim: int):

@@ -23,6 +23,13 @@ CASES = [
     {"name": "dim1-f64-33x1023x129", "SHAPE": [33, 1023, 129], "DIM": 1, "DTYPE": "float64"},
 ]
 
+# Held-out cases: only the final evaluation runs them; no prompt, template or proposer sees them.
+HELDOUT_CASES = [
+    {"name": "heldout-dim2-97x129x1021", "SHAPE": [97, 129, 1021], "DIM": 2, "DTYPE": "float32"},
+    {"name": "heldout-dim0-7x3001x257", "SHAPE": [7, 3001, 257], "DIM": 0, "DTYPE": "float32"},
+    {"name": "heldout-dim1-f64-31x2047x63", "SHAPE": [31, 2047, 63], "DIM": 1, "DTYPE": "float64"},
+]
+
 
 class Model(nn.Module):
     def __init__(self, dim: int):

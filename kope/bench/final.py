@@ -1,0 +1,119 @@
+"""The final evaluation of a pair: its best kernel, re-evaluated on visible and held-out cases.
+
+A bench's numbers come from here, not from the loop. After a pair's run the
+attempt it is judged by (``metrics.best_attempt``: most passing visible
+cases, then highest speedup, then earliest step) is evaluated again:
+
+* in fresh workers (the reference worker is not reused from the loop);
+* with more correctness seeds and a longer timing budget (``FinalSettings``);
+* on the bench's selected visible cases **and** every held-out case of the
+  task (``HELDOUT_CASES``), which no prompt, template or proposer has seen;
+* with ``time_incorrect``, so a kernel that fails a held-out case still gets
+  its passing cases timed and is reported as correct on visible cases but
+  wrong on held-out ones.
+
+The outcome is stored with the pair (``pairs/<config>/<operator>.json``,
+``final``) and never recorded in the Experience Graph, so held-out results
+never reach a later prompt. The kernel file evaluated is kept under
+``runs/<config>/<operator>/final/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kope.bench.metrics import best_attempt, geomean, positive
+
+
+@dataclass(frozen=True)
+class FinalSettings:
+    enabled: bool = True
+    seeds: int = 5  # the loop uses 3
+    warmup_ms: float = 50.0  # the loop uses 25
+    rep_ms: float = 300.0  # the loop uses 100
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def split(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Visible and held-out summaries of an outcome's cases: counts, pass rate, geometric-mean speedup."""
+    parts: dict[str, dict[str, Any]] = {}
+    for key, held in (("visible", False), ("heldout", True)):
+        mine = [c for c in cases if bool(c.get("heldout")) is held]
+        passed = [c for c in mine if c.get("passed")]
+        speeds = [c["speedup"] for c in passed if positive(c.get("speedup"))]
+        parts[key] = {
+            "cases": len(mine),
+            "passed": len(passed),
+            "pass_rate": len(passed) / len(mine) if mine else None,
+            "geomean_speedup": geomean(speeds),
+            "speedup_cases": len(speeds),
+        }
+    return parts
+
+
+def final_evaluation(
+    *,
+    graph: Any,
+    attempts: list[dict[str, Any]],
+    cases: str | None,
+    task_path: str,
+    target: str,
+    settings: FinalSettings,
+    folder: Path,
+) -> dict[str, Any]:
+    """The ``final`` block of a pair: which attempt, its outcome on visible + held-out cases, the two summaries."""
+    from harness.errors import HarnessError
+    from harness.evaluate import EvalOptions, evaluate
+    from harness.task import select_cases
+    from harness.task_loader import load_task_isolated
+    from harness.timing import Budget
+    from kope.targets import harness_error
+
+    try:
+        task = load_task_isolated(task_path)
+        selected = select_cases(task, cases)
+    except HarnessError as exc:
+        raise harness_error(exc) from None
+    visible = [c.name for c in selected]
+    best = best_attempt(attempts, visible)
+    block: dict[str, Any] = {
+        "settings": settings.to_dict(),
+        "decision_id": best.get("decision_id") if best else None,
+        "step": best.get("step") if best else None,
+        "outcome": None,
+        "status": "no_attempt",
+    }
+    code = graph.kernel_source(best["decision_id"]) if best else None
+    chosen = [c.index for c in selected] + [c.index for c in task.heldout_cases]
+    if not code:
+        if best is not None:
+            block["status"] = "no_kernel"  # the best attempt had no code (a format error)
+        block.update(split([{"heldout": task.case(i).heldout, "passed": False} for i in chosen]))
+        return block
+    path = folder / f"{best['decision_id'].replace('/', '_')}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(code, encoding="utf-8")
+    options = EvalOptions(
+        target=target,
+        cases=chosen,
+        case_set="all",
+        seeds=settings.seeds,
+        budget=Budget(warmup_ms=settings.warmup_ms, rep_ms=settings.rep_ms),
+        time_incorrect=True,
+        reuse_reference=False,
+    )
+    try:
+        outcome = evaluate(task, path, options).to_dict()
+    except HarnessError as exc:
+        raise harness_error(exc) from None
+    block.update(outcome=outcome, status=outcome["status"], kernel=str(path), **split(outcome["cases"]))
+    block["overfit"] = bool(
+        block["visible"]["cases"]
+        and block["visible"]["passed"] == block["visible"]["cases"]
+        and block["heldout"]["passed"] < block["heldout"]["cases"]
+    )
+    return block
