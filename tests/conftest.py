@@ -2,7 +2,7 @@
 
 Where the server comes from, in order:
 
-1. ``KOPE_NEO4J_URI`` is set (the README's test command sets it after
+1. ``KOPE_NEO4J_URI`` is set (``scripts/test.sh`` sets it after
    starting a server): use it, with ``KOPE_NEO4J_PASSWORD`` or the password
    file of ``KOPE_DATA_DIR``;
 2. a Docker engine answers: testcontainers' Neo4j container (neo4j:5.26-community);

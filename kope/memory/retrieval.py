@@ -1,6 +1,6 @@
 """Retrieval: z = R(s, M), experience for the current state, as lineages.
 
-A pipeline with named stages (STYLE.md #5):
+A pipeline with named stages:
 
 1. ``fetch_pool``      raw rows: the relevance pool, tier by tier (same operator,
                        then same family, then other families, each first on the
