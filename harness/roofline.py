@@ -194,12 +194,15 @@ def measure_peaks(device: str, threads: int) -> dict[str, Any]:
     if dev.type == "cuda":  # the GPU's own last-level cache (the host's is in the hardware fingerprint)
         detail["cache_bytes"] = float(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 64 << 20)
     nbytes = (1 << 30) if dev.type == "cuda" else (256 << 20)
-    a = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).uniform_()
-    b = torch.empty_like(a)
-    detail["copy_bytes_s"] = 2 * nbytes / best(lambda: b.copy_(a))
-    detail["read_bytes_s"] = nbytes / best(lambda: a.sum())
-    detail["fill_bytes_s"] = nbytes / best(lambda: b.fill_(1.0))
-    a = b = None  # free the buffers before the matrix products
+
+    def stream() -> None:  # its buffers are freed on return, before the matrix products
+        a = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).uniform_()
+        b = torch.empty_like(a)
+        detail["copy_bytes_s"] = 2 * nbytes / best(lambda: b.copy_(a))
+        detail["read_bytes_s"] = nbytes / best(lambda: a.sum())
+        detail["fill_bytes_s"] = nbytes / best(lambda: b.fill_(1.0))
+
+    stream()
     n = 8192 if dev.type == "cuda" else 2048
     dtypes = [torch.float32, torch.bfloat16] + ([torch.float16] if dev.type == "cuda" else [])
     for dtype in dtypes:

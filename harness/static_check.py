@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 FORBIDDEN_MODULES = {
@@ -350,7 +351,7 @@ def check_cpp(code: str, first_line: int = 1) -> list[Finding]:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, inert: list[ast.stmt] = ()) -> None:
+    def __init__(self, inert: Sequence[ast.stmt] = ()) -> None:
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}
         self.functions: list[str] = []
@@ -409,12 +410,13 @@ class _Visitor(ast.NodeVisitor):
             self.add("forbidden_api", node, f"imports {name}, which {FORBIDDEN_ATTRS.get(name, 'starts processes')}")
 
     # -- scopes ------------------------------------------------------------------------------
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.functions.append(node.name)
         self.generic_visit(node)
         self.functions.pop()
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self.visit_FunctionDef(node)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self.functions.append("<lambda>")

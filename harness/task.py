@@ -148,12 +148,15 @@ def level_from_path(path: Path) -> int | None:
     return None
 
 
-def _resolve(path: str | Path) -> Path:
+def resolve_task_path(path: str | Path) -> Path:
+    """The task file's absolute path; ``TaskNotFoundError`` / ``TaskFormatError`` saying what is wrong with it."""
     p = Path(path)
     if not p.is_file():
-        raise TaskNotFoundError(f"task file not found: {p}")
+        what = "is a folder, not a file" if p.is_dir() else "does not exist"
+        raise TaskNotFoundError(f"task file not found: {p} {what}")
     if p.suffix != ".py":
-        raise TaskFormatError(f"{p}: a task is a Python file (.py)")
+        ends = f"ends in {p.suffix!r}" if p.suffix else "has no suffix"
+        raise TaskFormatError(f"{p}: a task is a Python file (.py); this file name {ends}")
     return p.resolve()
 
 
@@ -169,14 +172,20 @@ def _parse(path: Path) -> tuple[str, ast.Module]:
     return source, tree
 
 
-def _top_level_assignments(tree: ast.Module) -> dict[str, ast.AST]:
-    found: dict[str, ast.AST] = {}
+Assignment = ast.Assign | ast.AnnAssign  # a top-level `NAME = value` (annotated or not)
+
+
+def _top_level_assignments(tree: ast.Module) -> dict[str, Assignment]:
+    found: dict[str, Assignment] = {}
     for node in tree.body:
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
         for target in targets:
-            if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
+            if isinstance(target, ast.Name):
                 found[target.id] = node
     return found
 
@@ -196,14 +205,14 @@ def _imported_names(tree: ast.Module) -> set[str]:
 
 def read_task_info(path: str | Path) -> TaskInfo:
     """Metadata and cases from the file's literals, without executing it; else imported in a worker process."""
-    p = _resolve(path)
+    p = resolve_task_path(path)
     _source, tree = _parse(p)
     assigned = _top_level_assignments(tree)
     values: dict[str, Any] = {}
     for name in METADATA:
         if name in assigned:
             try:
-                values[name] = ast.literal_eval(assigned[name].value)
+                values[name] = ast.literal_eval(assigned[name].value or "")
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 from harness.task_loader import load_task_isolated
 
@@ -223,7 +232,7 @@ def load_task(path: str | Path) -> Task:
 
     Only for processes that must run the task's code anyway (the workers); everywhere else use
     ``harness.task_loader.load_task_isolated`` (a worker process under a timeout)."""
-    p = _resolve(path)
+    p = resolve_task_path(path)
     source, tree = _parse(p)
     module = _exec_module(p)
     assigned = _top_level_assignments(tree)
@@ -306,13 +315,17 @@ def _check_required(module: ModuleType) -> list[str]:
     return problems
 
 
-def _line(assigned: dict[str, ast.AST], name: str) -> str:
+def _line(assigned: dict[str, Assignment], name: str) -> str:
     node = assigned.get(name)
     return f" (line {node.lineno})" if node is not None else ""
 
 
 def _check_metadata(
-    values: dict[str, Any], assigned: dict[str, ast.AST], *, has_apply_case: bool, module_globals: dict[str, Any] | None
+    values: dict[str, Any],
+    assigned: dict[str, Assignment],
+    *,
+    has_apply_case: bool,
+    module_globals: dict[str, Any] | None,
 ) -> list[str]:
     problems: list[str] = []
     if "OPERATOR" in values:
@@ -346,7 +359,7 @@ def _check_metadata(
     return problems
 
 
-def _case_line(assigned: dict[str, ast.AST], index: int, list_name: str = "CASES") -> str:
+def _case_line(assigned: dict[str, Assignment], index: int, list_name: str = "CASES") -> str:
     node = assigned.get(list_name)
     value = getattr(node, "value", None)
     if isinstance(value, (ast.List, ast.Tuple)) and index < len(value.elts):
@@ -356,7 +369,7 @@ def _case_line(assigned: dict[str, ast.AST], index: int, list_name: str = "CASES
 
 def _check_cases(
     cases: Any,
-    assigned: dict[str, ast.AST],
+    assigned: dict[str, Assignment],
     has_apply_case: bool,
     module_globals: dict[str, Any] | None,
     list_name: str = "CASES",

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TaskFormatError, TaskNotFoundError
-from harness.task import Case, Task
+from harness.task import Case, Task, resolve_task_path
 
 TASK_LOAD_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "KOPE_HARNESS_TASK_TIMEOUT"
@@ -61,12 +61,7 @@ def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
 
 def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task:
     """The validated task, imported in a worker process that is killed after ``timeout_s``."""
-    p = Path(path)
-    if not p.is_file():
-        raise TaskNotFoundError(f"task file not found: {p}")
-    if p.suffix != ".py":
-        raise TaskFormatError(f"{p}: a task is a Python file (.py)")
-    p = p.resolve()
+    p = resolve_task_path(path)
     try:
         data = p.read_bytes()
     except OSError as exc:

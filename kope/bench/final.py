@@ -94,6 +94,7 @@ def final_evaluation(
             block["status"] = "no_kernel"  # the best attempt had no code (a format error)
         block.update(split([{"heldout": task.case(i).heldout, "passed": False} for i in chosen]))
         return block
+    assert best is not None  # a kernel came from it
     path = folder / f"{best['decision_id'].replace('/', '_')}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")
