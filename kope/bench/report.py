@@ -142,6 +142,28 @@ def steps_table(data: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def roofline_table(data: Mapping[str, Any]) -> str:
+    """Per case of every final evaluation: the physical lower bound, the measured time and the fraction of roofline."""
+    lines = [
+        "| configuration | operator | case | held-out | least bytes | FLOPs | bound ms | measured ms | fraction of roofline |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = 0
+    for pair in data["pairs"]:
+        for case in ((pair.get("final") or {}).get("outcome") or {}).get("cases") or []:
+            if case.get("bound_ms") is None:
+                continue
+            measured = (case.get("cand_ms") or {}).get("median")
+            fraction = case.get("roofline_fraction")
+            lines.append(
+                f"| {pair['config']} | {pair['operator']} | {case['name']} | {'yes' if case.get('heldout') else ''} | "
+                f"{count(case.get('min_bytes'))} | {count(case.get('flops'))} | {case['bound_ms']:.4g} | "
+                f"{'-' if measured is None else f'{measured:.4g}'} | {'-' if fraction is None else f'{fraction:.3f}'} |"
+            )
+            rows += 1
+    return "\n".join(lines) if rows else ""
+
+
 def runs_table(data: Mapping[str, Any]) -> str:
     lines = [
         "| configuration | operator | run | attempts | status | stop reason | overlapped with |",
@@ -297,6 +319,20 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         "- Tokens: prompt + completion tokens of every recorded attempt; per step = tokens / attempts.",
         "",
     ]
+    roof = roofline_table(data)
+    if roof:
+        lines += [
+            "## Fraction of roofline (final evaluation)",
+            "",
+            "Per timed case: the least bytes moved (inputs, parameters, outputs) and FLOPs of the reference, the "
+            "lower bound on time they give with this machine's measured peak bandwidth and FLOP/s (the bandwidth "
+            "term only beyond twice the last-level cache; `-` when neither applies), the measured median and "
+            "bound / measured (1.0 = at the measured peak; above 1.5 the harness reports "
+            "`cheat_detected:faster_than_hardware`).",
+            "",
+            roof,
+            "",
+        ]
     lines += ["## Runs", "", runs_table(data), ""]
     return "\n".join(lines)
 

@@ -59,6 +59,14 @@ class Printer:
                 f"{best}/{attempts[0]['cases_total'] if attempts else '-'} cases, {data['status']} "
                 f"({self.done}/{self.total} pairs done)[/dim]"
             )
+            final = data.get("final")
+            if final:
+                visible, held = final["visible"], final["heldout"]
+                err.print(
+                    f"    [dim]final evaluation: visible {visible['passed']}/{visible['cases']}, held-out "
+                    f"{held['passed']}/{held['cases']}, speedup {_fmt(visible['geomean_speedup'], '.2f', 'x')}"
+                    f"{' (wrong on held-out cases)' if final.get('overfit') else ''}[/dim]"
+                )
 
 
 def _options_from_args(ctx: click.Context, state: State, args: dict[str, Any]):

@@ -139,13 +139,15 @@ def render(outcome: Outcome) -> None:
     table.add_column("ref ms (median ± IQR)", justify="right")
     table.add_column("cand ms (median ± IQR)", justify="right")
     table.add_column("speedup", justify="right")
+    table.add_column("roofline", justify="right")  # bound / measured: 1.0 = at the machine's measured peak
     table.add_column("error", overflow="fold", max_width=70)
     for c in o.cases:
         result = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
         if c.heldout:
             result += " [dim](held-out)[/dim]"
         speed = "-" if c.speedup is None else f"{c.speedup:.2f}x"
-        table.add_row(str(c.index), c.name, result, _ms(c.ref_ms), _ms(c.cand_ms), speed, (c.error or "")[:300])
+        roof = "-" if c.roofline_fraction is None else f"{c.roofline_fraction:.2f}"
+        table.add_row(str(c.index), c.name, result, _ms(c.ref_ms), _ms(c.cand_ms), speed, roof, (c.error or "")[:300])
     out.print(table)
     style = STATUS_STYLE.get(o.status.value, "")
     kind = f" ({o.error_kind})" if o.error_kind and o.error_kind != o.status.value else ""

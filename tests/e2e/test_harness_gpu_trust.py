@@ -27,13 +27,17 @@ pytestmark = [
 
 
 def test_a_cpu_fallback_on_the_gpu_target_is_caught():
-    outcome = evaluate(TASK, ROOT / "fixtures" / "cuda" / "relu_cpu_fallback.py", EvalOptions(target="cuda", timing=False))
+    outcome = evaluate(
+        TASK, ROOT / "fixtures" / "cuda" / "relu_cpu_fallback.py", EvalOptions(target="cuda", timing=False)
+    )
     assert outcome.error_kind == "cheat_detected:device_to_host", outcome.error_excerpt
     assert "computing on the CPU is not a GPU kernel" in outcome.error_excerpt
 
 
 def test_an_honest_cuda_kernel_is_not_taken_for_a_cpu_fallback_and_gets_roofline_fields():
-    outcome = evaluate("relu", ROOT / "fixtures" / "cuda" / "relu.py", EvalOptions(target="cuda", cases="0-4", budget=BUDGET))
+    outcome = evaluate(
+        "relu", ROOT / "fixtures" / "cuda" / "relu.py", EvalOptions(target="cuda", cases="0-4", budget=BUDGET)
+    )
     assert outcome.status.value == "correct", outcome.error_excerpt
     for case in outcome.cases:
         assert case.bound_ms is not None and case.min_bytes > 0
@@ -65,7 +69,9 @@ def test_a_fake_fast_outcome_on_the_gpu_is_flagged(tmp_path, monkeypatch):
         json.dumps({"schema": "kope.peaks/1", "bandwidth_bytes_s": 1e6, "flops_s": 1e6, "detail": {"cache_bytes": 0}})
     )
     monkeypatch.setenv("KOPE_HARNESS_PEAKS", str(pinned))
-    outcome = evaluate(TASK, ROOT / "fixtures" / "cuda" / "relu.py", EvalOptions(target="cuda", cases="0", budget=BUDGET))
+    outcome = evaluate(
+        TASK, ROOT / "fixtures" / "cuda" / "relu.py", EvalOptions(target="cuda", cases="0", budget=BUDGET)
+    )
     assert outcome.error_kind == "cheat_detected:faster_than_hardware", outcome.error_excerpt
 
 

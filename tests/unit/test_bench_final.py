@@ -72,6 +72,15 @@ def test_the_report_says_where_its_numbers_come_from():
     assert "Numbers are from the in-loop evaluations" in render_markdown(with_metrics(bench_results.results()))
 
 
+def test_the_report_lists_each_final_case_with_its_fraction_of_roofline():
+    data = data_with_finals()
+    case = data["pairs"][0]["final"]["outcome"]["cases"][0]
+    case.update(min_bytes=8_388_608, flops=0, bound_ms=0.5, roofline_fraction=0.25, cand_ms={"median": 2.0})
+    text = render_markdown(with_metrics(data))
+    assert "## Fraction of roofline (final evaluation)" in text
+    assert "| active | relu | a |  | 8,388,608 | 0 | 0.5 | 2 | 0.250 |" in text
+
+
 def test_the_pass_rate_plot_is_written_with_a_heldout_group(tmp_path):
     paths = write_report(tmp_path, data_with_finals())
     assert all(p.stat().st_size > 0 for p in paths)
