@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from pathlib import Path
 
 from harness.errors import TaskFormatError, TaskNotFoundError
@@ -76,6 +77,14 @@ def find_task(name_or_path: str | Path) -> TaskInfo:
         return tasks[text]
     close = difflib.get_close_matches(text, list(tasks), n=3)
     hint = f"did you mean {', '.join(close)}?" if close else "see `kope tasks list`"
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", text):
+        bad = sorted({c for c in text if not (c.isascii() and (c.isalnum() or c == "_"))})
+        why = f"characters {' '.join(repr(c) for c in bad)}" if bad else "upper-case letters or a leading digit"
+        raise TaskNotFoundError(
+            f"{text!r} is neither a built-in operator (operator names are snake_case: lower-case letters, digits and "
+            f"_, starting with a letter; this one has {why}) nor an existing task file (a path to a .py file)",
+            hint=hint,
+        )
     raise TaskNotFoundError(f"no built-in task named {text!r} and no such file", hint=hint)
 
 

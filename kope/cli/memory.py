@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import os
 import sys
 import tempfile
@@ -83,14 +84,24 @@ def sync(state: State, operator: str | None, dry_run: bool, as_json: bool) -> No
                 f"{report.pending}"
                 if dry_run
                 else f"{done['run']} runs, {done['attempt']} attempts, {done['run_end']} run ends"
+                + (f", {done['knowledge']} knowledge documents" if done.get("knowledge") else "")
             )
         )
         for problem in report.problems:
             err.print(f"skipped {problem}")
         for failure in report.failed:
             err.print(f"[red]failed[/red] {failure}")
+        for edge in report.unlinked:
+            err.print(f"[yellow]not restored[/yellow] {edge}")
     if report.failed:
         raise KopeError(f"{len(report.failed)} journal entries could not be written to the graph (see above)")
+    if report.unlinked:
+        raise KopeError(
+            f"{len(report.unlinked)} USED edges could not be restored: the evidence they point at is in neither "
+            "the graph nor the journal (see above)",
+            hint="the attempts themselves are restored; evidence outside this namespace's journal (or a journal "
+            "written before KOPE journaled knowledge documents) cannot be linked",
+        )
 
 
 @command.command("export")
@@ -126,17 +137,30 @@ def export(state: State, output: str | None) -> None:
 def import_(state: State, file: str, no_distill: bool) -> None:
     """Merge a memory export into the namespace (idempotent; '-' reads stdin)."""
     if file == "-":
-        stream, source = sys.stdin, "<stdin>"
+        # strict UTF-8 whatever the locale (a C locale's stdin escapes bad bytes): compressed input is one error line
+        stream, source = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"), "<stdin>"
     else:
+        from kope.memory.transfer import binary_kind
+
         path = Path(file)
         if not path.is_file():
             raise UsageError(f"no such file: {file}")
+        with path.open("rb") as head:
+            found = binary_kind(head.read(4096))
+        if found is not None:
+            what, how = found
+            raise UsageError(
+                f"{file} is {what}, not a memory export (the JSON Lines file `kope memory export` writes)",
+                hint=how.replace("FILE", file),
+            )
         stream, source = path.open(encoding="utf-8"), str(path)
     try:
         with _graph(state) as graph:
             report = graph.import_from(stream, source, distill=not no_distill)
     finally:
-        if stream is not sys.stdin:
+        if file == "-":
+            stream.detach()  # stdin itself stays open
+        else:
             stream.close()
     out.print(
         f"imported into namespace {report.namespace}: {report.node_total} nodes, "

@@ -9,6 +9,14 @@ driver exceptions into typed :mod:`kope.errors`.
 Multi-statement work uses :meth:`GraphClient.write` / :meth:`GraphClient.read`
 with a function that receives a :class:`Tx`; the driver retries transient
 failures of the whole function, so the function must be idempotent (MERGE).
+
+An unreachable server is reported at once: the first statement a client runs
+checks connectivity without the driver's retry loop (connection timeout
+``CONNECT_TIMEOUT_S``), so ``no Neo4j server answers at ...`` comes within
+seconds, not after ``max_transaction_retry_time`` of retries; the driver's own
+log lines (retry warnings) are kept below ERROR so the one error line is all a
+user sees. A login refused because of too many wrong passwords in a row says
+so (the account is locked for a while) instead of blaming the password.
 """
 
 from __future__ import annotations
@@ -30,6 +38,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kope.db")
 T = TypeVar("T")
+CONNECT_TIMEOUT_S = 3.0
+RETRY_TIME_S = 15.0  # transient errors (deadlocks between concurrent writers) of a reachable server
+
+
+def _quiet_driver_logs() -> None:
+    """The driver logs retries and connection failures as warnings; KOPE reports one typed error instead."""
+    driver_log = logging.getLogger("neo4j")
+    if driver_log.level == logging.NOTSET:
+        driver_log.setLevel(logging.ERROR)
+
+
+def _locked_out(uri: str, user: str, password_hint: str | None) -> DatabaseAuthError:
+    return DatabaseAuthError(
+        f"Neo4j at {uri} refuses logins for user {user!r} for now: too many wrong passwords in a row locked the "
+        "account for a while (even the right password is refused until then)",
+        hint="wait a few seconds (the server's dbms.security.auth_lock_time, 5 s by default), then retry with "
+        + (password_hint or "the right password (KOPE_NEO4J_PASSWORD)"),
+    )
 
 
 @contextmanager
@@ -40,12 +66,16 @@ def translate_errors(uri: str, user: str, *, password_hint: str | None = None) -
     except KopeError:
         raise
     except nx.AuthError as exc:
+        if (exc.code or "").endswith("AuthenticationRateLimit"):
+            raise _locked_out(uri, user, password_hint) from exc
         raise DatabaseAuthError(
             f"Neo4j at {uri} rejected the credentials for user {user!r}",
             hint=password_hint or "set KOPE_NEO4J_PASSWORD to the server's password",
         ) from exc
     except nx.ClientError as exc:
         code = exc.code or ""
+        if code.endswith("AuthenticationRateLimit"):
+            raise _locked_out(uri, user, password_hint) from exc
         if code.endswith("CredentialsExpired"):
             raise DatabaseAuthError(
                 f"Neo4j at {uri}: the password of user {user!r} must be changed before use",
@@ -94,18 +124,20 @@ class GraphClient:
         *,
         catalog: CypherCatalog | None = None,
         password_hint: str | None = None,
-        connection_timeout: float = 10.0,
+        connection_timeout: float = CONNECT_TIMEOUT_S,
     ) -> None:
         self.uri = uri
         self.user = user
         self.database = database
         self.catalog = catalog or default_catalog()
         self._password_hint = password_hint
+        self._reached = False  # set once the server answered: from then on the driver's retries apply
+        _quiet_driver_logs()
         self._driver = GraphDatabase.driver(
             uri,
             auth=(user, password or ""),
             connection_timeout=connection_timeout,
-            max_transaction_retry_time=15.0,
+            max_transaction_retry_time=RETRY_TIME_S,
             user_agent="kope",
             # KOPE's statements read optional properties on purpose; the server's
             # "property does not exist" notices would only be noise in logs and CLI output.
@@ -146,6 +178,14 @@ class GraphClient:
         with self._errors():
             self._driver.verify_connectivity()
             self._driver.execute_query("RETURN 1", database_=self.database)
+        self._reached = True
+
+    def _reach(self) -> None:
+        """Before the first statement: one connectivity check, no retry loop (an unreachable server fails fast)."""
+        if not self._reached:
+            with self._errors():
+                self._driver.verify_connectivity()
+            self._reached = True
 
     # -- statements -------------------------------------------------------------------
     def execute(self, name: str, **params: Any) -> list[dict[str, Any]]:
@@ -153,6 +193,7 @@ class GraphClient:
         statement = self.catalog.get(name)
         routing = RoutingControl.READ if statement.mode == "read" else RoutingControl.WRITE
         log.debug("cypher %s params=%s", name, sorted(params))
+        self._reach()
         with self._errors():
             records, _summary, _keys = self._driver.execute_query(
                 statement.text, params, routing_=routing, database_=self.database
@@ -161,16 +202,19 @@ class GraphClient:
 
     def write(self, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in one write transaction (retried as a whole on transient errors)."""
+        self._reach()
         with self._errors(), self._driver.session(database=self.database) as session:
             return session.execute_write(lambda tx: work(Tx(tx, self.catalog)))
 
     def read(self, work: Callable[[Tx], T]) -> T:
+        self._reach()
         with self._errors(), self._driver.session(database=self.database) as session:
             return session.execute_read(lambda tx: work(Tx(tx, self.catalog)))
 
     def run_script(self, name: str) -> int:
         """Run every statement of a multi-statement catalog file (e.g. the schema)."""
         count = 0
+        self._reach()
         with self._errors(), self._driver.session(database=self.database) as session:
             for text in self.catalog.statements(name):
                 session.run(text).consume()

@@ -357,6 +357,7 @@ class ExperienceGraph:
         return insights_mod.distill(self.client, self.namespace, family)
 
     def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict]) -> int:
+        """Knowledge documents as nodes (journaled first, each version once, so a replay can restore USED edges)."""
         rows = []
         for doc in docs:
             doc = KnowledgeDoc.parse(doc)
@@ -373,8 +374,30 @@ class ExperienceGraph:
             )
         if not rows:
             return 0
+        if self.journal is not None:
+            self._journal_knowledge(rows)
         self._ensure_schema()
         return self.client.write(lambda tx: tx.run("memory/knowledge/upsert", rows=rows))[0]["written"]
+
+    def _journal_knowledge(self, rows: list[dict[str, Any]]) -> None:
+        from kope.memory.ids import content_hash
+        from kope.memory.journal import KNOWLEDGE
+
+        assert self.journal is not None
+        known = self.journal.knowledge_keys()
+        entries = []
+        for row in rows:
+            data = {k: v for k, v in row.items() if k not in ("uid", "ns")}
+            key = f"{row['id']}#{content_hash(data, 12)}"
+            if key not in known:
+                entries.append(JournalEntry("knowledge", key, KNOWLEDGE, data))
+        if entries:
+            self.journal.append(entries)
+
+    def _replay_knowledge(self, docs: list[dict[str, Any]]) -> None:
+        rows = [{**doc, "uid": self.uid(doc["id"]), "ns": self.namespace} for doc in docs]
+        self._ensure_schema()
+        self.client.write(lambda tx: tx.run("memory/knowledge/upsert", rows=rows))
 
     # -- maintenance -----------------------------------------------------------------------------
     def sync(self, operator: str | None = None, *, dry_run: bool = False):

@@ -13,9 +13,12 @@ by a crash in the middle of a write is never acknowledged to the caller; the
 next append starts on a fresh line, and ``scan`` reports the torn line and
 skips it.
 
-A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end", "key": id,
+A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end"|"knowledge", "key": id,
 "op": operator, "ts": nanoseconds, "data": {...}}``; ``data`` is the
-``RunSpec`` / ``Attempt`` / run-end record as JSON.
+``RunSpec`` / ``Attempt`` / run-end record / knowledge document as JSON.
+Knowledge documents (what attempts cite through USED edges) go to
+``wal/_knowledge.jsonl``, each version once (key ``<id>#<content hash>``), so a
+replay into an empty graph can restore every USED edge.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from typing import Any
 from kope.memory.errors import JournalError
 
 WAL_VERSION = 1
-KINDS = ("run", "attempt", "run_end")
+KINDS = ("run", "attempt", "run_end", "knowledge")
+KNOWLEDGE = "_knowledge"  # the journal file of knowledge documents (not an operator)
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,10 @@ class Journal:
             path = self.markdown_file(operator)
             header = "" if path.exists() else f"# KOPE journal: {operator} (namespace {self.namespace})\n\n"
             append_durably(path, (header + "".join(texts)).encode("utf-8"))
+
+    def knowledge_keys(self) -> set[str]:
+        """Keys (``<id>#<hash>``) of the knowledge documents already journaled."""
+        return {e.key for e in self.scan(KNOWLEDGE).entries if e.kind == "knowledge"}
 
     def wal_files(self, operator: str | None = None) -> list[Path]:
         if operator is not None:

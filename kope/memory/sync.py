@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kope.errors import DatabaseUnavailableError, KopeError, UsageError
-from kope.memory.journal import JournalEntry
+from kope.memory.journal import KNOWLEDGE, JournalEntry
 from kope.memory.specs import Attempt, RunSpec
 
 if TYPE_CHECKING:
@@ -27,14 +27,15 @@ class SyncReport:
     scanned: int = 0
     present: int = 0
     pending: int = 0  # entries the graph lacked
-    replayed: dict[str, int] = field(default_factory=lambda: {"run": 0, "attempt": 0, "run_end": 0})
+    replayed: dict[str, int] = field(default_factory=lambda: {"run": 0, "attempt": 0, "run_end": 0, "knowledge": 0})
     failed: list[str] = field(default_factory=list)  # "kind key: why"
     problems: list[str] = field(default_factory=list)  # torn / unreadable log lines
     dry_run: bool = False
+    unlinked: list[str] = field(default_factory=list)  # "attempt key: USED kind:id": evidence the graph lacks
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.unlinked
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class SyncReport:
             "failed": list(self.failed),
             "problems": list(self.problems),
             "dry_run": self.dry_run,
+            "unlinked": list(self.unlinked),
         }
 
 
@@ -63,6 +65,13 @@ def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[Journa
     attempts = _present(
         graph, "memory/attempt/present", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"})
     )
+    docs = _present(
+        graph, "memory/knowledge/present", sorted({graph.uid(e.data["id"]) for e in entries if e.kind == "knowledge"})
+    )
+    latest: dict[str, JournalEntry] = {}
+    for e in entries:  # only a document's last version counts
+        if e.kind == "knowledge":
+            latest[e.data["id"]] = e
     ends: dict[str, JournalEntry] = {}
     for e in entries:  # only the last end of a run counts
         if e.kind == "run_end":
@@ -73,6 +82,8 @@ def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[Journa
         if e.kind == "run" and key not in runs:
             missing.append(e)
         elif e.kind == "attempt" and key not in attempts:
+            missing.append(e)
+        elif e.kind == "knowledge" and latest[e.data["id"]] is e and graph.uid(e.data["id"]) not in docs:
             missing.append(e)
         elif e.kind == "run_end" and ends[e.key] is e:
             row = runs.get(key)
@@ -87,6 +98,10 @@ def sync_journal(
     if graph.journal is None:
         raise UsageError("this ExperienceGraph has no journal to sync from")
     scan = graph.journal.scan(operator)
+    if operator is not None:  # the knowledge documents its attempts cite are journaled apart
+        docs = graph.journal.scan(KNOWLEDGE)
+        scan.entries = sorted(scan.entries + docs.entries, key=lambda e: e.ts)
+        scan.problems += docs.problems
     report = SyncReport(scanned=len(scan.entries), problems=list(scan.problems), dry_run=dry_run)
     graph.client.verify()
     missing = _missing(graph, scan.entries)
@@ -98,13 +113,21 @@ def sync_journal(
     batch: list[tuple[JournalEntry, Attempt]] = []
     families: set[str] = set()
 
+    def note(items: list[tuple[JournalEntry, Attempt]], results: list[Any]) -> None:
+        """USED edges the graph could not link (their evidence is not there): reported, never silent."""
+        by_id = {r.decision_id: r for r in results}
+        for entry, attempt in items:
+            result = by_id.get(attempt.id)
+            for item in result.missing_evidence if result is not None else ():
+                report.unlinked.append(f"attempt {entry.key}: USED {item} is not in the graph")
+
     def flush() -> None:
         if not batch:
             return
         items = list(batch)
         batch.clear()
         try:
-            graph._replay_attempts([a for _e, a in items])
+            note(items, graph._replay_attempts([a for _e, a in items]))
             report.replayed["attempt"] += len(items)
             return
         except DatabaseUnavailableError:
@@ -113,7 +136,7 @@ def sync_journal(
             pass  # find the culprit(s) one by one
         for entry, attempt in items:
             try:
-                graph._replay_attempts([attempt])
+                note([(entry, attempt)], graph._replay_attempts([attempt]))
                 report.replayed["attempt"] += 1
             except DatabaseUnavailableError:
                 raise
@@ -133,6 +156,8 @@ def sync_journal(
         try:
             if entry.kind == "run":
                 graph._replay_runs([(RunSpec.parse(entry.data["spec"]), entry.data["team"])])
+            elif entry.kind == "knowledge":
+                graph._replay_knowledge([entry.data])
             else:
                 family = graph._replay_end(entry.data["run_id"], entry.data["status"], entry.data["ended_at"])
                 if family:

@@ -26,8 +26,8 @@ from typing import IO, Any
 
 from kope import __version__
 from kope.db.client import GraphClient, Tx
-from kope.memory.errors import ExportFormatError
-from kope.memory.ids import uid
+from kope.memory.errors import ExportFormatError, InvalidRecordError
+from kope.memory.ids import check_local_id, uid
 
 FORMAT = "kope.memory"
 VERSION = 1
@@ -133,6 +133,14 @@ def export_namespace(client: GraphClient, ns: str, out: IO[str]) -> TransferRepo
     return report
 
 
+def _check_id(value: Any, where: str) -> None:
+    """Ids in a file must use the documented id alphabet (``kope.memory.ids``), like every id KOPE writes."""
+    try:
+        check_local_id(value, where)
+    except InvalidRecordError as exc:
+        raise ExportFormatError(exc.message) from None
+
+
 def _check_value(value: Any, where: str) -> None:
     scalar = (str, int, float, bool, type(None))
     if isinstance(value, scalar):
@@ -142,12 +150,45 @@ def _check_value(value: Any, where: str) -> None:
     raise ExportFormatError(f"{where}: property values must be strings, numbers, booleans or lists of them")
 
 
+# First bytes of files people mistake for an export: compressed or archived ones.
+MAGIC = {
+    b"\x1f\x8b": ("gzip-compressed", "gunzip -c FILE | kope memory import -"),
+    b"BZh": ("bzip2-compressed", "bunzip2 -c FILE | kope memory import -"),
+    b"\xfd7zXZ\x00": ("xz-compressed", "xz -dc FILE | kope memory import -"),
+    b"\x28\xb5\x2f\xfd": ("zstd-compressed", "zstd -dc FILE | kope memory import -"),
+    b"PK\x03\x04": ("a zip archive", "unzip -p FILE | kope memory import -"),
+}
+
+
+def binary_kind(head: bytes) -> tuple[str, str] | None:
+    """(what the file is, how to read it) when its first bytes show a compressed or binary file; None for text."""
+    for magic, found in MAGIC.items():
+        if head.startswith(magic):
+            return found
+    if b"\x00" in head:
+        return "a binary file", "give the JSON Lines file `kope memory export` wrote"
+    return None
+
+
+def _lines(stream: IO[str], source: str) -> Iterator[tuple[int, str]]:
+    number = 0
+    try:
+        for number, line in enumerate(stream, start=1):  # noqa: B007 - number is read after the loop fails
+            yield number, line
+    except UnicodeDecodeError:
+        raise ExportFormatError(
+            f"{source}:{number + 1}: not UTF-8 text (a compressed or binary file?): a memory export is the JSON Lines "
+            "file `kope memory export` writes",
+            hint="decompress it first (e.g. gunzip -c FILE | kope memory import -)",
+        ) from None
+
+
 def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], list[dict], dict[str, Any]]:
     header: dict[str, Any] | None = None
     trailer: dict[str, Any] | None = None
     nodes: list[dict] = []
     rels: list[dict] = []
-    for number, line in enumerate(stream, start=1):
+    for number, line in _lines(stream, source):
         if not line.strip():
             continue
         where = f"{source}:{number}"
@@ -181,6 +222,7 @@ def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], li
                 raise ExportFormatError(
                     f"{where}: bad node line (label must be one of {', '.join(NODE_LABELS)}, with id and props)"
                 )
+            _check_id(obj["id"], f"{where}: {obj['node']} id")
             for key, value in obj["props"].items():
                 _check_value(value, f"{where} {obj['node']}.{key}")
             nodes.append(obj)
@@ -198,6 +240,9 @@ def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], li
                 raise ExportFormatError(
                     f"{where}: bad relationship line ({obj.get('rel')!r} is not an allowed type between these labels)"
                 )
+            assert isinstance(frm, list) and isinstance(to, list)  # ok checked them
+            for end, label in ((frm, "from"), (to, "to")):
+                _check_id(end[1], f"{where}: {obj['rel']} {label} id")
             for key, value in obj.get("props", {}).items():
                 _check_value(value, f"{where} {obj['rel']}.{key}")
             rels.append(obj)
