@@ -69,3 +69,24 @@ def test_knob_values_change_the_rendered_kernel_or_launch(template):
         for value in knob.values:
             if value != knob.default:
                 assert template.render(operator, {knob.name: value}).split('"""', 2)[2] != default, knob.name
+
+
+def test_the_offline_proposer_proposes_a_triton_template_for_the_triton_target():
+    from types import SimpleNamespace as NS
+
+    from kope.agent.offline import OfflineProposer
+
+    request = NS(
+        task=NS(operator="gemm_bias_relu"),
+        target="triton",
+        step=0,
+        backtracked=False,
+        parent=None,
+        history=[],
+        retrieval=None,
+        context=NS(items=[]),
+    )
+    proposal = OfflineProposer().propose(request)
+    template = template_for("gemm_bias_relu", "triton")
+    assert proposal.params == {"template": "gemm_epilogue", "settings": template.default_settings()}
+    assert "@triton.jit" in proposal.code and "class ModelNew" in proposal.code

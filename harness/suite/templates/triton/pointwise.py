@@ -59,13 +59,13 @@ KNOBS = [
 def _kernel(op: Op, persistent: bool) -> str:
     y_arg = "y_ptr, " if op.binary else ""
     load_y = "y = tl.load(y_ptr + offs, mask=mask).to(COMPUTE)\n" if op.binary else ""
-    body = f"""offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    body = f"""offs = (tl.zeros((BLOCK,), tl.int64) + block) * BLOCK + tl.arange(0, BLOCK)  # 64-bit offsets
 mask = offs < n
 x = tl.load(x_ptr + offs, mask=mask).to(COMPUTE)
 {load_y}out = {op.expr}
 tl.store(out_ptr + offs, out.to(out_ptr.dtype.element_ty), mask=mask)"""
     if persistent:
-        head = "    for block in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):\n"
+        head = "    for block in range(tl.program_id(0), (n + BLOCK - 1) // BLOCK, tl.num_programs(0)):\n"
         body = "".join("        " + line + "\n" for line in body.splitlines())
     else:
         head = "    block = tl.program_id(0)\n"
