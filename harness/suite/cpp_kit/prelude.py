@@ -83,14 +83,17 @@ template <class T> static inline typename AccOf<T>::type* acc_alias(T* p) {
     else return nullptr;
 }
 
-// Per-thread scratch memory, grown on demand and reused across calls (SLOT tells buffers apart).
+// Per-thread scratch memory, grown on demand and reused across calls (SLOT tells buffers apart), aligned
+// to 64 bytes (a cache line: packed GEMM panels are read with aligned vector loads).
 // Slots: GEMM core 0, 1 (packing), 7, 8, 9, 15; convolution 2; windows 3-5; row kernels 6;
 // blocks 10-14; attention 16-21.
 template <class T, int SLOT>
 static T* scratch(size_t n) {
     static thread_local std::vector<T> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    const size_t pad = 64 / sizeof(T) + 1;
+    if (buf.size() < n + pad) buf.resize(n + pad);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
 }
 
 // ---- math: vectorisable float versions, libm for double -------------------------------------
