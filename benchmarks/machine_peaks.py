@@ -1,7 +1,8 @@
 """Measured peak FLOP/s and memory bandwidth of this machine, for roofline figures in the benchmarks.
 
 * ``peak_flops(dtype)``: every thread runs independent chains of fused multiply-adds on SIMD registers
-  (16 accumulators, enough to hide the FMA latency on AVX2 and AVX-512 cores) for a fixed count; FLOP/s
+  (12 accumulators: enough to hide the FMA latency of two FMA pipes, few enough to stay in AVX2's 16
+  registers with the two operands) for a fixed count; FLOP/s
   = 2 x lanes x FMAs / seconds, the best of a few runs.
 * ``bandwidth()``: a read-mostly triad ``a[i] = b[i] + s * c[i]`` over buffers 8x the last-level cache,
   OpenMP over all threads; bytes/s counts the three streams (two reads, one write), the best of a few runs.
@@ -57,16 +58,18 @@ static inline double sum_d(VD v) { return v; }
 
 extern "C" int lanes(int dbl) { return dbl ? LANES_D : LANES_F; }
 
-// 16 independent FMA chains per thread, `iters` steps each; out[t] keeps the result alive.
+// 12 independent FMA chains per thread, `iters` steps each; out[t] keeps the result alive.
 #define FMA_LOOP(V, SET, FMA, SUM, T)                                                    \
     _Pragma("omp parallel") {                                                            \
-        V acc[16];                                                                       \
-        for (int i = 0; i < 16; ++i) acc[i] = SET(T(1) + T(i) * T(1e-3));                \
+        V acc[12];                                                                       \
+        for (int i = 0; i < 12; ++i) acc[i] = SET(T(1) + T(i) * T(1e-3));                \
         const V m = SET(T(0.999999)), a = SET(T(1e-7));                                  \
-        for (int64_t it = 0; it < iters; ++it)                                           \
-            for (int i = 0; i < 16; ++i) acc[i] = FMA(acc[i], m, a);                     \
+        for (int64_t it = 0; it < iters; ++it) {                                         \
+            _Pragma("GCC unroll 12")                                                     \
+            for (int i = 0; i < 12; ++i) acc[i] = FMA(acc[i], m, a);                     \
+        }                                                                                \
         T s = 0;                                                                         \
-        for (int i = 0; i < 16; ++i) s += SUM(acc[i]);                                   \
+        for (int i = 0; i < 12; ++i) s += SUM(acc[i]);                                   \
         out[omp_get_thread_num()] = double(s);                                           \
     }
 
@@ -117,7 +120,7 @@ def peak_flops(dtype: str = "float32", iters: int = 20_000_000, runs: int = 3) -
         started = time.perf_counter()
         fn(iters, out)
         seconds = time.perf_counter() - started
-        best = max(best, 2 * lanes * 16 * iters * threads() / seconds / 1e9)
+        best = max(best, 2 * lanes * 12 * iters * threads() / seconds / 1e9)
     return best
 
 
