@@ -161,6 +161,11 @@ class RemoteMemory:
             try:
                 response = self._http.request(method, path, **kwargs)
             except httpx.TransportError as exc:
+                if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                    raise MemoryServerUnavailableError(
+                        f"the TLS certificate of the memory server at {self.url} is not trusted",
+                        hint="set SSL_CERT_FILE to the certificate (or CA bundle) that signed it",
+                    ) from None
                 raise MemoryServerUnavailableError(
                     f"no KOPE memory server answers at {self.url} ({type(exc).__name__})",
                     hint="start it (`kope serve`) or check KOPE_MEMORY_URL",

@@ -9,6 +9,7 @@ background job that started with SIGINT ignored).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
 import ssl
@@ -31,6 +32,24 @@ class ServeOptions:
     keyfile: Path | None = None
     guard: GuardSettings = GuardSettings()
     log_level: str = "warning"
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, except that a stop asked for by SIGINT/SIGTERM ends with exit status 0
+        (uvicorn re-raises the signal after its graceful shutdown, so the process would die of it)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):  # type: ignore[override]
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    getattr(self, "_captured_signals", []).clear()
+
+    return Server
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -87,7 +106,7 @@ def serve(client: GraphClient, registry: Registry, options: ServeOptions) -> Non
         lifespan="on",
         timeout_graceful_shutdown=10,
     )
-    server = uvicorn.Server(config)
+    server = _server_class()(config)
     shown = options.host if ":" not in options.host else f"[{options.host}]"
     print(
         f"kope serve: listening on {scheme}://{shown}:{sock.getsockname()[1]} "
@@ -101,3 +120,4 @@ def serve(client: GraphClient, registry: Registry, options: ServeOptions) -> Non
         sock.close()
     if not server.started:
         raise ServeError("the server did not start (see the messages above)")
+    print("kope serve: stopped", file=sys.stderr, flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -27,10 +28,11 @@ class MemoryServer:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
+    cafile: Path | None = None  # with --certfile: the certificate clients must trust
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.cafile else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def registry(self) -> Registry:
@@ -55,7 +57,8 @@ class MemoryServer:
             if self.proc.poll() is not None:
                 raise AssertionError(f"kope serve exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
+                verify = ssl.create_default_context(cafile=str(self.cafile)) if self.cafile else True
+                if httpx.get(self.url + "/health", timeout=2.0, verify=verify).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass
@@ -81,12 +84,47 @@ class MemoryServer:
         return self.proc.returncode if self.proc else None
 
 
-def memory_server(neo4j_server, tmp_path: Path, *args: str, data_dir: Path | None = None) -> MemoryServer:
+def memory_server(
+    neo4j_server, tmp_path: Path, *args: str, data_dir: Path | None = None, cafile: Path | None = None
+) -> MemoryServer:
     """A started server (the caller stops it) on the session's Neo4j."""
     env = neo4j_server.env(KOPE_DATA_DIR=str(data_dir or tmp_path / "server-data"), NO_COLOR="1")
     for name in ("KOPE_MEMORY_URL", "KOPE_MEMORY_TOKEN", "KOPE_NAMESPACE", "KOPE_TEAM"):
         env.pop(name, None)
-    return MemoryServer(tmp_path / "registry.sqlite3", env, tuple(args)).start()
+    return MemoryServer(tmp_path / "registry.sqlite3", env, tuple(args), cafile=cafile).start()
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (PEM files), for TLS tests."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    certfile, keyfile = folder / "cert.pem", folder / "key.pem"
+    certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    keyfile.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return certfile, keyfile
 
 
 def client_env(neo4j_server, server: MemoryServer, token: str, data_dir: Path, **extra: str) -> dict[str, str]:
