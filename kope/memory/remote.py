@@ -202,10 +202,16 @@ class RemoteMemory:
     def _post(self, path: str, body: Any) -> Any:
         return self._request("POST", path, json=body).json()
 
+    def _get_record(self, kind: Any, path: str, **params: Any) -> Any:
+        return wire.load_json(kind, self._request("GET", path, params=params or None).content)
+
+    def _post_record(self, kind: Any, path: str, body: Any) -> Any:
+        return wire.load_json(kind, self._request("POST", path, json=body).content)
+
     # -- plumbing --------------------------------------------------------------------------------
     def init_schema(self) -> SchemaReport:
         """The server applies the schema when it starts; this reports it."""
-        return wire.load(SchemaReport, self._get("/v1/schema"))
+        return self._get_record(SchemaReport, "/v1/schema")
 
     def verify(self) -> None:
         self._get("/v1/whoami")
@@ -260,11 +266,11 @@ class RemoteMemory:
             "runs": [s.model_dump(mode="json", by_alias=True) for s in specs],
             "harness_version": self.harness_version,
         }
-        return wire.load(list[RunResult], self._post(self._path("/runs"), body))
+        return self._post_record(list[RunResult], self._path("/runs"), body)
 
     def _send_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
         body = {"attempts": [a.to_json() for a in batch], "harness_version": self.harness_version}
-        return wire.load(list[RecordResult], self._post(self._path("/attempts"), body))
+        return self._post_record(list[RecordResult], self._path("/attempts"), body)
 
     def _send_end(
         self, run_id: str, status: str, ended_at: float, distill: bool = False
@@ -327,10 +333,10 @@ class RemoteMemory:
             return "_runs"
 
     def run(self, run_id: str) -> RunRecord:
-        return wire.load(RunRecord, self._get(self._path(f"/runs/{run_id}")))
+        return self._get_record(RunRecord, self._path(f"/runs/{run_id}"))
 
     def run_state(self, run_id: str) -> RunState:
-        state = wire.load(RunState, self._get(self._path(f"/runs/{run_id}/state")))
+        state = self._get_record(RunState, self._path(f"/runs/{run_id}/state"))
         self._run_operator[run_id] = state.run.operator
         for d in state.decisions:
             self._known_a[d.id] = d.a
@@ -381,10 +387,10 @@ class RemoteMemory:
     # -- reading ---------------------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
         body = {"query": {**wire.dump(query), "exclude": list(query.exclude)}, "k": k}
-        return wire.load(RetrievalResult, self._post(self._path("/retrieve"), body))
+        return self._post_record(RetrievalResult, self._path("/retrieve"), body)
 
     def outcome(self, decision_id: str) -> OutcomeNodeRecord:
-        return wire.load(OutcomeNodeRecord, self._get(self._path(f"/decisions/{decision_id}/outcome")))
+        return self._get_record(OutcomeNodeRecord, self._path(f"/decisions/{decision_id}/outcome"))
 
     def kernel_source(self, decision_id: str) -> str | None:
         return self._get(self._path(f"/decisions/{decision_id}/kernel"))["source"]
@@ -396,7 +402,7 @@ class RemoteMemory:
 
     # -- insights and knowledge ------------------------------------------------------------------
     def distill(self, family: str | None = None) -> DistillReport:
-        return wire.load(DistillReport, self._post(self._path("/distill"), {"family": family}))
+        return self._post_record(DistillReport, self._path("/distill"), {"family": family})
 
     def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict]) -> int:
         parsed = [KnowledgeDoc.parse(d).model_dump(mode="json") for d in docs]
@@ -423,7 +429,7 @@ class RemoteMemory:
         return self.journal.root if self.journal else None
 
     def stats(self) -> MemoryStats:
-        stats = wire.load(MemoryStats, self._get(self._path("/stats")))
+        stats = self._get_record(MemoryStats, self._path("/stats"))
         entries = None
         if self.journal is not None:
             entries = 0
@@ -436,7 +442,7 @@ class RemoteMemory:
         return self._get(self._path(f"/runs/{run_id}/evidence"))
 
     def lineage(self, decision_id: str, limit: int = 200) -> LineageTree:
-        return wire.load(LineageTree, self._get(self._path(f"/decisions/{decision_id}/lineage"), limit=limit))
+        return self._get_record(LineageTree, self._path(f"/decisions/{decision_id}/lineage"), limit=limit)
 
     def export_to(self, out: IO[str]) -> TransferReport:
         text = self._request("GET", self._path("/export")).text
@@ -458,7 +464,7 @@ class RemoteMemory:
             params={"distill": "true" if distill else "false"},
             headers={"Content-Type": "application/x-ndjson"},
         )
-        return wire.load(TransferReport, response.json())
+        return wire.load_json(TransferReport, response.content)
 
     def prune(
         self,
@@ -474,7 +480,7 @@ class RemoteMemory:
             "everything": everything,
             "dry_run": dry_run,
         }
-        return wire.load(PruneReport, self._post(self._path("/prune"), body))
+        return self._post_record(PruneReport, self._path("/prune"), body)
 
 
 def _retry_after(response: httpx.Response) -> float:

@@ -11,7 +11,7 @@ line) on a response that does not have the record's shape.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -26,8 +26,6 @@ from kope.memory.retrieval import RetrievalQuery, RetrievalResult
 from kope.memory.schema import SchemaReport
 from kope.memory.sync import SyncReport
 from kope.memory.transfer import TransferReport
-
-T = TypeVar("T")
 
 # Every record type that crosses the wire (the server's responses, the client's requests).
 TYPES: tuple[type, ...] = (
@@ -62,10 +60,28 @@ def _adapter(kind: Any) -> TypeAdapter:
 
 def dump(value: Any, kind: Any = None) -> Any:
     """A record (or a list of records, or ``None``) as JSON-ready data."""
-    return _adapter(kind if kind is not None else type(value)).dump_python(value, mode="json")
+    chosen: Any = kind if kind is not None else type(value)
+    return _adapter(chosen).dump_python(value, mode="json")
 
 
-def load(kind: type[T] | Any, data: Any) -> T:
+def dump_json(value: Any, kind: Any = None) -> bytes:
+    """``dump`` as JSON bytes in one step (what the server sends)."""
+    chosen: Any = kind if kind is not None else type(value)
+    return _adapter(chosen).dump_json(value)
+
+
+def load_json(kind: Any, raw: bytes) -> Any:
+    """``load`` from JSON bytes in one step (what the client receives)."""
+    try:
+        return _adapter(kind).validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "record"
+        name = getattr(kind, "__name__", str(kind))
+        raise WireFormatError(f"the memory server sent a malformed {name}: {where}: {first['msg']}") from None
+
+
+def load(kind: Any, data: Any) -> Any:
     """The record ``kind`` from JSON data; ``WireFormatError`` names the first bad field."""
     try:
         return _adapter(kind).validate_python(data)

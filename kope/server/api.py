@@ -105,6 +105,11 @@ class NamespaceBody(SharingBody):
     visibility: Literal["private", "shared", "public"] = "private"
 
 
+def record_response(value: Any, kind: Any = None, status: int = 200) -> Response:
+    """A memory record (or list of them) as the response, serialised by pydantic-core in one step."""
+    return Response(wire.dump_json(value, kind), status_code=status, media_type="application/json")
+
+
 def json_response(data: Any, status: int = 200) -> Response:
     return Response(json.dumps(data, separators=(",", ":")).encode(), status_code=status, media_type="application/json")
 
@@ -147,7 +152,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
 
     @r.get("/schema", name="schema")
     def schema(who: Who) -> Response:
-        return json_response(wire.dump(store.schema))
+        return record_response(store.schema)
 
     @r.get("/namespaces", name="list_namespaces")
     def namespaces(who: Who) -> Response:
@@ -175,7 +180,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
         allow(who, ns, "write")
         results = store.start_runs(ns, who, body.runs, body.harness_version)
         note(request, runs=[x.run_id for x in results], created=sum(x.created for x in results))
-        return json_response(wire.dump(results, list[RunResult]))
+        return record_response(results, list[RunResult])
 
     @r.post("/namespaces/{ns}/attempts", name="record_attempts")
     def record_attempts(who: Who, ns: NS, request: Request, body: AttemptsBody) -> Response:
@@ -184,7 +189,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
         created = sum(x.created for x in results)
         metrics.attempts.labels(who.team).inc(created)
         note(request, attempts=len(results), created=created)
-        return json_response(wire.dump(results, list[RecordResult]))
+        return record_response(results, list[RecordResult])
 
     @r.post("/namespaces/{ns}/runs/{run_id}/finish", name="finish_run")
     def finish_run(who: Who, ns: NS, run_id: LocalId, request: Request, body: FinishBody) -> Response:
@@ -208,12 +213,12 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
     @r.get("/namespaces/{ns}/runs/{run_id}", name="get_run")
     def get_run(who: Who, ns: NS, run_id: LocalId) -> Response:
         allow(who, ns, "read")
-        return json_response(wire.dump(store.graph(ns).run(check_local_id(run_id, "run id"))))
+        return record_response(store.graph(ns).run(check_local_id(run_id, "run id")))
 
     @r.get("/namespaces/{ns}/runs/{run_id}/state", name="run_state")
     def run_state(who: Who, ns: NS, run_id: LocalId) -> Response:
         allow(who, ns, "read")
-        return json_response(wire.dump(store.graph(ns).run_state(check_local_id(run_id, "run id")), RunState))
+        return record_response(store.graph(ns).run_state(check_local_id(run_id, "run id")), RunState)
 
     @r.get("/namespaces/{ns}/runs/{run_id}/evidence", name="run_evidence")
     def run_evidence(who: Who, ns: NS, run_id: LocalId) -> Response:
@@ -223,7 +228,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
     @r.get("/namespaces/{ns}/decisions/{decision_id}/outcome", name="outcome")
     def outcome(who: Who, ns: NS, decision_id: LocalId) -> Response:
         allow(who, ns, "read")
-        return json_response(wire.dump(store.graph(ns).outcome(check_local_id(decision_id, "decision id"))))
+        return record_response(store.graph(ns).outcome(check_local_id(decision_id, "decision id")))
 
     @r.get("/namespaces/{ns}/decisions/{decision_id}/kernel", name="kernel")
     def kernel(who: Who, ns: NS, decision_id: LocalId) -> Response:
@@ -235,17 +240,17 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
         who: Who, ns: NS, decision_id: LocalId, limit: Annotated[int, Query(ge=1, le=100_000)] = 200
     ) -> Response:
         allow(who, ns, "read")
-        return json_response(wire.dump(store.graph(ns).lineage(check_local_id(decision_id, "decision id"), limit)))
+        return record_response(store.graph(ns).lineage(check_local_id(decision_id, "decision id"), limit))
 
     @r.post("/namespaces/{ns}/retrieve", name="retrieve")
     def retrieve(who: Who, ns: NS, body: RetrieveBody) -> Response:
         allow(who, ns, "read")
-        return json_response(wire.dump(store.graph(ns).retrieve(body.query.query(), body.k)))
+        return record_response(store.graph(ns).retrieve(body.query.query(), body.k))
 
     @r.get("/namespaces/{ns}/stats", name="stats")
     def stats(who: Who, ns: NS) -> Response:
         allow(who, ns, "read")
-        return json_response(wire.dump(store.graph(ns).stats()))
+        return record_response(store.graph(ns).stats())
 
     @r.get("/namespaces/{ns}/export", name="export")
     def export(who: Who, ns: NS, request: Request) -> Response:
@@ -267,12 +272,12 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
             return JSONResponse({"error": "the export must be UTF-8 JSON Lines", "code": "export_format"}, 422)
         report = await run_in_threadpool(store.import_, ns, who, io.StringIO(text), distill=distill)
         note(request, nodes=report.node_total, relationships=report.relationship_total)
-        return json_response(wire.dump(report))
+        return record_response(report)
 
     @r.post("/namespaces/{ns}/distill", name="distill")
     def distill(who: Who, ns: NS, body: Annotated[DistillBody, Body()] = DistillBody()) -> Response:  # noqa: B008
         allow(who, ns, "write")
-        return json_response(wire.dump(store.graph(ns).distill(body.family)))
+        return record_response(store.graph(ns).distill(body.family))
 
     @r.post("/namespaces/{ns}/prune", name="prune")
     def prune(who: Who, ns: NS, request: Request, body: PruneBody) -> Response:
@@ -284,7 +289,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
             dry_run=body.dry_run,
         )
         note(request, runs=report.runs, everything=body.everything, dry_run=body.dry_run)
-        return json_response(wire.dump(report))
+        return record_response(report)
 
     return r
 

@@ -64,8 +64,8 @@ class Authenticator:
     def needs_hash_check(self, header: str | None) -> bool:
         """True when ``identify`` would verify an argon2 hash (the token was not seen verified)."""
         token = _bearer(header)
-        match = TOKEN.match(token) if token else None
-        if match is None:
+        match = TOKEN.match(token) if token is not None else None
+        if token is None or match is None:
             return False
         return self._verified.get(match.group(1)) != hashlib.sha256(token.encode()).hexdigest()
 

@@ -331,7 +331,8 @@ class Registry:
         limit: int = 100,
     ) -> list[dict[str, Any]]:
         """The newest audit rows first, filtered."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         for column, value in (("team", team), ("namespace", namespace)):
             if value is not None:
                 where.append(f"{column} = ?")

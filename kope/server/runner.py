@@ -42,7 +42,7 @@ def _server_class():
         (uvicorn re-raises the signal after its graceful shutdown, so the process would die of it)."""
 
         @contextlib.contextmanager
-        def capture_signals(self):  # type: ignore[override]
+        def capture_signals(self):
             with super().capture_signals():
                 try:
                     yield

@@ -135,6 +135,8 @@ def test_kope_memory_commands_work_through_the_server_without_any_neo4j_setting(
         shown = json.loads(kope_cli("memory", "show", "cli-run", "--json", env=env, check=True).stdout)
         assert [d["id"] for d in shown["decisions"]] == [f"cli-run:s{i}" for i in range(4)]
         assert shown["run"]["incumbent_id"] == "cli-run:s1" and shown["run"]["team"] == "team-cli"
+        context = kope_cli("context", "softmax", "--quiet", env=env, check=True).stdout
+        assert "retrieval: 4 lineages" in context, context
         tree = kope_cli("memory", "lineage", "cli-run:s3", env=env, check=True).stdout
         assert "cli-run:s0" in tree and "cli-run:s3" in tree
         distilled = kope_cli("memory", "distill", env=env, check=True).stdout
