@@ -28,12 +28,16 @@ def registry_option(func: Callable) -> Callable:
     )
     @functools.wraps(func)
     def wrapper(*args: Any, registry_file: str | None, **kwargs: Any) -> Any:
-        from kope.server.registry import Registry
-
         state = click.get_current_context().ensure_object(State)
-        return func(*args, registry=Registry(_registry_path(state, registry_file)), **kwargs)
+        return func(*args, registry=lambda: _open_registry(_registry_path(state, registry_file)), **kwargs)
 
     return wrapper
+
+
+def _open_registry(path: Path) -> Any:
+    from kope.server.registry import Registry
+
+    return Registry(path)
 
 
 def _when(ts: float | None) -> str:
@@ -102,11 +106,12 @@ def command(
     )
     state: State = ctx.obj
     with GraphClient.from_config(state.config, connection_timeout=5.0) as client:
-        serve(client, registry, options)
+        serve(client, registry(), options)
 
 
 def _registry() -> Any:
-    return click.get_current_context().find_root().meta["kope.registry"]
+    """The registry, opened (created if new) only when a subcommand uses it, not for --help."""
+    return click.get_current_context().meta["kope.registry"]()
 
 
 # -- keys --------------------------------------------------------------------------------------------
