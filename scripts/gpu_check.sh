@@ -5,7 +5,9 @@
 #      (tests/e2e/test_harness_gpu_trust.py: a CPU fallback is caught as device-to-host traffic, the end
 #      event waits for every stream, GPU peaks and the physical-limit check, held-out cases on the
 #      device), which must pass, not skip;
-#   3. a short timing comparison: Triton and CUDA ReLU kernels against torch.relu on the GPU.
+#   3. a short timing comparison: Triton and CUDA ReLU kernels against torch.relu on the GPU;
+#   4. every Triton kernel template's default candidate timed against PyTorch on its operators' first cases
+#      (benchmarks/time_triton_templates.py; TRITON_TEMPLATE_ARGS adds options, e.g. --all-values).
 # Usage: scripts/gpu_check.sh   (PYTHON selects the interpreter; it needs torch with CUDA, triton, pytest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,4 +45,7 @@ echo "== timing: ReLU kernels vs torch.relu on the GPU (task relu, float32 and f
 echo "== roofline: the GPU's measured peaks and each case's fraction of roofline (cuda ReLU)"
 "$PY" -m harness eval relu tests/fixtures/cuda/relu.py --target cuda --cases 0-6 --rep-ms 100 --json \
     | "$PY" -c "import json, sys; o = json.load(sys.stdin); [print(c['name'], 'bound_ms', c.get('bound_ms'), 'fraction', c.get('roofline_fraction')) for c in o['cases']]"
+echo "== timing: Triton kernel templates (default settings) vs PyTorch, cases 0-2 of each operator"
+# shellcheck disable=SC2086  # TRITON_TEMPLATE_ARGS is a list of options
+"$PY" benchmarks/time_triton_templates.py ${TRITON_TEMPLATE_ARGS:-}
 echo "gpu_check: done"

@@ -50,24 +50,18 @@ class SyncReport:
         }
 
 
-def _present(graph: ExperienceGraph, statement: str, uids: list[str]) -> dict[str, dict[str, Any]]:
+def _present(graph: ExperienceGraph, kind: str, uids: list[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(uids), CHUNK):
-        for row in graph.client.execute(statement, uids=uids[start : start + CHUNK]):
+        for row in graph.present(kind, uids[start : start + CHUNK]):
             found[row["uid"]] = row
     return found
 
 
 def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[JournalEntry]:
-    runs = _present(
-        graph, "memory/run/present", sorted({graph.uid(e.key) for e in entries if e.kind in ("run", "run_end")})
-    )
-    attempts = _present(
-        graph, "memory/attempt/present", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"})
-    )
-    docs = _present(
-        graph, "memory/knowledge/present", sorted({graph.uid(e.data["id"]) for e in entries if e.kind == "knowledge"})
-    )
+    runs = _present(graph, "run", sorted({graph.uid(e.key) for e in entries if e.kind in ("run", "run_end")}))
+    attempts = _present(graph, "attempt", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"}))
+    docs = _present(graph, "knowledge", sorted({graph.uid(e.data["id"]) for e in entries if e.kind == "knowledge"}))
     latest: dict[str, JournalEntry] = {}
     for e in entries:  # only a document's last version counts
         if e.kind == "knowledge":
@@ -103,7 +97,7 @@ def sync_journal(
         scan.entries = sorted(scan.entries + docs.entries, key=lambda e: e.ts)
         scan.problems += docs.problems
     report = SyncReport(scanned=len(scan.entries), problems=list(scan.problems), dry_run=dry_run)
-    graph.client.verify()
+    graph.verify()
     missing = _missing(graph, scan.entries)
     report.pending = len(missing)
     report.present = report.scanned - report.pending
