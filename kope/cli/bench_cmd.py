@@ -10,6 +10,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from kope.agent import PROPOSERS
+from kope.boundary import TARGETS
 from kope.cli._common import KopeGroup, State, err, out, pass_state, print_json
 from kope.errors import UsageError
 
@@ -179,8 +181,8 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
 @click.option("--family", default=None, help="Only operators of this family.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many operators (in suite order).")
 @click.option("--cases", default=None, help="Case selection for every operator (indices, ranges, names), e.g. 0-2.")
-@click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
-@click.option("--proposer", type=click.Choice(["offline", "llm"]), default="offline", show_default=True)
+@click.option("--target", type=click.Choice(TARGETS), default="cpu", show_default=True)
+@click.option("--proposer", type=click.Choice(PROPOSERS), default="offline", show_default=True)
 @click.option("--steps", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Steps per run.")
 @click.option("--configs", default=DEFAULT_CONFIGS, show_default=True, help="Configurations to compare.")
 @click.option(

@@ -3,21 +3,26 @@
 ``kope memory sync`` (``ExperienceGraph.sync``) reads every log entry of the
 namespace (or one operator), asks the graph which runs, attempts and run ends
 it already holds, and writes the rest in journal order (which is causal order:
-a parent is journaled before its children). Writes are idempotent MERGEs, so a
-sync interrupted half-way can simply be run again.
+a parent is journaled before its children). Writes are idempotent MERGEs (the
+recorder's own write functions), so a sync interrupted half-way can simply be
+run again. This module works on the client, the namespace and the journal; it
+does not know ``ExperienceGraph``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kope.errors import DatabaseUnavailableError, KopeError, UsageError
-from kope.memory.journal import JournalEntry
+from kope.db.client import GraphClient
+from kope.errors import DatabaseUnavailableError, KopeError
+from kope.memory import insights
+from kope.memory.ids import uid
+from kope.memory.journal import Journal, JournalEntry
+from kope.memory.recorder import finish_run_tx, write_attempts, write_runs
+from kope.memory.schema import apply_schema
 from kope.memory.specs import Attempt, RunSpec
-
-if TYPE_CHECKING:
-    from kope.memory.graph import ExperienceGraph
 
 CHUNK = 1000
 
@@ -48,20 +53,20 @@ class SyncReport:
         }
 
 
-def _present(graph: ExperienceGraph, statement: str, uids: list[str]) -> dict[str, dict[str, Any]]:
+def _present(client: GraphClient, statement: str, uids: list[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(uids), CHUNK):
-        for row in graph.client.execute(statement, uids=uids[start : start + CHUNK]):
+        for row in client.execute(statement, uids=uids[start : start + CHUNK]):
             found[row["uid"]] = row
     return found
 
 
-def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[JournalEntry]:
+def _missing(client: GraphClient, ns: str, entries: list[JournalEntry]) -> list[JournalEntry]:
     runs = _present(
-        graph, "memory/run/present", sorted({graph.uid(e.key) for e in entries if e.kind in ("run", "run_end")})
+        client, "memory/run/present", sorted({uid(ns, e.key) for e in entries if e.kind in ("run", "run_end")})
     )
     attempts = _present(
-        graph, "memory/attempt/present", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"})
+        client, "memory/attempt/present", sorted({uid(ns, e.key) for e in entries if e.kind == "attempt"})
     )
     ends: dict[str, JournalEntry] = {}
     for e in entries:  # only the last end of a run counts
@@ -69,7 +74,7 @@ def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[Journa
             ends[e.key] = e
     missing = []
     for e in entries:
-        key = graph.uid(e.key)
+        key = uid(ns, e.key)
         if e.kind == "run" and key not in runs:
             missing.append(e)
         elif e.kind == "attempt" and key not in attempts:
@@ -82,21 +87,29 @@ def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[Journa
 
 
 def sync_journal(
-    graph: ExperienceGraph, *, operator: str | None = None, dry_run: bool = False, batch_size: int = 500
+    client: GraphClient,
+    ns: str,
+    journal: Journal,
+    *,
+    operator: str | None = None,
+    dry_run: bool = False,
+    batch_size: int = 500,
 ) -> SyncReport:
-    if graph.journal is None:
-        raise UsageError("this ExperienceGraph has no journal to sync from")
-    scan = graph.journal.scan(operator)
+    scan = journal.scan(operator)
     report = SyncReport(scanned=len(scan.entries), problems=list(scan.problems), dry_run=dry_run)
-    graph.client.verify()
-    missing = _missing(graph, scan.entries)
+    client.verify()
+    missing = _missing(client, ns, scan.entries)
     report.pending = len(missing)
     report.present = report.scanned - report.pending
     if dry_run or not missing:
         return report
+    apply_schema(client)
 
     batch: list[tuple[JournalEntry, Attempt]] = []
     families: set[str] = set()
+
+    def replay(attempts: list[Attempt]) -> None:
+        client.write(functools.partial(write_attempts, ns=ns, attempts=attempts))
 
     def flush() -> None:
         if not batch:
@@ -104,7 +117,7 @@ def sync_journal(
         items = list(batch)
         batch.clear()
         try:
-            graph._replay_attempts([a for _e, a in items])
+            replay([a for _e, a in items])
             report.replayed["attempt"] += len(items)
             return
         except DatabaseUnavailableError:
@@ -113,7 +126,7 @@ def sync_journal(
             pass  # find the culprit(s) one by one
         for entry, attempt in items:
             try:
-                graph._replay_attempts([attempt])
+                replay([attempt])
                 report.replayed["attempt"] += 1
             except DatabaseUnavailableError:
                 raise
@@ -132,9 +145,15 @@ def sync_journal(
         flush()
         try:
             if entry.kind == "run":
-                graph._replay_runs([(RunSpec.parse(entry.data["spec"]), entry.data["team"])])
+                spec = RunSpec.parse(entry.data["spec"])
+                client.write(functools.partial(write_runs, ns=ns, team=entry.data["team"], specs=[spec]))
             else:
-                family = graph._replay_end(entry.data["run_id"], entry.data["status"], entry.data["ended_at"])
+                data = entry.data
+                family = client.write(
+                    functools.partial(
+                        finish_run_tx, ns=ns, run_id=data["run_id"], status=data["status"], ended_at=data["ended_at"]
+                    )
+                )
                 if family:
                     families.add(family)
             report.replayed[entry.kind] += 1
@@ -145,5 +164,5 @@ def sync_journal(
             report.failed.append(f"{entry.kind} {entry.key}: {why}")
     flush()
     for family in sorted(families):
-        graph.distill(family)
+        insights.distill(client, ns, family)
     return report
