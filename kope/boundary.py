@@ -66,6 +66,7 @@ __all__ = [
     "find_candidate",
     "find_task",
     "hardware_for",
+    "harness_version",
     "list_candidates",
     "load_task",
     "load_task_view",
@@ -244,6 +245,13 @@ def evaluate_code(
     path.write_text(code, encoding="utf-8")
     with _translated():
         return evaluate(task_path, path, EvalOptions(target=target, cases=cases, timing=timing))
+
+
+def harness_version() -> str:
+    """The harness's version (what a memory server records as the provenance of an attempt)."""
+    from harness import __version__
+
+    return __version__
 
 
 # -- hardware ---------------------------------------------------------------------------------------

@@ -12,14 +12,15 @@ Everything above this package uses the memory through ``Memory``
         found = memory.retrieve(RetrievalQuery.from_outcome(outcome, layer=...), k=8)
         state = memory.step_state(run_id)   # what the next step reads; run_state(run_id) to resume
 
-``ExperienceGraph`` is the implementation (Bolt, straight to Neo4j).
+``open_memory`` (``kope.memory.connect``) chooses the implementation: ``ExperienceGraph`` (Bolt,
+straight to Neo4j) or ``RemoteMemory`` (``kope.memory.remote``, a shared memory server).
 """
 
 from __future__ import annotations
 
 import logging as _logging
-from typing import TYPE_CHECKING
 
+from kope.memory.connect import open_memory
 from kope.memory.graph import ExperienceGraph
 from kope.memory.journal import Journal
 from kope.memory.outcome import parse_hardware, parse_outcome
@@ -31,9 +32,6 @@ from kope.memory.records import DecisionRecord, InsightRecord, OutcomeNodeRecord
 from kope.memory.retrieval import Lineage, RetrievalQuery, RetrievalResult
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec, TaskSpec, UsedItem
 from kope.memory.state import AttemptState, RunState, StepState
-
-if TYPE_CHECKING:
-    from kope.config import KopeConfig
 
 __all__ = [
     "DEFAULT_WEIGHTS",
@@ -67,18 +65,6 @@ __all__ = [
     "parse_hardware",
     "parse_outcome",
 ]
-
-
-def open_memory(
-    config: KopeConfig | None = None,
-    *,
-    namespace: str | None = None,
-    team: str | None = None,
-    journal: bool = True,
-) -> Memory:
-    """The memory of ``config`` (default: ``load_config()``): the Neo4j-backed ``ExperienceGraph``,
-    journaling under ``<data dir>/memory`` unless ``journal`` is false."""
-    return ExperienceGraph.from_config(config, namespace=namespace, team=team, journal=journal)
 
 
 # The driver logs server notifications (e.g. "property key does not exist" on a

@@ -52,7 +52,7 @@ from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
 from kope.memory.schema import SchemaReport, apply_schema
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
-from kope.memory.sync import SyncReport, sync_journal
+from kope.memory.sync import GraphSync, SyncReport, sync_journal
 
 if TYPE_CHECKING:
     from kope.config import KopeConfig
@@ -73,6 +73,7 @@ class ExperienceGraph:
         journal: Journal | None = None,
         weights: RankingWeights = DEFAULT_WEIGHTS,
         owns_client: bool = False,
+        schema_ready: bool = False,
     ) -> None:
         for value, what in ((namespace, "namespace"), (team, "team")):
             if not _NAMESPACE.match(value):
@@ -83,7 +84,7 @@ class ExperienceGraph:
         self.journal = journal
         self.weights = weights
         self._owns_client = owns_client
-        self._schema_ready = False
+        self._schema_ready = schema_ready  # True: the caller applied the schema (the memory server, at start)
         self._offline: str | None = None
         self._pending: list[tuple[str, Any]] = []
         self._known_a: dict[str, float | None] = {}
@@ -392,7 +393,19 @@ class ExperienceGraph:
     def sync(self, operator: str | None = None, *, dry_run: bool = False) -> SyncReport:
         if self.journal is None:
             raise UsageError("this ExperienceGraph has no journal to sync from")
-        return sync_journal(self.client, self.namespace, self.journal, operator=operator, dry_run=dry_run)
+        target = GraphSync(self.client, self.namespace, self._ensure_schema)
+        return sync_journal(target, self.journal, operator=operator, dry_run=dry_run)
+
+    def verify(self) -> None:
+        """Fail with a typed error unless the graph answers (``DatabaseUnavailableError`` when it does not)."""
+        self.client.verify()
+
+    def present(self, kind: str, uids: Sequence[str]) -> list[dict[str, Any]]:
+        """Which of these runs (``kind="run"``: uid, status, ended_at) or attempts (``"attempt"``: uid)
+        the graph holds: what ``sync`` asks before it replays."""
+        if kind not in ("run", "attempt"):
+            raise UsageError(f"present: kind must be run or attempt (got {kind!r})")
+        return GraphSync(self.client, self.namespace).present(kind, uids)
 
     def journal_dir(self) -> Path | None:
         return self.journal.root if self.journal else None

@@ -1,10 +1,11 @@
 """The memory as everything above ``kope/memory`` sees it: one typed ``Protocol``.
 
 The loop, context assembly, the bench and the CLI use the memory only through
-these operations; ``ExperienceGraph`` (Bolt, straight to Neo4j) implements
-them, and a client of a shared memory server can be a second implementation
-without any change above this layer. ``open_memory()`` (``kope.memory``) is
-where the implementation is chosen.
+these operations. ``ExperienceGraph`` (Bolt, straight to Neo4j) and
+``RemoteMemory`` (``kope.memory.remote``, a shared memory server over HTTP)
+implement them, so nothing above this layer knows which one it has;
+``open_memory()`` (``kope.memory.connect``) chooses, and its return type makes
+mypy check that both conform.
 
 Writes go to the local journal first in every implementation; a write that
 cannot reach the graph says so in its result (``in_graph`` false) and is
