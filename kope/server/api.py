@@ -51,7 +51,7 @@ class AttemptsBody(_Body):
 
 
 class FinishBody(_Body):
-    status: Literal[RUN_STATUSES] = "finished"  # type: ignore[valid-type]
+    status: Literal[RUN_STATUSES] = "finished"  # type: ignore[valid-type]  # Literal of a tuple: pydantic accepts it, mypy does not
     ended_at: float | None = Field(default=None, gt=0)
     distill: bool = True
 
@@ -283,7 +283,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
         return record_response(report)
 
     @r.post("/namespaces/{ns}/distill", name="distill")
-    def distill(who: Who, ns: NS, body: Annotated[DistillBody, Body()] = DistillBody()) -> Response:  # noqa: B008
+    def distill(who: Who, ns: NS, body: Annotated[DistillBody, Body()] = DistillBody()) -> Response:  # noqa: B008 - FastAPI's way to default a body
         allow(who, ns, "write")
         return record_response(store.graph(ns).distill(body.family))
 
