@@ -120,7 +120,7 @@ def main() -> None:
         assert verdict.ok, verdict.message
         r, w = os.pipe()
         got = {}
-        reader = threading.Thread(target=lambda: got.update(msg=MessageReader(r, 1 << 40).read(60)))
+        reader = threading.Thread(target=lambda g=got, fd=r: g.update(msg=MessageReader(fd, 1 << 40).read(60)))
         t0 = clock()
         reader.start()
         tensors: list = []
@@ -136,7 +136,7 @@ def main() -> None:
         t0 = clock()
         with torch.no_grad():
             m = measure(
-                ref, cand, lambda rep, mod=mod: make_inputs(mod, 100 + rep, "cpu"), ([], []), timer, Budget(), set()
+                ref, cand, lambda rep, m=mod: make_inputs(m, 100 + rep, "cpu"), ([], []), timer, Budget(), set()
             )
         row["timing"] = clock() - t0
         for k, v in row.items():

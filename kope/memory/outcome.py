@@ -40,6 +40,8 @@ class TimingStats(_Strict):
     iqr: float | None = Field(default=None, ge=0)
     cv: float | None = Field(default=None, ge=0)
     n: int = Field(ge=0)
+    ci_low: float | None = Field(default=None, ge=0)  # the harness's ~95 % interval of the median (adaptive timing)
+    ci_high: float | None = Field(default=None, ge=0)
 
 
 class CaseResult(_Strict):
