@@ -107,9 +107,39 @@ def _boot(config: dict, report_fd: int) -> None:
     prime()  # torch's lazy imports (torch._dynamo: ~2 s) happen here, not while an evaluation waits
 
 
+def _be_init(fd_in: int, fd_out: int, report_fd: int) -> None:
+    """As PID 1 of the sandbox's PID namespace: fork the worker, reap, and pass on how it ended.
+
+    PID 1 ignores signals it has no handler for (abort() would not end it), so the worker runs
+    as its child; when the worker dies of a signal, PID 1 reports it on the report channel
+    (as a negative number) and exits; the namespace, and everything left in it, dies with it."""
+    import struct
+
+    child = os.fork()
+    if child == 0:
+        return
+    os.close(fd_in)
+    os.close(fd_out)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(0)
+        except InterruptedError:
+            continue
+        if pid != child:
+            continue
+        if os.WIFSIGNALED(status):
+            os.write(report_fd, struct.pack("<i", -os.WTERMSIG(status)))
+            os._exit(128 + os.WTERMSIG(status))
+        os._exit(os.WEXITSTATUS(status))
+
+
 def main(argv: list[str]) -> None:
     fd_in, fd_out, report_fd = int(argv[1]), int(argv[2]), int(argv[3])
     config = json.loads(argv[4])
+    if config.get("sandboxed") and os.getpid() == 1:
+        _be_init(fd_in, fd_out, report_fd)
     _early_limits(config)
     from harness.ipc import read_message_blocking, write_message
 

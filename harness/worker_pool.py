@@ -124,6 +124,8 @@ class Worker:
         self.ready = False
         self.compile_service: Callable[[dict], dict] | None = None
         self._pid: int | None = None
+        self._carry = b""
+        self.death_signal: int | None = None
         p2c_r, p2c_w = os.pipe()
         c2p_r, c2p_w = os.pipe()
         rep_r, rep_w = os.pipe()
@@ -249,16 +251,22 @@ class Worker:
         if not self.sandboxed:
             self._pid = self.proc.pid
             return self._pid
-        for _ in range(200):
-            try:
-                children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-            except OSError:
-                children = []
-            if children:
-                self._pid = int(children[0])
-                return self._pid
-            time.sleep(0.01)
-        return self.proc.pid
+        # unshare -> PID 1 of the namespace (harness.worker._be_init) -> the worker
+        pid = self.proc.pid
+        for _depth in range(2):
+            for _ in range(500):
+                try:
+                    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                except OSError:
+                    children = []
+                if children:
+                    pid = int(children[0])
+                    break
+                if self.proc.poll() is not None:
+                    return self.proc.pid
+                time.sleep(0.01)
+        self._pid = pid
+        return pid
 
     def tasks(self) -> list[int]:
         """The worker's threads, read from /proc (the candidate cannot hide or fake them)."""
@@ -278,8 +286,11 @@ class Worker:
         return total
 
     def violations(self) -> list[int]:
-        """Syscall numbers the sandbox trapped since the last call (the worker's SIGSYS reporter)."""
-        data = b""
+        """Syscall numbers the sandbox trapped since the last call (the worker's SIGSYS reporter).
+
+        A negative number is not a syscall: the namespace's PID 1 reports the signal the worker died of."""
+        data = self._carry
+        self._carry = b""
         while True:
             try:
                 chunk = os.read(self._report, 4096)
@@ -289,7 +300,9 @@ class Worker:
                 break
             data += chunk
         n = len(data) // 4
-        return list(struct.unpack(f"<{n}i", data[: 4 * n])) if n else []
+        found = list(struct.unpack(f"<{n}i", data[: 4 * n])) if n else []
+        self.death_signal = next((-v for v in found if v < 0), self.death_signal)
+        return [v for v in found if v >= 0]
 
     def rss_bytes(self) -> int:
         try:
@@ -322,8 +335,10 @@ class Worker:
                 output,
                 "runtime_error:out_of_memory",
             )
-        if self.sandboxed and code is not None and code > 128:  # unshare reports the child's signal as 128 + n
-            code = -(code - 128)
+        if self.sandboxed:
+            self._carry = b"".join(struct.pack("<i", v) for v in self.violations())  # keep them for the caller
+            if self.death_signal is not None:  # reported by the namespace's PID 1
+                code = -self.death_signal
         if code is not None and code < 0:
             name = _signal_name(-code)
             if name == "SIGXFSZ":

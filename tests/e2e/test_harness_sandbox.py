@@ -19,7 +19,7 @@ import pytest
 
 from harness.evaluate import EvalOptions, SandboxUnavailableError, evaluate
 from harness.sandbox import sandbox_status
-from harness.worker_pool import WARM_POOL, close_pools
+from harness.worker_pool import close_pools
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
@@ -74,13 +74,12 @@ def descendants(pid: int) -> set[int]:
 
 
 def pooled_pids() -> set[int]:
-    pids = set()
-    for workers in WARM_POOL._idle.values():
-        for w in workers:
-            pids |= {w.proc.pid} | descendants(w.proc.pid)
-    from harness.worker_pool import REFERENCE_POOL
+    """Processes of the workers still open on purpose: idle, booting or loaded reference workers."""
+    from harness.worker_pool import live_workers
 
-    for _, w, _ in REFERENCE_POOL._idle:
+    pids = set()
+    for w in live_workers():
+        assert w.role != "candidate", "a candidate worker outlived its evaluation"
         pids |= {w.proc.pid} | descendants(w.proc.pid)
     return pids
 
