@@ -53,6 +53,9 @@ from harness.worker_pool import (
 
 DEGENERATE_RETRIES = 4
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
+PROBE_MS = 40.0  # the native probe unit lasts about this long
+PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
+PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
 log = logging.getLogger("harness")
 
 
@@ -677,17 +680,18 @@ class _CaseTimer:
             for _ in range(5):
                 costs.append(self._unit(who, []))
             self.overhead_ns[who] = sorted(costs)[len(costs) // 2]
-        warm = {"ref": [], "cand": []}
-        while True:  # warm-up: one call per unit until each side has warmup_ms of measured time
+        warm: dict[str, list[float]] = {"ref": [], "cand": []}
+        while True:  # warm-up: one call per unit, not fetched, until warmup_ms each (at most 3 units)
             for who in ("ref", "cand"):
-                seed = self.rng.randrange(1 << 31)
-                warm[who].append(self._unit(who, [seed]) / 1e6)
-                items = self._fetch(who)
-                if who == "cand":
-                    self._compare({seed: None}, items, ref_items=None)
-            if min(sum(w) for w in warm.values()) >= self.budget.warmup_ms or time.monotonic() > self.deadline:
+                warm[who].append(self._unit(who, [self.rng.randrange(1 << 31)]) / 1e6)
+            if (
+                min(sum(w) for w in warm.values()) >= self.budget.warmup_ms
+                or len(warm["ref"]) >= 3
+                or time.monotonic() > self.deadline
+            ):
                 break
         per_call = min(sorted(w)[len(w) // 2] for w in warm.values())
+        self._probe(sorted(warm["cand"])[len(warm["cand"]) // 2])
         n = _calls_per_unit(per_call, self.budget)
         rep = 0
         while True:
@@ -711,6 +715,39 @@ class _CaseTimer:
         result.speedup = result.ref_ms.median / result.cand_ms.median if result.cand_ms.median > 0 else None
         ev._trace(f"case {self.case.name}: {rep} units of {n} call(s)")
 
+    def _probe(self, per_call_ms: float) -> None:
+        """One unsampled-by-the-clock unit of calls with the candidate's threads sampled from outside (perf events):
+        time in libtorch's or a BLAS library's compute code is the reference's work, however it was reached."""
+        from harness import native_probe
+
+        calls = max(1, min(256, math.ceil(PROBE_MS / max(per_call_ms, 1e-3))))
+        ev, worker = self.ev, self.ev.cand
+        seeds = [self.rng.randrange(1 << 31) for _ in range(calls)]
+        self._ask(
+            "cand",
+            {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds},
+        )
+        try:
+            sampler = native_probe.Sampler(worker.pid)
+        except OSError as exc:
+            ev._trace(f"native probe unavailable: {exc}")
+            self._ask("cand", {"op": "go"})
+            return
+        try:
+            self._ask("cand", {"op": "go"})
+            profile = sampler.profile()
+        finally:
+            sampler.close()
+        ev._trace(f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}")
+        if profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
+            self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
+            raise _Stop(
+                "cheat_detected:reference_call",
+                f"case {self.case.name!r}: {profile.reference_share:.0%} of the candidate's native forward time was spent "
+                f"in libtorch's, numpy's or a BLAS library's compute code ({profile.top()}; {profile.samples} samples taken "
+                "from outside its process with perf events): the reference's work, reached below Python",
+            )
+
     def _done(self, rep: int) -> bool:
         from harness.timing import relative_halfwidth
 
@@ -723,10 +760,10 @@ class _CaseTimer:
             return True
         return min(self.spent_ms.values()) >= b.rep_ms
 
-    def _compare(self, wanted: dict, fetched: tuple[dict, list], ref_items: Any) -> None:
+    def _check_seeds(self, wanted: list[int], fetched: tuple[dict, list]) -> None:
         reply, _ = fetched
         got = [i.get("seed") for i in reply.get("items", []) if isinstance(i, dict)]
-        if got != list(wanted):
+        if got != wanted:
             raise _Stop(
                 "cheat_detected:missing_trials",
                 f"case {self.case.name!r}: asked for timed calls with seeds {list(wanted)}, the candidate's worker "
@@ -738,7 +775,7 @@ class _CaseTimer:
         from harness.worker_common import decode
 
         ev, result = self.ev, self.ev.results[self.case.index]
-        self._compare(dict.fromkeys(seeds), fetched["cand"], None)
+        self._check_seeds(seeds, fetched["cand"])
         (cand, cand_tensors), (ref, ref_tensors) = fetched["cand"], fetched["ref"]
         if cand.get("reused") and not ref.get("reused"):
             result.error = f"timed calls: {cand['reused']}, but the reference returns new memory on every call"
