@@ -304,8 +304,15 @@ class _Evaluation:
         self.cand.role = "candidate"
         try:
             self.cand.wait_ready(self.options.startup_timeout_s)
-        except WorkerError as exc:
-            raise HarnessError(f"a candidate worker could not start: {exc}\n{exc.output}") from None
+        except WorkerError:  # a pooled worker that died while idle: one fresh try
+            self.cand.close()
+            self.cand = self._spec().start("candidate")
+            if self.sandboxed:
+                self.cand.compile_service = self._serve_compile
+            try:
+                self.cand.wait_ready(self.options.startup_timeout_s)
+            except WorkerError as exc:
+                raise HarnessError(f"a candidate worker could not start: {exc}\n{exc.output}") from None
         self.task_threads = len(self.cand.tasks())
         first = self.cases[0]
         self.cand.send(
@@ -564,11 +571,15 @@ class _Evaluation:
         self._reference()
         with machine_lock(exclusive=True):
             self._trace("timing: machine lock held")
-            for case in self.cases:
-                result = self.results[case.index]
-                if result.passed:
-                    _CaseTimer(self, case).run()
-                    self._trace(f"case {case.name}: timed")
+            WARM_POOL.pause()  # workers booting in the background wait (SIGSTOP) while this process times
+            try:
+                for case in self.cases:
+                    result = self.results[case.index]
+                    if result.passed:
+                        _CaseTimer(self, case).run()
+                        self._trace(f"case {case.name}: timed")
+            finally:
+                WARM_POOL.resume()
 
     # -- the record ----------------------------------------------------------------------------------
     def _outcome(self, stop_kind: str | None, stop_message: str | None, output: str) -> Outcome:

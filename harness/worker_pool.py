@@ -10,8 +10,9 @@ role (``load`` with ``role`` reference or candidate).
 
 ``WarmPool`` keeps a few booted workers per configuration so an evaluation never waits for
 an interpreter and a torch import: ``take`` hands one out (a candidate worker serves exactly
-one candidate and is then closed) and starts its replacement in the background, outside
-the machine's timed phases (``harness.timing.machine_lock``). ``REFERENCE_POOL`` keeps
+one candidate and is then closed) and starts its replacement in the background: never while
+another process on the machine is timing (``harness.timing.machine_lock``), and stopped
+(SIGSTOP) while this process times (``pause``/``resume``). ``REFERENCE_POOL`` keeps
 loaded reference workers (they run only the task's own code) for the next evaluation of the
 same task. Both are closed at interpreter exit; ``live_workers()`` lists what is running.
 
@@ -362,6 +363,12 @@ class Worker:
         )
 
     # -- ending ------------------------------------------------------------------------------------
+    def signal(self, number: int) -> None:
+        try:
+            os.killpg(self.proc.pid, number)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -469,6 +476,8 @@ class WarmPool:
         self.size = pool_size() if size is None else size
         self._idle: dict[WorkerSpec, list[Worker]] = {}
         self._starting: dict[WorkerSpec, int] = {}
+        self._booting: set[Worker] = set()
+        self._paused = 0
         self._lock = threading.Lock()
         self._closed = False
 
@@ -503,20 +512,39 @@ class WarmPool:
 
         worker = None
         try:
-            with machine_lock(exclusive=False):  # never while something is being timed
+            with machine_lock(exclusive=False):  # not while another process times something
                 worker = spec.start()
-                worker.wait_ready()
+            with self._lock:
+                self._booting.add(worker)
+                if self._paused:
+                    worker.signal(signal.SIGSTOP)
+            worker.wait_ready(10 * BOOT_TIMEOUT_S)  # it may be stopped for a while: see pause()
         except Exception:  # noqa: BLE001 - a failed warm start only means the next take starts one itself
             if worker is not None:
                 worker.close()
             worker = None
         with self._lock:
+            self._booting.discard(worker)
             self._starting[spec] -= 1
             if worker is not None and not self._closed:
                 self._idle.setdefault(spec, []).append(worker)
                 worker = None
         if worker is not None:
             worker.close()
+
+    def pause(self) -> None:
+        """Stop every booting worker (SIGSTOP) while this process times something; ``resume`` continues them."""
+        with self._lock:
+            self._paused += 1
+            for worker in self._booting:
+                worker.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        with self._lock:
+            self._paused = max(0, self._paused - 1)
+            if not self._paused:
+                for worker in self._booting:
+                    worker.signal(signal.SIGCONT)
 
     def close_all(self) -> None:
         with self._lock:
