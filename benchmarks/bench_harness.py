@@ -103,7 +103,9 @@ def turnaround(cache: Path) -> None:
         results[label] = seconds
         line(label, seconds, outcome)
     new, old = results["new (warm pool, ref cache, sandbox)"], results["old (fresh workers, refs recomputed)"]
-    print(f"  ratio old/new: {old / new:.2f}x; sandbox cost: new/new-without-sandbox = {new / results['new, sandbox off']:.2f}x")
+    print(
+        f"  ratio old/new: {old / new:.2f}x; sandbox cost: new/new-without-sandbox = {new / results['new, sandbox off']:.2f}x"
+    )
 
 
 def nine_cases() -> None:
@@ -170,10 +172,14 @@ def speedup_cv(repeats: int) -> None:
                 for c in o.cases
                 if c.cand_ms and c.cand_ms.ci_low is not None
             )
-            print(f"  run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; candidate median CI/reps per case: {ci})")
+            print(
+                f"  run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; candidate median CI/reps per case: {ci})"
+            )
         if len(speedups) >= 2:
             mean, sd = statistics.mean(speedups), statistics.stdev(speedups)
-            print(f"  {task}: mean {mean:.3f}x, stdev {sd:.4f}, coefficient of variation {sd / mean:.4f} ({len(speedups)} runs)")
+            print(
+                f"  {task}: mean {mean:.3f}x, stdev {sd:.4f}, coefficient of variation {sd / mean:.4f} ({len(speedups)} runs)"
+            )
 
 
 def main() -> None:
@@ -182,7 +188,9 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated sections to skip (1,2,3,4)")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
-    print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (a shared machine makes these noisy)\n")
+    print(
+        f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (a shared machine makes these noisy)\n"
+    )
     with tempfile.TemporaryDirectory(prefix="kope-bench-cache-") as cache:
         os.environ["KOPE_HARNESS_CACHE"] = cache
         started = time.perf_counter()
