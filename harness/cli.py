@@ -84,7 +84,9 @@ def format_outcome(outcome: Any) -> str:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from harness.evaluate import evaluate
+    from harness.worker_pool import WARM_POOL
 
+    WARM_POOL.size = 0  # one evaluation and exit: a worker booted for a next one would be wasted
     outcome = evaluate(args.task, args.candidate, options_from_args(args))
     print(outcome.to_json() if args.json else format_outcome(outcome))
     return 0 if outcome.ok else 1
