@@ -55,7 +55,7 @@ from pathlib import Path
 SANDBOX_ENV = "KOPE_HARNESS_SANDBOX"  # "off" (or 0/false/no): run without the sandbox (an explicit opt-out)
 
 # Folders an evaluation never needs and that hold secrets, relative to $HOME; hidden behind an empty tmpfs.
-HIDDEN_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config", ".netrc", ".local/share/kope")
+HIDDEN_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config", ".netrc", ".local/share/kope/neo4j")
 
 # Thread counts, locale and the runtime variables a target needs are passed; everything else is dropped.
 PASS_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "CXX", "CC")
@@ -115,7 +115,7 @@ def hidden_paths(extra: Iterable[str | Path] = ()) -> list[str]:
     found = [home / h for h in HIDDEN_HOME]
     data = os.environ.get("KOPE_DATA_DIR")
     if data:
-        found.append(Path(data))
+        found.append(Path(data) / "neo4j")  # the local server's data and password (run folders may live beside it)
     found.extend(Path(p) for p in extra)
     out = []
     for p in found:
