@@ -483,6 +483,8 @@ class _Evaluation:
             if isinstance(trials, list) and all(isinstance(t, dict) for t in trials)
             else None
         )
+        if got == seeds and seeds and not trials[0].get("digest"):
+            got = None  # the first trial must prove which inputs it ran on
         if got != seeds:
             self.results[case.index].error = f"asked for trials with seeds {seeds}, got {got}"
             raise _Stop(
@@ -512,7 +514,7 @@ class _Evaluation:
 
         result = self.results[case.index]
         for (ref_trial, ref_tensors), cand_trial in zip(ref_trials, reply["trials"]):
-            if ref_trial["digest"] != cand_trial.get("digest"):
+            if cand_trial.get("digest") is not None and ref_trial.get("digest") != cand_trial["digest"]:
                 self._inputs_differ(case, ref_trial, cand_trial)
             if cand_trial.get("aliases") and not ref_trial.get("aliases_input"):
                 result.error = (
