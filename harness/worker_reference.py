@@ -86,7 +86,7 @@ class ReferenceWorker:
         case = self.task.cases[index]
         self._prepare(index, init_seed)
         trials, out_tensors = [], []
-        for n, seed in enumerate(header["seeds"]):
+        for seed in header["seeds"]:
             for attempt in range(header.get("retries", 0) + 1):
                 used = seed + attempt * SEED_STRIDE
                 inputs = make_inputs(self._module, used, self.target.device, case.name)
