@@ -34,7 +34,7 @@ import torch
 
 from harness.ipc import DTYPES
 
-FORMAT = "kope.refcache/1"
+FORMAT = "kope.refcache/2"  # 2: every entry carries its inputs' digest
 _MAGIC = b"KREF"
 LIMIT_ENV = "KOPE_HARNESS_REF_CACHE_MB"  # the cache's size cap (default 2048 MiB; oldest entries go first)
 
