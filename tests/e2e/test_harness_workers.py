@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 import threading
+import uuid
 from pathlib import Path
 
 from harness import reference_cache
@@ -16,6 +16,13 @@ TASKS = ROOT / "fixtures" / "tasks"
 RELU = TASKS / "tiny_relu.py"
 HONEST = ROOT / "fixtures" / "sandbox" / "relu_honest.py"
 OPTIONS = EvalOptions(timing=False, seeds=2)
+
+
+def fresh_task(tmp_path: Path) -> Path:
+    """tiny_relu with content of its own (the cache is keyed by content: a plain copy would hit old entries)."""
+    task = tmp_path / "relu_task.py"
+    task.write_text(RELU.read_text() + f"\n# {uuid.uuid4().hex}\n")
+    return task
 
 
 def test_a_candidate_worker_serves_one_candidate_and_is_then_gone():
@@ -53,8 +60,7 @@ def test_several_evaluations_at_once_in_one_process_all_get_their_own_workers():
 
 
 def test_reference_outputs_are_cached_and_the_cache_is_used(tmp_path):
-    task = tmp_path / "relu_task.py"
-    shutil.copy(RELU, task)
+    task = fresh_task(tmp_path)
     before = set(reference_cache.folder().rglob("*.kref"))
     assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
     written = set(reference_cache.folder().rglob("*.kref")) - before
@@ -65,8 +71,7 @@ def test_reference_outputs_are_cached_and_the_cache_is_used(tmp_path):
 
 
 def test_a_stale_cache_is_never_used_after_the_task_file_changes(tmp_path):
-    task = tmp_path / "relu_task.py"
-    shutil.copy(RELU, task)
+    task = fresh_task(tmp_path)
     assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
     task.write_text(task.read_text().replace("return torch.relu(x)", "return torch.relu(x) * 2"))
     outcome = evaluate(task, HONEST, OPTIONS)
@@ -74,11 +79,12 @@ def test_a_stale_cache_is_never_used_after_the_task_file_changes(tmp_path):
 
 
 def test_a_corrupted_cache_entry_is_recomputed(tmp_path):
-    task = tmp_path / "relu_task.py"
-    shutil.copy(RELU, task)
+    task = fresh_task(tmp_path)
     before = set(reference_cache.folder().rglob("*.kref"))
     evaluate(task, HONEST, OPTIONS)
-    for entry in set(reference_cache.folder().rglob("*.kref")) - before:
+    written = set(reference_cache.folder().rglob("*.kref")) - before
+    assert written
+    for entry in written:
         data = bytearray(entry.read_bytes())
         data[-1] ^= 0xFF  # one flipped bit in the reference output
         entry.write_bytes(bytes(data))
