@@ -53,6 +53,7 @@ from harness.worker_pool import (
 
 DEGENERATE_RETRIES = 4
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
+UNIT_CAP = 4096  # calls per timed unit at most
 PROBE_MS = 40.0  # the native probe unit lasts about this long
 PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
 PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
@@ -650,7 +651,7 @@ class _CaseTimer:
         return reply, tensors
 
     def _unit(self, who: str, seeds: list[int]) -> float:
-        """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns (round-trip cost removed)."""
+        """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns as measured (round trip included)."""
         ev, worker = self.ev, self.workers[who]
         self._ask(
             who, {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
@@ -661,7 +662,7 @@ class _CaseTimer:
         elapsed = time.perf_counter_ns() - start
         if who == "cand" and seeds:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
-        return max(0, elapsed - self.overhead_ns[who])
+        return elapsed
 
     def _check_cpu(self, cpu_ns: int, wall_ns: int) -> None:
         allowed = wall_ns * self.ev.threads * CPU_SLACK + 2e6
@@ -693,26 +694,30 @@ class _CaseTimer:
             for _ in range(5):
                 costs.append(self._unit(who, []))
             self.overhead_ns[who] = sorted(costs)[len(costs) // 2]
-        warm: dict[str, list[float]] = {"ref": [], "cand": []}
-        while True:  # warm-up: one call per unit, not fetched, until warmup_ms each (at most 3 units)
-            for who in ("ref", "cand"):
-                warm[who].append(self._unit(who, [self.rng.randrange(1 << 31)]) / 1e6)
-            if (
-                min(sum(w) for w in warm.values()) >= self.budget.warmup_ms
-                or len(warm["ref"]) >= 3
-                or time.monotonic() > self.deadline
+        # Warm-up (not fetched, not recorded), which also sizes the unit: n doubles (or more) until a unit of
+        # either implementation lasts at least unit_ms and 20 round trips, so the subtracted cost stays small.
+        target = max(self.budget.unit_ms * 1e6, 20 * max(self.overhead_ns.values()))
+        n, warm_ms, units = 1, 0.0, 0
+        while True:
+            seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+            raw = {who: self._unit(who, seeds) for who in ("ref", "cand")}
+            units += 1
+            warm_ms += min(raw.values()) / 1e6
+            shortest = min(raw.values())
+            if time.monotonic() > self.deadline or (
+                shortest >= target and (warm_ms >= self.budget.warmup_ms or units >= 3)
             ):
                 break
-        per_call = min(sorted(w)[len(w) // 2] for w in warm.values())
-        self._probe(sorted(warm["cand"])[len(warm["cand"]) // 2])
-        n = _calls_per_unit(per_call, self.budget)
+            if shortest < target and n < UNIT_CAP:
+                n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
+        self._probe(max(1e-3, (raw["cand"] - self.overhead_ns["cand"]) / 1e6 / n))
         rep = 0
         while True:
             seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
             fetched = {}
             for who in order:
-                ns = self._unit(who, seeds)
+                ns = max(0, self._unit(who, seeds) - self.overhead_ns[who])
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
                 fetched[who] = self._fetch(who)
@@ -807,12 +812,6 @@ class _CaseTimer:
                 ev.case_kinds[self.case.index] = "incorrect:timed_mismatch"
                 return False
         return True
-
-
-def _calls_per_unit(call_ms: float, budget: Budget) -> int:
-    from harness.timing import calls_per_unit
-
-    return calls_per_unit(call_ms, budget) if math.isfinite(call_ms) else 1
 
 
 def _renumber(desc: Any, tensors: list, own: list) -> Any:

@@ -478,6 +478,7 @@ class WarmPool:
         self._starting: dict[WorkerSpec, int] = {}
         self._booting: set[Worker] = set()
         self._paused = 0
+        self._generation = 0  # close_all() starts a new one: boots of an older one are discarded
         self._lock = threading.Lock()
         self._closed = False
 
@@ -511,6 +512,7 @@ class WarmPool:
         from harness.timing import machine_lock
 
         worker = None
+        generation = self._generation
         try:
             with machine_lock(exclusive=False):  # not while another process times something
                 worker = spec.start()
@@ -526,7 +528,7 @@ class WarmPool:
         with self._lock:
             self._booting.discard(worker)
             self._starting[spec] -= 1
-            if worker is not None and not self._closed:
+            if worker is not None and not self._closed and generation == self._generation:
                 self._idle.setdefault(spec, []).append(worker)
                 worker = None
         if worker is not None:
@@ -547,12 +549,17 @@ class WarmPool:
                     worker.signal(signal.SIGCONT)
 
     def close_all(self) -> None:
+        """Close every idle worker and kill the ones still booting."""
         with self._lock:
             self._closed = True
+            self._generation += 1
             idle, self._idle = self._idle, {}
+            booting = list(self._booting)
         for workers in idle.values():
             for worker in workers:
                 worker.close()
+        for worker in booting:
+            worker.kill()
 
     def reopen(self) -> None:
         with self._lock:
