@@ -579,7 +579,11 @@ class _Evaluation:
                 for case in self.cases:
                     result = self.results[case.index]
                     if result.passed:
-                        _CaseTimer(self, case).run()
+                        try:
+                            _CaseTimer(self, case).run()
+                        except _Stop:
+                            result.passed = False  # what timing found overrules the correctness trials
+                            raise
                         self._trace(f"case {case.name}: timed")
             finally:
                 WARM_POOL.resume()
@@ -710,7 +714,7 @@ class _CaseTimer:
                 break
             if shortest < target and n < UNIT_CAP:
                 n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
-        self._probe(max(1e-3, (raw["cand"] - self.overhead_ns["cand"]) / 1e6 / n))
+        per_call_ms = max(1e-3, (raw["cand"] - self.overhead_ns["cand"]) / 1e6 / n)
         rep = 0
         while True:
             seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
@@ -726,6 +730,7 @@ class _CaseTimer:
             rep += 1
             if self._done(rep):
                 break
+        self._probe(per_call_ms)  # after the measured units, whose outputs were compared first
         from harness.timing import median_ci
 
         result.ref_ms = TimingStats.from_samples(self.samples["ref"], median_ci(self.samples["ref"]))

@@ -350,8 +350,9 @@ class Worker:
                 )
             if name == "SIGSYS" and self.sandboxed:
                 return WorkerDied(
-                    f"the sandbox killed the {self.role} worker: it tried to replace the harness's SIGSYS handler "
-                    "(which reports forbidden system calls)",
+                    f"the sandbox stopped the {self.role} worker (SIGSYS): it made a forbidden system call with "
+                    "SIGSYS blocked (as C library process spawning does) or tried to replace the harness's SIGSYS "
+                    "handler",
                     output,
                     "cheat_detected:sandbox_escape",
                 )

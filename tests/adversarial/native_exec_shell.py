@@ -7,8 +7,8 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-EXPECT_RUNTIME = ("cheat_detected:process_spawn",)
-CAUGHT_BY = "sandbox: seccomp traps clone/execve and the SIGSYS reporter tells the parent"
+EXPECT_RUNTIME = ("cheat_detected:process_spawn", "cheat_detected:sandbox_escape")
+CAUGHT_BY = "sandbox: seccomp traps the spawn; glibc spawns with every signal blocked, so the trap ends the worker (SIGSYS)"
 
 _lib = compile_cpp(r"""
 #include <cmath>

@@ -7,9 +7,9 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:thread_count"
-EXPECT_RUNTIME = ("cheat_detected:thread_count",)
+EXPECT_RUNTIME = ("cheat_detected:thread_count", "cheat_detected:leftover_thread")
 NEEDS_TIMING = True
-CAUGHT_BY = "parent: the worker's task list and CPU time, read from /proc"
+CAUGHT_BY = "worker: native thread count after forward; parent: the task list and CPU time from /proc (timing)"
 
 _lib = compile_cpp(r"""
 #include <cmath>
