@@ -55,6 +55,6 @@ def test_timed_phases_exclude_each_other_and_warm_starts(tmp_path, monkeypatch):
     for t in threads:
         t.join()
     inside = 0
-    for name, what in events:
+    for _name, what in events:
         inside += 1 if what == "in" else -1
         assert inside <= 1, events  # nobody else inside while a timed phase is
