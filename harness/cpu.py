@@ -69,7 +69,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness._cdecl import Function, extern_c_functions
 from harness.errors import CompileError
@@ -165,7 +165,9 @@ class CppFunction:
             except AttributeError:
                 self.fn = fn = replace(fn, unsupported="declared but not defined in the library")
                 return
-            self._c.argtypes = [ctypes.c_void_p if p.pointer else getattr(ctypes, p.scalar) for p in fn.params]
+            self._c.argtypes = [
+                ctypes.c_void_p if p.pointer else getattr(ctypes, cast(str, p.scalar)) for p in fn.params
+            ]
             self._c.restype = getattr(ctypes, fn.returns) if fn.returns else None
 
     def __call__(self, *args: Any) -> Any:

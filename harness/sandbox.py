@@ -149,7 +149,7 @@ def sandbox_status() -> SandboxStatus:
         except (OSError, subprocess.TimeoutExpired) as exc:
             layers["namespaces"] = f"cannot run unshare: {exc}"
     try:
-        import pyseccomp  # noqa: F401
+        import pyseccomp  # type: ignore[import-untyped]  # noqa: F401
 
         layers["seccomp"] = "ok"
     except (ImportError, OSError) as exc:  # pyseccomp raises OSError when libseccomp.so.2 is missing

@@ -126,6 +126,8 @@ class CandidateWorker:
     def _prepare(self, index: int, init_seed: int) -> None:
         if self._case == (index, init_seed):
             return
+        if self.task is None:
+            raise RuntimeError("run before load: no task in this worker")
         case = self.task.cases[index]
         module = self.task.module_for_case(case)
         self.snapshot.add("task", module)
@@ -141,7 +143,8 @@ class CandidateWorker:
     def run(self, header: dict) -> tuple[dict, list]:
         self._prepare(header["case"], header["init_seed"])
         device = self.target.device
-        trials, out_tensors = [], []
+        trials: list[dict] = []
+        out_tensors: list[Any] = []
         previous: list[Any] | None = None
         native_base = None
         if self.target.warmup_forward:  # JIT targets compile on the first call: do it outside the guards

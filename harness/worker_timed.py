@@ -33,7 +33,7 @@ class TimedCalls:
     def __init__(self, target: Any, hardware: Any) -> None:
         self.target = target
         self.hardware = hardware
-        self.timer = None
+        self.timer: Any = None
         self.inputs: list[list[Any]] = []
         self.seeds: list[int] = []
         self.outputs: list[Any] = []
