@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,7 +193,7 @@ class Worker:
         self.ready = True
 
     # -- requests --------------------------------------------------------------------------------
-    def send(self, header: dict[str, Any], tensors: list[Any] = ()) -> None:
+    def send(self, header: dict[str, Any], tensors: Sequence[Any] = ()) -> None:
         try:
             write_message(self._to_child, header, list(tensors))
         except (BrokenPipeError, OSError):
@@ -238,7 +238,7 @@ class Worker:
             raise self._died() from None
 
     def request(
-        self, header: dict[str, Any], timeout: float, what: str, tensors: list[Any] = ()
+        self, header: dict[str, Any], timeout: float, what: str, tensors: Sequence[Any] = ()
     ) -> tuple[dict[str, Any], list[Any]]:
         self.send(header, tensors)
         return self.receive(timeout, what)
@@ -592,7 +592,7 @@ class ReferencePool:
         return None
 
     def give(self, key: tuple, worker: Worker, info: dict) -> None:
-        if worker.pending or not worker.alive():  # an unread reply would answer the next evaluation
+        if worker.pending or not worker.alive() or self.size <= 0:  # an unread reply would answer the next one
             worker.close()
             return
         with self._lock:
@@ -612,6 +612,12 @@ class ReferencePool:
 WorkerPool = ReferencePool  # the name this class had before the warm pool existed
 REFERENCE_POOL = ReferencePool()
 WARM_POOL = WarmPool()
+
+
+def one_shot() -> None:
+    """This process evaluates once and exits: boot no warm worker for a next evaluation, keep no reference worker."""
+    WARM_POOL.size = 0
+    REFERENCE_POOL.size = 0
 
 
 def close_pools() -> None:

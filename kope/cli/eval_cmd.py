@@ -91,7 +91,9 @@ def command(
     from harness.errors import HarnessError
     from harness.evaluate import EvalOptions, evaluate
     from harness.timing import Budget
+    from harness.worker_pool import one_shot
 
+    one_shot()  # one evaluation, then the process exits: no warm worker booted for a next one
     try:
         options = EvalOptions(
             target=target,

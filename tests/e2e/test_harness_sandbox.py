@@ -20,6 +20,7 @@ import pytest
 from harness.evaluate import EvalOptions, SandboxUnavailableError, evaluate
 from harness.sandbox import sandbox_status
 from harness.worker_pool import close_pools
+from tests.support.processes import descendants
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
@@ -55,22 +56,6 @@ def candidate(tmp_path: Path, attempt: str, name: str = "cand.py") -> Path:
     body = "ESCAPED = False\n" + textwrap.dedent(attempt) + HONEST
     path.write_text(body)
     return path
-
-
-def descendants(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat[stat.rfind(")") + 2 :].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def pooled_pids() -> set[int]:

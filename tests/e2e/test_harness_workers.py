@@ -100,3 +100,17 @@ def test_the_suite_candidates_are_still_correct_with_pool_and_cache_off():
         EvalOptions(timing=False, seeds=1, cases="0", warm_pool=False, reference_cache=False),
     )
     assert outcome.status.value == "correct", outcome.error_excerpt
+
+
+def test_kope_eval_is_a_one_shot_that_boots_no_worker_for_a_next_evaluation(monkeypatch):
+    from click.testing import CliRunner
+
+    from harness.worker_pool import REFERENCE_POOL
+    from kope.cli import cli
+
+    close_pools()
+    monkeypatch.setattr(WARM_POOL, "size", 2)  # as in a long-running process; restored afterwards
+    monkeypatch.setattr(REFERENCE_POOL, "size", 2)
+    result = CliRunner().invoke(cli, ["eval", str(RELU), str(HONEST), "--no-timing", "--seeds", "1"])
+    assert result.exit_code == 0, result.output
+    assert live_workers() == []  # neither a warm worker booting for a next evaluation nor a kept reference worker
