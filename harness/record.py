@@ -39,7 +39,11 @@ cheat_detected:<check>      an anti-cheat check fired: reference_call, input_mut
                             monkey_patch, leftover_thread, leftover_process,
                             lazy_output, output_aliases_input, tensor_subclass,
                             file_access, network_access, process_spawn,
-                            thread_count, forbidden_api
+                            thread_count, forbidden_api, output_reuses_buffer,
+                            missing_trials (fewer or other trials than asked for),
+                            input_mismatch (the candidate ran on other inputs),
+                            memory_access, sandbox_escape (the sandbox trapped a
+                            forbidden system call or a SIGSYS handler change)
 ==========================  ===================================================
 """
 
@@ -97,9 +101,11 @@ class TimingStats:
     iqr: float
     cv: float
     n: int
+    ci_low: float | None = None  # ~95 % confidence interval of the median (ms), where measured adaptively
+    ci_high: float | None = None
 
     @classmethod
-    def from_samples(cls, samples_ms: list[float]) -> TimingStats:
+    def from_samples(cls, samples_ms: list[float], ci: tuple[float, float] | None = None) -> TimingStats:
         if not samples_ms:
             raise ValueError("no timing samples")
         xs = sorted(samples_ms)
@@ -111,14 +117,26 @@ class TimingStats:
             iqr=_quantile(xs, 0.75) - _quantile(xs, 0.25),
             cv=(math.sqrt(var) / mean) if mean > 0 else 0.0,
             n=n,
+            ci_low=None if ci is None else ci[0],
+            ci_high=None if ci is None else ci[1],
         )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> TimingStats | None:
-        return None if data is None else cls(**{f.name: data[f.name] for f in fields(cls)})
+        if data is None:
+            return None
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data or f.default is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {k: v for k, v in data.items() if v is not None or k not in ("ci_low", "ci_high")}
 
     def violations(self, where: str) -> list[str]:
-        return [f"{where}.{name}: must be >= 0 (got {value})" for name, value in asdict(self).items() if value < 0]
+        return [
+            f"{where}.{name}: must be >= 0 (got {value})"
+            for name, value in asdict(self).items()
+            if value is not None and value < 0
+        ]
 
 
 def _quantile(sorted_xs: list[float], q: float) -> float:
@@ -200,8 +218,8 @@ class CaseResult:
             "params": self.params,
             "passed": self.passed,
             "error": self.error,
-            "ref_ms": asdict(self.ref_ms) if self.ref_ms else None,
-            "cand_ms": asdict(self.cand_ms) if self.cand_ms else None,
+            "ref_ms": self.ref_ms.to_dict() if self.ref_ms else None,
+            "cand_ms": self.cand_ms.to_dict() if self.cand_ms else None,
             "speedup": self.speedup,
         }
 

@@ -60,6 +60,7 @@ __all__ = [
     "TaskInfo",
     "TaskView",
     "TimingStats",
+    "SandboxReport",
     "check_task",
     "evaluate_candidate",
     "evaluate_code",
@@ -71,6 +72,7 @@ __all__ = [
     "load_task",
     "load_task_view",
     "read_task_info",
+    "sandbox_report",
     "select_cases",
     "suite_tasks",
     "template_for",
@@ -213,10 +215,18 @@ def evaluate_candidate(
     warmup_ms: float | None = None,
     rep_ms: float | None = None,
     seed: int | None = None,
+    one_shot: bool = False,
 ) -> Outcome:
-    """Compile, check and time ``candidate`` against ``task`` on ``target`` (``kope eval``)."""
+    """Compile, check and time ``candidate`` against ``task`` on ``target`` (``kope eval``).
+
+    ``one_shot``: this process evaluates once and exits, so no warm worker is booted for a next
+    evaluation and no reference worker is kept."""
     from harness.evaluate import EvalOptions, evaluate
     from harness.timing import Budget
+    from harness.worker_pool import one_shot as _one_shot
+
+    if one_shot:
+        _one_shot()
 
     with _translated():
         budget = Budget()
@@ -245,6 +255,31 @@ def evaluate_code(
     path.write_text(code, encoding="utf-8")
     with _translated():
         return evaluate(task_path, path, EvalOptions(target=target, cases=cases, timing=timing))
+
+
+@dataclass(frozen=True)
+class SandboxReport:
+    """What ``kope doctor`` says about the OS sandbox candidates run in (``harness.sandbox``)."""
+
+    available: bool
+    opted_out: bool
+    reason: str | None
+    layers: dict[str, str]
+    env: str
+
+
+def sandbox_report() -> SandboxReport:
+    """Which sandbox layers work on this machine and whether the user switched the sandbox off."""
+    from harness.sandbox import SANDBOX_ENV, opted_out, sandbox_status
+
+    status = sandbox_status()
+    return SandboxReport(
+        available=status.available,
+        opted_out=opted_out(),
+        reason=status.reason,
+        layers=dict(status.layers),
+        env=SANDBOX_ENV,
+    )
 
 
 def harness_version() -> str:

@@ -94,6 +94,7 @@ def command(
         warmup_ms=warmup_ms,
         rep_ms=rep_ms,
         seed=seed,
+        one_shot=True,  # one evaluation, then the process exits: no warm worker booted for a next one
     )
     if as_json:
         print_json(outcome.to_dict())
