@@ -1,0 +1,137 @@
+"""Tracing a task in a worker process with a timeout, cached by the task file's content hash.
+
+``trace_task(path)`` returns a ``Trace``: the op graph of each traced case (at most
+``max_cases``, first cases first). The worker is ``python -m harness.structure.trace_worker``;
+a task whose reference hangs or is very slow ends in ``StructureError`` after ``timeout``
+seconds, naming the task. Results are kept under ``<harness cache>/structure/`` keyed by
+the task source, the tracer version, the installed torch version and ``max_cases``, so a
+task is traced once per machine until its file changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.structure.graph import CaseGraph, case_graph
+
+TRACER_VERSION = "1"
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_CASES = 16
+
+
+class StructureError(HarnessError):
+    """The task's reference could not be traced (it failed, or ran past the timeout)."""
+
+
+@dataclass
+class Trace:
+    task: str
+    operator: str
+    digest: str  # sha256 of the task file
+    cases_total: int
+    cases: list[CaseGraph]
+    failures: list[tuple[str, str]]  # (case, error) for cases whose reference failed under tracing
+
+    @property
+    def first(self) -> CaseGraph:
+        return self.cases[0]
+
+
+def _torch_version() -> str:
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def cache_dir() -> Path:
+    from harness.cpu import cache_root
+
+    return cache_root() / "structure"
+
+
+def _key(source: bytes, max_cases: int) -> str:
+    digest = hashlib.sha256()
+    digest.update(source)
+    digest.update(f"\0{TRACER_VERSION}\0{_torch_version()}\0{max_cases}".encode())
+    return digest.hexdigest()
+
+
+def _run_worker(path: Path, timeout: float, max_cases: int) -> dict[str, Any]:
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness.structure.trace_worker", str(path), "--max-cases", str(max_cases)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        raise StructureError(
+            f"{path}: tracing the reference took longer than {timeout:.0f} s",
+            hint="the reference is very slow or hangs on its own inputs",
+        ) from None
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        raise StructureError(
+            f"{path}: the tracing worker failed (exit {proc.returncode}): {' | '.join(tail) or 'no output'}"
+        )
+    data = json.loads(lines[-1])
+    if "error" in data:
+        raise StructureError(f"{path}: {data['error']}")
+    return data
+
+
+def trace_task(
+    path: str | Path, *, timeout: float = DEFAULT_TIMEOUT_S, max_cases: int = DEFAULT_MAX_CASES, cache: bool = True
+) -> Trace:
+    """The traced op graphs of ``path``'s cases (see the module docstring)."""
+    p = Path(path).resolve()
+    try:
+        source = p.read_bytes()
+    except OSError as exc:
+        raise StructureError(f"{p}: cannot read the task file: {exc}") from None
+    key = _key(source, max_cases)
+    cached = cache_dir() / f"{key}.json"
+    data = None
+    if cache and cached.is_file():
+        try:
+            data = json.loads(cached.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+    if data is None:
+        data = _run_worker(p, timeout, max_cases)
+        if cache:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, cached)
+    graphs = [case_graph(c) for c in data["cases"] if "error" not in c]
+    failures = [(c["case"], c["error"]) for c in data["cases"] if "error" in c]
+    if not graphs:
+        detail = "; ".join(f"{case}: {error}" for case, error in failures[:2])
+        raise StructureError(f"{p}: the reference failed on every traced case ({detail})")
+    return Trace(
+        task=str(p),
+        operator=data.get("operator", p.stem),
+        digest=hashlib.sha256(source).hexdigest(),
+        cases_total=int(data.get("cases_total", len(graphs))),
+        cases=graphs,
+        failures=failures,
+    )
