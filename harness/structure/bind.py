@@ -107,17 +107,26 @@ def bind_scalar(
     """Where the scalar ``name`` (traced as ``values``, one per case) comes from; None if nowhere."""
     first = _plain(values[0])
     constant = all(same(v, first) for v in values)
+
+    def fits(attr: Any, value: Any) -> bool:  # an int attribute read as (k, k): kernel_size=3 -> [3, 3]
+        value = _plain(value)
+        uniform = isinstance(value, tuple) and bool(value) and len(set(value)) == 1
+        return same(attr, value) or (uniform and not isinstance(attr, (list, tuple)) and same(attr, value[0]))
+
     candidates = [
         path
         for path in cases[0].attrs
-        if all(path in c.attrs and same(c.attrs[path], v) for c, v in zip(cases, values))
+        if all(path in c.attrs and fits(c.attrs[path], v) for c, v in zip(cases, values))
     ]
     if candidates:
         best = max(candidates, key=lambda p: (_name_score(name, p), -p.count("."), -len(p)))
         score = _name_score(name, best)
         common = not isinstance(first, tuple) and any(same(first, c) for c in COMMON_VALUES)
         if not (constant and score == 0 and (common or len(candidates) > 1)):
-            return ScalarBinding(name, "attr", attribute_expr(best), first)
+            expr = attribute_expr(best)
+            if isinstance(first, tuple) and not isinstance(cases[0].attrs[best], (list, tuple)):
+                expr = f"({expr},) * {len(first)}"
+            return ScalarBinding(name, "attr", expr, first)
     if constant:
         return ScalarBinding(name, "literal", repr(first), first)
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):

@@ -111,7 +111,7 @@ def template_stage(
     for param in call.params:
         if param in stage.tensors:
             args.append(tensor_expr(stage.tensors[param]))
-        elif param in found.tensors:  # an optional role the pattern left unbound
+        elif param in found.tensors or param in found.pattern.role_order():  # an optional role left unbound
             args.append("None")
         elif param in stage.scalars:
             args.append(stage.scalars[param].expr)

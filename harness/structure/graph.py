@@ -14,6 +14,7 @@ from typing import Any
 
 # Ops that pass their input through unchanged (as far as a kernel is concerned).
 IDENTITY_OPS = frozenset({"detach", "alias", "lift_fresh", "lift_fresh_copy", "clone", "contiguous"})
+FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 # Shape/layout ops: the result is the same data seen with another shape or stride.
 VIEW_OPS = frozenset(
     {
@@ -197,10 +198,14 @@ def case_graph(data: dict[str, Any]) -> CaseGraph:
         args = resolve(_decode(raw["args"]))
         kwargs = {k: resolve(_decode(v)) for k, v in raw["kwargs"].items()}
         out = tuple(o for o in raw["out"] if isinstance(o, str))
-        if name in IDENTITY_OPS and len(out) == 1 and args and isinstance(args[0], Ref):
+        if name in (*IDENTITY_OPS, "_to_copy") and len(out) == 1 and args and isinstance(args[0], Ref):
             source = values[args[0].id]
             result = values[out[0]]
-            if source.shape == result.shape and source.dtype == result.dtype:
+            same_dtype = source.dtype == result.dtype
+            # A float <-> float cast is how PyTorch computes 16-bit floats in float32 (F.rms_norm on bfloat16):
+            # the kernels do the same inside, so the cast is folded (it is not an op of its own for them).
+            float_cast = name == "_to_copy" and source.dtype in FLOATS and result.dtype in FLOATS
+            if source.shape == result.shape and (same_dtype or float_cast):
                 alias[out[0]] = args[0].id
                 continue
         ops.append(Op(len(ops), name, overload, args, kwargs, out))

@@ -129,6 +129,11 @@ class Lifted:
         return value_id in self.outputs
 
 
+def _one(dims: tuple[int, ...] | None) -> int | tuple[int, ...] | None:
+    """A single reduced dim as an int (how a task usually keeps it: ``self.dim = 1``), else the tuple."""
+    return dims[0] if dims is not None and len(dims) == 1 else dims
+
+
 def _norm_dim(dim: int, rank: int) -> int:
     return dim % rank if rank else 0
 
@@ -412,7 +417,16 @@ class _Lifter:
                 dims_arg = op.arg(2, "dim")
                 dims = None if dims_arg is None else tuple(int(d) for d in dims_arg)
                 keepdim = bool(op.arg(3, "keepdim", False))
-                node("reduce", fn, [Operand(x)], dims=dims, keepdim=keepdim, ord=op.arg(1, "ord", 2), rank=rank)
+                node(
+                    "reduce",
+                    fn,
+                    [Operand(x)],
+                    dims=dims,
+                    dim=_one(dims),
+                    keepdim=keepdim,
+                    ord=op.arg(1, "ord", 2),
+                    rank=rank,
+                )
                 return
             elif name in ("max", "min", "sum", "mean", "prod") and op.overload == "default":
                 dims, keepdim = None, False
@@ -425,7 +439,7 @@ class _Lifter:
             if op.kwargs.get("dtype") is not None:
                 node("other", op.qualified, [Operand(x)])
                 return
-            node("reduce", fn, [Operand(x)], dims=dims, keepdim=keepdim, rank=rank)
+            node("reduce", fn, [Operand(x)], dims=dims, dim=_one(dims), keepdim=keepdim, rank=rank)
             return
         if name in ("_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax") and x is not None:
             log = "log" in name

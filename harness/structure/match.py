@@ -164,9 +164,7 @@ def _viewable(node: Node, cases: Sequence[Lifted]) -> str | None:
     if node.fn in ("t", "transpose", "permute", "unsqueeze", "squeeze"):
         return None
     if node.fn in ("view", "_unsafe_view", "reshape", "flatten", "expand"):
-        nodes = [c.node(node.id) for c in cases]
-        if any(n is None for n in nodes):
-            return "differs between cases"
+        nodes = [same_node(cases[0], c, node.id) for c in cases]
         if _flatten_dims(node) is not None and all(_flatten_dims(n) == _flatten_dims(node) for n in nodes):
             return None
         if all(same(n.shape, node.shape) for n in nodes):
@@ -204,6 +202,12 @@ def _candidates(target: str) -> list[Candidate]:
     return sorted(found, key=lambda c: -c.pattern.size)
 
 
+def _composite_operators(target: str) -> tuple[str, ...]:
+    from harness.suite.kernel_templates import list_templates
+
+    return next((t.operators for t in list_templates(target) if t.name == "pipeline"), ())
+
+
 def cover(
     lifted: Lifted, candidates: Sequence[Candidate], prefer: str | None = None
 ) -> tuple[list[tuple[Candidate | None, Found | None, list[Node], str]], list[str]]:
@@ -219,6 +223,8 @@ def cover(
         for cand in candidates:
             if best is not None and cand.pattern.size < best[1].pattern.size:
                 break
+            if cand.pattern.call is None and cand.pattern.operator != prefer:
+                continue  # served only with the template's own ModelNew, i.e. for its own operator
             found = find(cand.pattern, lifted, node)
             if found is None or any(n in covered for n in found.nodes):
                 continue
@@ -325,6 +331,8 @@ def match_graph(
     op = stages[0].operator if single else None
     builtin = next((c.builtin for c in cands if c.template == template), ())
     native = bool(single and op == operator and operator in builtin)
+    if not single and operator in _composite_operators(target):
+        op = operator  # a built-in block the composite template serves by name (still rendered from this match)
     return Match(
         task=trace.task,
         digest=trace.digest,
@@ -340,6 +348,12 @@ def match_graph(
     )
 
 
+def same_node(first: Lifted, other: Lifted, node_id: str) -> Node:
+    """The node of another case at the position ``node_id`` has in the first (cases lift to the same structure)."""
+    index = next(i for i, n in enumerate(first.nodes) if n.id == node_id)
+    return other.nodes[index]
+
+
 def _stage(
     cand: Candidate | None,
     found: Found | None,
@@ -353,10 +367,15 @@ def _stage(
     cases = [lf.graph for lf in lifted]
     output = nodes[-1].id
     if kind == "template" and cand is not None and found is not None:
-        per_case = [find(found.pattern, lf, lf.node(output)) if lf.node(output) else None for lf in lifted]
+        per_case = [find(found.pattern, lf, same_node(first, lf, output)) for lf in lifted]
         if any(f is None for f in per_case):
             problems.append(f"{cand.template}.{found.pattern.operator} binds in some cases only")
             return None
+        for lf, f in zip(lifted[1:], per_case[1:]):
+            why = check(f)
+            if why is not None:
+                problems.append(f"{cand.template}.{found.pattern.operator}: in case {lf.graph.case!r}: {why}")
+                return None
         static = dict(found.static)
         for f in per_case[1:]:
             for key, value in f.static.items():
@@ -408,7 +427,7 @@ def _stage(
                 continue
             if value is None or isinstance(value, str):
                 continue
-            values = [lf.node(node.id).attrs.get(attr) for lf in lifted]
+            values = [same_node(first, lf, node.id).attrs.get(attr) for lf in lifted]
             binding = bind_scalar(attr, values, cases, names)
             if binding is None:
                 problems.append(f"{node.signature}: {attr} changes between cases and cannot be bound")

@@ -11,9 +11,10 @@ A template module lists ``PATTERNS``, each a ``Pattern``:
   result of step k, used by nothing outside the pattern), ``"-"`` (no tensor: absent bias,
   or a Python scalar);
 * per step, ``static`` attributes (baked into the candidate: they must be equal in every
-  traced case, e.g. ``keepdim``) and ``scalars`` (per-case values passed at run time and
+  traced case, e.g. ``keepdim``), ``scalars`` (per-case values passed at run time and
   bound to where the task keeps them: a module attribute such as ``self.dim``, else a
-  literal), each ``{binding name: node attribute}``;
+  literal) and ``info`` (read by ``where`` in every case, free to change), each
+  ``{binding name: node attribute}``;
 * ``where``: further conditions on the bound match (dtype, rank, groups); a rule the
   kernels cannot follow returns the reason, which the match explanation shows;
 * ``call``: ``call(found) -> Call``, the Python function the adapted ``ModelNew.forward``
@@ -40,6 +41,7 @@ class Step:
     operands: tuple[str, ...]
     static: dict[str, str] = field(default_factory=dict)  # binding name -> node attribute
     scalars: dict[str, str] = field(default_factory=dict)
+    info: dict[str, str] = field(default_factory=dict)  # read by ``where`` in each case; may change between cases
     fn: str | None = None  # binding name for the node's fn (when the signature leaves it open)
 
 
@@ -62,11 +64,19 @@ class Found:
     static: dict[str, Any]
     scalars: dict[str, Any]
     shapes: dict[str, tuple[int, ...]]  # role -> traced shape; "out" -> the result's
-    dtype: str
+    dtype: str  # of the first tensor role (what the kernels read)
+    info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def output(self) -> str:
         return self.nodes[-1]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A bound attribute by name, wherever the pattern put it (static, scalars or info)."""
+        for table in (self.static, self.scalars, self.info):
+            if name in table:
+                return table[name]
+        return default
 
 
 @dataclass(frozen=True)
@@ -77,10 +87,11 @@ class Pattern:
     call: Callable[[Found], Call] | None = None
     dtypes: tuple[str, ...] = ("float32", "float64", "bfloat16", "float16")
     roles: tuple[str, ...] = ()  # call parameter order (default: roles in order of first use)
+    whole: tuple[str, ...] = ()  # instead of steps: the whole lifted graph's node signatures, in order
 
     @property
     def size(self) -> int:
-        return len(self.steps)
+        return len(self.whole) or len(self.steps)
 
     def role_order(self) -> list[str]:
         if self.roles:
@@ -92,6 +103,11 @@ class Pattern:
                 if name not in ("-",) and not name.startswith("$") and name not in order:
                     order.append(name)
         return order
+
+
+def whole_graph(operator: str, *signatures: str) -> Pattern:
+    """A pattern for a template's own built-in operator only: the whole lifted graph, node by node (no call)."""
+    return Pattern(operator, (), whole=tuple(signatures))
 
 
 def pattern(operator: str, *steps: Step | Sequence[Any], **kwargs: Any) -> Pattern:
@@ -114,6 +130,11 @@ def _sig_ok(step: Step, node: Node) -> bool:
 
 def find(p: Pattern, lifted: Lifted, anchor: Node) -> Found | None:
     """Bind ``p`` with its last step at ``anchor`` (None when the structure differs)."""
+    if p.whole:
+        if anchor is not lifted.nodes[-1] or tuple(n.signature for n in lifted.nodes) != p.whole:
+            return None
+        shapes = {"out": anchor.shape}
+        return Found(p, tuple(n.id for n in lifted.nodes), {}, {}, {}, shapes, lifted.nodes[0].dtype)
     last = len(p.steps) - 1
     assigned: dict[int, Node] = {last: anchor}
     if not _sig_ok(p.steps[last], anchor):
@@ -125,6 +146,8 @@ def find(p: Pattern, lifted: Lifted, anchor: Node) -> Found | None:
         if node is None:
             return None  # a step nothing refers to: the pattern is malformed for this graph
         step = p.steps[index]
+        if not _sig_ok(step, node):
+            return None
         bindings = _bind_operands(step, node, lifted, assigned, roles)
         if bindings is None:
             return None
@@ -137,18 +160,22 @@ def find(p: Pattern, lifted: Lifted, anchor: Node) -> Found | None:
             return None
     static: dict[str, Any] = {}
     scalars: dict[str, Any] = {}
+    info: dict[str, Any] = {}
     for i, step in enumerate(p.steps):
         node = assigned[i]
         for name, attr in step.static.items():
             static[name] = node.attrs.get(attr)
         for name, attr in step.scalars.items():
             scalars[name] = node.attrs.get(attr)
+        for name, attr in step.info.items():
+            info[name] = node.attrs.get(attr)
         if step.fn:
             static[step.fn] = node.fn
     shapes = {role: lifted.value(op.value).shape for role, op in roles.items() if op is not None}
     shapes["out"] = anchor.shape
-    found = Found(p, tuple(covered), roles, static, scalars, shapes, anchor.dtype)
-    return found
+    first = next((op for op in roles.values() if op is not None), None)
+    dtype = lifted.value(first.value).dtype if first is not None else anchor.dtype  # what the kernels read
+    return Found(p, tuple(covered), roles, static, scalars, shapes, dtype, info)
 
 
 def _bind_operands(

@@ -263,13 +263,13 @@ return y
 
 
 def _clamp_bounds(found: Found) -> str | None:
-    if found.scalars.get("min_value") is None or found.scalars.get("max_value") is None:
+    if found.get("min_value") is None or found.get("max_value") is None:
         return "a one-sided clamp (the kernel takes both bounds)"
     return None
 
 
 def _plain_elu(found: Found) -> str | None:
-    if found.static.get("scale") != 1 or found.static.get("input_scale") != 1:
+    if found.get("scale") != 1 or found.get("input_scale") != 1:
         return "a scaled ELU (SELU); the kernel computes alpha * (exp(x) - 1) unscaled"
     return None
 
