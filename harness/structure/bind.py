@@ -20,8 +20,6 @@ from typing import Any
 
 from harness.structure.graph import CaseGraph
 
-COMMON_VALUES = (0, 1, -1, True, False, 0.0, 1.0, -1.0)
-
 
 @dataclass(frozen=True)
 class ScalarBinding:
@@ -101,10 +99,28 @@ def _name_score(name: str, path: str) -> int:
     return 0
 
 
+def _scope(path: str, module: str | None) -> int:
+    """2: an attribute of the module that dispatched the op; 1: of one of its submodules; 0: elsewhere."""
+    if module is None:
+        return 1
+    parent = path.rpartition(".")[0]
+    if parent == module:
+        return 2
+    return 1 if not module or path.startswith(module + ".") else 0
+
+
 def bind_scalar(
-    name: str, values: Sequence[Any], cases: Sequence[CaseGraph], input_names: Sequence[str]
+    name: str,
+    values: Sequence[Any],
+    cases: Sequence[CaseGraph],
+    input_names: Sequence[str],
+    module: str | None = None,
 ) -> ScalarBinding | None:
-    """Where the scalar ``name`` (traced as ``values``, one per case) comes from; None if nowhere."""
+    """Where the scalar ``name`` (traced as ``values``, one per case) comes from; None if nowhere.
+
+    ``module`` is the submodule whose forward dispatched the op: only its attributes (and its
+    submodules') are candidates, so a pool's literal stride 2 never binds to a convolution's.
+    """
     first = _plain(values[0])
     constant = all(same(v, first) for v in values)
 
@@ -116,13 +132,16 @@ def bind_scalar(
     candidates = [
         path
         for path in cases[0].attrs
-        if all(path in c.attrs and fits(c.attrs[path], v) for c, v in zip(cases, values))
+        if _scope(path, module) > 0 and all(path in c.attrs and fits(c.attrs[path], v) for c, v in zip(cases, values))
     ]
     if candidates:
-        best = max(candidates, key=lambda p: (_name_score(name, p), -p.count("."), -len(p)))
-        score = _name_score(name, best)
-        common = not isinstance(first, tuple) and any(same(first, c) for c in COMMON_VALUES)
-        if not (constant and score == 0 and (common or len(candidates) > 1)):
+        best = max(candidates, key=lambda p: (_scope(p, module), _name_score(name, p), -p.count("."), -len(p)))
+        score, scope = _name_score(name, best), _scope(best, module)
+        own = [p for p in candidates if _scope(p, module) == 2]
+        # An attribute that changes with the value from case to case is where it comes from; one that merely has
+        # the same constant value is trusted only if it belongs to the module that computed the op, and its name
+        # says so (conv.stride for a stride) or it is that module's only such attribute (`x * self.multiplier`).
+        if not constant or (scope == 2 and (score > 0 or len(own) == 1)):
             expr = attribute_expr(best)
             if isinstance(first, tuple) and not isinstance(cases[0].attrs[best], (list, tuple)):
                 expr = f"({expr},) * {len(first)}"

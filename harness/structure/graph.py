@@ -70,6 +70,7 @@ class Op:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     out: tuple[str, ...]  # value ids of the tensor results, in order (non-tensor results dropped)
+    module: str = ""  # the submodule whose forward dispatched it ("" the model itself)
 
     @property
     def qualified(self) -> str:
@@ -208,7 +209,7 @@ def case_graph(data: dict[str, Any]) -> CaseGraph:
             if source.shape == result.shape and (same_dtype or float_cast):
                 alias[out[0]] = args[0].id
                 continue
-        ops.append(Op(len(ops), name, overload, args, kwargs, out))
+        ops.append(Op(len(ops), name, overload, args, kwargs, out, raw.get("module", "")))
     outputs = tuple(alias.get(o, o) for o in data["outputs"])
     ops = _without_dead(ops, outputs)
     return CaseGraph(
@@ -235,4 +236,4 @@ def _without_dead(ops: list[Op], outputs: tuple[str, ...]) -> list[Op]:
             kept.append(op)
             live.update(op.tensor_args())
     kept.reverse()
-    return [Op(i, o.name, o.overload, o.args, o.kwargs, o.out) for i, o in enumerate(kept)]
+    return [Op(i, o.name, o.overload, o.args, o.kwargs, o.out, o.module) for i, o in enumerate(kept)]

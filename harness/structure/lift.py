@@ -98,6 +98,8 @@ class Node:
     dtype: str
     ops: tuple[int, ...]  # indices of the aten ops it covers
 
+    module: str = ""  # the submodule whose forward dispatched its first op
+
     def operand(self, i: int) -> Operand | None:
         return self.operands[i] if i < len(self.operands) else None
 
@@ -115,6 +117,9 @@ class Lifted:
 
     def __post_init__(self) -> None:
         self.by_id = {n.id: n for n in self.nodes}
+        for n in self.nodes:
+            if n.ops:
+                n.module = self.graph.ops[n.ops[0]].module
 
     def node(self, value_id: str) -> Node | None:
         return self.by_id.get(value_id)

@@ -348,6 +348,15 @@ def match_graph(
     )
 
 
+def _module_of(lifted: Lifted, found: Found, scalar: str) -> str:
+    """The module that dispatched the op a pattern's scalar was read from."""
+    for step, node_id in zip(found.pattern.steps, found.nodes):
+        if scalar in step.scalars:
+            node = lifted.node(node_id)
+            return node.module if node is not None else ""
+    return ""
+
+
 def same_node(first: Lifted, other: Lifted, node_id: str) -> Node:
     """The node of another case at the position ``node_id`` has in the first (cases lift to the same structure)."""
     index = next(i for i, n in enumerate(first.nodes) if n.id == node_id)
@@ -386,7 +395,8 @@ def _stage(
                     )
         scalars = {}
         for name in found.scalars:
-            binding = bind_scalar(name, [f.scalars[name] for f in per_case], cases, names)
+            module = _module_of(first, found, name)
+            binding = bind_scalar(name, [f.scalars[name] for f in per_case], cases, names, module)
             if binding is None:
                 problems.append(
                     f"{cand.template}.{found.pattern.operator}: {name} changes between cases and is neither a module "
@@ -421,14 +431,14 @@ def _stage(
                 return None
             tensors[operand.value] = binding
     scalars = {}
-    for node in nodes:
+    for node in nodes if kind == "chain" else []:
         for attr, value in node.attrs.items():
             if attr in ("rank", "in_shape", "alpha") and not (attr == "alpha" and value != 1):
                 continue
             if value is None or isinstance(value, str):
                 continue
             values = [same_node(first, lf, node.id).attrs.get(attr) for lf in lifted]
-            binding = bind_scalar(attr, values, cases, names)
+            binding = bind_scalar(attr, values, cases, names, node.module)
             if binding is None:
                 problems.append(f"{node.signature}: {attr} changes between cases and cannot be bound")
                 return None

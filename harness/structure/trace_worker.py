@@ -14,7 +14,8 @@ the harness's seeds. What is recorded, per case:
   model's parameters and buffers (``param:<name>``, ``buffer:<name>``, state-dict names),
   tensors kept as plain module attributes (``attr:<path>``), op results (``v<k>``) and any
   other tensor (``const<k>``), each with shape, dtype and strides;
-* ``ops``: the aten ops in dispatch order, arguments encoded (tensors by value id);
+* ``ops``: the aten ops in dispatch order, arguments encoded (tensors by value id), each with
+  the submodule whose forward dispatched it (``module``, a state-dict prefix; ``""`` the model);
 * ``outputs``: the value ids the forward returned (flattened), and the output structure;
 * ``attrs``: every scalar attribute of every submodule (``leaky_relu.negative_slope``,
   ``dim``, ``conv.stride``), so the matcher can bind a traced scalar to where the task
@@ -99,6 +100,23 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.values = values
         self.ops: list[dict[str, Any]] = []
+        self.modules: list[str] = [""]  # the submodule whose forward is running (state-dict prefix), innermost last
+
+    def watch(self, model: torch.nn.Module) -> None:
+        """Track which submodule dispatches each op (forward pre/post hooks on every submodule)."""
+
+        def enter(name: str) -> Any:
+            def hook(_module: Any, _args: Any) -> None:  # a hook's return value would replace the inputs
+                self.modules.append(name)
+
+            return hook
+
+        def leave(_module: Any, _args: Any, _out: Any) -> None:  # ... or the output
+            self.modules.pop()
+
+        for name, module in model.named_modules():
+            module.register_forward_pre_hook(enter(name))
+            module.register_forward_hook(leave)
 
     def encode(self, arg: Any) -> Any:
         if isinstance(arg, torch.Tensor):
@@ -134,6 +152,7 @@ class Recorder(TorchDispatchMode):
                 "kwargs": encoded_kwargs,
                 "out": results,
                 "tuple": isinstance(out, (list, tuple)),
+                "module": self.modules[-1],
             }
         )
         return out
@@ -204,6 +223,8 @@ def _trace_case(module: Any, case_name: str, fake: bool) -> dict[str, Any]:
         else:
             attrs, tensor_attrs, training = {}, {}, False
         recorder = Recorder(values)
+        if isinstance(model, torch.nn.Module):
+            recorder.watch(model)
         with torch.no_grad(), recorder:
             out = model(*inputs)
         leaves, structure = _flatten(out)

@@ -23,7 +23,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.structure.graph import CaseGraph, case_graph
 
-TRACER_VERSION = "1"
+TRACER_VERSION = "2"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_CASES = 16
 
@@ -117,7 +117,7 @@ def trace_task(
             data = None
     if data is None:
         data = _run_worker(p, timeout, max_cases)
-        if cache:
+        if cache and not any("error" in c for c in data["cases"]):  # a failing reference is traced again next time
             cached.parent.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data), encoding="utf-8")
