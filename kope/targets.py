@@ -28,7 +28,12 @@ def load_task_view(name_or_path: str) -> tuple[Any, Path]:
         info = load_task(find_task(name_or_path).path)
     except HarnessError as exc:
         raise harness_error(exc) from None
-    return TaskView.from_info(info), info.path
+    family = None
+    if info.family == "unknown":  # a plain KernelBench file: the family of its traced structure
+        from kope.structure import inferred_family
+
+        family = inferred_family(info.path, info.operator)
+    return TaskView.from_info(info, family=family), info.path
 
 
 def hardware_for(target: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from harness.structure.graph import CaseGraph
 @dataclass(frozen=True)
 class ScalarBinding:
     name: str
-    source: str  # attr | literal | shape
+    source: str  # input | attr | literal | shape
     expr: str  # the Python expression in ModelNew.forward
     value: Any  # the first case's value
 
@@ -123,6 +123,9 @@ def bind_scalar(
     """
     first = _plain(values[0])
     constant = all(same(v, first) for v in values)
+    for index, arg in enumerate(input_names):  # a Python number passed to forward (get_inputs() -> [x, 3.5])
+        if all(index in c.scalar_inputs and same(c.scalar_inputs[index], v) for c, v in zip(cases, values)):
+            return ScalarBinding(name, "input", arg, first)
 
     def fits(attr: Any, value: Any) -> bool:  # an int attribute read as (k, k): kernel_size=3 -> [3, 3]
         value = _plain(value)
@@ -185,7 +188,7 @@ def tensor_binding(role: str, value_id: str, case: CaseGraph, input_names: Seque
 def input_names(case: CaseGraph) -> list[str]:
     """Forward parameter names for the inputs (``x0``... where the signature does not say)."""
     names = [n for n in case.forward_args if n.isidentifier() and not keyword.iskeyword(n) and n != "self"]
-    count = max([v.index or 0 for v in case.values.values() if v.kind == "input"] + [len(case.scalar_inputs) - 1, -1])
+    count = max([v.index or 0 for v in case.values.values() if v.kind == "input"] + [*case.scalar_inputs, -1])
     count = max(count + 1, len(case.inputs))
     out = []
     for i in range(count):

@@ -366,6 +366,8 @@ class Optimizer:
             params["backtracked"] = True
         if proposal.cited:
             params["cited"] = list(proposal.cited)
+        if proposal.structure:
+            params["structure"] = dict(proposal.structure)
         context_tokens = context.tokens["prompt"] + context.tokens["system"]
         attempt = Attempt(
             run_id=run_id,

@@ -1,8 +1,12 @@
 """The offline proposer: explores the suite's expert kernel templates, guided by memory.
 
 It needs no LLM, so KOPE's main job runs on a fresh machine with no API key.
-For a built-in operator with a template (``harness/suite/templates/<target>``)
-each step is one decision on the template's knobs:
+The template is chosen by the *structure* of the task's reference, not its name
+(``kope.structure``: the reference is traced on its own inputs and matched against
+what each template computes), so a KernelBench file named ``19_ReLU.py``, a user's
+own operator or a built-in task all get the template that computes what they
+compute, adapted to their constructor, parameter names and output shapes. Each
+step is one decision on that template's knobs:
 
 * first step: the best settings that memory holds for the same template on
   the same or similar hardware (the warm lineages that made it into the
@@ -14,9 +18,10 @@ each step is one decision on the template's knobs:
 * when every single-knob change from every good state was tried, an untried
   combination; when the whole space was tried, it says it is exhausted.
 
-A task without a template gets only generic decisions: the suite's
-hand-written example kernel when one ships. The proposer says plainly in every
-thought that it is the offline proposer.
+A task whose structure no template computes ends the run at once with the
+explanation (the ops nothing covers), except that a built-in task with a
+hand-written example kernel gets that example. The proposer says plainly in
+every thought that it is the offline proposer.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.suite import find_candidate
-from harness.suite.kernel_templates import KernelTemplate, template_for
+from harness.suite.kernel_templates import KernelTemplate, TemplateError, list_templates
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
+from kope.structure import summary, task_structure
 
 PREFIX = "[offline proposer]"
 GOOD_LABELS = ("effective", "partial")
@@ -80,10 +86,30 @@ class OfflineProposer:
         return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
 
     # -- the decision -------------------------------------------------------------------------
+    @staticmethod
+    def _task_path(request: ProposalRequest) -> str:
+        path = getattr(request.task, "path", "") or ""
+        if path:
+            return path
+        from harness.suite import find_task  # a view without its file: the built-in task of that name
+
+        return str(find_task(request.task.operator).path)
+
+    def _template(self, request: ProposalRequest) -> tuple[KernelTemplate | None, Any]:
+        """The template serving the task's traced structure (None when nothing serves it), and the match."""
+        from harness.structure.match import Match
+
+        match = task_structure(self._task_path(request), request.task.operator, request.target)
+        if not isinstance(match, Match):
+            return None, match
+        templates = {t.name: t for t in list_templates(request.target)}
+        return templates.get(match.template), match
+
     def propose(self, request: ProposalRequest) -> Proposal:
-        template = template_for(request.task.operator, request.target)
+        template, match = self._template(request)
+        self._match = match
         if template is None:
-            return self._generic(request)
+            return self._generic(request, match)
         tried = {
             _key(h.params.get("settings", {})) for h in request.history if h.params.get("template") == template.name
         }
@@ -241,7 +267,13 @@ class OfflineProposer:
         change: dict | None = None,
         cited: list[str] | tuple = (),
     ) -> Proposal:
-        code = template.render(request.task.operator, settings)
+        try:
+            code = template.render_task(self._match, settings)
+        except TemplateError as exc:
+            raise ProposerExhausted(
+                f"the task's structure matches template '{template.name}' ({self._match.structure}), but no "
+                f"candidate can be made for it: {exc.message}"
+            ) from None
         params: dict[str, Any] = {"template": template.name, "settings": settings}
         if change:
             params["change"] = change
@@ -254,23 +286,36 @@ class OfflineProposer:
             cited=tuple(cited),
             prompt_tokens=0,
             completion_tokens=0,
+            structure=summary(self._match),
         )
 
-    def _generic(self, request: ProposalRequest) -> Proposal:
+    def _generic(self, request: ProposalRequest, match: Any) -> Proposal:
         operator = request.task.operator
-        example = find_candidate(operator, request.target)
+        builtin = self._builtin_path(operator)
+        example = find_candidate(operator, request.target) if builtin == self._task_path(request) else None
         if example is not None and not any(h.params.get("generic") == "example" for h in request.history):
             return Proposal(
                 title="use the shipped example kernel",
                 layer="other",
-                thought=f"{PREFIX} No kernel template covers {operator}, so only generic decisions are possible: "
-                "start from the suite's hand-written example candidate.",
+                thought=f"{PREFIX} No kernel template computes {operator}'s structure ({match.explanation()}), so "
+                "only generic decisions are possible: start from the suite's hand-written example candidate.",
                 code=example.read_text(),
                 params={"generic": "example"},
+                structure=summary(match),
             )
         raise ProposerExhausted(
-            f"the offline proposer has no kernel template for {operator!r} on {request.target} "
-            f"{'and already tried the example kernel' if example else 'and no example kernel ships for it'}; "
-            "for such tasks its only generic decision is the suite's example kernel. Use --proposer llm with an "
-            "LLM endpoint"
+            f"the offline proposer has no kernel template for {operator!r} on {request.target}: "
+            f"{match.explanation()}"
+            + ("; it already tried the shipped example kernel" if example else "")
+            + ". Use --proposer llm with an LLM endpoint"
         )
+
+    @staticmethod
+    def _builtin_path(operator: str) -> str | None:
+        from harness.errors import HarnessError
+        from harness.suite import find_task
+
+        try:
+            return str(find_task(operator).path)
+        except HarnessError:
+            return None

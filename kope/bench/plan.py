@@ -179,15 +179,19 @@ class TaskEntry:
     level: int | None
     path: str
     cases: tuple[str, ...]  # the selected case names: every case the metrics count
+    error: str | None = None  # the task file cannot be loaded: its pairs are recorded as errors, not run
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "operator": self.operator,
             "family": self.family,
             "level": self.level,
             "path": self.path,
             "cases": list(self.cases),
         }
+        if self.error is not None:
+            data["error"] = self.error
+        return data
 
 
 @dataclass(frozen=True)
@@ -236,7 +240,7 @@ def _task_files(folder: Path) -> list[Path]:
 def _suite_infos(suite: str, family: str | None) -> list[Any]:
     from harness.errors import HarnessError
     from harness.suite import list_tasks
-    from harness.task import FAMILIES, read_task_info
+    from harness.task import FAMILIES
     from kope.targets import harness_error
 
     if family is not None and family not in FAMILIES and family != "unknown":
@@ -251,19 +255,48 @@ def _suite_infos(suite: str, family: str | None) -> list[Any]:
             )
         if not folder.is_dir():
             raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
-        infos = [read_task_info(p) for p in _task_files(folder)]
+        infos = [_read_or_broken(p) for p in _task_files(folder)]
     except HarnessError as exc:
         raise harness_error(exc) from None
     if not infos:
         raise UsageError(f"no task files (*.py) in {suite}")
     order = {f: i for i, f in enumerate(FAMILIES)}
-    infos = [i for i in infos if family is None or i.family == family]
+    infos = [i for i in infos if family is None or i.family == family]  # a broken file's family is unknown
     return sorted(infos, key=lambda t: (order.get(t.family, len(order)), t.level or 0, _natural(t.operator)))
+
+
+@dataclass(frozen=True)
+class BrokenTask:
+    """A file of a folder suite that cannot be read as a task: it becomes an error pair, the bench goes on."""
+
+    operator: str
+    family: str
+    level: int | None
+    path: Path
+    error: str
+    description: str = ""
+
+
+def _read_or_broken(path: Path) -> Any:
+    from harness.errors import HarnessError
+    from harness.task import default_operator, level_from_path, read_task_info
+
+    try:
+        return read_task_info(path)
+    except HarnessError as exc:
+        return BrokenTask(default_operator(path), "unknown", level_from_path(path), path, exc.message)
 
 
 def _natural(name: str) -> list[Any]:
     """``4_matvec`` before ``21_sigmoid`` (KernelBench's numbered problems in their own order)."""
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name) if part]
+
+
+def _broken_entry(operator: str, level: int | None, path: Path, error: str, info: Any = None) -> TaskEntry:
+    """A task that does not load (it imports a missing package, say): its cases as written, else one."""
+    cases = tuple(c.name for c in info.cases) if info is not None and info.cases else ("default",)
+    family = info.family if info is not None else "unknown"
+    return TaskEntry(operator, family, level, str(Path(path).resolve()), cases, error)
 
 
 def build_plan(options: BenchOptions) -> Plan:
@@ -291,8 +324,17 @@ def build_plan(options: BenchOptions) -> Plan:
                 hint="give each task file a unique OPERATOR",
             )
         seen[info.operator] = info.path
+        if isinstance(info, BrokenTask):
+            tasks.append(_broken_entry(info.operator, info.level, info.path, info.error))
+            continue
         try:
             task = load_task(info.path) if options.suite != "builtin" else info
+        except HarnessError as exc:
+            if options.suite == "builtin":
+                raise harness_error(exc) from None
+            tasks.append(_broken_entry(info.operator, info.level, info.path, exc.message, info))
+            continue
+        try:
             cases = select_cases(task, options.cases)
         except HarnessError as exc:
             raise harness_error(exc) from None

@@ -170,8 +170,40 @@ class BenchRunner:
             resume_run_id=self.store.started_run(pair.config, pair.operator),
         )
 
+    def _record_broken(self, pending: list[Pair]) -> list[Pair]:
+        """Pairs of tasks that did not load are recorded as errors with the loader's message; the rest run."""
+        runnable = []
+        for pair in pending:
+            task = self.plan.task(pair.operator)
+            if task.error is None:
+                runnable.append(pair)
+                continue
+            now = time.time()
+            self._finish_pair(
+                {
+                    "config": pair.config,
+                    "operator": pair.operator,
+                    "index": pair.index,
+                    "namespace": self.plan.namespace(pair.config),
+                    "run_id": None,
+                    "status": "error",
+                    "stop_reason": f"the task file does not load: {task.error}",
+                    "error": task.error,
+                    "resumed_from": None,
+                    "resumed_at": None,
+                    "started_at": now,
+                    "ended_at": now,
+                    "seconds": 0.0,
+                    "attempts": [],
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                },
+                [],
+            )
+        return runnable
+
     def run(self) -> dict[str, Any]:
-        pending = self.pending()
+        pending = self._record_broken(self.pending())
         total = len(self.plan.pairs())
         self.progress("plan", {"total": total, "pending": len(pending), "workers": self.plan.options.workers})
         try:
@@ -353,7 +385,8 @@ def plan_from_store(store: BenchStore, options: BenchOptions) -> Plan:
     """The plan of an existing bench (its stored operator list), with this invocation's workers/baseline."""
     stored = store.read_plan()
     tasks = [
-        TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"])) for t in stored["operators"]
+        TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"]), t.get("error"))
+        for t in stored["operators"]
     ]
     return Plan(options, tasks)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from rich.table import Table
@@ -89,8 +90,13 @@ def show_cmd(task: str, source: bool, as_json: bool) -> None:
     except HarnessError as exc:
         raise harness_error(exc) from None
     candidate = suite.find_candidate(info.operator)
+    from kope.structure import summary, task_structure
+
+    structure = task_structure(info.path, info.operator)
     if as_json:
-        print_json(info.to_dict() | {"cpu_candidate": str(candidate) if candidate else None})
+        print_json(
+            info.to_dict() | {"cpu_candidate": str(candidate) if candidate else None, "structure": summary(structure)}
+        )
         return
     out.print(f"[bold]{info.operator}[/bold] · {info.family} · level {info.level}")
     out.print(info.description)
@@ -103,8 +109,29 @@ def show_cmd(task: str, source: bool, as_json: bool) -> None:
     for c in info.cases:
         table.add_row(str(c.index), c.name, json.dumps(c.params))
     out.print(table)
+    _print_structure(structure)
     if source:
         out.print(info.path.read_text(), markup=False, highlight=False)
+
+
+def _print_structure(match: Any) -> None:
+    """The traced structure: the template that serves it and every binding, or why nothing does."""
+    from harness.structure.match import Match
+
+    if not isinstance(match, Match):
+        out.print(f"structure: no kernel template serves it: {match.explanation()}", markup=False)
+        return
+    how = "its own built-in candidate" if match.native else "adapted to the task's constructor and shapes"
+    out.print(f"structure: {match.structure} · template {match.template} ({how}) · family {match.family}", markup=False)
+    table = Table(title="bindings", title_justify="left")
+    for name in ("stage", "what", "tensors", "scalars"):
+        table.add_column(name, overflow="fold")
+    for i, stage in enumerate(match.stages):
+        what = f"{stage.template}.{stage.operator}" if stage.kind == "template" else stage.kind
+        tensors = ", ".join(f"{k}={v.source}:{v.name}" for k, v in stage.tensors.items())
+        scalars = ", ".join(f"{k}={v.expr} ({v.source})" for k, v in stage.scalars.items())
+        table.add_row(str(i), what, tensors or "-", scalars or "-")
+    out.print(table)
 
 
 @command.command("check")

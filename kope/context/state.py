@@ -29,11 +29,24 @@ class TaskView:
     description: str
     source: str
     cases: tuple[Mapping[str, Any], ...]
+    path: str = ""  # the task file
+    family_source: str = "file"  # "file": the task's FAMILY; "structure": inferred from its traced structure
 
     @classmethod
-    def from_info(cls, info: Any) -> TaskView:
+    def from_info(cls, info: Any, *, family: str | None = None) -> TaskView:
+        """The view of a task; ``family`` (inferred from the structure) replaces a FAMILY the file does not set."""
         cases = tuple({"name": c.name, **dict(c.params)} for c in info.cases)
-        return cls(info.operator, info.family, info.level, info.description or "", info.path.read_text(), cases)
+        inferred = family is not None and info.family == "unknown"
+        return cls(
+            info.operator,
+            family if inferred else info.family,
+            info.level,
+            info.description or "",
+            info.path.read_text(),
+            cases,
+            str(info.path),
+            "structure" if inferred else "file",
+        )
 
 
 def history_from_graph(graph: Any, run_id: str, *, with_code: bool) -> list[HistoryEntry]:
@@ -132,7 +145,7 @@ def build_context(
         incumbent_id, incumbent_code, incumbent_outcome = incumbent_override
     hot = HotState(
         operator=task.operator,
-        family=task.family,
+        family=task.family if task.family_source == "file" else f"{task.family}, inferred from the traced structure",
         target=target,
         reference_source=task.source,
         cases=task.cases,

@@ -294,26 +294,32 @@ return y
     return call
 
 
-def _training_uses(found: Found) -> str | None:
-    training = found.get("training")
-    if not training and ("running_mean" not in found.tensors or "running_var" not in found.tensors):
-        return "an inference batch norm without running statistics"
-    if len(found.shapes["x"]) < 2:
-        return "a batch norm of a 1-D tensor"
-    return None
+def _mode(training: bool) -> Callable[[Found], str | None]:
+    """Inference batch norm runs the batch_norm kernels; training mode (batch statistics) the group_norm ones."""
+
+    def where(found: Found) -> str | None:
+        if bool(found.get("training")) != training:
+            return "training-mode batch norm (the group_norm kernels)" if not training else "inference batch norm"
+        if not training and ("running_mean" not in found.tensors or "running_var" not in found.tensors):
+            return "an inference batch norm without running statistics"
+        if len(found.shapes["x"]) < 2:
+            return "a batch norm of a 1-D tensor"
+        return None
+
+    return where
 
 
 _BN = {"static": {"training": "training"}, "scalars": {"eps": "eps"}}
 PATTERNS = (
     [
         pattern(
-            "batch_norm",
+            "group_norm" if training else "batch_norm",
             ("batch_norm:batch_norm", ["x", w, b, m, v], _BN),
             call=_batch_norm_call,
-            where=_training_uses,
+            where=_mode(training),
             roles=("x", "weight", "bias", "running_mean", "running_var"),
-            dtypes=("float32", "float64", "bfloat16", "float16"),
         )
+        for training in (False, True)
         for w in ("weight", "-")
         for b in ("bias", "-")
         for m, v in (("running_mean", "running_var"), ("-", "-"))
