@@ -1,7 +1,7 @@
 """The tracing worker: runs a task's reference once per case and records every aten op it dispatches.
 
-Run as ``python -m harness.structure.trace_worker TASK [--max-cases N]``; it prints one
-JSON object (``kope.trace/1``) on stdout. It runs in its own process because task code
+Run as ``python -m harness.structure.trace_worker TASK... [--max-cases N]``; it prints one
+JSON object (``kope.trace/1``) per task on stdout, in order. It runs in its own process because task code
 is untrusted-ish and may be slow; the parent (``harness.structure.tracing``) gives it a
 timeout and caches the result by the task file's content hash.
 
@@ -296,17 +296,21 @@ def trace(path: str, max_cases: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.structure.trace_worker")
-    parser.add_argument("task")
+    parser.add_argument("tasks", nargs="+", help="task files; one JSON line per task, in order")
     parser.add_argument("--max-cases", type=int, default=16)
     args = parser.parse_args(argv)
     from harness.errors import HarnessError
 
-    try:
-        result = trace(args.task, args.max_cases)
-    except HarnessError as exc:
-        result = {"schema": SCHEMA, "error": exc.message}
-    sys.stdout.write(json.dumps(result) + "\n")
-    sys.stdout.flush()
+    for task in args.tasks:
+        try:
+            result = trace(task, args.max_cases)
+        except HarnessError as exc:
+            result = {"schema": SCHEMA, "error": exc.message}
+        except Exception as exc:  # a task that breaks the tracer itself: report it, go on with the next
+            result = {"schema": SCHEMA, "error": f"tracing failed: {type(exc).__name__}: {str(exc)[:300]}"}
+        result["path"] = task
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
     return 0
 
 

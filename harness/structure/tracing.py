@@ -66,36 +66,75 @@ def _key(source: bytes, max_cases: int) -> str:
     return digest.hexdigest()
 
 
-def _run_worker(path: Path, timeout: float, max_cases: int) -> dict[str, Any]:
+def _run_worker(paths: list[Path], timeout: float, max_cases: int) -> dict[str, dict[str, Any]]:
+    """Trace ``paths`` in one worker process: {path: JSON result}; the timeout applies per task."""
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     env.setdefault("OMP_NUM_THREADS", "1")
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "harness.structure.trace_worker", str(path), "--max-cases", str(max_cases)],
+            [sys.executable, "-m", "harness.structure.trace_worker", *map(str, paths), "--max-cases", str(max_cases)],
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=timeout * len(paths),
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
         )
     except subprocess.TimeoutExpired:
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} tasks"
         raise StructureError(
-            f"{path}: tracing the reference took longer than {timeout:.0f} s",
+            f"{where}: tracing the reference took longer than {timeout:.0f} s",
             hint="the reference is very slow or hangs on its own inputs",
         ) from None
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
+    results = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            data = json.loads(line)
+            results[data.get("path", "")] = data
+    if proc.returncode != 0 or len(results) != len(paths):
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} tasks"
         raise StructureError(
-            f"{path}: the tracing worker failed (exit {proc.returncode}): {' | '.join(tail) or 'no output'}"
+            f"{where}: the tracing worker failed (exit {proc.returncode}): {' | '.join(tail) or 'no output'}"
         )
-    data = json.loads(lines[-1])
-    if "error" in data:
-        raise StructureError(f"{path}: {data['error']}")
-    return data
+    return results
+
+
+def _cached(p: Path, max_cases: int) -> tuple[Path, dict[str, Any] | None]:
+    key = _key(p.read_bytes(), max_cases)
+    cached = cache_dir() / f"{key}.json"
+    if cached.is_file():
+        try:
+            return cached, json.loads(cached.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    return cached, None
+
+
+def _store(cached: Path, data: dict[str, Any]) -> None:
+    if any("error" in c for c in data.get("cases", [])) or "error" in data:
+        return  # a failing reference is traced again next time (it may need a package installed meanwhile)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, cached)
+
+
+def warm(paths: list[str | Path], *, timeout: float = DEFAULT_TIMEOUT_S, max_cases: int = DEFAULT_MAX_CASES) -> int:
+    """Trace every task of ``paths`` not traced yet, in one worker process; returns how many were traced."""
+    todo = []
+    for path in paths:
+        p = Path(path).resolve()
+        cached, data = _cached(p, max_cases)
+        if data is None:
+            todo.append((p, cached))
+    if todo:
+        results = _run_worker([p for p, _ in todo], timeout, max_cases)
+        for p, cached in todo:
+            _store(cached, results[str(p)])
+    return len(todo)
 
 
 def trace_task(
@@ -107,21 +146,13 @@ def trace_task(
         source = p.read_bytes()
     except OSError as exc:
         raise StructureError(f"{p}: cannot read the task file: {exc}") from None
-    key = _key(source, max_cases)
-    cached = cache_dir() / f"{key}.json"
-    data = None
-    if cache and cached.is_file():
-        try:
-            data = json.loads(cached.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
+    cached, data = _cached(p, max_cases) if cache else (None, None)
     if data is None:
-        data = _run_worker(p, timeout, max_cases)
-        if cache and not any("error" in c for c in data["cases"]):  # a failing reference is traced again next time
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(tmp, cached)
+        data = _run_worker([p], timeout, max_cases)[str(p)]
+        if cached is not None:
+            _store(cached, data)
+    if "error" in data:
+        raise StructureError(f"{p}: {data['error']}")
     graphs = [case_graph(c) for c in data["cases"] if "error" not in c]
     failures = [(c["case"], c["error"]) for c in data["cases"] if "error" in c]
     if not graphs:
