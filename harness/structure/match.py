@@ -61,6 +61,7 @@ class Stage:
     scalars: dict[str, ScalarBinding] = field(default_factory=dict)
     static: dict[str, Any] = field(default_factory=dict)
     found: Found | None = None  # template stages: the binding on the first case
+    family: str | None = None  # template stages: the family of their template
     chain: list[Node] = field(default_factory=list)  # chain / view stages: their lifted nodes, in order
 
     def to_dict(self) -> dict[str, Any]:
@@ -275,24 +276,19 @@ def _merge_chains(
 
 
 def _family(stages: list[Stage]) -> str:
-    kinds = [n.kind for s in stages for n in (s.chain or [])]
+    """The family of a matched structure: one template stage's own; kernels around one GEMM or convolution
+    are `fused` (KernelBench level 2); several such core kernels, or attention, a `block`."""
     templates = [s for s in stages if s.kind == "template"]
-    core = [s for s in templates if s.found and any(k in CORE_KINDS for k in _kinds(s))]
-    if len(stages) == 1 and templates:
-        return templates[0].static.get("_family") or "unknown"
-    if len(core) > 1 or any(s.found and "sdpa" in _kinds(s) for s in templates):
+    core = [s for s in templates if any(n.kind in CORE_KINDS for n in s.chain)]
+    if len(core) > 1 or any(n.kind == "sdpa" for s in templates for n in s.chain):
         return "block"
-    if core:
+    if core and len(stages) > 1:
         return "fused"
-    if templates and not kinds:
-        return templates[0].static.get("_family") or "unknown"
-    if not templates and kinds:
-        return "elementwise" if len(stages) == 1 else "fused"
+    if len(templates) == 1 and len(stages) == 1:
+        return templates[0].family or "unknown"
+    if not templates:
+        return "elementwise"
     return "fused"
-
-
-def _kinds(stage: Stage) -> list[str]:
-    return [n.split(":")[0] for n in stage.static.get("_kinds", [])]
 
 
 def match_graph(
@@ -413,10 +409,18 @@ def _stage(
                 problems.append(f"{cand.template}.{found.pattern.operator}: tensor {role} is made outside the model")
                 return None
             tensors[role] = binding
-        static["_family"] = cand.family
-        static["_kinds"] = [n.signature for n in nodes]
         return Stage(
-            "template", found.nodes, output, cand.template, found.pattern.operator, tensors, scalars, static, found
+            "template",
+            found.nodes,
+            output,
+            cand.template,
+            found.pattern.operator,
+            tensors,
+            scalars,
+            static,
+            found,
+            cand.family,
+            list(nodes),
         )
     # chain / view stages: scalars are per node attribute; tensors are every external operand
     inside = {n.id for n in nodes}

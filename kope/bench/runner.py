@@ -202,8 +202,25 @@ class BenchRunner:
             )
         return runnable
 
+    def _trace_all(self, pending: list[Pair]) -> None:
+        """The offline proposer matches every task by its traced structure: trace them in one worker process
+        up front (cached; a task that fails here is traced, and reported, again by its own pair)."""
+        from harness.errors import HarnessError
+        from harness.structure.tracing import warm
+
+        paths = sorted({self.plan.task(p.operator).path for p in pending})
+        if self.plan.options.proposer == "offline" and paths:
+            try:
+                traced = warm(paths)
+            except HarnessError as exc:
+                self.progress("info", f"tracing the tasks up front failed ({exc.message}); each pair traces its own")
+                return
+            if traced:
+                self.progress("info", f"traced {traced} task(s) for the offline proposer's structure match")
+
     def run(self) -> dict[str, Any]:
         pending = self._record_broken(self.pending())
+        self._trace_all(pending)
         total = len(self.plan.pairs())
         self.progress("plan", {"total": total, "pending": len(pending), "workers": self.plan.options.workers})
         try:
