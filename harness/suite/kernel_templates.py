@@ -19,6 +19,14 @@ A template module defines::
         ...
     ]
     def render(operator: str, settings: dict) -> str: ...   # the candidate file text
+    PATTERNS = [pattern("relu", ("unary:relu", ["x"]), call=...)]  # optional: the structures it computes
+
+``PATTERNS`` (``harness.structure.patterns``) declare what the template computes, so
+any task whose traced reference does the same is served by it (the offline proposer
+chooses templates by structure, not by name: ``harness.structure.match``), with a
+``call`` that adapts the kernels to that task's conventions; ``render_task(match,
+settings)`` renders a matched task. A composite template (``pipeline``) defines
+``render_match(match, settings)`` instead. See docs/templates.md.
 
 Templates are trusted code shipped with KOPE: loading one imports it (they
 only build strings; they must not import torch at module level).
