@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from kope.cli._common import State, out, pass_state, print_json
-from kope.targets import hardware_for, harness_error
+from kope.targets import hardware_for
 
 
 @click.command("context")
@@ -46,18 +46,13 @@ def command(
     quiet: bool,
 ) -> None:
     """Show the prompt KOPE would send for TASK (a built-in operator or a task file)."""
-    from harness.errors import HarnessError
-    from harness.suite import find_task
-    from harness.task import load_task
     from kope.context.budget import Budget
-    from kope.context.state import TaskView, build_context
+    from kope.context.state import build_context
     from kope.errors import UsageError
+    from kope.targets import load_task_view
 
     config = state.config
-    try:
-        info = load_task(find_task(task).path)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+    view, _ = load_task_view(task)  # a file without FAMILY gets its traced structure's family
     plan = Budget.from_settings(config.context)
     if budget is not None:
         plan = plan.with_total(budget)
@@ -70,7 +65,7 @@ def command(
         graph = ExperienceGraph.from_config(config, journal=False)
     try:
         context, retrieval = build_context(
-            TaskView.from_info(info),
+            view,
             target=target,
             hardware=hardware_for(target),
             budget=plan,
@@ -94,7 +89,7 @@ def command(
         out.print(context.human_text, markup=False, highlight=False)
     b = context.budget
     table = Table(
-        title=f"context for {info.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
+        title=f"context for {view.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
         f"G {b.generation} - R {b.recency}",
         title_justify="left",
     )
