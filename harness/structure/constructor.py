@@ -138,7 +138,7 @@ def _indent(text: str) -> str:
     return "".join(("    " + line if line.strip() else "") + "\n" for line in _dedent(text).splitlines())
 
 
-def reuse_constructor(source: str, case_keys: set[str] = frozenset()) -> Constructor:
+def reuse_constructor(source: str, case_keys: frozenset[str] | set[str] = frozenset()) -> Constructor:
     """What ModelNew needs from the task file to construct itself like Model (see the module docstring)."""
     tree = ast.parse(source)
     top: dict[str, ast.stmt] = {}
@@ -170,12 +170,12 @@ def reuse_constructor(source: str, case_keys: set[str] = frozenset()) -> Constru
     if init is not None:
         pending.append(init)
         wanted_methods.append(init)
-    needed_top: dict[str, ast.stmt] = {}
-    needed_imports: dict[int, ast.stmt] = {}
+    needed_top: dict[str, ast.AST] = {}
+    needed_imports: dict[int, ast.AST] = {}
     seen: set[str] = set()
     while pending:
-        node = pending.pop()
-        names, called = _free(node)
+        item = pending.pop()
+        names, called = _free(item)
         for method in sorted(called):
             if method in methods and method != "forward" and methods[method] not in wanted_methods:
                 wanted_methods.append(methods[method])

@@ -134,6 +134,10 @@ class Lifted:
         return value_id in self.outputs
 
 
+def _operand(value: str | None) -> Operand | None:
+    return Operand(value) if value is not None else None
+
+
 def _one(dims: tuple[int, ...] | None) -> int | tuple[int, ...] | None:
     """A single reduced dim as an int (how a task usually keeps it: ``self.dim = 1``), else the tuple."""
     return dims[0] if dims is not None and len(dims) == 1 else dims
@@ -154,6 +158,12 @@ class _Lifter:
     # -- helpers ------------------------------------------------------------------------------
     def shape(self, vid: str) -> tuple[int, ...]:
         return self.g.values[vid].shape
+
+    def tensor(self, a: Any) -> str:
+        """The value id of a tensor argument (renamed through absorbed ops)."""
+        if not isinstance(a, Ref):
+            raise TypeError(f"expected a tensor argument, got {a!r}")
+        return self.rename.get(a.id, a.id)
 
     def ref(self, a: Any) -> str | None:
         return self.rename.get(a.id, a.id) if isinstance(a, Ref) else None
@@ -258,7 +268,7 @@ class _Lifter:
             bias, a, b = None, op.args[0], op.args[1]
         out = op.out[0]
         users = self.g.consumers(out)
-        finals = [(out, [])]
+        finals: list[tuple[str, list[Op]]] = [(out, [])]
         if len(users) == 1 and users[0].name in ("_unsafe_view", "view") and out not in self.g.outputs:
             finals.insert(0, (users[0].out[0], [users[0]]))  # reshaped back (N-D matmul, linear)
         chosen = None
@@ -278,7 +288,7 @@ class _Lifter:
         oa, chain_a, shape_a, ob, chain_b, shape_b, final, tail, expected = chosen
         bias_operand = None
         if bias is not None:
-            bvid = self.ref(bias)
+            bvid = self.tensor(bias)
             bshape = self.shape(bvid)
             n = expected[-1] if expected else 1
             if bshape not in ((n,), (1, n)) and bshape != expected:
@@ -305,7 +315,7 @@ class _Lifter:
     # -- instance norm ---------------------------------------------------------------------
     def instance_norm(self, op: Op) -> bool:
         """repeat(w, [N]) ... view(x, [1, N*C, ...]) -> batch_norm(training) -> view back to x's shape."""
-        x_view = self.ref(op.args[0])
+        x_view = self.tensor(op.args[0])
         producer = self.g.producer(x_view)
         if producer is None or producer.name != "view" or not bool(op.arg(5, "training")):
             return False
@@ -344,9 +354,9 @@ class _Lifter:
     # -- one op ------------------------------------------------------------------------------
     def single(self, op: Op) -> None:
         name = op.name[:-1] if op.name.endswith("_") and op.name[:-1] in {**UNARY, **BINARY} else op.name
-        out = op.out[0] if op.out else None
-        if out is None:
+        if not op.out:
             return
+        out: str = op.out[0]
         shape, dtype = tuple(self.shape(out)), self.g.values[out].dtype
         x = self.ref(op.args[0]) if op.args else None
 
@@ -378,12 +388,12 @@ class _Lifter:
             elif name == "pow":
                 exponent = op.arg(1, "exponent")
                 if isinstance(exponent, Ref):
-                    node("other", op.qualified, [Operand(x)])
+                    node("other", op.qualified, [_operand(x)])
                     return
                 attrs["exponent"] = exponent
                 if exponent == 2:
                     fn = "square"
-            node("unary", fn, [Operand(x)], **attrs)
+            node("unary", fn, [_operand(x)], **attrs)
             return
         if name in BINARY and len(op.args) >= 2:
             a, b = op.args[0], op.args[1]
@@ -410,6 +420,7 @@ class _Lifter:
             fn = REDUCE[name]
             rank = len(self.shape(x))
             keepdim = False
+            dims: tuple[int, ...] | None
             if name in ("argmax", "argmin"):
                 dim = op.arg(1, "dim")
                 dims = None if dim is None else (int(dim),)
@@ -425,7 +436,7 @@ class _Lifter:
                 node(
                     "reduce",
                     fn,
-                    [Operand(x)],
+                    [_operand(x)],
                     dims=dims,
                     dim=_one(dims),
                     keepdim=keepdim,
@@ -442,19 +453,19 @@ class _Lifter:
                 dims = None if dims_arg is None else tuple(int(d) for d in dims_arg)
                 keepdim = bool(op.arg(2, "keepdim", False))
             if op.kwargs.get("dtype") is not None:
-                node("other", op.qualified, [Operand(x)])
+                node("other", op.qualified, [_operand(x)])
                 return
-            node("reduce", fn, [Operand(x)], dims=dims, dim=_one(dims), keepdim=keepdim, rank=rank)
+            node("reduce", fn, [_operand(x)], dims=dims, dim=_one(dims), keepdim=keepdim, rank=rank)
             return
         if name in ("_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax") and x is not None:
             log = "log" in name
-            node("softmax", "log_softmax" if log else "softmax", [Operand(x)], dim=int(op.arg(1, "dim")))
+            node("softmax", "log_softmax" if log else "softmax", [_operand(x)], dim=int(op.arg(1, "dim")))
             return
         if name in ("cumsum", "cumprod") and x is not None:
             if op.kwargs.get("dtype") is not None:
-                node("other", op.qualified, [Operand(x)])
+                node("other", op.qualified, [_operand(x)])
                 return
-            node("cumsum", name, [Operand(x)], dim=int(op.arg(1, "dim")))
+            node("cumsum", name, [_operand(x)], dim=int(op.arg(1, "dim")))
             return
         if name == "native_layer_norm":
             w, b = op.args[2], op.args[3]
@@ -462,7 +473,7 @@ class _Lifter:
                 "layer_norm",
                 "layer_norm",
                 [
-                    Operand(x),
+                    _operand(x),
                     Operand(w.id) if isinstance(w, Ref) else None,
                     Operand(b.id) if isinstance(b, Ref) else None,
                 ],
@@ -479,7 +490,7 @@ class _Lifter:
             node(
                 "batch_norm",
                 "batch_norm",
-                [Operand(x), *(Operand(t.id) if isinstance(t, Ref) else None for t in (w, b, rm, rv))],
+                [_operand(x), *(Operand(t.id) if isinstance(t, Ref) else None for t in (w, b, rm, rv))],
                 training=training,
                 momentum=args[6],
                 eps=args[7],
@@ -491,7 +502,7 @@ class _Lifter:
                 "group_norm",
                 "group_norm",
                 [
-                    Operand(x),
+                    _operand(x),
                     Operand(w.id) if isinstance(w, Ref) else None,
                     Operand(b.id) if isinstance(b, Ref) else None,
                 ],
@@ -504,13 +515,13 @@ class _Lifter:
             node(
                 "conv",
                 "conv_transpose" if op.args[6] else "conv",
-                [Operand(x), Operand(w.id), Operand(b.id) if isinstance(b, Ref) else None],
+                [_operand(x), Operand(w.id), Operand(b.id) if isinstance(b, Ref) else None],
                 stride=tuple(op.args[3]),
                 padding=tuple(op.args[4]),
                 dilation=tuple(op.args[5]),
                 output_padding=tuple(op.args[7]),
                 groups=int(op.args[8]),
-                spatial=len(self.shape(x)) - 2,
+                spatial=len(self.shape(self.tensor(op.args[0]))) - 2,
             )
             return
         if name in ("max_pool2d_with_indices", "max_pool2d", "max_pool1d", "max_pool3d_with_indices"):
@@ -519,7 +530,7 @@ class _Lifter:
             node(
                 "max_pool",
                 name.replace("_with_indices", ""),
-                [Operand(x)],
+                [_operand(x)],
                 kernel=kernel,
                 stride=stride,
                 padding=tuple(op.arg(3, "padding", (0,) * len(kernel))),
@@ -533,7 +544,7 @@ class _Lifter:
             node(
                 "avg_pool",
                 name,
-                [Operand(x)],
+                [_operand(x)],
                 kernel=kernel,
                 stride=stride,
                 padding=tuple(op.arg(3, "padding", (0,) * len(kernel))),
@@ -543,10 +554,10 @@ class _Lifter:
             )
             return
         if name in ("_adaptive_avg_pool2d", "adaptive_avg_pool2d", "_adaptive_avg_pool3d"):
-            node("adaptive_avg_pool", name.lstrip("_"), [Operand(x)], output_size=tuple(op.args[1]))
+            node("adaptive_avg_pool", name.lstrip("_"), [_operand(x)], output_size=tuple(op.args[1]))
             return
         if name.startswith("_scaled_dot_product"):
-            q, k, v = (self.ref(a) for a in op.args[:3])
+            q, k, v = (self.tensor(a) for a in op.args[:3])
             node(
                 "sdpa",
                 "sdpa",
@@ -562,7 +573,7 @@ class _Lifter:
                 self.rename[out] = self.rename.get(x, x)
                 return
             attrs = {"args": tuple(op.args[1:]), "in_shape": tuple(self.shape(x))}
-            node("view", name, [Operand(x)], **attrs)
+            node("view", name, [_operand(x)], **attrs)
             return
         if name in ("stack", "cat") and op.args and isinstance(op.args[0], tuple):
             operands = [Operand(self.rename.get(r.id, r.id)) for r in op.args[0] if isinstance(r, Ref)]

@@ -238,7 +238,7 @@ def cover(
         alone = len(lifted.nodes) == 1  # a lone elementwise op is the pointwise template's; else it joins a chain
         if best is not None and not (node.kind in CHAIN_KINDS and best[1].pattern.size == 1 and not alone):
             covered.update(best[1].nodes)
-            stages.append((best[0], best[1], [lifted.node(n) for n in best[1].nodes], "template"))
+            stages.append((best[0], best[1], [lifted.by_id[n] for n in best[1].nodes], "template"))
             continue
         if node.kind in CHAIN_KINDS:
             covered.add(node.id)
@@ -372,8 +372,9 @@ def _stage(
     cases = [lf.graph for lf in lifted]
     output = nodes[-1].id
     if kind == "template" and cand is not None and found is not None:
-        per_case = [find(found.pattern, lf, same_node(first, lf, output)) for lf in lifted]
-        if any(f is None for f in per_case):
+        bound = [find(found.pattern, lf, same_node(first, lf, output)) for lf in lifted]
+        per_case = [f for f in bound if f is not None]
+        if len(per_case) != len(bound):
             problems.append(f"{cand.template}.{found.pattern.operator} binds in some cases only")
             return None
         for lf, f in zip(lifted[1:], per_case[1:]):
@@ -389,7 +390,7 @@ def _stage(
                         f"{cand.template}.{found.pattern.operator}: {key} changes between cases ({static.get(key)} / "
                         f"{value}), but the kernel fixes it"
                     )
-        scalars = {}
+        scalars: dict[str, ScalarBinding] = {}
         for name in found.scalars:
             module = _module_of(first, found, name)
             binding = bind_scalar(name, [f.scalars[name] for f in per_case], cases, names, module)
@@ -400,15 +401,15 @@ def _stage(
                 )
                 return None
             scalars[name] = binding
-        tensors = {}
+        tensors: dict[str, TensorBinding] = {}
         for role, operand in found.tensors.items():
             if operand is None:
                 continue
-            binding = tensor_binding(role, operand.value, first.graph, names)
-            if binding is None:
+            tensor = tensor_binding(role, operand.value, first.graph, names)
+            if tensor is None:
                 problems.append(f"{cand.template}.{found.pattern.operator}: tensor {role} is made outside the model")
                 return None
-            tensors[role] = binding
+            tensors[role] = tensor
         return Stage(
             "template",
             found.nodes,
@@ -424,17 +425,17 @@ def _stage(
         )
     # chain / view stages: scalars are per node attribute; tensors are every external operand
     inside = {n.id for n in nodes}
-    tensors = {}
+    operands: dict[str, TensorBinding] = {}
     for node in nodes:
         for operand in node.operands:
-            if operand is None or operand.value in inside or operand.value in tensors:
+            if operand is None or operand.value in inside or operand.value in operands:
                 continue
-            binding = tensor_binding(operand.value, operand.value, first.graph, names)
-            if binding is None:
+            external = tensor_binding(operand.value, operand.value, first.graph, names)
+            if external is None:
                 problems.append(f"{node.signature}: operand {operand.value} is a tensor made outside the model")
                 return None
-            tensors[operand.value] = binding
-    scalars = {}
+            operands[operand.value] = external
+    chain_scalars: dict[str, ScalarBinding] = {}
     for node in nodes if kind == "chain" else []:
         for attr, value in node.attrs.items():
             if attr in ("rank", "in_shape", "alpha") and not (attr == "alpha" and value != 1):
@@ -442,17 +443,17 @@ def _stage(
             if value is None or isinstance(value, str):
                 continue
             values = [same_node(first, lf, node.id).attrs.get(attr) for lf in lifted]
-            binding = bind_scalar(attr, values, cases, names, node.module)
-            if binding is None:
+            scalar = bind_scalar(attr, values, cases, names, node.module)
+            if scalar is None:
                 problems.append(f"{node.signature}: {attr} changes between cases and cannot be bound")
                 return None
-            scalars[f"{node.id}.{attr}"] = binding
+            chain_scalars[f"{node.id}.{attr}"] = scalar
     if kind == "view":
         why = _viewable(nodes[0], lifted)
         if why is not None:
             problems.append(_describe(nodes[0], first) + f": {why}")
             return None
-    return Stage(kind, tuple(n.id for n in nodes), output, tensors=tensors, scalars=scalars, chain=list(nodes))
+    return Stage(kind, tuple(n.id for n in nodes), output, tensors=operands, scalars=chain_scalars, chain=list(nodes))
 
 
 def match_task(

@@ -196,7 +196,12 @@ def _bind_operands(
             elif spec.startswith("$"):
                 k = int(spec[1:])
                 producer = lifted.node(operand.value) if operand is not None else None
-                if producer is None or operand.transposed or not _sig_ok_index(k, producer, assigned, trial_assigned):
+                if (
+                    producer is None
+                    or operand is None
+                    or operand.transposed
+                    or not _sig_ok_index(k, producer, assigned, trial_assigned)
+                ):
                     ok = False
                 else:
                     trial_assigned[k] = producer

@@ -61,26 +61,6 @@ class Knob:
     layer: str
     doc: str
 
-    def render_task(self, match: Any, settings: dict[str, Any] | None = None) -> str:
-        """The candidate for a task matched by structure (``harness.structure.match``).
-
-        A task that is one of this template's own operators gets ``render(operator, ...)``;
-        any other gets this template's kernels called with the task's own conventions
-        (``harness.structure.codegen``); a composite template renders the whole match.
-        Raises ``TemplateError`` when the matched task cannot be given a candidate.
-        """
-        from harness.structure.codegen import AdaptError, render_single
-
-        full = self.check_settings(settings or {})
-        try:
-            if match.native and match.operator in self.operators:
-                return self.render(match.operator, full)
-            if self._render_match is not None:
-                return self._render_match(match, dict(full))
-            return render_single(match, self.render, full)
-        except AdaptError as exc:
-            raise TemplateError(f"template {self.name!r}: {exc}") from None
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -209,7 +209,7 @@ class BenchRunner:
         from harness.errors import HarnessError
         from harness.structure.tracing import warm
 
-        paths = sorted({self.plan.task(p.operator).path for p in pending})
+        paths: list[str | Path] = sorted({self.plan.task(p.operator).path for p in pending})
         if self.plan.options.proposer == "offline" and paths:
             try:
                 traced = warm(paths)

@@ -39,7 +39,7 @@ class TaskView:
         inferred = family is not None and info.family == "unknown"
         return cls(
             info.operator,
-            family if inferred else info.family,
+            str(family if inferred else info.family),
             info.level,
             info.description or "",
             info.path.read_text(),

@@ -291,7 +291,7 @@ def _sum_where(found: Found) -> str | None:
     why = _linear_where(found)
     if why:
         return why
-    dims = found.get("dims") or ()
+    dims: tuple[int, ...] = found.get("dims") or ()
     if len(found.shapes["x"]) != 2 or len(dims) != 1 or dims[0] % 2 != 1:
         return "a sum over other than the output features of a 2-D linear layer"
     return None

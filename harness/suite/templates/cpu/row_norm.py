@@ -251,7 +251,7 @@ _KERNELS[x.dtype](x, y, x.numel() // n, n, float(eps))
 def _rms_where(found: Found) -> str | None:
     if not found.get("keepdim"):
         return "a mean without keepdim"
-    dims = found.get("dims") or ()
+    dims: tuple[int, ...] = found.get("dims") or ()
     if len(dims) != 1:
         return "an RMS over several dims"
     rank = len(found.shapes["x"])
