@@ -67,7 +67,6 @@ MODELS = {
         return c
 """,
     ),
-    "tall_skinny_matmul": None,  # same as matmul
     "batched_matmul": (
         _NO_PARAMS,
         """
@@ -123,7 +122,7 @@ MODELS = {
 """,
     ),
 }
-MODELS["tall_skinny_matmul"] = MODELS["matmul"]
+MODELS["tall_skinny_matmul"] = MODELS["matmul"]  # the same computation
 
 
 def render(operator: str, settings: dict) -> str:
