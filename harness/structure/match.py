@@ -19,7 +19,7 @@ rendered by the composite ``pipeline`` template. A node no stage covers is repor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -465,4 +465,35 @@ def match_task(
 
     trace = trace_task(path, timeout=timeout or DEFAULT_TIMEOUT_S)
     name = operator or read_task_info(path).operator
-    return match_graph(trace, name, target)
+    if _candidates(target) or target == "cpu":
+        return match_graph(trace, name, target)
+    return by_builtin_operator(match_graph(trace, name, "cpu"), target)
+
+
+def by_builtin_operator(match: Match | NoMatch, target: str) -> Match | NoMatch:
+    """A cpu match served on a target whose templates declare no structures (``triton``).
+
+    Such templates serve their built-in operators by name, so a task is served when its
+    structure is one of those operators with the built-in task's conventions (a ``native``
+    cpu match) and a template of ``target`` names that operator; anything else is a
+    ``NoMatch`` that says so.
+    """
+    from harness.suite.kernel_templates import list_templates
+
+    if not isinstance(match, Match):
+        return match
+    if match.native and match.operator:
+        served = next((t for t in list_templates(target) if match.operator in t.operators), None)
+        if served is not None:
+            return replace(match, template=served.name, family=served.family)
+    why = (
+        f"its structure ({match.structure}) is not one of them with the built-in task's conventions"
+        if not match.native
+        else f"none of them serves {match.operator or match.template}, the operator its structure computes"
+    )
+    return NoMatch(
+        match.task,
+        match.digest,
+        [],
+        f"the {target} templates declare no structures: they serve their built-in operators by name, and {why}",
+    )

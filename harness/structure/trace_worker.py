@@ -1,7 +1,8 @@
 """The tracing worker: runs a task's reference once per case and records every aten op it dispatches.
 
 Run as ``python -m harness.structure.trace_worker TASK... [--max-cases N]``; it prints one
-JSON object (``kope.trace/1``) per task on stdout, in order. It runs in its own process because task code
+JSON object (``kope.trace/1``) per task on stdout, in order, after a ``ready`` line once
+its imports are done (what the task code prints goes to stderr). It runs in its own process because task code
 is untrusted-ish and may be slow; the parent (``harness.structure.tracing``) gives it a
 timeout and caches the result by the task file's content hash.
 
@@ -30,6 +31,7 @@ import argparse
 import inspect
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -300,7 +302,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-cases", type=int, default=16)
     args = parser.parse_args(argv)
     from harness.errors import HarnessError
+    from harness.task import load_task  # noqa: F401  (imported before "ready": the parent's timeout is per task)
 
+    out = os.fdopen(os.dup(1), "w")  # the protocol; what task code prints goes to stderr
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    out.write("ready\n")
+    out.flush()
     for task in args.tasks:
         try:
             result = trace(task, args.max_cases)
@@ -309,8 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # a task that breaks the tracer itself: report it, go on with the next
             result = {"schema": SCHEMA, "error": f"tracing failed: {type(exc).__name__}: {str(exc)[:300]}"}
         result["path"] = task
-        sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
+        out.write(json.dumps(result) + "\n")
+        out.flush()
     return 0
 
 
