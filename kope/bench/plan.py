@@ -33,6 +33,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kope.boundary import (
+    FAMILIES,
+    UNKNOWN_FAMILY,
+    TaskError,
+    TaskInfo,
+    level_from_path,
+    load_task,
+    read_task_info,
+    select_cases,
+    suite_tasks,
+)
 from kope.errors import UsageError
 
 
@@ -237,35 +248,26 @@ def _task_files(folder: Path) -> list[Path]:
     )
 
 
-def _suite_infos(suite: str, family: str | None, levels: tuple[int, ...] = ()) -> list[Any]:
-    from harness.errors import HarnessError
-    from harness.suite import list_tasks
-    from harness.task import FAMILIES, level_from_path, read_task_info
-    from kope.targets import harness_error
-
-    if family is not None and family not in FAMILIES and family != "unknown":
+def _suite_infos(suite: str, family: str | None, levels: tuple[int, ...] = ()) -> list[TaskInfo]:
+    if family is not None and family not in FAMILIES and family != UNKNOWN_FAMILY:
         raise UsageError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
-    try:
-        if suite == "builtin":
-            return list_tasks(family)
-        folder = Path(suite)
-        if not folder.exists():
-            raise UsageError(
-                f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files"
-            )
-        if not folder.is_dir():
-            raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
-        infos = []
-        for path in _task_files(folder):
-            if levels and level_from_path(path) not in levels and level_from_path(path) is not None:
-                try:
-                    infos.append(read_task_info(path))
-                except HarnessError:
-                    continue  # a broken file of a level --levels leaves out does not stop the bench
-            else:
+    if suite == "builtin":
+        return suite_tasks(family)
+    folder = Path(suite)
+    if not folder.exists():
+        raise UsageError(f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files")
+    if not folder.is_dir():
+        raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
+    infos = []
+    for path in _task_files(folder):
+        level = level_from_path(path)
+        if levels and level is not None and level not in levels:
+            try:
                 infos.append(read_task_info(path))
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+            except TaskError:
+                continue  # a broken file of a level --levels leaves out does not stop the bench
+        else:
+            infos.append(read_task_info(path))
     if not infos:
         raise UsageError(f"no task files (*.py) in {suite}")
     order = {f: i for i, f in enumerate(FAMILIES)}
@@ -286,10 +288,6 @@ def _broken_entry(operator: str, level: int | None, path: Path, error: str, info
 
 def build_plan(options: BenchOptions) -> Plan:
     """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench)."""
-    from harness.errors import HarnessError
-    from harness.task import load_task, select_cases
-    from kope.targets import harness_error
-
     if options.steps < 1:
         raise UsageError("--steps must be at least 1")
     if options.workers < 1:
@@ -315,15 +313,12 @@ def build_plan(options: BenchOptions) -> Plan:
         seen[info.operator] = info.path
         try:
             task = load_task(info.path) if options.suite != "builtin" else info
-        except HarnessError as exc:
+        except TaskError as exc:
             # The file reads as a task (its source has Model, get_inputs, valid metadata) but running it fails,
             # e.g. it imports a package this machine lacks: an error pair, and the bench goes on.
             tasks.append(_broken_entry(info.operator, info.level, info.path, exc.message, info))
             continue
-        try:
-            cases = select_cases(task, options.cases)
-        except HarnessError as exc:
-            raise harness_error(exc) from None
+        cases = select_cases(task, options.cases)
         tasks.append(
             TaskEntry(
                 info.operator, info.family, info.level, str(Path(info.path).resolve()), tuple(c.name for c in cases)

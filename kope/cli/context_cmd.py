@@ -5,16 +5,17 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from kope.boundary import TARGETS, hardware_for, load_task_view
 from kope.cli._common import State, out, pass_state, print_json
-from kope.targets import hardware_for
+from kope.context import POLICIES
 
 
 @click.command("context")
 @click.argument("task")
-@click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
+@click.option("--target", type=click.Choice(TARGETS), default="cpu", show_default=True)
 @click.option(
     "--policy",
-    type=click.Choice(["active", "passive", "none"]),
+    type=click.Choice(POLICIES),
     default="active",
     show_default=True,
     help="active: hot+warm+cold from the graph; passive: the full history; none: hot only.",
@@ -49,7 +50,7 @@ def command(
     from kope.context.budget import Budget
     from kope.context.state import build_context
     from kope.errors import UsageError
-    from kope.targets import load_task_view
+    from kope.memory import Memory, open_memory
 
     config = state.config
     view, _ = load_task_view(task)  # a file without FAMILY gets its traced structure's family
@@ -58,11 +59,7 @@ def command(
         plan = plan.with_total(budget)
     if run_id and no_memory:
         raise UsageError("--run reads the run from the Experience Graph; it cannot be combined with --no-memory")
-    graph = None
-    if not no_memory:
-        from kope.memory.connect import open_memory
-
-        graph = open_memory(config, journal=False)
+    graph: Memory | None = None if no_memory else open_memory(config, journal=False)
     try:
         context, retrieval = build_context(
             view,

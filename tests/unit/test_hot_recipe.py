@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from kope.boundary import load_task_view
 from kope.context.budget import Budget
 from kope.context.hot import MAX_LEVEL, HotState, build_hot, fit_hot
 from kope.context.state import build_context
 from kope.context.tokens import TokenCounter
-from kope.targets import load_task_view
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_style" / "level2" / "1_Gemm_Add_ReLU.py"
 MARKS = {
