@@ -6,12 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from kope.boundary import load_task_view
+from kope.boundary import Hardware, load_task_view
 from kope.context.budget import Budget
 from kope.context.hot import MAX_LEVEL, HotState, build_hot, fit_hot
 from kope.context.state import build_context
 from kope.context.tokens import TokenCounter
 
+HARDWARE = Hardware(
+    id="cpu-0",
+    class_="x86_64-avx2",
+    vendor="amd",
+    arch="x86_64",
+    cpu_model="EPYC",
+    cores=2,
+    isa=["avx2"],
+    caches={"l1d": 32768, "l2": 524288},
+)
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_style" / "level2" / "1_Gemm_Add_ReLU.py"
 MARKS = {
     "cpu": ("from harness.cpu import compile_cpp", 'extern "C" void', "class ModelNew(nn.Module)"),
@@ -21,7 +31,7 @@ MARKS = {
 
 
 def state(target: str, source: str = "x = 1  # a comment the last compression level strips\n" * 300) -> HotState:
-    return HotState("op", "fused", target, source, tuple({"name": f"c{i}", "n": i} for i in range(20)), {})
+    return HotState("op", "fused", target, source, tuple({"name": f"c{i}", "n": i} for i in range(20)), HARDWARE)
 
 
 @pytest.mark.parametrize("target", sorted(MARKS))
@@ -49,7 +59,7 @@ def test_a_task_file_without_family_gets_the_family_of_its_traced_structure():
 
 def _knowledge(view) -> tuple[set[str], str]:
     budget = Budget(60_000, 2_000, 2_000, 500, 20_000, 4_000)
-    context, _ = build_context(view, target="cpu", hardware={"class": "x86_64-avx2"}, budget=budget)
+    context, _ = build_context(view, target="cpu", hardware=HARDWARE, budget=budget)
     return {item.id for item in context.items if item.kind == "knowledge"}, context.human_text
 
 
