@@ -102,6 +102,7 @@ def test_on_such_a_target_a_task_with_its_own_conventions_is_not_matched_and_say
 
 def _task_file(path, body):
     path.write_text(
+        f"# {path}: a new file each run, so no trace of it is cached yet\n"
         "import os\nimport time\nimport torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
         f"    def forward(self, x):\n        {body}\n\n\n"
         "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return []\n"
