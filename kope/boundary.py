@@ -21,7 +21,9 @@ so ``kope --help`` stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -76,6 +78,15 @@ __all__ = [
     "select_cases",
     "suite_tasks",
     "template_for",
+    "builtin_task_path",
+    "inferred_family",
+    "is_match",
+    "level_from_path",
+    "render_for_task",
+    "structure_summary",
+    "task_structure",
+    "templates_for_target",
+    "trace_tasks",
 ]
 
 # The harness's case selection: indices, ranges ("0-3") and names, as text or a list; None: every case.
@@ -116,11 +127,24 @@ class TaskView:
     description: str
     source: str  # the task file's text (the reference the prompt shows)
     cases: tuple[Mapping[str, Any], ...]  # each case: its name and parameter overrides
+    path: str = ""  # the task file
+    family_source: str = "file"  # "file": the task's FAMILY; "structure": inferred from its traced structure
 
     @classmethod
-    def from_info(cls, info: TaskInfo) -> TaskView:
+    def from_info(cls, info: TaskInfo, *, family: str | None = None) -> TaskView:
+        """The view of a task; ``family`` (inferred from the structure) replaces a FAMILY the file does not set."""
         cases = tuple({"name": c.name, **dict(c.params)} for c in info.cases)
-        return cls(info.operator, info.family, info.level, info.description or "", info.path.read_text(), cases)
+        inferred = family is not None and info.family == UNKNOWN_FAMILY
+        return cls(
+            info.operator,
+            str(family if inferred else info.family),
+            info.level,
+            info.description or "",
+            info.path.read_text(),
+            cases,
+            str(info.path),
+            "structure" if inferred else "file",
+        )
 
     def case_params(self) -> list[tuple[str, dict[str, Any]]]:
         """(name, parameters) per case, as an outcome record lists them."""
@@ -160,7 +184,10 @@ def select_cases(info: TaskInfo, selection: CaseSelection) -> list[Case]:
 def load_task_view(name_or_path: str | Path) -> tuple[TaskView, Path]:
     """(TaskView, task file) for a built-in operator name or a task file path."""
     info = load_task(find_task(name_or_path).path)
-    return TaskView.from_info(info), info.path
+    family = None
+    if info.family == UNKNOWN_FAMILY:  # a plain KernelBench file: the family of its traced structure
+        family = inferred_family(info.path, info.operator)
+    return TaskView.from_info(info, family=family), info.path
 
 
 def suite_tasks(family: str | None = None) -> list[TaskInfo]:
@@ -308,3 +335,90 @@ def hardware_for(target: str) -> Hardware:
                     f"the cuda target needs an NVIDIA GPU, and none is visible ({type(exc).__name__})"
                 ) from None
     return hardware.cpu_fingerprint()
+
+
+# -- structure matching (the offline proposer's choice of template) -----------------------------------
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_structure(path: str, digest: str, operator: str, target: str) -> Any:
+    from harness.structure.match import NoMatch, match_task
+
+    try:
+        return match_task(path, operator, target)
+    except HarnessError as exc:
+        return NoMatch(path, digest, [], f"the reference could not be traced: {exc.message}")
+
+
+def task_structure(path: str | Path, operator: str, target: str = "cpu") -> Any:
+    """The structure match of the task at ``path`` (``harness.structure.match.Match`` or ``NoMatch``).
+
+    Traced and matched once per process (the trace itself is cached on disk by the harness, by the
+    file's content hash); a reference that cannot be traced is a ``NoMatch`` whose reason says why."""
+    p = Path(path).resolve()
+    return _cached_structure(str(p), _digest(p), operator, target)
+
+
+def is_match(structure: Any) -> bool:
+    """Whether ``task_structure`` found a template for the task (else it holds the explanation)."""
+    from harness.structure.match import Match
+
+    return isinstance(structure, Match)
+
+
+def inferred_family(path: str | Path, operator: str) -> str | None:
+    """The family of the task's matched structure (None when it matches nothing): for files without FAMILY."""
+    match = task_structure(path, operator)
+    return str(match.family) if is_match(match) else None
+
+
+def structure_summary(match: Any) -> dict[str, Any]:
+    """What a decision records about the match (``params["structure"]``, shown by ``kope tasks show``)."""
+    if not is_match(match):
+        return {"matched": False, "explanation": match.explanation()}
+    return {"matched": True, **match.to_dict()}
+
+
+def trace_tasks(paths: Sequence[str | Path]) -> int:
+    """Trace every task of ``paths`` not traced yet, in one worker process; how many were traced.
+
+    A task that fails or hangs does not stop the others (its own ``task_structure`` reports it)."""
+    from harness.structure.tracing import warm
+
+    with _translated():
+        return warm(list(paths))
+
+
+def templates_for_target(target: str = "cpu") -> dict[str, KernelTemplate]:
+    """The kernel templates of ``target`` by name."""
+    from harness.suite.kernel_templates import list_templates
+
+    with _translated():
+        return {t.name: t for t in list_templates(target)}
+
+
+def render_for_task(template: KernelTemplate, match: Any, settings: Mapping[str, Any]) -> str:
+    """The candidate ``template`` renders for a task matched by structure (``TaskError`` when it cannot)."""
+    with _translated():
+        return template.render_task(match, dict(settings))
+
+
+def builtin_task_path(operator: str) -> Path | None:
+    """The file of the built-in task named ``operator`` (None when there is none)."""
+    from harness import suite
+
+    try:
+        return suite.find_task(operator).path
+    except HarnessError:
+        return None
+
+
+def level_from_path(path: str | Path) -> int | None:
+    """The KernelBench level a task file's folder names (``level2/...``), if any."""
+    from harness import task
+
+    return task.level_from_path(Path(path))

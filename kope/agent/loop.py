@@ -364,9 +364,10 @@ class Optimizer:
             UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)
             for i in context.evidence()
         )
-        params = DecisionParams(
-            backtracked=backtracked, cited=tuple(proposal.cited), extension=dict(proposal.params or {})
-        )
+        extension = dict(proposal.params or {})
+        if proposal.structure:  # the offline proposer's structure match, kept with its template choice
+            extension["structure"] = dict(proposal.structure)
+        params = DecisionParams(backtracked=backtracked, cited=tuple(proposal.cited), extension=extension)
         context_tokens = context.tokens["prompt"] + context.tokens["system"]
         attempt = Attempt(
             run_id=run_id,

@@ -1,8 +1,12 @@
 """The offline proposer: explores the suite's expert kernel templates, guided by memory.
 
 It needs no LLM, so KOPE's main job runs on a fresh machine with no API key.
-For a built-in operator with a template (``harness/suite/templates/<target>``)
-each step is one decision on the template's knobs:
+The template is chosen by the *structure* of the task's reference, not its name
+(``kope.boundary.task_structure``: the reference is traced on its own inputs and matched against
+what each template computes), so a KernelBench file named ``19_ReLU.py``, a user's
+own operator or a built-in task all get the template that computes what they
+compute, adapted to their constructor, parameter names and output shapes. Each
+step is one decision on that template's knobs:
 
 * first step: the best settings that memory holds for the same template on
   the same or similar hardware (the warm lineages that made it into the
@@ -14,13 +18,15 @@ each step is one decision on the template's knobs:
 * when every single-knob change from every good state was tried, an untried
   combination; when the whole space was tried, it says it is exhausted.
 
-A task without a template gets only generic decisions: the suite's
-hand-written example kernel when one ships. The proposer says plainly in every
-thought that it is the offline proposer.
+A task whose structure no template computes ends the run at once with the
+explanation (the ops nothing covers), except that a built-in task with a
+hand-written example kernel gets that example. The proposer says plainly in
+every thought that it is the offline proposer.
 
 What it records with each decision (the extension of its ``DecisionParams``)
 is a ``TemplateChoice``: the template, its knob settings, the one-knob change,
-or that it used the example kernel.
+or that it used the example kernel; the loop adds the structure match
+(``structure``: template, stages and their bindings, or the explanation).
 """
 
 from __future__ import annotations
@@ -32,7 +38,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
-from kope.boundary import KernelTemplate, find_candidate, template_for
+from kope.boundary import (
+    KernelTemplate,
+    TaskError,
+    builtin_task_path,
+    find_candidate,
+    is_match,
+    render_for_task,
+    structure_summary,
+    task_structure,
+    templates_for_target,
+)
 from kope.memory.params import DecisionParams
 
 PREFIX = "[offline proposer]"
@@ -121,10 +137,26 @@ class OfflineProposer:
         return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
 
     # -- the decision -------------------------------------------------------------------------
+    @staticmethod
+    def _task_path(request: ProposalRequest) -> str:
+        path = getattr(request.task, "path", "") or ""
+        if path:
+            return path
+        builtin = builtin_task_path(request.task.operator)  # a view without its file: the built-in task
+        return str(builtin) if builtin is not None else ""
+
+    def _template(self, request: ProposalRequest) -> tuple[KernelTemplate | None, Any]:
+        """The template serving the task's traced structure (None when nothing serves it), and the match."""
+        match = task_structure(self._task_path(request), request.task.operator, request.target)
+        if not is_match(match):
+            return None, match
+        return templates_for_target(request.target).get(match.template), match
+
     def propose(self, request: ProposalRequest) -> Proposal:
-        template = template_for(request.task.operator, request.target)
+        template, match = self._template(request)
+        self._match = match
         if template is None:
-            return self._generic(request)
+            return self._generic(request, match)
         history = [TemplateChoice.of(h.params) for h in request.history]
         tried = {_key(c.settings) for c in history if c.template == template.name}
         prior = self._prior(request, template)
@@ -282,7 +314,13 @@ class OfflineProposer:
         change: dict[str, Any] | None = None,
         cited: Sequence[str] = (),
     ) -> Proposal:
-        code = template.render(request.task.operator, settings)
+        try:
+            code = render_for_task(template, self._match, settings)
+        except TaskError as exc:
+            raise ProposerExhausted(
+                f"the task's structure matches template '{template.name}' ({self._match.structure}), but no "
+                f"candidate can be made for it: {exc.message}"
+            ) from None
         choice = TemplateChoice(template=template.name, settings=settings, change=change)
         return Proposal(
             title=title,
@@ -293,23 +331,26 @@ class OfflineProposer:
             cited=tuple(cited),
             prompt_tokens=0,
             completion_tokens=0,
+            structure=structure_summary(self._match),
         )
 
-    def _generic(self, request: ProposalRequest) -> Proposal:
+    def _generic(self, request: ProposalRequest, match: Any) -> Proposal:
         operator = request.task.operator
-        example = find_candidate(operator, request.target)
+        builtin = builtin_task_path(operator)
+        example = find_candidate(operator, request.target) if str(builtin) == self._task_path(request) else None
         if example is not None and not any(TemplateChoice.of(h.params).generic == EXAMPLE for h in request.history):
             return Proposal(
                 title="use the shipped example kernel",
                 layer="other",
-                thought=f"{PREFIX} No kernel template covers {operator}, so only generic decisions are possible: "
-                "start from the suite's hand-written example candidate.",
+                thought=f"{PREFIX} No kernel template computes {operator}'s structure ({match.explanation()}), so "
+                "only generic decisions are possible: start from the suite's hand-written example candidate.",
                 code=example.read_text(),
                 params=TemplateChoice(generic=EXAMPLE).to_extension(),
+                structure=structure_summary(match),
             )
         raise ProposerExhausted(
-            f"the offline proposer has no kernel template for {operator!r} on {request.target} "
-            f"{'and already tried the example kernel' if example else 'and no example kernel ships for it'}; "
-            "for such tasks its only generic decision is the suite's example kernel. Use --proposer llm with an "
-            "LLM endpoint"
+            f"the offline proposer has no kernel template for {operator!r} on {request.target}: "
+            f"{match.explanation()}"
+            + ("; it already tried the shipped example kernel" if example else "")
+            + ". Use --proposer llm with an LLM endpoint"
         )

@@ -67,6 +67,7 @@ class Proposal:
     model: str | None = None
     cited: tuple[str, ...] = ()  # evidence ids the proposer said it used
     notes: tuple[str, ...] = field(default_factory=tuple)
+    structure: Mapping[str, Any] | None = None  # the offline proposer: the task's structure match and bindings
 
 
 class Proposer(Protocol):

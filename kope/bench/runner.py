@@ -171,8 +171,56 @@ class BenchRunner:
             resume_run_id=self.store.started_run(pair.config, pair.operator),
         )
 
+    def _record_broken(self, pending: list[Pair]) -> list[Pair]:
+        """Pairs of tasks that did not load are recorded as errors with the loader's message; the rest run."""
+        runnable = []
+        for pair in pending:
+            task = self.plan.task(pair.operator)
+            if task.error is None:
+                runnable.append(pair)
+                continue
+            now = time.time()
+            self._finish_pair(
+                {
+                    "config": pair.config,
+                    "operator": pair.operator,
+                    "index": pair.index,
+                    "namespace": self.plan.namespace(pair.config),
+                    "run_id": None,
+                    "status": "error",
+                    "stop_reason": f"the task file does not load: {task.error}",
+                    "error": task.error,
+                    "resumed_from": None,
+                    "resumed_at": None,
+                    "started_at": now,
+                    "ended_at": now,
+                    "seconds": 0.0,
+                    "attempts": [],
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                },
+                [],
+            )
+        return runnable
+
+    def _trace_all(self, pending: list[Pair]) -> None:
+        """The offline proposer matches every task by its traced structure: trace them in one worker process
+        up front (cached; a task that fails here is reported by its own pair)."""
+        from kope.boundary import TaskError, trace_tasks
+
+        paths: list[str | Path] = sorted({self.plan.task(p.operator).path for p in pending})
+        if self.plan.options.proposer == "offline" and paths:
+            try:
+                traced = trace_tasks(paths)
+            except TaskError as exc:
+                self.progress("info", f"tracing the tasks up front failed ({exc.message}); each pair traces its own")
+                return
+            if traced:
+                self.progress("info", f"traced {traced} task(s) for the offline proposer's structure match")
+
     def run(self) -> dict[str, Any]:
-        pending = self.pending()
+        pending = self._record_broken(self.pending())
+        self._trace_all(pending)
         total = len(self.plan.pairs())
         self.progress("plan", {"total": total, "pending": len(pending), "workers": self.plan.options.workers})
         try:
@@ -354,7 +402,8 @@ def plan_from_store(store: BenchStore, options: BenchOptions) -> Plan:
     """The plan of an existing bench (its stored operator list), with this invocation's workers/baseline."""
     stored = store.read_plan()
     tasks = [
-        TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"])) for t in stored["operators"]
+        TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"]), t.get("error"))
+        for t in stored["operators"]
     ]
     return Plan(options, tasks)
 

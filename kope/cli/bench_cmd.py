@@ -203,11 +203,26 @@ def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, 
     data = with_metrics(data)
     if as_json:
         print_json({"results": str(store.results_file), "baseline": data["baseline"], "metrics": data["metrics"]})
-        return
-    out.print(summary_table(data), markup=False)
-    out.print(f"results: {store.results_file}", markup=False)
-    for path in paths:
-        out.print(f"report: {path}", markup=False)
+    else:
+        out.print(summary_table(data), markup=False)
+        out.print(f"results: {store.results_file}", markup=False)
+        for path in paths:
+            out.print(f"report: {path}", markup=False)
+    _fail_if_nothing_attempted(data)
+
+
+def _fail_if_nothing_attempted(data: dict[str, Any]) -> None:
+    """Exit 12 when no pair of the bench made a single attempt (the results are written all the same)."""
+    from kope.errors import NothingAttemptedError
+
+    pairs = data.get("pairs") or []
+    if pairs and not any(p.get("attempts") for p in pairs):
+        errors = sorted({p.get("stop_reason") or p.get("error") or p.get("status") or "?" for p in pairs})
+        raise NothingAttemptedError(
+            f"no attempt was made for any of the {len({p['operator'] for p in pairs})} operators "
+            f"({'; '.join(errors[:3])}{'; ...' if len(errors) > 3 else ''})",
+            hint="see the stop reasons in results.json",
+        )
 
 
 @command.command("report")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from kope.boundary import TARGETS, find_task, hardware_for, load_task
+from kope.boundary import TARGETS, hardware_for, load_task_view
 from kope.cli._common import State, out, pass_state, print_json
 from kope.context import POLICIES
 
@@ -47,14 +47,13 @@ def command(
     quiet: bool,
 ) -> None:
     """Show the prompt KOPE would send for TASK (a built-in operator or a task file)."""
-    from kope.boundary import TaskView
     from kope.context.budget import Budget
     from kope.context.state import build_context
     from kope.errors import UsageError
     from kope.memory import Memory, open_memory
 
     config = state.config
-    info = load_task(find_task(task).path)
+    view, _ = load_task_view(task)  # a file without FAMILY gets its traced structure's family
     plan = Budget.from_settings(config.context)
     if budget is not None:
         plan = plan.with_total(budget)
@@ -63,7 +62,7 @@ def command(
     graph: Memory | None = None if no_memory else open_memory(config, journal=False)
     try:
         context, retrieval = build_context(
-            TaskView.from_info(info),
+            view,
             target=target,
             hardware=hardware_for(target),
             budget=plan,
@@ -87,7 +86,7 @@ def command(
         out.print(context.human_text, markup=False, highlight=False)
     b = context.budget
     table = Table(
-        title=f"context for {info.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
+        title=f"context for {view.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
         f"G {b.generation} - R {b.recency}",
         title_justify="left",
     )

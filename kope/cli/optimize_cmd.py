@@ -211,15 +211,27 @@ def command(
         summaries = optimize_tasks(config, chosen, options, tasks, resume=resume, progress=view.event)
     if as_json:
         print_json([s.to_dict() for s in summaries])
-        return
-    out.print(_summary_table(summaries))
-    for s in summaries:
-        out.print(
-            f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
-            soft_wrap=True,
-            highlight=False,
+    else:
+        out.print(_summary_table(summaries))
+        for s in summaries:
+            out.print(
+                f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
+                soft_wrap=True,
+                highlight=False,
+            )
+        _memory_and_browser(config, summaries)
+    _fail_if_nothing_attempted(summaries)
+
+
+def _fail_if_nothing_attempted(summaries: list[Any]) -> None:
+    """Exit 12 when not one attempt was made for any selected operator (a run that did nothing says so)."""
+    from kope.errors import NothingAttemptedError
+
+    if summaries and all(not s.steps and not s.resumed_at for s in summaries):  # resumed_at: attempts before
+        reasons = "; ".join(f"{s.operator}: {s.stop_reason}" for s in summaries)
+        raise NothingAttemptedError(
+            f"no attempt was made for {'the operator' if len(summaries) == 1 else 'any of the operators'} ({reasons})"
         )
-    _memory_and_browser(config, summaries)
 
 
 def _memory_and_browser(config: Any, summaries: list[Any]) -> None:

@@ -8,7 +8,18 @@ from typing import Any
 import click
 from rich.table import Table
 
-from kope.boundary import FAMILIES, check_task, find_candidate, find_task, list_candidates, suite_tasks, template_for
+from kope.boundary import (
+    FAMILIES,
+    check_task,
+    find_candidate,
+    find_task,
+    is_match,
+    list_candidates,
+    structure_summary,
+    suite_tasks,
+    task_structure,
+    template_for,
+)
 from kope.cli._common import KopeGroup, out, print_json
 
 
@@ -68,8 +79,12 @@ def show_cmd(task: str, source: bool, as_json: bool) -> None:
     """Show one task (a built-in operator name or a task file): metadata, cases, files."""
     info = find_task(task)
     candidate = find_candidate(info.operator)
+    structure = task_structure(info.path, info.operator)
     if as_json:
-        print_json(info.to_dict() | {"cpu_candidate": str(candidate) if candidate else None})
+        print_json(
+            info.to_dict()
+            | {"cpu_candidate": str(candidate) if candidate else None, "structure": structure_summary(structure)}
+        )
         return
     out.print(f"[bold]{info.operator}[/bold] · {info.family} · level {info.level}")
     out.print(info.description)
@@ -82,8 +97,27 @@ def show_cmd(task: str, source: bool, as_json: bool) -> None:
     for c in info.cases:
         table.add_row(str(c.index), c.name, json.dumps(c.params))
     out.print(table)
+    _print_structure(structure)
     if source:
         out.print(info.path.read_text(), markup=False, highlight=False)
+
+
+def _print_structure(match: Any) -> None:
+    """The traced structure: the template that serves it and every binding, or why nothing does."""
+    if not is_match(match):
+        out.print(f"structure: no kernel template serves it: {match.explanation()}", markup=False)
+        return
+    how = "its own built-in candidate" if match.native else "adapted to the task's constructor and shapes"
+    out.print(f"structure: {match.structure} · template {match.template} ({how}) · family {match.family}", markup=False)
+    table = Table(title="bindings", title_justify="left")
+    for name in ("stage", "what", "tensors", "scalars"):
+        table.add_column(name, overflow="fold")
+    for i, stage in enumerate(match.stages):
+        what = f"{stage.template}.{stage.operator}" if stage.kind == "template" else stage.kind
+        tensors = ", ".join(f"{k}={v.source}:{v.name}" for k, v in stage.tensors.items())
+        scalars = ", ".join(f"{k}={v.expr} ({v.source})" for k, v in stage.scalars.items())
+        table.add_row(str(i), what, tensors or "-", scalars or "-")
+    out.print(table)
 
 
 @command.command("check")

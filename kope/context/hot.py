@@ -1,8 +1,9 @@
 """The hot tier: what every prompt must hold, and how it is compressed.
 
 Hot sections, in prompt order: the objective, the task (operator, family,
-description, reference source), its cases, the target and hardware (these
-open the prompt); the incumbent kernel, the latest feedback and the next-step
+description, reference source), its cases, the target and hardware, the
+target's candidate recipe (how to write and build ``ModelNew`` there, with a
+complete example; ``kope.context.recipes``) (these open the prompt); the incumbent kernel, the latest feedback and the next-step
 instruction (these close it). All are always present.
 
 When hot is too big it is compressed in this order, one level at a time, each
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kope.boundary import Hardware
+from kope.context.recipes import recipe
 from kope.errors import KopeError
 from kope.memory.records import OutcomeNodeRecord, StoredCase
 
@@ -267,6 +269,7 @@ def build_hot(state: HotState, level: int) -> HotSections:
         ),
         ("hot:cases", "## Cases\n" + cases_text(state.cases, compact=level >= 3)),
         ("hot:target", "## Target and hardware\n" + hardware_text(state.target, state.hardware)),
+        ("hot:recipe", recipe(state.target)),
     ]
     if incumbent:
         summary = ""

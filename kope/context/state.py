@@ -103,7 +103,7 @@ def build_context(
         incumbent_id, incumbent_code, incumbent_outcome = start.id, start.code, start.outcome
     hot = HotState(
         operator=task.operator,
-        family=task.family,
+        family=task.family if task.family_source == "file" else f"{task.family}, inferred from the traced structure",
         target=target,
         reference_source=task.source,
         cases=task.cases,
