@@ -116,6 +116,20 @@ def compare_outputs(
     return PASS
 
 
+def compare_layouts(
+    cand_flat: list[Any], cand_strides: list[list[int] | None] | None, ref_strides: list[list[int] | None] | None
+) -> Verdict:
+    """``compare_layout`` for every tensor of a flattened candidate output (the first refusal); for outputs
+    whose values are known to pass (``harness.fast_compare``)."""
+    for i, c in enumerate(cand_flat):
+        if isinstance(c, torch.Tensor):
+            label = "output" if len(cand_flat) == 1 else f"output[{i}]"
+            verdict = compare_layout(c.shape, _at(cand_strides, i), _at(ref_strides, i), label)
+            if not verdict.ok:
+                return verdict
+    return PASS
+
+
 def _at(items: list[Any] | None, i: int) -> Any:
     return items[i] if items and i < len(items) else None
 
@@ -279,27 +293,3 @@ def degenerate_reason(ref: Any) -> str | None:
         if float(lo) == 0.0 and float(hi) == 0.0:
             return f"output[{i}] is all zeros"
     return None
-
-
-def compare_encoded(
-    cand_desc: Any, cand_tensors: list[torch.Tensor], ref_trial: dict, ref_tensors: list[torch.Tensor], device: str
-) -> Verdict:
-    """Compare a candidate output as a worker encoded it with a reference trial (output, layout, index outputs)."""
-    from harness.worker_common import decode
-
-    devices: list[str] = []
-    cand_strides: list = []
-    ref_strides: list = []
-    cand = decode(cand_desc, cand_tensors, devices, cand_strides)
-    ref = decode(ref_trial["output"], ref_tensors, None, ref_strides)
-    inputs = decode(ref_trial["inputs"], ref_tensors) if "inputs" in ref_trial else None
-    return compare_outputs(
-        cand,
-        ref,
-        device=device,
-        cand_devices=devices,
-        cand_strides=cand_strides,
-        ref_strides=ref_strides,
-        inputs=inputs,
-        index_outputs=ref_trial.get("index_outputs"),
-    )

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kope.bench.metrics import best_attempt, geomean, positive
+from kope.memory import Memory
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def split(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def final_evaluation(
     *,
-    graph: Any,
+    memory: Memory,
     attempts: list[dict[str, Any]],
     cases: str | None,
     task_path: str,
@@ -66,18 +67,10 @@ def final_evaluation(
     folder: Path,
 ) -> dict[str, Any]:
     """The ``final`` block of a pair: which attempt, its outcome on visible + held-out cases, the two summaries."""
-    from harness.errors import HarnessError
-    from harness.evaluate import EvalOptions, evaluate
-    from harness.task import select_cases
-    from harness.task_loader import load_task_isolated
-    from harness.timing import Budget
-    from kope.targets import harness_error
+    from kope.boundary import evaluate_candidate, load_task, select_cases
 
-    try:
-        task = load_task_isolated(task_path)
-        selected = select_cases(task, cases)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+    task = load_task(task_path)  # TaskError (exit 2) when the harness refuses it
+    selected = select_cases(task, cases)
     visible = [c.name for c in selected]
     best = best_attempt(attempts, visible)
     block: dict[str, Any] = {
@@ -87,30 +80,29 @@ def final_evaluation(
         "outcome": None,
         "status": "no_attempt",
     }
-    code = graph.kernel_source(best["decision_id"]) if best else None
-    chosen = [c.index for c in selected] + [c.index for c in task.heldout_cases]
+    code = memory.kernel_source(best["decision_id"]) if best else None
+    chosen: list[int | str] = [c.index for c in [*selected, *task.heldout_cases]]
     if not code:
         if best is not None:
             block["status"] = "no_kernel"  # the best attempt had no code (a format error)
-        block.update(split([{"heldout": task.case(i).heldout, "passed": False} for i in chosen]))
+        block.update(split([{"heldout": c.heldout, "passed": False} for c in [*selected, *task.heldout_cases]]))
         return block
     assert best is not None  # a kernel came from it
     path = folder / f"{best['decision_id'].replace('/', '_')}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")
-    options = EvalOptions(
+    outcome = evaluate_candidate(
+        task,
+        path,
         target=target,
         cases=chosen,
         case_set="all",
         seeds=settings.seeds,
-        budget=Budget(warmup_ms=settings.warmup_ms, rep_ms=settings.rep_ms),
+        warmup_ms=settings.warmup_ms,
+        rep_ms=settings.rep_ms,
         time_incorrect=True,
-        reuse_reference=False,
-    )
-    try:
-        outcome = evaluate(task, path, options).to_dict()
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+        fresh_reference=True,
+    ).to_dict()
     block.update(outcome=outcome, status=outcome["status"], kernel=str(path), **split(outcome["cases"]))
     block["overfit"] = bool(
         block["visible"]["cases"]

@@ -183,11 +183,13 @@ def _lines(stream: IO[str], source: str) -> Iterator[tuple[int, str]]:
         ) from None
 
 
-def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], list[dict], dict[str, Any]]:
+def _parse(
+    stream: IO[str], source: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     header: dict[str, Any] | None = None
     trailer: dict[str, Any] | None = None
-    nodes: list[dict] = []
-    rels: list[dict] = []
+    nodes: list[dict[str, Any]] = []
+    rels: list[dict[str, Any]] = []
     for number, line in _lines(stream, source):
         if not line.strip():
             continue

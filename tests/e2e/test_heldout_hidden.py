@@ -43,7 +43,7 @@ def test_the_prompt_holds_the_visible_cases_and_no_heldout_one(kope_cli, tmp_pat
 
 
 def test_the_loop_reads_the_task_without_heldout_cases():
-    from kope.targets import load_task_view
+    from kope.boundary import load_task_view
 
     view, path = load_task_view("relu")
     assert path.name == "relu.py" and len(view.cases) == 9

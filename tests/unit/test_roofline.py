@@ -74,10 +74,16 @@ def test_the_roofline_fields_are_optional_in_the_record():
 
 
 def test_the_experience_graph_accepts_roofline_fields_and_refuses_heldout_cases():
-    from pydantic import ValidationError
+    from kope.memory import parse_outcome, synthetic
+    from kope.memory.errors import InvalidRecordError
 
-    from kope.memory.outcome import CaseResult as Stored
-
-    Stored(index=0, name="a", passed=True, min_bytes=10, flops=0, bound_ms=0.5, roofline_fraction=0.4)
-    with pytest.raises(ValidationError, match="heldout"):
-        Stored(index=0, name="a", passed=True, heldout=True)
+    record = synthetic.outcome("softmax", "correct", 1.7).to_dict()
+    case = CaseResult(0, "a", {}, passed=True)
+    case.min_bytes, case.flops, case.bound_ms, case.roofline_fraction = 10, 0, 0.5, 0.4
+    stored = parse_outcome({**record, "cases": [case.to_dict()]})
+    assert (stored.cases[0].min_bytes, stored.cases[0].bound_ms, stored.cases[0].roofline_fraction) == (10, 0.5, 0.4)
+    with pytest.raises(InvalidRecordError, match="heldout"):
+        parse_outcome({**record, "cases": [{**case.to_dict(), "heldout": True}]})
+    case.roofline_fraction = -1.0
+    with pytest.raises(InvalidRecordError, match="roofline_fraction: must be >= 0"):
+        parse_outcome({**record, "cases": [case.to_dict()]})
