@@ -39,7 +39,9 @@ from kope.bench.metrics import bench_metrics
 from kope.bench.pair import PairSpec, run_pair
 from kope.bench.plan import CONFIGURATIONS, BenchOptions, Pair, Plan, TaskEntry, default_baseline
 from kope.bench.store import RESULTS_SCHEMA, BenchStore, read_json, write_json
+from kope.config import KopeConfig
 from kope.errors import KopeError
+from kope.hints import kope_command
 
 Progress = Callable[[str, Any], None]
 
@@ -54,8 +56,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def resume_hint(out: Path) -> str:
-    return f"continue it with `kope bench --resume --out {out}`"
+def resume_hint(out: Path, config: KopeConfig) -> str:
+    """The bench's namespaces are in its plan (under ``out``); the server is named like every hint's."""
+    return f"continue it with `{kope_command(config, 'bench', '--resume', '--out', str(out), scoped=False)}`"
 
 
 @dataclass
@@ -182,13 +185,14 @@ class BenchRunner:
         except KeyboardInterrupt:
             self.write_results()
             raise BenchInterrupted(
-                f"bench interrupted: {self._done()} of {total} pairs finished", hint=resume_hint(self.plan.options.out)
+                f"bench interrupted: {self._done()} of {total} pairs finished",
+                hint=resume_hint(self.plan.options.out, self.config),
             ) from None
         except KopeError as exc:
             self.write_results()
             # the loop's own hint names `kope optimize --resume`; a bench resumes as a whole
             own = (exc.hint or "").partition("the run is kept:")[0].strip("; ")
-            exc.hint = "; ".join(filter(None, [own, resume_hint(self.plan.options.out)]))
+            exc.hint = "; ".join(filter(None, [own, resume_hint(self.plan.options.out, self.config)]))
             raise
         return self.write_results()
 
