@@ -27,6 +27,7 @@ def command(state: State, port: int) -> None:
     client = GraphClient.from_config(config)
 
     def lineage() -> str:
+        client.verify()  # fails fast while Neo4j is down (the page then says so), instead of retrying reads
         return render_page(namespace, load_lineages(client, namespace), generated_at=time.time())
 
     try:

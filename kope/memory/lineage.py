@@ -120,7 +120,7 @@ def load_lineages(client: GraphClient, ns: str, operator: str | None = None) -> 
             ops[run.operator].runs.append(run)
     owner = {node_id: group for group in ops.values() for node_id in group.nodes}
     for row in client.execute("memory/report/evidence", ns=ns, operator=operator):
-        group = owner.get(row["decision"])
-        if group is not None:
-            group.evidence.setdefault(row["decision"], []).append(EvidenceItem.from_record(row))
+        cited_by = owner.get(row["decision"])
+        if cited_by is not None:
+            cited_by.evidence.setdefault(row["decision"], []).append(EvidenceItem.from_record(row))
     return [ops[name] for name in sorted(ops)]

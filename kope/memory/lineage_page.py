@@ -267,7 +267,8 @@ main{display:flex;gap:18px;padding:18px 24px;align-items:flex-start}
 svg .edge{stroke:#F36924;stroke-width:3}svg .edge.backtrack{stroke:#6B4BBF;stroke-dasharray:6 4}
 svg .node{cursor:pointer}svg .node .dot{stroke:#2A2C34;stroke-width:1}
 svg .node.root .dot{stroke-width:3}svg .node.selected .dot{stroke:#0969DA;stroke-width:4}
-svg text{font-size:11px;fill:#2A2C34}svg .tick{font-size:10px;fill:#57606A}
+svg .node:focus{outline:none}svg text{font-size:11px;fill:#2A2C34;paint-order:stroke;stroke:#fff;stroke-width:3px}
+svg .tick{font-size:10px;fill:#57606A;stroke:none}
 svg .axis{stroke:#9AA1AC}svg .parity{stroke:#9AA1AC;stroke-dasharray:4 3}
 svg .best{fill:none;stroke:#2A2C34;stroke-width:1.5}
 .runs{display:flex;flex-wrap:wrap;gap:12px}figure.steps{margin:0}figcaption{font-size:12px;color:#57606A}

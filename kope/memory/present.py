@@ -189,6 +189,18 @@ def _pages(client: GraphClient, statement: str, prefix: str) -> Iterator[list[di
         after = rows[-1]["uid"]
 
 
+def _write_rows(
+    client: GraphClient, statement: str, rows: list[dict[str, Any]], run_uids: list[str] | None = None
+) -> int:
+    def work(tx: Tx) -> int:
+        count = int(tx.run(statement, rows=rows)[0]["presented"])
+        if run_uids is not None:  # runs: their incumbents' labels too
+            tx.run("memory/present/incumbents", run_uids=run_uids)
+        return count
+
+    return client.write(work) if rows else 0
+
+
 def refresh_namespace(client: GraphClient, ns: str) -> dict[str, int]:
     """Derive the presentation of every decision, outcome, run and kernel of ``ns``
     again from its facts (after an import, and for graphs recorded before KOPE wrote
@@ -197,23 +209,11 @@ def refresh_namespace(client: GraphClient, ns: str) -> dict[str, int]:
     done = {"Decision": 0, "Run": 0, "Kernel": 0}
     for rows in _pages(client, "memory/present/decision_facts", prefix):
         batch = [decision_row(DecisionFacts.from_row(row)) for row in rows]
-        if batch:
-            done["Decision"] += client.write(lambda tx, b=batch: tx.run("memory/present/decisions", rows=b))[0][
-                "presented"
-            ]
+        done["Decision"] += _write_rows(client, "memory/present/decisions", batch)
     for rows in _pages(client, "memory/present/run_facts", prefix):
         batch = [{"uid": r["uid"], "caption": run_caption(r["operator"], r["started_at"])} for r in rows]
-        if batch:
-            uids = [r["uid"] for r in batch]
-
-            def runs(tx: Tx, b: list = batch, u: list = uids) -> int:
-                count = tx.run("memory/present/runs", rows=b)[0]["presented"]
-                tx.run("memory/present/incumbents", run_uids=u)
-                return count
-
-            done["Run"] += client.write(runs)
+        done["Run"] += _write_rows(client, "memory/present/runs", batch, [r["uid"] for r in batch])
     for rows in _pages(client, "memory/present/kernel_facts", prefix):
         batch = [{"uid": r["uid"], "caption": kernel_caption(r["id"], r["template"])} for r in rows]
-        if batch:
-            done["Kernel"] += client.write(lambda tx, b=batch: tx.run("memory/present/kernels", rows=b))[0]["presented"]
+        done["Kernel"] += _write_rows(client, "memory/present/kernels", batch)
     return done

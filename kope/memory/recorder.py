@@ -322,7 +322,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
         }
     )
     kernel = None
-    if at.code is not None:
+    if at.code is not None and code_hash is not None:
         template = (at.params or {}).get("template")
         kernel = _compact(
             {

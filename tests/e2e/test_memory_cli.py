@@ -167,3 +167,39 @@ def test_kope_browser_serves_the_guide_and_the_lineage_page_and_prints_their_url
         proc.send_signal(signal.SIGINT)
         proc.wait(20)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr.read()
+
+
+def test_kope_browser_without_a_server_still_serves_the_guide_and_says_why_there_is_no_lineage_page(tmp_path):
+    import urllib.error
+
+    from kope.db.ports import free_port
+
+    env = dict(
+        os.environ,
+        KOPE_DATA_DIR=str(tmp_path / "data"),
+        KOPE_NEO4J_URI=f"bolt://127.0.0.1:{free_port()}",
+        KOPE_NEO4J_PASSWORD="x",
+        NO_COLOR="1",
+    )
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("kope")), "browser"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        lines = []
+        while not any(ln.startswith("Lineage page:") for ln in lines):
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line)
+        play = next(re.search(r":play (\S+)", ln).group(1) for ln in lines if ":play" in ln)
+        with urllib.request.urlopen(play, timeout=10) as response:
+            assert b"<slide" in response.read()
+        lineage = next(ln.split(None, 2)[2].strip() for ln in lines if ln.startswith("Lineage page:"))
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(lineage, timeout=30)
+        assert caught.value.code == 503
+        assert caught.value.read().decode().startswith("error: no Neo4j server answers at bolt://127.0.0.1:")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr.read()
