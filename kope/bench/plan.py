@@ -217,7 +217,7 @@ class Plan:
 
     def pairs(self) -> list[Pair]:
         """Operator-major: every configuration of the first operator, then the second, ..."""
-        order = []
+        order: list[Pair] = []
         for task in self.tasks:
             for config in self.options.configs:
                 order.append(Pair(config, task.operator, len(order)))

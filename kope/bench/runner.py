@@ -23,6 +23,7 @@ operators it overlapped with). Timings of parallel pairs share the CPU cores.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -103,9 +104,9 @@ class BenchRunner:
         )
 
     def _graph(self, namespace: str, journal: bool = False) -> Any:
-        from kope.memory import ExperienceGraph
+        from kope.memory.connect import open_memory
 
-        return ExperienceGraph.from_config(self.config, namespace=namespace, journal=journal)
+        return open_memory(self.config, namespace=namespace, journal=journal)
 
     def _wipe_namespace(self, namespace: str) -> int:
         with self._graph(namespace) as graph:
@@ -212,7 +213,7 @@ class BenchRunner:
             result = run_pair(
                 spec,
                 self.config,
-                on_started=lambda run_id, p=pair: self.store.mark_started(p.config, p.operator, run_id),
+                on_started=functools.partial(self.store.mark_started, pair.config, pair.operator),
                 progress=self.progress,
             )
             self._finish_pair(result, [])

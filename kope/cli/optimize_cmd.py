@@ -171,9 +171,9 @@ def command(
     state.override(**{"memory.team": team, "memory.namespace": namespace})
     config = state.config
     if resume and task is None and suite is None:
-        from kope.memory import ExperienceGraph
+        from kope.memory.connect import open_memory
 
-        with ExperienceGraph.from_config(config, journal=False) as graph:
+        with open_memory(config, journal=False) as graph:
             task = graph.run(resume).operator
     if (task is None) == (suite is None):
         raise UsageError(
@@ -199,7 +199,11 @@ def command(
         cases=cases,
         out_dir=out_dir,
     )
-    tasks = suite_tasks(level, family, limit) if suite else [task]
+    if suite:
+        tasks = suite_tasks(level, family, limit)
+    else:
+        assert task is not None  # checked above: exactly one of TASK and --suite
+        tasks = [task]
     with LiveView(enabled=not as_json and err.is_terminal) as view:
         summaries = optimize_tasks(config, chosen, options, tasks, resume=resume, progress=view.event)
     if as_json:

@@ -110,7 +110,9 @@ def build_context(
     retrieves no experience (the ``--no-memory`` ablation)."""
     from kope.memory import RetrievalQuery
 
-    incumbent_id = incumbent_code = incumbent_outcome = None
+    incumbent_id: str | None = None
+    incumbent_code: str | None = None
+    incumbent_outcome: Mapping[str, Any] | None = None
     latest_title = latest_outcome = None
     history: list[HistoryEntry] = []
     next_step = step if step is not None else 0

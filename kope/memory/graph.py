@@ -24,6 +24,7 @@ carry ``team`` as provenance.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -92,6 +93,7 @@ class ExperienceGraph:
         journal: Journal | None = None,
         weights: RankingWeights = DEFAULT_WEIGHTS,
         owns_client: bool = False,
+        schema_ready: bool = False,
     ) -> None:
         for value, what in ((namespace, "namespace"), (team, "team")):
             if not _NAMESPACE.match(value):
@@ -102,7 +104,7 @@ class ExperienceGraph:
         self.journal = journal
         self.weights = weights
         self._owns_client = owns_client
-        self._schema_ready = False
+        self._schema_ready = schema_ready  # True: the caller applied the schema (the memory server, at start)
         self._offline: str | None = None
         self._pending: list[tuple[str, Any]] = []
         self._known_a: dict[str, float | None] = {}
@@ -317,10 +319,11 @@ class ExperienceGraph:
             parent_a = local_a.get(at.parent_id) if at.parent_id else None
             blocks.append((at.outcome.task, markdown.attempt_block(at, parent_a, known)))
             local_a[at.id] = scoring.absolute_speedup(at.outcome)
-        self.journal.append(entries, blocks)  # type: ignore[union-attr]
+        assert self.journal is not None  # called only with a journal
+        self.journal.append(entries, blocks)
 
     def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
-        work = lambda tx: write_attempts(tx, self.namespace, batch)  # noqa: E731
+        work = functools.partial(write_attempts, ns=self.namespace, attempts=batch)
         try:
             try:
                 results = self._write(work)
@@ -391,10 +394,21 @@ class ExperienceGraph:
 
         return sync_journal(self, operator=operator, dry_run=dry_run)
 
+    def verify(self) -> None:
+        """Fail with a typed error unless the graph answers (``DatabaseUnavailableError`` when it does not)."""
+        self.client.verify()
+
+    def present(self, kind: str, uids: Sequence[str]) -> list[dict[str, Any]]:
+        """Which of these runs (``kind="run"``: uid, status, ended_at) or attempts (``"attempt"``: uid)
+        the graph holds: what ``sync`` asks before it replays."""
+        if kind not in ("run", "attempt"):
+            raise UsageError(f"present: kind must be run or attempt (got {kind!r})")
+        return self.client.execute(f"memory/{kind}/present", uids=list(uids))
+
     def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
         self._ensure_schema()
         for spec, team in items:
-            self.client.write(lambda tx, spec=spec, team=team: write_runs(tx, self.namespace, team, [spec]))
+            self.client.write(functools.partial(write_runs, ns=self.namespace, team=team, specs=[spec]))
 
     def _replay_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
         self._ensure_schema()
