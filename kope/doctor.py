@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from kope.config import KopeConfig
 from kope.db.tools import docker_engine, find_java, find_maven
@@ -27,7 +27,7 @@ class Check:
     detail: str
     fix: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -100,7 +100,7 @@ def check_cxx() -> Check:
     return Check("C++ compiler + OpenMP", "ok", version)
 
 
-def _tool_check(name: str, finder: Callable, required_for: str) -> Check:
+def _tool_check(name: str, finder: Callable[[], Any], required_for: str) -> Check:
     try:
         tool = finder()
     except KopeError as exc:

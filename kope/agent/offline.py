@@ -17,25 +17,66 @@ each step is one decision on the template's knobs:
 A task without a template gets only generic decisions: the suite's
 hand-written example kernel when one ships. The proposer says plainly in every
 thought that it is the offline proposer.
+
+What it records with each decision (the extension of its ``DecisionParams``)
+is a ``TemplateChoice``: the template, its knob settings, the one-knob change,
+or that it used the example kernel.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.suite import find_candidate
-from harness.suite.kernel_templates import KernelTemplate, template_for
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
+from kope.boundary import KernelTemplate, find_candidate, template_for
+from kope.memory.params import DecisionParams
 
 PREFIX = "[offline proposer]"
 GOOD_LABELS = ("effective", "partial")
+EXAMPLE = "example"  # TemplateChoice.generic: the suite's hand-written example kernel
 
 
 def _key(settings: Mapping[str, Any]) -> str:
     return json.dumps(dict(settings), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class TemplateChoice:
+    """The offline proposer's facts about one decision (stored as its ``DecisionParams.extension``)."""
+
+    template: str | None = None  # the kernel template rendered
+    settings: Mapping[str, Any] = field(default_factory=dict)  # its knob values
+    change: Mapping[str, Any] | None = None  # the one knob changed: {"knob", "from", "to"}
+    generic: str | None = None  # a decision without a template ("example": the shipped example kernel)
+
+    @classmethod
+    def of(cls, params: DecisionParams | Mapping[str, Any] | None) -> TemplateChoice:
+        """Read it back from a decision's parameters (typed, or their stored JSON)."""
+        if not isinstance(params, DecisionParams):
+            params = DecisionParams.from_json(params)
+        ext = params.extension
+        settings = ext.get("settings")
+        return cls(
+            template=ext.get("template"),
+            settings=dict(settings) if isinstance(settings, Mapping) else {},
+            change=ext.get("change"),
+            generic=ext.get("generic"),
+        )
+
+    def to_extension(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.template is not None:
+            data["template"] = self.template
+            data["settings"] = dict(self.settings)
+        if self.change:
+            data["change"] = dict(self.change)
+        if self.generic is not None:
+            data["generic"] = self.generic
+        return data
 
 
 class OfflineProposer:
@@ -58,23 +99,23 @@ class OfflineProposer:
             hit = lineage.hit
             if hit.id not in in_prompt:
                 continue
-            params = hit.params or {}
-            settings = {k: v for k, v in (params.get("settings") or {}).items() if k in knobs and v in knobs[k].values}
+            choice = TemplateChoice.of(hit.params)
+            settings = {k: v for k, v in choice.settings.items() if k in knobs and v in knobs[k].values}
             if not settings:
                 continue
             prior.append(
                 {
                     "id": hit.id,
                     "operator": hit.operator,
-                    "same_template": params.get("template") == template.name,
+                    "same_template": choice.template == template.name,
                     "settings": settings,
-                    "full": params.get("template") == template.name and len(settings) == len(knobs),
+                    "full": choice.template == template.name and len(settings) == len(knobs),
                     "status": hit.status,
                     "label": hit.label,
                     "a": hit.a or 0.0,
                     "r": hit.r,
                     "hardware": lineage.relevance.hardware_tier,
-                    "change": params.get("change"),
+                    "change": choice.change,
                 }
             )
         return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
@@ -84,9 +125,8 @@ class OfflineProposer:
         template = template_for(request.task.operator, request.target)
         if template is None:
             return self._generic(request)
-        tried = {
-            _key(h.params.get("settings", {})) for h in request.history if h.params.get("template") == template.name
-        }
+        history = [TemplateChoice.of(h.params) for h in request.history]
+        tried = {_key(c.settings) for c in history if c.template == template.name}
         prior = self._prior(request, template)
         failed_elsewhere = {
             _key({**template.default_settings(), **p["settings"]}): p
@@ -94,9 +134,10 @@ class OfflineProposer:
             if p["status"] != "correct" and p["same_template"]
         }
         parent = request.parent
-        if parent is None or parent.params.get("template") != template.name:
+        start = TemplateChoice.of(parent.params) if parent is not None else None
+        if start is None or start.template != template.name:
             return self._start(request, template, prior, tried)
-        base = template.check_settings(dict(parent.params.get("settings", {})))
+        base = template.check_settings(dict(start.settings))
         preference = self._preference(template, prior)
         for knob, value in self._neighbours(template, base, preference):
             settings = {**base, knob.name: value}
@@ -238,19 +279,17 @@ class OfflineProposer:
         layer: str,
         thought: str,
         *,
-        change: dict | None = None,
-        cited: list[str] | tuple = (),
+        change: dict[str, Any] | None = None,
+        cited: Sequence[str] = (),
     ) -> Proposal:
         code = template.render(request.task.operator, settings)
-        params: dict[str, Any] = {"template": template.name, "settings": settings}
-        if change:
-            params["change"] = change
+        choice = TemplateChoice(template=template.name, settings=settings, change=change)
         return Proposal(
             title=title,
             layer=layer,
             thought=thought,
             code=code,
-            params=params,
+            params=choice.to_extension(),
             cited=tuple(cited),
             prompt_tokens=0,
             completion_tokens=0,
@@ -259,14 +298,14 @@ class OfflineProposer:
     def _generic(self, request: ProposalRequest) -> Proposal:
         operator = request.task.operator
         example = find_candidate(operator, request.target)
-        if example is not None and not any(h.params.get("generic") == "example" for h in request.history):
+        if example is not None and not any(TemplateChoice.of(h.params).generic == EXAMPLE for h in request.history):
             return Proposal(
                 title="use the shipped example kernel",
                 layer="other",
                 thought=f"{PREFIX} No kernel template covers {operator}, so only generic decisions are possible: "
                 "start from the suite's hand-written example candidate.",
                 code=example.read_text(),
-                params={"generic": "example"},
+                params=TemplateChoice(generic=EXAMPLE).to_extension(),
             )
         raise ProposerExhausted(
             f"the offline proposer has no kernel template for {operator!r} on {request.target} "

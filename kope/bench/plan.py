@@ -33,6 +33,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kope.boundary import (
+    FAMILIES,
+    UNKNOWN_FAMILY,
+    TaskInfo,
+    load_task,
+    read_task_info,
+    select_cases,
+    suite_tasks,
+)
 from kope.errors import UsageError
 
 
@@ -233,27 +242,17 @@ def _task_files(folder: Path) -> list[Path]:
     )
 
 
-def _suite_infos(suite: str, family: str | None) -> list[Any]:
-    from harness.errors import HarnessError
-    from harness.suite import list_tasks
-    from harness.task import FAMILIES, read_task_info
-    from kope.targets import harness_error
-
-    if family is not None and family not in FAMILIES and family != "unknown":
+def _suite_infos(suite: str, family: str | None) -> list[TaskInfo]:
+    if family is not None and family not in FAMILIES and family != UNKNOWN_FAMILY:
         raise UsageError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
-    try:
-        if suite == "builtin":
-            return list_tasks(family)
-        folder = Path(suite)
-        if not folder.exists():
-            raise UsageError(
-                f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files"
-            )
-        if not folder.is_dir():
-            raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
-        infos = [read_task_info(p) for p in _task_files(folder)]
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+    if suite == "builtin":
+        return suite_tasks(family)
+    folder = Path(suite)
+    if not folder.exists():
+        raise UsageError(f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files")
+    if not folder.is_dir():
+        raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
+    infos = [read_task_info(p) for p in _task_files(folder)]
     if not infos:
         raise UsageError(f"no task files (*.py) in {suite}")
     order = {f: i for i, f in enumerate(FAMILIES)}
@@ -268,10 +267,6 @@ def _natural(name: str) -> list[Any]:
 
 def build_plan(options: BenchOptions) -> Plan:
     """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench)."""
-    from harness.errors import HarnessError
-    from harness.task import load_task, select_cases
-    from kope.targets import harness_error
-
     if options.steps < 1:
         raise UsageError("--steps must be at least 1")
     if options.workers < 1:
@@ -291,11 +286,8 @@ def build_plan(options: BenchOptions) -> Plan:
                 hint="give each task file a unique OPERATOR",
             )
         seen[info.operator] = info.path
-        try:
-            task = load_task(info.path) if options.suite != "builtin" else info
-            cases = select_cases(task, options.cases)
-        except HarnessError as exc:
-            raise harness_error(exc) from None
+        task = load_task(info.path) if options.suite != "builtin" else info
+        cases = select_cases(task, options.cases)
         tasks.append(
             TaskEntry(
                 info.operator, info.family, info.level, str(Path(info.path).resolve()), tuple(c.name for c in cases)

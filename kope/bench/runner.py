@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kope.bench.metrics import bench_metrics
 from kope.bench.pair import PairSpec, run_pair
@@ -43,6 +43,7 @@ from kope.bench.store import RESULTS_SCHEMA, BenchStore, read_json, write_json
 from kope.config import KopeConfig
 from kope.errors import KopeError
 from kope.hints import kope_command
+from kope.memory import Memory, open_memory
 
 Progress = Callable[[str, Any], None]
 
@@ -65,7 +66,7 @@ def resume_hint(out: Path, config: KopeConfig) -> str:
 @dataclass
 class BenchRunner:
     plan: Plan
-    config: Any  # KopeConfig
+    config: KopeConfig
     command: str
     progress: Progress
 
@@ -75,7 +76,7 @@ class BenchRunner:
 
     # -- preparing -----------------------------------------------------------------------------------
     def start_fresh(self) -> None:
-        from kope.targets import hardware_for
+        from kope.boundary import hardware_for
 
         opts = self.plan.options
         store = self.store
@@ -96,16 +97,14 @@ class BenchRunner:
                 "command": self.command,
                 "options": opts.to_dict(),
                 "created_at": _now(),
-                "hardware": hardware_for(opts.target),
+                "hardware": hardware_for(opts.target).to_dict(),
                 "operators": [t.to_dict() for t in self.plan.tasks],
                 "imports": imports,
                 "memory_start": memory_start,
             },
         )
 
-    def _graph(self, namespace: str, journal: bool = False) -> Any:
-        from kope.memory.connect import open_memory
-
+    def _graph(self, namespace: str, journal: bool = False) -> Memory:
         return open_memory(self.config, namespace=namespace, journal=journal)
 
     def _wipe_namespace(self, namespace: str) -> int:
@@ -222,7 +221,7 @@ class BenchRunner:
         store = self.store
         workers = self.plan.options.workers
         queue = list(pending)
-        running: dict[subprocess.Popen, tuple[Pair, list[str], Any]] = {}
+        running: dict[subprocess.Popen[bytes], tuple[Pair, list[str], IO[str]]] = {}
         failure: dict[str, Any] | None = None
         try:
             while queue or running:
@@ -276,7 +275,7 @@ class BenchRunner:
             error.exit_code = int(failure.get("exit_code") or 1)
             raise error
 
-    def _spawn(self, pair: Pair) -> tuple[subprocess.Popen, Any]:
+    def _spawn(self, pair: Pair) -> tuple[subprocess.Popen[bytes], IO[str]]:
         store = self.store
         spec_file = store.work_file(pair.config, pair.operator, "spec")
         write_json(spec_file, {**self.spec(pair).to_dict(), "bench_dir": str(store.root)})
@@ -297,7 +296,7 @@ class BenchRunner:
         return proc, log
 
     @staticmethod
-    def _stop(running: dict[subprocess.Popen, Any]) -> None:
+    def _stop(running: dict[subprocess.Popen[bytes], tuple[Pair, list[str], IO[str]]]) -> None:
         for proc in running:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)

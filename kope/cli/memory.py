@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -17,8 +17,13 @@ from rich.tree import Tree
 from kope.cli._common import KopeGroup, State, err, out, pass_state, print_json, progress
 from kope.errors import KopeError, UsageError
 
+if TYPE_CHECKING:
+    from kope.memory import Memory
+    from kope.memory.graph import ExperienceGraph
+    from kope.memory.inspect import TreeNode
 
-def namespace_option(func: Callable) -> Callable:
+
+def namespace_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--namespace``: which memory to work on (KOPE_NAMESPACE, config memory.namespace)."""
 
     @click.option("--namespace", "-n", "namespace", help="Memory namespace (KOPE_NAMESPACE; default: default).")
@@ -30,10 +35,21 @@ def namespace_option(func: Callable) -> Callable:
     return wrapper
 
 
-def _graph(state: State):
-    from kope.memory.connect import open_memory
+def _graph(state: State) -> Memory:
+    from kope.memory import open_memory
 
     return open_memory(state.config)
+
+
+def _direct_graph(state: State, what: str) -> ExperienceGraph:
+    """The memory as Neo4j itself, for what reads the graph's presentation (not served by ``kope serve``)."""
+    from kope.memory.graph import ExperienceGraph
+
+    graph = _graph(state)
+    if not isinstance(graph, ExperienceGraph):
+        graph.close()
+        raise UsageError(f"{what} reads Neo4j directly, not the memory server: unset KOPE_MEMORY_URL")
+    return graph
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -54,15 +70,18 @@ def command() -> None:
 @pass_state
 def init(state: State) -> None:
     """Create the graph's constraints and indexes, and label and caption every attempt for people (idempotent)."""
+    from kope.memory.graph import ExperienceGraph
+
     with _graph(state) as graph:
         report = graph.init_schema()
-        shown = graph.refresh_presentation()
+        shown = graph.refresh_presentation() if isinstance(graph, ExperienceGraph) else None
     what = "created" if report.created else "already present"
     out.print(f"schema {what}: {len(report.constraints)} uniqueness constraints, {len(report.indexes)} indexes")
-    out.print(
-        f"namespace {graph.namespace}: outcome classes, captions and datetimes of {shown['Decision']} decisions, "
-        f"{shown['Run']} runs and {shown['Kernel']} kernels derived from their facts"
-    )
+    if shown is not None:  # through the memory server, the server keeps its graph's presentation
+        out.print(
+            f"namespace {graph.namespace}: outcome classes, captions and datetimes of {shown['Decision']} decisions, "
+            f"{shown['Run']} runs and {shown['Kernel']} kernels derived from their facts"
+        )
 
 
 @command.command("sync")
@@ -254,7 +273,7 @@ def lineage(state: State, decision_id: str, limit: int) -> None:
     with _graph(state) as graph:
         tree_data = graph.lineage(decision_id, limit)
 
-    def add(branch: Tree, node) -> None:
+    def add(branch: Tree, node: TreeNode) -> None:
         for child in node.children:
             add(branch.add(_tree_label(child.data, tree_data.focus, child.on_path)), child)
 
@@ -284,7 +303,7 @@ def report(state: State, output: str, operator: str | None) -> None:
 
     from kope.memory.lineage_page import render_page
 
-    with _graph(state) as graph:
+    with _direct_graph(state, "kope memory report") as graph:
         groups = graph.lineages(operator)
         namespace = graph.namespace
     if operator and not groups:
