@@ -108,11 +108,12 @@ def test_the_next_operator_of_a_family_starts_from_the_best_recorded_settings(
     assert alone["memory"] is False
 
 
-def test_a_task_without_a_template_or_example_ends_exhausted_and_says_why(kope_cli, neo4j_server, tmp_path):
-    summary = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e-none", "tiny_cnn", "--steps", "2")
-    assert summary["status"] == "exhausted" and summary["steps"] == []
-    assert "no kernel template for 'tiny_cnn'" in summary["stop_reason"]
-    assert "--proposer llm" in summary["stop_reason"]
+def test_a_block_operator_is_served_by_the_composite_pipeline_template(kope_cli, neo4j_server, tmp_path):
+    # tiny_cnn had no template before structure matching; a task no template computes is tested in
+    # test_structure_cli (exit 12 with the ops that are not covered)
+    summary = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e-pipeline", "tiny_cnn", "--steps", "1")
+    assert summary["steps"][0]["title"] == "baseline: template pipeline"
+    assert summary["steps"][0]["status"] == "correct"
 
 
 def test_the_end_of_run_hints_open_this_runs_namespace_on_this_server(kope_cli, neo4j_server, tmp_path):
