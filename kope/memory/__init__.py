@@ -22,6 +22,7 @@ from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import DecisionRecord, InsightRecord, RunRecord
 from kope.memory.retrieval import Lineage, RetrievalQuery, RetrievalResult
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec, TaskSpec, UsedItem
+from kope.memory.tuning import TuningData, TuningQuery, TuningRecord
 
 __all__ = [
     "Attempt",
@@ -43,6 +44,9 @@ __all__ = [
     "RunSpec",
     "RunState",
     "TaskSpec",
+    "TuningData",
+    "TuningQuery",
+    "TuningRecord",
     "UsedItem",
     "parse_outcome",
 ]

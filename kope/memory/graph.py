@@ -48,6 +48,7 @@ from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
 from kope.memory.schema import SchemaReport, apply_schema
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.tuning import TuningData, TuningQuery, fetch_tuning
 
 log = logging.getLogger("kope.memory")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -331,6 +332,10 @@ class ExperienceGraph:
     # -- reading ---------------------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
         return retrieve(self.client, self.namespace, query, k, self.weights)
+
+    def tuning_records(self, query: TuningQuery) -> TuningData:
+        """The cost model's training sample: ranked, bounded attempts of one kernel template."""
+        return fetch_tuning(self.client, self.namespace, query)
 
     def outcome(self, decision_id: str) -> OutcomeNodeRecord:
         """What the target said about a decision (status, error, per-case results)."""
