@@ -31,6 +31,19 @@ def load_task_view(name_or_path: str) -> tuple[Any, Path]:
     return TaskView.from_info(info), info.path
 
 
+def selected_cases(task: Any, spec: Any) -> tuple[dict[str, Any], ...]:
+    """The case dicts (name + parameters) of a ``TaskView`` that a harness case selection picks."""
+    from harness.errors import HarnessError
+    from harness.task import Case, TaskInfo, select_cases
+
+    cases = [Case(i, str(c["name"]), {k: v for k, v in c.items() if k != "name"}) for i, c in enumerate(task.cases)]
+    info = TaskInfo(task.operator, task.family, task.level, task.description, Path(task.operator), cases=cases)
+    try:
+        return tuple(c.as_dict() for c in select_cases(info, spec))
+    except HarnessError as exc:
+        raise harness_error(exc) from None
+
+
 def hardware_for(target: str) -> dict[str, Any]:
     """The fingerprint of what ``target`` runs on: the GPU for triton/cuda, else this host's CPU.
 

@@ -20,13 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from kope.agent.evaluation import evaluate_code, format_error_outcome
-from kope.agent.proposal import ParentState, PastAttempt, Proposal, ProposalRequest, Proposer, ProposerExhausted
+from kope.agent.proposal import (
+    ParentState,
+    PastAttempt,
+    Proposal,
+    ProposalRequest,
+    Proposer,
+    ProposerExhausted,
+    UsesTuningRecords,
+)
 from kope.config import KopeConfig
 from kope.context.budget import Budget
 from kope.context.knowledge import load_knowledge
 from kope.context.state import TaskView, build_context
 from kope.errors import KopeError, UsageError
-from kope.targets import hardware_for
+from kope.targets import hardware_for, selected_cases
 
 
 @dataclass
@@ -116,6 +124,7 @@ class Optimizer:
     # -- run setup -----------------------------------------------------------------------------
     def _start(self, task: TaskView, hardware: dict[str, Any], resume: str | None) -> tuple[str, int | None]:
         from kope.memory import RunSpec, TaskSpec
+        from kope.memory.shapes import case_shape
 
         if resume:
             run = self.graph.run(resume)  # raises a clear error for an unknown run
@@ -131,6 +140,7 @@ class Optimizer:
                 family=task.family,
                 level=task.level,
                 cases=tuple(str(c.get("name")) for c in task.cases),
+                shapes={str(c.get("name")): case_shape(c).key for c in task.cases},
             ),
             hardware=hardware,
             proposer=self.proposer.name,
@@ -156,7 +166,7 @@ class Optimizer:
     def _history(self, run_id: str) -> tuple[list[PastAttempt], Any]:
         state = self.graph.run_state(run_id)
         history = [
-            PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params)
+            PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params, d.code_hash)
             for d in state.decisions
         ]
         return history, state
@@ -235,6 +245,7 @@ class Optimizer:
         began: float,
     ) -> None:
         opts = self.options
+        cases = selected_cases(task, opts.cases)
         while True:
             history, state = self._history(run_id)
             step = state.next_step
@@ -272,7 +283,17 @@ class Optimizer:
                 use_memory=opts.memory,
             )
             request = ProposalRequest(
-                task, opts.target, step, hardware, context, retrieval, parent, history, backtracked
+                task,
+                opts.target,
+                step,
+                hardware,
+                context,
+                retrieval,
+                parent,
+                history,
+                backtracked,
+                cases=cases,
+                tuning=self._tuning(task, cases, hardware, run_id),
             )
             try:
                 proposal = self.proposer.propose(request)
@@ -284,6 +305,13 @@ class Optimizer:
             )
             summary.steps.append(report)
             self.progress("step", report)
+
+    def _tuning(self, task: TaskView, cases: Any, hardware: dict[str, Any], run_id: str) -> Any:
+        """The tuning records a learning proposer asks for (memory off: this run's own only)."""
+        if not isinstance(self.proposer, UsesTuningRecords):
+            return None
+        query = self.proposer.tuning_query(task, self.options.target, cases, hardware, run_id, self.options.memory)
+        return self.graph.tuning_records(query) if query is not None else None
 
     def _finish(self, run_id: str, summary: RunSummary, run_dir: Path) -> RunSummary:
         graph_status = {

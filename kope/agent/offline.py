@@ -1,260 +1,217 @@
-"""The offline proposer: explores the suite's expert kernel templates, guided by memory.
+"""The offline proposer: tunes the suite's expert kernel templates with a cost model trained on memory.
 
 It needs no LLM, so KOPE's main job runs on a fresh machine with no API key.
 For a built-in operator with a template (``harness/suite/templates/<target>``)
-each step is one decision on the template's knobs:
+each step chooses the template's settings (``kope.agent.tuner``):
 
-* first step: the best settings that memory holds for the same template on
-  the same or similar hardware (the warm lineages that made it into the
-  prompt), else the template's defaults;
-* later steps: one knob changed from the state the loop starts from (the
-  incumbent, or an earlier state after a backtrack), preferring values that
-  were part of effective decisions elsewhere, skipping settings that failed
-  there or were already tried in this run;
-* when every single-knob change from every good state was tried, an untried
-  combination; when the whole space was tried, it says it is exhausted.
+* the loop hands it the tuning records memory holds for the template
+  (``tuning_query``: this run's attempts, and with memory on a ranked sample of
+  the template's other operators, machines and shapes; with ``--no-memory``
+  only this run's);
+* a random-forest cost model trained on them predicts every untried setting of
+  the knobs that matter for the operator (knobs that do not matter stay at
+  their defaults, so no step is spent on them), and the setting with the best
+  expected improvement over the incumbent is proposed; settings memory shows
+  at least 3x slower on the same shape class are never proposed; before the
+  model has data on three settings, an initial design (defaults, then
+  one-knob changes of the best state) is used;
+* a rendered kernel already evaluated in this run (same source hash) is never
+  proposed again; when every setting was tried, it says it is exhausted.
 
-A task without a template gets only generic decisions: the suite's
-hand-written example kernel when one ships. The proposer says plainly in every
-thought that it is the offline proposer.
+Every thought says it is the offline proposer, what the model predicted and
+which recorded attempts it rests on. A task without a template gets only
+generic decisions: the suite's hand-written example kernel when one ships.
 """
 
 from __future__ import annotations
 
-import json
-import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness.suite import find_candidate
 from harness.suite.kernel_templates import KernelTemplate, template_for
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
+from kope.agent.tuner import Choice, Plan, Tuner, settings_key
+from kope.context.state import TaskView
+from kope.memory.ids import kernel_id
+from kope.memory.shapes import ShapeSummary, case_shape
+from kope.memory.tuning import HardwareFacts, TuningQuery
 
 PREFIX = "[offline proposer]"
-GOOD_LABELS = ("effective", "partial")
+TemplateLookup = Callable[[str, str], KernelTemplate | None]
 
 
-def _key(settings: Mapping[str, Any]) -> str:
-    return json.dumps(dict(settings), sort_keys=True)
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 class OfflineProposer:
     name = "offline"
     model = None
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, templates: TemplateLookup = template_for) -> None:
         self.seed = seed
+        self.templates = templates
 
-    # -- memory -------------------------------------------------------------------------------
-    @staticmethod
-    def _prior(request: ProposalRequest, template: KernelTemplate) -> list[dict[str, Any]]:
-        """Lineage hits in the prompt that carry settings usable by ``template`` (best first)."""
-        if request.retrieval is None:
-            return []
-        in_prompt = {item.id for item in request.context.items if item.evidence_kind == "decision"}
-        knobs = {k.name: k for k in template.knobs}
-        prior = []
-        for lineage in request.retrieval.lineages:
-            hit = lineage.hit
-            if hit.id not in in_prompt:
-                continue
-            params = hit.params or {}
-            settings = {k: v for k, v in (params.get("settings") or {}).items() if k in knobs and v in knobs[k].values}
-            if not settings:
-                continue
-            prior.append(
-                {
-                    "id": hit.id,
-                    "operator": hit.operator,
-                    "same_template": params.get("template") == template.name,
-                    "settings": settings,
-                    "full": params.get("template") == template.name and len(settings) == len(knobs),
-                    "status": hit.status,
-                    "label": hit.label,
-                    "a": hit.a or 0.0,
-                    "r": hit.r,
-                    "hardware": lineage.relevance.hardware_tier,
-                    "change": params.get("change"),
-                }
-            )
-        return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
+    # -- what the loop fetches for it ---------------------------------------------------------
+    def tuning_query(
+        self,
+        task: TaskView,
+        target: str,
+        cases: Sequence[Mapping[str, Any]],
+        hardware: Mapping[str, Any],
+        run_id: str,
+        memory: bool,
+    ) -> TuningQuery | None:
+        template = self.templates(task.operator, target)
+        if template is None:
+            return None
+        summary = ShapeSummary.of(case_shape(c) for c in (cases or task.cases))
+        return TuningQuery(
+            template=template.name,
+            run_id=run_id,
+            operator=task.operator,
+            hardware_id=hardware.get("id"),
+            hardware_class=hardware.get("class"),
+            vendor=hardware.get("vendor"),
+            shape_sig=summary.signature if summary else None,
+            shape_class=summary.shape_class if summary else None,
+            run_only=not memory,
+        )
 
     # -- the decision -------------------------------------------------------------------------
     def propose(self, request: ProposalRequest) -> Proposal:
-        template = template_for(request.task.operator, request.target)
+        operator = request.task.operator
+        template = self.templates(operator, request.target)
         if template is None:
             return self._generic(request)
-        tried = {
-            _key(h.params.get("settings", {})) for h in request.history if h.params.get("template") == template.name
-        }
-        prior = self._prior(request, template)
-        failed_elsewhere = {
-            _key({**template.default_settings(), **p["settings"]}): p
-            for p in prior
-            if p["status"] != "correct" and p["same_template"]
-        }
+        tuner = Tuner(template, self.seed)
+        mine = [h for h in request.history if h.params.get("template") == template.name]
+        tried = {settings_key(tuner.space.pin(operator, h.params.get("settings") or {})) for h in mine}
+        hashes = {h.code_hash for h in request.history if h.code_hash}
+        data = request.tuning
         parent = request.parent
-        if parent is None or parent.params.get("template") != template.name:
-            return self._start(request, template, prior, tried)
-        base = template.check_settings(dict(parent.params.get("settings", {})))
-        preference = self._preference(template, prior)
-        for knob, value in self._neighbours(template, base, preference):
-            settings = {**base, knob.name: value}
-            key = _key(settings)
-            if key in tried:
-                continue
-            if key in failed_elsewhere:
-                continue
-            evidence = [p["id"] for p in prior if p["settings"].get(knob.name) == value and p["label"] in GOOD_LABELS][
-                :3
-            ]
-            why = f"{knob.doc}: {base[knob.name]} -> {value}"
-            memory_note = (
-                f" Memory: {knob.name}={value} was part of effective decisions elsewhere ({', '.join(evidence)})."
-                if evidence
-                else ""
-            )
-            skipped = [p for p in failed_elsewhere.values() if p["settings"].get(knob.name) == value]
-            if skipped:
-                memory_note += f" Avoiding settings that failed on {skipped[0]['operator']} ({skipped[0]['id']})."
-            return self._proposal(
-                request,
-                template,
-                settings,
-                f"{knob.name}: {base[knob.name]} -> {value}",
-                knob.layer,
-                f"{PREFIX} {'Backtracked to an earlier state; ' if request.backtracked else ''}"
-                f"change one knob of template '{template.name}': {why}.{memory_note}",
-                change={"knob": knob.name, "from": base[knob.name], "to": value},
-                cited=evidence,
-            )
-        return self._untried(request, template, tried, failed_elsewhere)
-
-    def _start(
-        self, request: ProposalRequest, template: KernelTemplate, prior: list[dict[str, Any]], tried: set[str]
-    ) -> Proposal:
-        # Whole settings are copied only from the same template: another template's knobs may share names
-        # (variance, lanes, ...) but tune other code (measured: instance_norm's channel_norm settings made
-        # rms_norm's row_norm kernel 3.0x where its defaults gave 5.1x). Other templates' evidence still
-        # steers the later one-knob steps through _preference.
-        good = [
-            p
-            for p in prior
-            if p["status"] == "correct" and p["same_template"] and p["label"] in GOOD_LABELS + ("ineffective",)
-        ]
-        for p in good:
-            settings = template.check_settings({**template.default_settings(), **p["settings"]})
-            if _key(settings) in tried:
-                continue
-            where = {
-                "hardware": "the same machine",
-                "class": "the same hardware class",
-                "vendor": "the same vendor",
-            }.get(p["hardware"], "other hardware")
-            changed = {k: v for k, v in settings.items() if v != template.knob(k).default}
-            layer = template.knob(next(iter(changed))).layer if changed else "other"
-            return self._proposal(
-                request,
-                template,
-                settings,
-                f"start from the best recorded settings ({p['operator']})",
-                layer,
-                f"{PREFIX} Memory holds {len(prior)} decisions with settings for template '{template.name}'; the best "
-                f"correct one ({p['id']}: {p['operator']} on {where}, {p['a']:.2f}x) used {changed or 'the defaults'}. "
-                "Start there instead of the defaults.",
-                cited=[p["id"]],
-            )
-        settings = template.default_settings()
-        if _key(settings) in tried:
-            return self._untried(request, template, tried, {})
-        return self._proposal(
-            request,
-            template,
-            settings,
-            f"baseline: template {template.name}",
-            "other",
-            f"{PREFIX} No usable experience for template '{template.name}' in the prompt; start from "
-            f"its default settings {settings}.",
+        base = None
+        if parent is not None and parent.params.get("template") == template.name:
+            base = tuner.space.pin(operator, parent.params.get("settings") or {})
+        plan = tuner.plan(
+            operator,
+            [case_shape(c) for c in (request.cases or request.task.cases)],
+            HardwareFacts.from_fingerprint(request.hardware),
+            data.records if data is not None else (),
+            data.hardware if data is not None else {},
+            tried,
+            base,
         )
-
-    @staticmethod
-    def _preference(template: KernelTemplate, prior: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
-        score: dict[tuple[str, str], float] = {}
-        for rank, p in enumerate(prior):
-            if p["status"] != "correct" or p["label"] not in GOOD_LABELS:
-                continue
-            for name, value in p["settings"].items():
-                if value != template.knob(name).default:
-                    key = (name, json.dumps(value))
-                    score[key] = score.get(key, 0.0) + max(p["a"], 0.1) / (rank + 1)
-        return score
-
-    @staticmethod
-    def _neighbours(
-        template: KernelTemplate, base: Mapping[str, Any], preference: Mapping[tuple[str, str], float]
-    ) -> Iterable[tuple[Any, Any]]:
-        moves = []
-        for order, knob in enumerate(template.knobs):
-            index = knob.values.index(base[knob.name])
-            for value_index, value in enumerate(knob.values):
-                if value_index == index:
-                    continue
-                pref = preference.get((knob.name, json.dumps(value)), 0.0)
-                moves.append((-pref, abs(value_index - index), order, value_index, knob, value))
-        moves.sort(key=lambda m: m[:4])
-        return [(m[4], m[5]) for m in moves]
-
-    def _untried(
-        self, request: ProposalRequest, template: KernelTemplate, tried: set[str], failed: Mapping[str, Any]
-    ) -> Proposal:
-        rng = random.Random(f"{self.seed}:{request.task.operator}:{request.step}")
-        names = [k.name for k in template.knobs]
-        space = 1
-        for knob in template.knobs:
-            space *= len(knob.values)
-        for _ in range(min(space * 4, 4000)):
-            settings = {k.name: rng.choice(k.values) for k in template.knobs}
-            if _key(settings) not in tried and _key(settings) not in failed:
-                return self._proposal(
-                    request,
-                    template,
-                    settings,
-                    "untried combination",
-                    "other",
-                    f"{PREFIX} Every single-knob change from the good states was tried; an untried "
-                    f"combination of {', '.join(names)}: {settings}.",
-                )
+        for choice in plan.choices:
+            code = template.render(operator, choice.settings)
+            if kernel_id(code) in hashes:
+                continue  # the same kernel text was evaluated in this run already
+            return self._proposal(request, template, choice, plan, code, base, memory=data is not None)
         raise ProposerExhausted(
-            f"the offline proposer tried every setting of template '{template.name}' "
-            f"({space} combinations) for {request.task.operator}"
+            f"the offline proposer tried every setting of template '{template.name}' that matters for {operator} "
+            f"({len(tuner.candidates(operator))} combinations"
+            + (f", {len(plan.vetoes)} ruled out by memory" if plan.vetoes else "")
+            + ")"
         )
 
     def _proposal(
         self,
         request: ProposalRequest,
         template: KernelTemplate,
-        settings: dict[str, Any],
-        title: str,
-        layer: str,
-        thought: str,
+        choice: Choice,
+        plan: Plan,
+        code: str,
+        base: Mapping[str, Any] | None,
         *,
-        change: dict | None = None,
-        cited: list[str] | tuple = (),
+        memory: bool,
     ) -> Proposal:
-        code = template.render(request.task.operator, settings)
-        params: dict[str, Any] = {"template": template.name, "settings": settings}
-        if change:
-            params["change"] = change
+        settings = choice.settings
+        reference = base or template.default_settings()
+        changes = [
+            {"knob": k.name, "from": reference[k.name], "to": settings[k.name]}
+            for k in template.knobs
+            if settings[k.name] != reference[k.name]
+        ]
+        if settings == template.default_settings():
+            title = f"baseline: template {template.name}"
+        elif changes:
+            title = f"tune {template.name}: " + ", ".join(f"{c['knob']}={c['to']}" for c in changes)
+        else:
+            title = f"tune {template.name}"
+        layer = template.knob(changes[0]["knob"]).layer if changes else "other"
+        params: dict[str, Any] = {
+            "template": template.name,
+            "settings": settings,
+            "tuner": {
+                **choice.to_dict(),
+                "records": plan.records,
+                "memory_records": plan.memory,
+                "speed_rows": plan.speed_rows,
+                "vetoed": len(plan.vetoes),
+            },
+        }
+        if len(changes) == 1:
+            params["change"] = changes[0]
+        elif changes:
+            params["changes"] = changes
         return Proposal(
             title=title,
             layer=layer,
-            thought=thought,
+            thought=self._thought(request, template, choice, plan, changes, memory),
             code=code,
             params=params,
-            cited=tuple(cited),
+            cited=choice.evidence,
             prompt_tokens=0,
             completion_tokens=0,
         )
+
+    @staticmethod
+    def _thought(
+        request: ProposalRequest,
+        template: KernelTemplate,
+        choice: Choice,
+        plan: Plan,
+        changes: list[dict[str, Any]],
+        memory: bool,
+    ) -> str:
+        what = ", ".join(f"{c['knob']} {c['from']} -> {c['to']}" for c in changes) or "the template's defaults"
+        relevant = [k.name for k in template.relevant_knobs(request.task.operator)]
+        pinned = [k.name for k in template.knobs if k.name not in relevant]
+        parts = [
+            f"{PREFIX} {'Backtracked to an earlier state; ' if request.backtracked else ''}template "
+            f"'{template.name}', {what}."
+        ]
+        source = (
+            f"{plan.records} recorded attempts ({plan.own} from this run, {plan.memory} from memory)"
+            if memory
+            else f"{plan.own} attempts of this run (memory off)"
+        )
+        if choice.basis == "model":
+            parts.append(
+                f"Cost model (random forest) trained on {source}, {plan.speed_rows} timed cases: predicts "
+                f"{_x(choice.predicted)} (95% {_x(choice.low)}-{_x(choice.high)}), expected improvement "
+                f"{choice.ei:.3f} over "
+                + (f"the incumbent {_x(plan.incumbent)}" if plan.incumbent else "the reference (no incumbent yet)")
+                + f", P(correct) {choice.p_correct:.2f}."
+            )
+        else:
+            parts.append(
+                f"Initial design (the model needs timed attempts of at least three settings; it has {source})."
+            )
+        if choice.evidence:
+            parts.append(f"Nearest recorded evidence: {', '.join(choice.evidence)}.")
+        if plan.vetoes:
+            worst = max(plan.vetoes, key=lambda v: v.ratio)
+            parts.append(
+                f"Not proposing {len(plan.vetoes)} setting(s) memory measured >= 3x slower on {plan.shape_class} "
+                f"(e.g. {worst.ratio:.1f}x slower in {worst.evidence})."
+            )
+        if pinned:
+            parts.append(
+                f"Knobs that do not matter for {request.task.operator} stay at their defaults: {', '.join(pinned)}."
+            )
+        return " ".join(parts)
 
     def _generic(self, request: ProposalRequest) -> Proposal:
         operator = request.task.operator

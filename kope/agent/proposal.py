@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kope.context.assemble import AssembledContext
 from kope.context.protocol import FormatProblem
@@ -35,6 +35,7 @@ class PastAttempt:
     label: str
     a: float | None
     params: Mapping[str, Any]
+    code_hash: str | None = None  # content hash of the kernel it wrote (kope.memory.ids.kernel_id)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class ProposalRequest:
     parent: ParentState | None
     history: Sequence[PastAttempt]
     backtracked: bool = False
+    cases: Sequence[Mapping[str, Any]] = ()  # the cases this run evaluates (name + parameters); () = all
+    tuning: Any | None = None  # kope.memory.TuningData, for proposers that ask for it (UsesTuningRecords)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,22 @@ class Proposer(Protocol):
     model: str | None
 
     def propose(self, request: ProposalRequest) -> Proposal: ...
+
+
+@runtime_checkable
+class UsesTuningRecords(Protocol):
+    """A proposer that trains on recorded attempts: the loop fetches what ``tuning_query`` asks for
+    (``ExperienceGraph.tuning_records``) and hands it over as ``ProposalRequest.tuning``."""
+
+    def tuning_query(
+        self,
+        task: TaskView,
+        target: str,
+        cases: Sequence[Mapping[str, Any]],
+        hardware: Mapping[str, Any],
+        run_id: str,
+        memory: bool,
+    ) -> Any | None: ...  # kope.memory.TuningQuery, or None when it needs none for this task
 
 
 class ProposerExhausted(Exception):
