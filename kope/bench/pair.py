@@ -40,6 +40,8 @@ class PairSpec:
     steps: int
     runs_dir: str
     resume_run_id: str | None = None
+    repeat: int = 1  # which repeat of the bench (1-based)
+    seed: int = 0  # the proposer's seed
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -118,7 +120,7 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
     began = time.monotonic()
     graph = ExperienceGraph.from_config(config, namespace=spec.namespace)
     try:
-        proposer = make_proposer(config, spec.proposer)
+        proposer = make_proposer(config, spec.proposer, seed=spec.seed)
         options = LoopOptions(
             target=spec.target,
             steps=spec.steps,
@@ -158,6 +160,8 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
         return {
             "config": spec.config,
             "operator": spec.operator,
+            "repeat": spec.repeat,
+            "seed": spec.seed,
             "index": spec.index,
             "namespace": spec.namespace,
             "run_id": run_id[0],

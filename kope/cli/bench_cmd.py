@@ -45,7 +45,10 @@ class Printer:
             pair = data["pair"]
             resume = f", continuing run {data['resume']}" if data.get("resume") else ""
             log = f" (log: {data['log']})" if data.get("log") else ""
-            err.print(f"[bold][{pair.index + 1}/{self.total}] {pair.config} · {pair.operator}[/bold]{resume}{log}")
+            repeat = f" · repeat {pair.repeat}" if pair.repeat > 1 else ""
+            err.print(
+                f"[bold][{pair.index + 1}/{self.total}] {pair.config} · {pair.operator}{repeat}[/bold]{resume}{log}"
+            )
         elif kind == "step":
             err.print(f"    step {data.step}: {data.status} {_fmt(data.speedup, '.2f', 'x')} {data.title}")
         elif kind == "pair-done":
@@ -99,6 +102,7 @@ def _options_from_args(ctx: click.Context, state: State, args: dict[str, Any]):
         name=check_name(args["name"] or default_name(args["out"])),
         imports=tuple(imports),
         baseline=args["baseline"],
+        repeats=args["repeats"],
     )
 
 
@@ -145,6 +149,7 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
             "configs",
             "name",
             "import_memory",
+            "repeats",
         )
         if _given(ctx, k) and _normalise(k, args[k]) != kept[k]
     ]
@@ -183,6 +188,13 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
 @click.option("--proposer", type=click.Choice(["offline", "llm"]), default="offline", show_default=True)
 @click.option("--steps", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Steps per run.")
 @click.option("--configs", default=DEFAULT_CONFIGS, show_default=True, help="Configurations to compare.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Independent repeats of the whole bench (fresh namespaces, proposer seed k-1); metrics get 95% intervals.",
+)
 @click.option(
     "--workers",
     type=click.IntRange(1, 64),
@@ -238,7 +250,7 @@ def command(ctx: click.Context, **args: Any) -> None:
 def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
     from kope.agent.runner import make_proposer
     from kope.bench.plan import build_plan
-    from kope.bench.report import summary_table, with_metrics, write_report
+    from kope.bench.report import with_metrics, write_report
     from kope.bench.runner import BenchRunner, plan_from_store
     from kope.bench.store import BenchStore
 
@@ -271,10 +283,22 @@ def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
     if args["as_json"]:
         print_json({"results": str(store.results_file), "baseline": data["baseline"], "metrics": data["metrics"]})
         return
-    out.print(summary_table(data), markup=False)
+    _print_tables(data)
     out.print(f"results: {store.results_file}", markup=False)
     for path in paths:
         out.print(f"report: {path}", markup=False)
+
+
+def _print_tables(data: dict[str, Any]) -> None:
+    """The summary table; with repeats, first the means with their intervals, overall and per family."""
+    from kope.bench.report import family_table, repeats_table, summary_table
+
+    if data.get("repeat_summary"):
+        out.print(repeats_table(data), markup=False)
+        out.print("", markup=False)
+        out.print(family_table(data), markup=False)
+        out.print("\nrepeat 1:", markup=False)
+    out.print(summary_table(data), markup=False)
 
 
 @command.command("report")
@@ -282,12 +306,12 @@ def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
 @click.option("--baseline", default=None, help="Pair against this configuration instead of the bench's baseline.")
 def report(folder: Path, baseline: str | None) -> None:
     """Regenerate summary.md and plots/ of a bench FOLDER from its results.json alone."""
-    from kope.bench.report import summary_table, with_metrics, write_report
+    from kope.bench.report import with_metrics, write_report
     from kope.bench.store import load_results
 
     data = load_results(folder)
     paths = write_report(folder, data, baseline)
-    out.print(summary_table(with_metrics(data, baseline)), markup=False)
+    _print_tables(with_metrics(data, baseline))
     for path in paths:
         out.print(f"report: {path}", markup=False)
 
