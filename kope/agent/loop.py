@@ -73,6 +73,8 @@ class StepReport:
     used: int
     seconds: float
     in_graph: bool
+    cited: list[str] = field(default_factory=list)  # evidence ids the proposer said it used
+    model: dict[str, Any] | None = None  # a learning proposer's prediction for this step (params["tuner"])
 
 
 @dataclass
@@ -281,6 +283,8 @@ class Optimizer:
                 step=step,
                 incumbent_override=override,
                 use_memory=opts.memory,
+                cases=cases,
+                text_search=self.proposer.name == "llm",
             )
             request = ProposalRequest(
                 task,
@@ -431,6 +435,8 @@ class Optimizer:
             used=len(used),
             seconds=time.monotonic() - started,
             in_graph=result.in_graph,
+            cited=list(proposal.cited),
+            model=dict(params["tuner"]) if isinstance(params.get("tuner"), dict) else None,
         )
 
     def _outcome_dict(self, decision_id: str) -> dict[str, Any]:
