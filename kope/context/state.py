@@ -102,16 +102,22 @@ def build_context(
     incumbent_override: tuple[str | None, str | None, Mapping[str, Any] | None] | None = None,
     exclude: Sequence[str] = (),
     use_memory: bool = True,
+    cases: Sequence[Mapping[str, Any]] | None = None,
+    text_search: bool = False,
 ) -> tuple[AssembledContext, Any]:
     """(assembled context, retrieval result or None).
 
     With a ``run_id`` the hot tier (incumbent, latest feedback, step) comes from
     the run in the graph; ``use_memory=False`` still reads the run itself but
-    retrieves no experience (the ``--no-memory`` ablation)."""
+    retrieves no experience (the ``--no-memory`` ablation). ``cases``: the cases
+    the run evaluates (their shapes rank the experience; default all of the
+    task's); ``text_search``: also match the objective and latest feedback
+    against recorded titles, thoughts and errors (the LLM path)."""
     from kope.memory import RetrievalQuery
 
     incumbent_id = incumbent_code = incumbent_outcome = None
     latest_title = latest_outcome = None
+    latest_excerpt = None
     history: list[HistoryEntry] = []
     next_step = step if step is not None else 0
     layer = error_kind = None
@@ -127,6 +133,7 @@ def build_context(
             latest_title = state.last.title
             latest_outcome = outcome_dict(graph, state.last.id)
             error_kind = state.last.error_kind
+            latest_excerpt = latest_outcome.get("error_excerpt")
         history = history_from_graph(graph, run_id, with_code=policy == "passive")
     if incumbent_override is not None:
         incumbent_id, incumbent_code, incumbent_outcome = incumbent_override
@@ -161,7 +168,8 @@ def build_context(
                 layer=layer,
                 error_kind=error_kind,
                 exclude=tuple(exclude) + ((incumbent_id,) if incumbent_id else ()),
-            )
+                text=_search_text(task, latest_title, error_kind, latest_excerpt, latest_note) if text_search else None,
+            ).with_cases(cases if cases is not None else task.cases)
             retrieval = graph.retrieve(query, k=k)
         family = task.family if task.family in _families() else "unknown"
         knowledge = select_knowledge(
@@ -170,6 +178,16 @@ def build_context(
     assembler = ContextAssembler(budget, model=model, encoding_fallback=encoding_fallback)
     context = assembler.assemble(hot, policy=policy, retrieval=retrieval, knowledge=knowledge, history=history)
     return context, retrieval
+
+
+def _search_text(
+    task: TaskView, title: str | None, error_kind: str | None, excerpt: str | None, note: str | None
+) -> str:
+    """The objective and the latest feedback, as words for the full-text stage of retrieval."""
+    parts = [f"{task.operator} {task.family} faster kernel", title or "", error_kind or "", note or ""]
+    if excerpt:
+        parts.append(" ".join(excerpt.splitlines()[:12]))
+    return " ".join(parts).replace(":", " ")
 
 
 def _families() -> tuple[str, ...]:
