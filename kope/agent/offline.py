@@ -107,7 +107,9 @@ class OfflineProposer:
             code = template.render(operator, choice.settings)
             if kernel_id(code) in hashes:
                 continue  # the same kernel text was evaluated in this run already
-            return self._proposal(request, template, choice, plan, code, base, memory=data is not None)
+            records = data.records if data is not None else ()
+            evidence = tuner.evidence(operator, choice.settings, records) if choice.basis == "model" else ()
+            return self._proposal(request, template, choice, plan, code, base, evidence, memory=data is not None)
         raise ProposerExhausted(
             f"the offline proposer tried every setting of template '{template.name}' that matters for {operator} "
             f"({len(tuner.candidates(operator))} combinations"
@@ -123,6 +125,7 @@ class OfflineProposer:
         plan: Plan,
         code: str,
         base: Mapping[str, Any] | None,
+        evidence: tuple[str, ...],
         *,
         memory: bool,
     ) -> Proposal:
@@ -158,10 +161,10 @@ class OfflineProposer:
         return Proposal(
             title=title,
             layer=layer,
-            thought=self._thought(request, template, choice, plan, changes, memory),
+            thought=self._thought(request, template, choice, plan, changes, evidence, memory),
             code=code,
             params=params,
-            cited=choice.evidence,
+            cited=evidence,
             prompt_tokens=0,
             completion_tokens=0,
         )
@@ -173,6 +176,7 @@ class OfflineProposer:
         choice: Choice,
         plan: Plan,
         changes: list[dict[str, Any]],
+        evidence: tuple[str, ...],
         memory: bool,
     ) -> str:
         what = ", ".join(f"{c['knob']} {c['from']} -> {c['to']}" for c in changes) or "the template's defaults"
@@ -199,8 +203,8 @@ class OfflineProposer:
             parts.append(
                 f"Initial design (the model needs timed attempts of at least three settings; it has {source})."
             )
-        if choice.evidence:
-            parts.append(f"Nearest recorded evidence: {', '.join(choice.evidence)}.")
+        if evidence:
+            parts.append(f"Nearest recorded evidence: {', '.join(evidence)}.")
         if plan.vetoes:
             worst = max(plan.vetoes, key=lambda v: v.ratio)
             parts.append(

@@ -36,7 +36,7 @@ from typing import Any
 from kope.db.client import GraphClient, Tx
 from kope.memory.ids import uid
 
-DEFAULT_LIMIT = 600
+DEFAULT_LIMIT = 400
 
 
 @dataclass(frozen=True)

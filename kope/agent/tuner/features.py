@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ def _log2(value: Any) -> float:
 class FeatureSpace:
     template: KernelTemplate
     setting_columns: tuple[tuple[str, Any], ...]
+    _cache: dict[Any, list[float]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_template(cls, template: KernelTemplate) -> FeatureSpace:
@@ -77,11 +78,15 @@ class FeatureSpace:
 
     # -- the groups ------------------------------------------------------------------------
     def settings_part(self, operator: str, settings: Mapping[str, Any]) -> list[float]:
-        pinned = self.pin(operator, settings)
-        values = [1.0 if pinned.get(k) == v else 0.0 for k, v in self.setting_columns]
-        values += [1.0 if operator == o else 0.0 for o in self.template.operators]
-        values += [1.0 if self.template.family == f else 0.0 for f in FAMILIES]
-        return values
+        key = (operator, tuple(sorted(settings.items(), key=lambda kv: kv[0])))
+        cached = self._cache.get(key)
+        if cached is None:
+            pinned = self.pin(operator, settings)
+            cached = [1.0 if pinned.get(k) == v else 0.0 for k, v in self.setting_columns]
+            cached += [1.0 if operator == o else 0.0 for o in self.template.operators]
+            cached += [1.0 if self.template.family == f else 0.0 for f in FAMILIES]
+            self._cache[key] = cached
+        return cached
 
     def pin(self, operator: str, settings: Mapping[str, Any]) -> dict[str, Any]:
         """``settings`` with defaults for missing knobs and knobs that do not matter for ``operator``."""
@@ -91,22 +96,29 @@ class FeatureSpace:
             out[knob.name] = value if knob.matters_for(operator) and value in knob.values else knob.default
         return out
 
-    @staticmethod
-    def shape_part(shape: CaseShape) -> list[float]:
-        numbers = shape.features()
-        dtype = shape.dtype if shape.dtype in DTYPES else None
-        return [numbers[n] for n in SHAPE_NUMBERS] + [1.0 if dtype == d else 0.0 for d in DTYPES]
+    def shape_part(self, shape: CaseShape) -> list[float]:
+        cached = self._cache.get(shape)
+        if cached is None:
+            numbers = shape.features()
+            dtype = shape.dtype if shape.dtype in DTYPES else None
+            cached = [numbers[n] for n in SHAPE_NUMBERS] + [1.0 if dtype == d else 0.0 for d in DTYPES]
+            self._cache[shape] = cached
+        return cached
 
-    @staticmethod
-    def hardware_part(hw: HardwareFacts | None) -> list[float]:
-        if hw is None:
-            return [0.0] * (len(ISA_FLAGS) + 1 + len(CACHES) + len(VENDORS))
-        isa = set(hw.isa)
-        values = [1.0 if f in isa else 0.0 for f in ISA_FLAGS]
-        values.append(_log2(hw.cores))
-        values += [_log2(hw.caches.get(c)) for c in CACHES]
-        values += [1.0 if hw.vendor == v else 0.0 for v in VENDORS]
-        return values
+    def hardware_part(self, hw: HardwareFacts | None) -> list[float]:
+        key = ("hardware", hw.id if hw is not None else None)
+        cached = self._cache.get(key)
+        if cached is None:
+            if hw is None:
+                cached = [0.0] * (len(ISA_FLAGS) + 1 + len(CACHES) + len(VENDORS))
+            else:
+                isa = set(hw.isa)
+                cached = [1.0 if f in isa else 0.0 for f in ISA_FLAGS]
+                cached.append(_log2(hw.cores))
+                cached += [_log2(hw.caches.get(c)) for c in CACHES]
+                cached += [1.0 if hw.vendor == v else 0.0 for v in VENDORS]
+            self._cache[key] = cached
+        return cached
 
     # -- rows ------------------------------------------------------------------------------
     def speed_rows(

@@ -31,7 +31,8 @@ import numpy as np
 from sklearn.ensemble import RandomForestRegressor
 
 HARDWARE_WEIGHT = {"hardware": 1.0, "class": 0.5, "vendor": 0.25, "other": 0.1}
-TREES = 48
+TREES = 32
+ROWS_PER_TREE = 600  # each tree fits a bootstrap sample of at most this many rows (keeps a fit in tens of ms)
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,14 @@ class CostModel:
         self.speed_rows = 0
         self.feasibility_rows = 0
 
-    def _forest(self) -> RandomForestRegressor:
+    def _forest(self, rows: int) -> RandomForestRegressor:
         return RandomForestRegressor(
-            n_estimators=self.trees, max_features=0.6, min_samples_leaf=1, random_state=self.seed, n_jobs=1
+            n_estimators=self.trees,
+            max_features=0.6,
+            min_samples_leaf=1,
+            max_samples=min(rows, ROWS_PER_TREE),  # an integer: weights then set how likely each row is drawn
+            random_state=self.seed,
+            n_jobs=1,
         )
 
     def fit(
@@ -69,9 +75,9 @@ class CostModel:
         self.speed_rows = len(speed_y)
         self.feasibility_rows = len(feas_y)
         if len(speed_y):
-            self.speed = self._forest().fit(speed_x, speed_y, sample_weight=speed_w)
+            self.speed = self._forest(len(speed_y)).fit(speed_x, speed_y, sample_weight=speed_w)
         if len(feas_y) and 0 < feas_y.sum() < len(feas_y):
-            self.feasibility = self._forest().fit(feas_x, feas_y)
+            self.feasibility = self._forest(len(feas_y)).fit(feas_x, feas_y)
         elif len(feas_y):
             # one class only: a constant, smoothed so that it never rules a setting out on its own
             self.p_constant = (float(feas_y.sum()) + 1.0) / (len(feas_y) + 2.0)

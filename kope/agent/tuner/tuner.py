@@ -16,10 +16,10 @@ the operator (the others stay at their defaults):
    then one-knob changes of the best state so far (each isolates one knob's
    effect), then the rest in a seeded order.
 
-The result carries, for the best candidate, the model's prediction (mean and
-95% interval of the speedup), its expected improvement and the memory
-evidence behind it (the recorded attempts nearest to it), so a thought and a
-summary can say what memory contributed.
+Each candidate carries the model's prediction (mean and 95% interval of the
+speedup), its expected improvement and P(correct); ``evidence`` names the
+recorded attempts nearest to a setting, so a thought and a summary can say
+what memory contributed.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from kope.memory.tuning import HardwareFacts, TuningRecord
 
 VETO_RATIO = 3.0
 MIN_DISTINCT = 3  # distinct settings with speed data before the model ranks (else: initial design)
-MAX_SPEED_ROWS = 4000  # cases read from the (already bounded) sample, best-ranked records first
+MAX_SPEED_ROWS = 1500  # cases read from the (already bounded) sample, best-ranked records first
 Z95 = 1.96
 
 
@@ -60,7 +60,6 @@ class Choice:
     high: float | None = None
     ei: float | None = None
     p_correct: float | None = None
-    evidence: tuple[str, ...] = ()  # memory records nearest to this setting (cited)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,7 +144,7 @@ class Tuner:
         if distinct >= MIN_DISTINCT:
             feas_x, feas_y = self._feasibility_data(records, hardware_facts)
             model = CostModel(self.seed).fit(speed_x, speed_y, speed_w, feas_x, feas_y)
-            plan.choices = self._by_model(model, operator, pool, shapes, hardware, incumbent, records)
+            plan.choices = self._by_model(model, operator, pool, shapes, hardware, incumbent)
         else:
             plan.choices = self._initial_design(operator, pool, base)
         return plan
@@ -154,29 +153,30 @@ class Tuner:
     def _speed_data(
         self, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        settings, shapes, targets, weights, hws, ops = [], [], [], [], [], []
+        rows, targets, weights = [], [], []
         distinct: set[str] = set()
+        shapes: dict[str, CaseShape] = {}
         for record in records:
             if not record.correct:
                 continue
+            settings_part = None
             for case in record.cases:
                 if not (case.passed and case.speedup and case.speedup > 0 and case.shape):
                     continue
-                settings.append(record.settings)
-                ops.append(record.operator)
-                shapes.append(CaseShape.from_key(case.shape))
+                if settings_part is None:
+                    settings_part = self.space.settings_part(record.operator, record.settings)
+                    hardware_part = self.space.hardware_part(hardware_facts.get(record.hw_id))
+                    distinct.add(settings_key(self.space.pin(record.operator, record.settings)))
+                shape = shapes.get(case.shape)
+                if shape is None:
+                    shape = shapes[case.shape] = CaseShape.from_key(case.shape)
+                rows.append(settings_part + self.space.shape_part(shape) + hardware_part)
                 targets.append(math.log(case.speedup))
                 weights.append(HARDWARE_WEIGHT[record.hardware_tier])
-                hws.append(hardware_facts.get(record.hw_id))
-                distinct.add(settings_key(self.space.pin(record.operator, record.settings)))
             if len(targets) >= MAX_SPEED_ROWS:
                 break
         if not targets:
             return np.zeros((0, len(self.space.names))), np.zeros(0), np.zeros(0), 0
-        rows = [
-            self.space.settings_part(op, s) + self.space.shape_part(shape) + self.space.hardware_part(hw)
-            for op, s, shape, hw in zip(ops, settings, shapes, hws)
-        ]
         return np.asarray(rows), np.asarray(targets), np.asarray(weights), len(distinct)
 
     def _feasibility_data(
@@ -222,7 +222,6 @@ class Tuner:
         shapes: list[CaseShape],
         hardware: HardwareFacts,
         incumbent: float | None,
-        records: Sequence[TuningRecord],
     ) -> list[Choice]:
         speed_x = self.space.speed_rows(operator, pool, shapes, hardware)
         feas_x = self.space.feasibility_rows(operator, pool, hardware)
@@ -234,7 +233,7 @@ class Tuner:
             key=lambda i: (-round(float(ei[i]), 12), -float(pred.mean[i] + pred.std[i]), settings_key(pool[i])),
         )
         choices = []
-        for rank, i in enumerate(order):
+        for i in order:
             mu, sd = float(pred.mean[i]), float(pred.std[i])
             choices.append(
                 Choice(
@@ -245,21 +244,20 @@ class Tuner:
                     high=math.exp(mu + Z95 * sd),
                     ei=float(ei[i]),
                     p_correct=float(pred.p_correct[i]),
-                    evidence=self._evidence(operator, pool[i], records) if rank < 8 else (),
                 )
             )
         return choices
 
-    def _evidence(self, operator: str, settings: Mapping[str, Any], records: Sequence[TuningRecord]) -> tuple[str, ...]:
+    def evidence(self, operator: str, settings: Mapping[str, Any], records: Sequence[TuningRecord]) -> tuple[str, ...]:
         """Up to three memory records (not this run) nearest to ``settings``: most relevant knob values in
         common (at least half), then the fastest."""
         relevant = self.relevant_names(operator)
+        defaults = self.template.default_settings()
         scored = []
         for r in records:
             if r.own or not r.correct or not r.a:
                 continue
-            pinned = self.space.pin(operator, r.settings)
-            same = sum(1 for k in relevant if pinned.get(k) == settings.get(k))
+            same = sum(1 for k in relevant if r.settings.get(k, defaults[k]) == settings.get(k))
             if relevant and same * 2 >= len(relevant):
                 scored.append((-same, -r.a, r.id))
         return tuple(item[2] for item in sorted(scored)[:3])
