@@ -152,6 +152,8 @@ class OfflineProposer:
                 "memory_records": plan.memory,
                 "speed_rows": plan.speed_rows,
                 "vetoed": len(plan.vetoes),
+                "failures": plan.failures,
+                "failures_elsewhere": plan.failures_elsewhere,
             },
         }
         if len(changes) == 1:

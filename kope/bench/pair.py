@@ -73,6 +73,8 @@ def memory_size(graph: Any) -> dict[str, int]:
 def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
     """Every attempt of the run as the graph holds it, with its outcome's per-case results."""
     state = graph.run_state(run_id)
+    insights = graph.client.execute("memory/bench/insights_used", ns=graph.namespace, run_id=run_id)
+    used = {row["id"]: row["insights"] for row in insights}
     attempts = []
     for d in state.decisions:
         outcome = graph.outcome(d.id)
@@ -92,6 +94,9 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
                 "cases_passed": outcome.cases_passed,
                 "prompt_tokens": d.prompt_tokens or 0,
                 "completion_tokens": d.completion_tokens or 0,
+                "tuner": d.params.get("tuner"),
+                "cited": d.params.get("cited") or [],
+                "insights_used": used.get(d.id, []),
                 "cases": [
                     {
                         "name": c.get("name"),

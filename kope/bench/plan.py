@@ -253,17 +253,24 @@ def _task_files(folder: Path) -> list[Path]:
     )
 
 
+def parse_families(text: str | None) -> tuple[str, ...]:
+    """``--family``: one family or several, comma-separated (``elementwise,reduction``); empty: every family."""
+    return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
+
+
 def _suite_infos(suite: str, family: str | None) -> list[Any]:
     from harness.errors import HarnessError
     from harness.suite import list_tasks
     from harness.task import FAMILIES, read_task_info
     from kope.targets import harness_error
 
-    if family is not None and family not in FAMILIES and family != "unknown":
-        raise UsageError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
+    families = parse_families(family)
+    for name in families:
+        if name not in FAMILIES and name != "unknown":
+            raise UsageError(f"unknown family {name!r}; families: {', '.join(FAMILIES)}")
     try:
         if suite == "builtin":
-            return list_tasks(family)
+            return [t for t in list_tasks(None) if not families or t.family in families]
         folder = Path(suite)
         if not folder.exists():
             raise UsageError(
@@ -277,7 +284,7 @@ def _suite_infos(suite: str, family: str | None) -> list[Any]:
     if not infos:
         raise UsageError(f"no task files (*.py) in {suite}")
     order = {f: i for i, f in enumerate(FAMILIES)}
-    infos = [i for i in infos if family is None or i.family == family]
+    infos = [i for i in infos if not families or i.family in families]
     return sorted(infos, key=lambda t: (order.get(t.family, len(order)), t.level or 0, _natural(t.operator)))
 
 

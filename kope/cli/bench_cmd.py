@@ -181,7 +181,7 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
     "--suite", default="builtin", show_default=True, help="`builtin` or a folder of KernelBench-format task files."
 )
 @click.option("--levels", default=None, help="Levels to run, e.g. 1,2 or 1-3 (default: all).")
-@click.option("--family", default=None, help="Only operators of this family.")
+@click.option("--family", default=None, help="Only operators of this family (or families: a,b,c).")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many operators (in suite order).")
 @click.option("--cases", default=None, help="Case selection for every operator (indices, ranges, names), e.g. 0-2.")
 @click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)

@@ -180,3 +180,15 @@ def test_a_plain_kernelbench_folder_takes_levels_from_its_folders_and_keeps_nume
     assert [t.operator for t in build_plan(BenchOptions(suite=str(tmp_path), levels=(2,), name="kb")).tasks] == [
         "12_gemm_multiply_leakyrelu"
     ]
+
+
+def test_several_families_are_selected_in_suite_order():
+    from kope.bench.plan import BenchOptions, build_plan
+
+    plan = build_plan(BenchOptions(family="reduction,elementwise", name="x"))
+    families = [t.family for t in plan.tasks]
+    assert set(families) == {"elementwise", "reduction"} and families == sorted(
+        families, key=["elementwise", "reduction"].index
+    )
+    with pytest.raises(UsageError, match="unknown family 'reductions'"):
+        build_plan(BenchOptions(family="elementwise,reductions", name="x"))

@@ -92,6 +92,8 @@ class Plan:
     vetoes: list[Veto] = field(default_factory=list)
     incumbent: float | None = None
     shape_class: str | None = None
+    failures: int = 0  # failed attempts among the records (the feasibility model's evidence)
+    failures_elsewhere: int = 0  # of which recorded on another hardware class (counted at full weight)
 
     @property
     def memory(self) -> int:
@@ -138,7 +140,18 @@ class Tuner:
         vetoed = {v.settings_key for v in vetoes}
         pool = [c for c in pool if settings_key(c) not in vetoed]
         speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts)
-        plan = Plan([], len(records), sum(1 for r in records if r.own), len(speed_y), vetoes, incumbent, shape_class)
+        failed = [r for r in records if not r.correct]
+        plan = Plan(
+            [],
+            len(records),
+            sum(1 for r in records if r.own),
+            len(speed_y),
+            vetoes,
+            incumbent,
+            shape_class,
+            len(failed),
+            sum(1 for r in failed if r.hardware_tier in ("vendor", "other")),
+        )
         if not pool:
             return plan
         if distinct >= MIN_DISTINCT:
