@@ -146,3 +146,21 @@ def test_a_name_too_long_for_the_repeat_namespaces_is_refused():
     assert len(namespace_for(name, "no-memory")) == 64
     with pytest.raises(UsageError, match="too long for 3 repeats"):
         build_plan(BenchOptions(name=name, repeats=3, family="elementwise", configs=("active", "no-memory")))
+
+
+def test_the_transfer_comparison_pairs_repeat_by_repeat_and_counts_prompts_with_other_hardware_rules():
+    from kope.bench.transfer import compare_table
+
+    cold, other = bench(), bench()
+    other["hardware"] = {"class": "x86_64-avx512"}
+    for p in other["pairs"]:
+        p["attempts"] = [{**a, "speedup": 2 * a["speedup"]} for a in p["attempts"]]
+        for c in (c for a in p["attempts"] for c in a["cases"]):
+            c["speedup"] *= 2
+    other["pairs"][0]["attempts"][0]["insights_used"] = [
+        {"id": "rule:elementwise:aarch64-neon:compile_error", "kind": "rule", "hw_class": "aarch64-neon"},
+        {"id": "rule:elementwise:x86_64-avx512:timeout", "kind": "rule", "hw_class": "x86_64-avx512"},
+    ]
+    rows = compare_table([cold, other], ["cold", "other"]).splitlines()
+    assert rows[4].startswith("| other | none (cold start) | active |")
+    assert "| 2.00x [2.00, 2.00] (n=12) |" in rows[4] and rows[4].endswith("| 3 | 1/36 |")
