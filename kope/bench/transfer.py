@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kope.bench.metrics import config_metrics, pair_views, paired_views
+from kope.bench.metrics import config_metrics, pair_views, paired_ratios, paired_views
 from kope.bench.repeats import complete_repeats, for_repeat, interval, repeat_count
 from kope.bench.report import ci, count, pct, times
 from kope.errors import UsageError
@@ -70,6 +70,7 @@ def compare_table(benches: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
         "tokens / step",
         "repeats",
         "prompts with other-hardware rules",
+        "paired: 95% interval over cases",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     first_configs = {c["name"] for c in first["configurations"]}
@@ -79,11 +80,21 @@ def compare_table(benches: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
         for config in (c["name"] for c in data["configurations"]):
             views = {k: for_repeat(data, k) for k in repeats}
             metrics = [config_metrics(view, config) for view in views.values()]
+            over_cases = "-"
             if data is first:
                 paired = "(reference)"
             elif config not in first_configs:
                 paired = f"- ({config} not in {labels[0]})"
             else:
+                ratios = [
+                    r
+                    for k, view in views.items()
+                    for r in paired_ratios(
+                        pair_views(view, config),
+                        pair_views(for_repeat(first, k if k in first_repeats else 1), config),
+                    )
+                ]
+                over_cases = ci(interval(ratios, log=True).to_dict(), ".2f", "x")
                 found = [
                     paired_views(
                         pair_views(view, config),
@@ -123,7 +134,9 @@ def compare_table(benches: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
                 ]
             lines.append(
                 "| "
-                + " | ".join([label, _imports(data), config, *cells, str(len(metrics)), f"{used}/{attempts}"])
+                + " | ".join(
+                    [label, _imports(data), config, *cells, str(len(metrics)), f"{used}/{attempts}", over_cases]
+                )
                 + " |"
             )
     return "\n".join(lines)

@@ -163,4 +163,4 @@ def test_the_transfer_comparison_pairs_repeat_by_repeat_and_counts_prompts_with_
     ]
     rows = compare_table([cold, other], ["cold", "other"]).splitlines()
     assert rows[4].startswith("| other | none (cold start) | active |")
-    assert "| 2.00x [2.00, 2.00] (n=12) |" in rows[4] and rows[4].endswith("| 3 | 1/36 |")
+    assert "| 2.00x [2.00, 2.00] (n=12) |" in rows[4] and "| 3 | 1/36 | 2.00x [2.00, 2.00] |" in rows[4]
