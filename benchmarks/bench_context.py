@@ -31,19 +31,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_memory import History, seed_to  # noqa: E402
+from bench_memory import History, seed_to
 
-from harness.hardware import cpu_fingerprint  # noqa: E402
-from harness.suite import find_candidate, find_task  # noqa: E402
-from harness.task import load_task  # noqa: E402
-from kope.config import load_config  # noqa: E402
-from kope.context.budget import Budget  # noqa: E402
-from kope.context.state import TaskView, build_context  # noqa: E402
-from kope.db.client import GraphClient  # noqa: E402
-from kope.db.local import LocalNeo4j  # noqa: E402
-from kope.db.ports import free_port  # noqa: E402
-from kope.memory import ExperienceGraph, Journal, synthetic  # noqa: E402
-from kope.memory.prune import prune_namespace  # noqa: E402
+from harness.hardware import cpu_fingerprint
+from harness.suite import find_candidate, find_task
+from harness.task import load_task
+from kope.config import load_config
+from kope.context.budget import Budget
+from kope.context.state import TaskView, build_context
+from kope.db.client import GraphClient
+from kope.db.local import LocalNeo4j
+from kope.db.ports import free_port
+from kope.memory import ExperienceGraph, Journal, synthetic
+from kope.memory.prune import prune_namespace
 
 TASKS = ["softmax", "relu", "layer_norm", "matmul", "gemm_bias_relu"]
 

@@ -70,7 +70,7 @@ def parse_cpuinfo(text: str) -> dict[str, str]:
 
 
 def _vendor(arch: str, info: dict[str, str]) -> str:
-    """One of intel, amd, arm, nvidia, unknown (contract §3)."""
+    """One of intel, amd, arm, nvidia, unknown (the ``vendor`` of the outcome record's hardware)."""
     if arch in ("aarch64", "arm64"):
         return "nvidia" if info.get("cpu implementer", "").lower() == "0x4e" else "arm"
     return _VENDORS.get(info.get("vendor_id", ""), "unknown")

@@ -1,6 +1,6 @@
 """Task files: KernelBench-compatible problems, plus KOPE's optional metadata and CASES.
 
-A task is one Python file (contract §1). Required, exactly as KernelBench:
+A task is one Python file (docs/harness.md, "Task files"). Required, exactly as KernelBench:
 ``class Model(nn.Module)``, ``get_inputs()`` and ``get_init_inputs()``. Optional:
 ``OPERATOR`` (snake_case, default: the file stem, normalised), ``FAMILY`` (one of
 ``FAMILIES``, default ``"unknown"``), ``LEVEL`` (1..4, default: from a
@@ -36,8 +36,8 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import TaskFormatError, TaskNotFoundError
+from harness.vocabulary import FAMILIES
 
-FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
 METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES")
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 DTYPES = (

@@ -34,7 +34,7 @@ class Check:
 def check_python() -> Check:
     version = platform.python_version()
     # the interpreter actually running may be older than the declared minimum (python -m kope.doctor)
-    if sys.version_info >= (3, 11):  # noqa: UP036
+    if sys.version_info >= (3, 11):  # noqa: UP036 - this check is for interpreters below requires-python
         return Check("Python", "ok", f"{version} ({sys.executable})")
     return Check("Python", "missing", version, "use Python 3.11 or newer")
 

@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # Reinstall only when the package metadata changed (the first install fetches torch: a few minutes).
 stamp=".venv/.kope-installed-$1"
-want="$(cat pyproject.toml setup.py | sha256sum | cut -c1-16)"
+want="$(sha256sum < pyproject.toml | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "› installing KOPE and its dependencies into .venv (first time: several minutes, torch is large)" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip

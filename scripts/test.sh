@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # KOPE's whole test suite, with all set-up: .venv, install, a dedicated Neo4j
 # server (temporary data dir, free ports), pytest, and the server stopped again.
+# Before any test: ruff (lint and format check) and mypy; a finding fails the run.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k config -x
+# The fast paths (CONTRIBUTING.md): scripts/test.sh tests/unit (no database tests, seconds) and
+# scripts/test.sh -m "not slow" (unit and integration tests, a few minutes).
 source "$(dirname "$0")/bootstrap.sh" test
+
+echo "› ruff check, ruff format --check, mypy" >&2
+ruff check --quiet .
+ruff format --check --quiet .
+mypy
 
 KOPE_TEST_HOME="$(mktemp -d -t kope-test-XXXXXX)"
 export KOPE_DATA_DIR="$KOPE_TEST_HOME/data"

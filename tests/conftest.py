@@ -2,14 +2,15 @@
 
 Where the server comes from, in order:
 
-1. ``KOPE_NEO4J_URI`` is set (the README's test command sets it after
+1. ``KOPE_NEO4J_URI`` is set (``scripts/test.sh`` sets it after
    starting a server): use it, with ``KOPE_NEO4J_PASSWORD`` or the password
    file of ``KOPE_DATA_DIR``;
 2. a Docker engine answers: testcontainers' Neo4j container (neo4j:5.26-community);
 3. otherwise start the Maven-provisioned server in a temporary data dir on free ports.
 
 If none works the Neo4j tests fail (never skip). At the end of a run under
-``CI``, a session in which no Neo4j test passed fails too.
+``CI`` (or ``scripts/test.sh``), a session that selected Neo4j tests of which
+none passed, or some were skipped, fails too.
 """
 
 from __future__ import annotations
@@ -143,13 +144,18 @@ def kope_cli(tmp_path: Path):
 
 # -- session guard: Neo4j tests must really run ------------------------------------------------
 
-_neo4j_results = {"passed": 0, "skipped": 0}
+_neo4j_results = {"selected": 0, "passed": 0, "skipped": 0}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "neo4j_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.neo4j)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # after -k/-m deselection: a run that selects no Neo4j test (e.g. tests/unit) has nothing to guard
+    _neo4j_results["selected"] = sum(1 for item in session.items if item.get_closest_marker("neo4j"))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -162,7 +168,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if not (os.environ.get("CI") or os.environ.get("KOPE_REQUIRE_NEO4J")):
+    if not (os.environ.get("CI") or os.environ.get("KOPE_REQUIRE_NEO4J")) or not _neo4j_results["selected"]:
         return
     if _neo4j_results["skipped"] or _neo4j_results["passed"] == 0:
         sys.stderr.write(

@@ -17,7 +17,8 @@ import functools
 from pathlib import Path
 
 from harness.errors import TaskFormatError, TaskNotFoundError
-from harness.task import FAMILIES, TaskInfo, read_task_info
+from harness.task import TaskInfo, read_task_info
+from harness.vocabulary import FAMILIES
 
 SUITE_DIR = Path(__file__).resolve().parent
 TASKS_DIR = SUITE_DIR / "tasks"

@@ -44,21 +44,9 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.task import FAMILIES
+from harness.vocabulary import FAMILIES, LAYERS
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-LAYERS = (
-    "parallelization",
-    "tiling",
-    "vectorization",
-    "memory_layout",
-    "fusion",
-    "algorithm",
-    "instruction",
-    "unrolling",
-    "scheduling",
-    "other",
-)
 
 
 class TemplateError(HarnessError):

@@ -58,7 +58,7 @@ def _wrap(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             STATS["seconds"] += time.perf_counter() - started
 
-    wrapper.__kope_wrapped__ = True  # type: ignore[attr-defined]
+    wrapper.__kope_wrapped__ = True  # type: ignore[attr-defined]  # a marker attribute on a function object
     return wrapper
 
 

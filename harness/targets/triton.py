@@ -34,7 +34,7 @@ class TritonTarget(Target):
 
     def check_available(self) -> None:
         try:
-            import triton  # noqa: F401
+            import triton  # noqa: F401 - imported only to see whether it is installed
         except ImportError:
             raise TargetUnavailableError("target triton needs the triton package", hint="pip install triton") from None
 

@@ -125,7 +125,7 @@ class Optimizer:
 
     # -- run setup -----------------------------------------------------------------------------
     def _start(self, task: TaskView, hardware: dict[str, Any], resume: str | None) -> tuple[str, int | None]:
-        from kope.memory import RunSpec, TaskSpec
+        from kope.memory import HardwareInfo, RunSpec, TaskSpec
         from kope.memory.shapes import case_shape
 
         if resume:
@@ -144,7 +144,7 @@ class Optimizer:
                 cases=tuple(str(c.get("name")) for c in task.cases),
                 shapes={str(c.get("name")): case_shape(c).key for c in task.cases},
             ),
-            hardware=hardware,
+            hardware=HardwareInfo.model_validate(hardware),
             proposer=self.proposer.name,
             model=self.proposer.model,
             context_policy=self.options.policy,
@@ -368,10 +368,11 @@ class Optimizer:
         backtracked: bool,
         started: float,
     ) -> StepReport:
-        from kope.memory import Attempt, UsedItem
+        from kope.memory import Attempt, UsedItem, parse_outcome
 
         opts = self.options
         if proposal.code is None:
+            assert proposal.format_problem is not None  # a proposal without code says why
             outcome = format_error_outcome(
                 proposal.format_problem,
                 operator=task.operator,
@@ -407,7 +408,7 @@ class Optimizer:
             thought=proposal.thought,
             parent_id=parent.id if parent else None,
             code=proposal.code,
-            outcome=outcome,
+            outcome=parse_outcome(outcome),
             used=used,
             # the offline proposer sends its context nowhere: record what an LLM would have been sent
             prompt_tokens=proposal.prompt_tokens if self.proposer.name == "llm" else context_tokens,

@@ -69,8 +69,11 @@ class Proposal:
 
 
 class Proposer(Protocol):
-    name: str  # "llm" | "offline"
-    model: str | None
+    @property
+    def name(self) -> str: ...  # "llm" | "offline"
+
+    @property
+    def model(self) -> str | None: ...
 
     def propose(self, request: ProposalRequest) -> Proposal: ...
 

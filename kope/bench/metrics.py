@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 LEVEL_KEYS = ("1", "2", "3", "4")
 
 
-def positive(value: Any) -> bool:
+def positive(value: object) -> TypeGuard[float]:
     """A "positive field": a finite number above zero (not None, not 0, not negative, not NaN/inf, not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 

@@ -236,7 +236,7 @@ class Plan:
 
     def pairs(self) -> list[Pair]:
         """Repeat-major, then operator-major: every configuration of the first operator, then the second, ..."""
-        order = []
+        order: list[Pair] = []
         for repeat in self.repeats:
             for task in self.tasks:
                 for config in self.options.configs:

@@ -23,6 +23,7 @@ operators it overlapped with). Timings of parallel pairs share the CPU cores.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -212,7 +213,7 @@ class BenchRunner:
             result = run_pair(
                 spec,
                 self.config,
-                on_started=lambda run_id, p=pair: self.store.mark_started(p.config, p.operator, run_id, p.repeat),
+                on_started=functools.partial(self.store.mark_started, pair.config, pair.operator, repeat=pair.repeat),
                 progress=self.progress,
             )
             self._finish_pair(result, [])

@@ -25,7 +25,8 @@ class KopeCLIError(click.ClickException):
 
     def __init__(self, error: KopeError) -> None:
         super().__init__(error.message)
-        self.exit_code = error.exit_code
+        # click declares exit_code a class variable but reads it from the instance
+        self.exit_code = error.exit_code  # type: ignore[misc]  # the per-error exit code (see above)
         self.hint = error.hint
 
     def show(self, file: Any = None) -> None:

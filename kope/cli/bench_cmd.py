@@ -200,7 +200,7 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
     type=click.IntRange(1, 64),
     default=1,
     show_default=True,
-    help="Pairs run at once, each in its own process (see README: the trade-off).",
+    help="Pairs run at once, each in its own process (see docs/bench.md: the trade-off).",
 )
 @click.option(
     "--out",

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from rich.table import Table
 
 from kope.cli._common import out, print_json
 from kope.targets import harness_error
+
+if TYPE_CHECKING:
+    from harness.record import Outcome, TimingStats
 
 STATUS_STYLE = {
     "correct": "green",
@@ -108,11 +113,11 @@ def command(
         raise SystemExit(1)
 
 
-def _ms(stats) -> str:  # noqa: ANN001 - harness.record.TimingStats
+def _ms(stats: TimingStats | None) -> str:
     return "-" if stats is None else f"{stats.median:.3f} ± {stats.iqr:.3f}"
 
 
-def render(outcome) -> None:  # noqa: ANN001 - harness.record.Outcome
+def render(outcome: Outcome) -> None:
     o, hw = outcome, outcome.hardware
     device = hw.gpu.name if hw.gpu else hw.cpu_model
     out.print(

@@ -227,7 +227,11 @@ def command(
         cases=cases,
         out_dir=out_dir,
     )
-    tasks = suite_tasks(level, family, limit) if suite else [task]
+    if suite:
+        tasks = suite_tasks(level, family, limit)
+    else:
+        assert task is not None  # checked above: exactly one of TASK and --suite
+        tasks = [task]
     with LiveView(enabled=not as_json and err.is_terminal) as view:
         summaries = optimize_tasks(config, chosen, options, tasks, resume=resume, progress=view.event)
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from rich.table import Table
@@ -117,7 +118,8 @@ def check_cmd(tasks: tuple[str, ...], measure: bool, as_json: bool) -> None:
     from harness.task_check import check_task
 
     suite = _suite()
-    report, failed = [], 0
+    report: list[dict[str, Any]] = []
+    failed = 0
     try:
         names = list(tasks) or [t.operator for t in suite.list_tasks()]
         for name in names:

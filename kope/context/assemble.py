@@ -98,7 +98,8 @@ class AssembledContext:
 def _u_order(items: Sequence[tuple[ContextItem, str]]) -> list[tuple[ContextItem, str]]:
     """Most relevant first and last, least relevant in the middle."""
     ranked = sorted(items, key=lambda pair: (-pair[0].relevance, pair[0].id))
-    front, back = [], []
+    front: list[tuple[ContextItem, str]] = []
+    back: list[tuple[ContextItem, str]] = []
     for i, pair in enumerate(ranked):
         (front if i % 2 == 0 else back).append(pair)
     return front + back[::-1]
@@ -197,12 +198,12 @@ class ContextAssembler:
             kept: list[ContextItem] = []
             total = 0
             for item in reversed(items):  # newest first: the oldest are dropped when the window is full
-                tokens = self.count(item.text)
-                if total + tokens > remaining:
+                size = self.count(item.text)
+                if total + size > remaining:
                     dropped.append((item.id, "passive history beyond the window (oldest dropped)"))
                     continue
                 kept.append(item)
-                total += tokens
+                total += size
             chosen = [(item, item.text) for item in reversed(kept)]  # chronological
             if dropped:
                 notes.append(f"passive history: {len(dropped)} oldest attempts did not fit")

@@ -54,9 +54,9 @@ class HotState:
     step: int = 0
     incumbent_id: str | None = None
     incumbent_code: str | None = None
-    incumbent_outcome: Mapping[str, Any] | None = None  # contract §3 dict
+    incumbent_outcome: Mapping[str, Any] | None = None  # kope.outcome/1 fields
     latest_title: str | None = None
-    latest_outcome: Mapping[str, Any] | None = None  # contract §3 dict of the previous attempt
+    latest_outcome: Mapping[str, Any] | None = None  # the previous attempt's outcome (kope.outcome/1 fields)
     latest_note: str | None = None  # e.g. a format problem of the last response
 
     def default_objective(self) -> str:

@@ -88,9 +88,9 @@ def lineage_item(lineage: Any, tier: str, relevance: float) -> ContextItem:
         diff, _ = trim_lines(h.diff.strip("\n"), MAX_DIFF_LINES // 2)
         parts_full.append(f"change vs its parent:\n```diff\n{diff}\n```")
     branches_full, branches_compact = _branches(lineage, False), _branches(lineage, True)
-    if branches_full:
+    if branches_full and branches_compact:
         parts_full.append(branches_full)
-        parts_compact.append(branches_compact)  # type: ignore[arg-type]
+        parts_compact.append(branches_compact)
     return ContextItem(
         id=h.id,
         kind="lineage",

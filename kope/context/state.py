@@ -115,7 +115,9 @@ def build_context(
     against recorded titles, thoughts and errors (the LLM path)."""
     from kope.memory import RetrievalQuery
 
-    incumbent_id = incumbent_code = incumbent_outcome = None
+    incumbent_id: str | None = None
+    incumbent_code: str | None = None
+    incumbent_outcome: Mapping[str, Any] | None = None
     latest_title = latest_outcome = None
     latest_excerpt = None
     history: list[HistoryEntry] = []

@@ -61,7 +61,7 @@ class CypherCatalog:
             self._raw[name] = raw
             first = raw.splitlines()[0] if raw.strip() else ""
             match = _MODE_LINE.match(first)
-            mode: Mode = match.group(1).lower() if match else "write"  # type: ignore[assignment]
+            mode: Mode = "read" if match and match.group(1).lower() == "read" else "write"
             self._statements[name] = Statement(name, _strip_comments(raw), mode)
 
     def names(self) -> list[str]:

@@ -24,6 +24,7 @@ carry ``team`` as provenance.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -307,10 +308,11 @@ class ExperienceGraph:
             parent_a = local_a.get(at.parent_id) if at.parent_id else None
             blocks.append((at.outcome.task, markdown.attempt_block(at, parent_a, known)))
             local_a[at.id] = scoring.absolute_speedup(at.outcome)
-        self.journal.append(entries, blocks)  # type: ignore[union-attr]
+        assert self.journal is not None  # called only with a journal
+        self.journal.append(entries, blocks)
 
     def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
-        work = lambda tx: write_attempts(tx, self.namespace, batch)  # noqa: E731
+        work = functools.partial(write_attempts, ns=self.namespace, attempts=batch)
         try:
             try:
                 results = self._write(work)
@@ -388,7 +390,7 @@ class ExperienceGraph:
     def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
         self._ensure_schema()
         for spec, team in items:
-            self.client.write(lambda tx, spec=spec, team=team: write_runs(tx, self.namespace, team, [spec]))
+            self.client.write(functools.partial(write_runs, ns=self.namespace, team=team, specs=[spec]))
 
     def _replay_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
         self._ensure_schema()

@@ -1,4 +1,4 @@
-"""Insights: deterministic distillation of repeated experience (issue 4, section 6).
+"""Insights: deterministic distillation of repeated experience (validity rules and patterns).
 
 * **Validity rule** (``kind="rule"``): failed attempts with the same error kind
   for one family on one hardware class, at least ``MIN_SUPPORT`` of them.

@@ -81,7 +81,7 @@ class HardwareInfo(_Strict):
 class OutcomeRecord(_Strict):
     """One evaluation of one candidate on one target (``kope.outcome/1``)."""
 
-    schema_: Literal["kope.outcome/1"] = Field(alias="schema", default=OUTCOME_SCHEMA)
+    schema_: Literal["kope.outcome/1"] = Field(alias="schema", default="kope.outcome/1")
     status: Status
     task: str = Field(min_length=1)
     family: str | None = None

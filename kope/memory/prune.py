@@ -45,7 +45,7 @@ class PruneReport:
 def select_runs(
     client: GraphClient, ns: str, run_ids: Sequence[str] = (), older_than_days: float | None = None
 ) -> list[str]:
-    selected = set()
+    selected: set[str] = set()
     if run_ids:
         present = {row["uid"] for row in client.execute("memory/run/present", uids=[uid(ns, r) for r in run_ids])}
         unknown = [r for r in run_ids if uid(ns, r) not in present]
@@ -77,7 +77,7 @@ def prune_runs(client: GraphClient, ns: str, run_ids: Sequence[str], *, dry_run:
     if dry_run:
         return report
 
-    def work(tx: Tx) -> dict[str, Any]:
+    def work(tx: Tx) -> int:
         tx.run("memory/prune/delete_runs", ns=ns, run_ids=run_ids)
         survivors = sorted(plan["surviving_parents"])
         rescored = 0

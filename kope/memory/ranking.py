@@ -48,9 +48,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kope.memory.scoring import LABELS
+
+Row = TypeVar("Row", bound=Mapping[str, Any])
 
 
 @dataclass(frozen=True)
@@ -162,12 +164,10 @@ def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_W
     return (-relevance(row, q, w), LABEL_RANK[row["label"]], -(row["d"] * row["conf"]), row["id"])
 
 
-def diversify(
-    rows: Iterable[Mapping[str, Any]], k: int, w: RankingWeights = DEFAULT_WEIGHTS
-) -> list[Mapping[str, Any]]:
+def diversify(rows: Iterable[Row], k: int, w: RankingWeights = DEFAULT_WEIGHTS) -> list[Row]:
     """Take rows in order, at most ``max_hits_per_parent`` per parent, until ``k``."""
     per_parent: dict[str, int] = {}
-    chosen: list[Mapping[str, Any]] = []
+    chosen: list[Row] = []
     for row in rows:
         parent = row["parent_id"]
         if parent is not None:

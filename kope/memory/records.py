@@ -12,7 +12,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from kope.errors import KopeError
 
@@ -24,20 +24,24 @@ class RecordShapeError(KopeError):
 
 
 class GraphRecord:
+    """Base of the frozen dataclass records below (the annotation tells the type checker they are dataclasses)."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
     @classmethod
     def from_record(cls: type[R], row: Mapping[str, Any]) -> R:
         if row is None:
             raise RecordShapeError(f"{cls.__name__}: no row")
         values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for f in dataclasses.fields(cls):
             if f.name in row:
                 values[f.name] = row[f.name]
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise RecordShapeError(f"{cls.__name__} record lacks field {f.name!r} (got {sorted(row)})")
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

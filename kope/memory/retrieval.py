@@ -1,6 +1,6 @@
 """Retrieval: z = R(s, M), experience for the current state, as lineages.
 
-A pipeline with named stages (STYLE.md #5):
+A pipeline with named stages:
 
 1. ``fetch_pool``      raw rows: the relevance pool, tier by tier (same operator,
                        then same family, then other families, each first on the
@@ -47,7 +47,7 @@ from kope.memory.ranking import (
 from kope.memory.records import InsightRecord
 from kope.memory.scoring import LABELS
 from kope.memory.shapes import ShapeSummary, summary_of_cases
-from kope.memory.specs import UsedItem
+from kope.memory.specs import Tier, UsedItem
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ class Lineage:
     sibling_total: int
     sibling_counts: dict[str, int]  # label -> how many siblings had it
 
-    def used(self, tier: str, tokens: int, rank: int | None = None) -> UsedItem:
+    def used(self, tier: Tier, tokens: int, rank: int | None = None) -> UsedItem:
         """The USED edge for this lineage once it is in a prompt."""
         return UsedItem(
             kind="decision", id=self.hit.id, tier=tier, rank=self.rank if rank is None else rank, tokens=tokens
@@ -289,7 +289,7 @@ def fetch_pool(tx: Tx, ns: str, q: RetrievalQuery, k: int, w: RankingWeights) ->
 
 
 def select_hits(pool: list[dict[str, Any]], k: int, w: RankingWeights) -> list[dict[str, Any]]:
-    return list(diversify(pool, k, w))
+    return diversify(pool, k, w)
 
 
 # -- stage 3: lineages and rules --------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Speedups, step ratios, labels and the downstream score d(v): the one definition.
 
-Definitions (DESIGN.md, issue 4), with the cases the formulas leave open made explicit:
+Definitions (docs/memory.md, "Scores"), with the cases the formulas leave open made explicit:
 
 ``a`` — absolute speedup of an attempt, T_reference / T_candidate (the harness's
     geometric mean over passing, timed cases):

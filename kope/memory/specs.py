@@ -18,16 +18,6 @@ from kope.memory import ids
 from kope.memory.errors import InvalidRecordError
 from kope.memory.outcome import HardwareInfo, OutcomeRecord, parse_outcome
 
-# Optimization layers named in DESIGN.md; other snake_case layers are accepted.
-KNOWN_LAYERS: tuple[str, ...] = (
-    "parallelization",
-    "tiling",
-    "vectorization",
-    "memory_layout",
-    "fusion",
-    "algorithm",
-    "instruction",
-)
 Tier = Literal["hot", "warm", "cold"]
 EvidenceKind = Literal["decision", "insight", "knowledge"]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")

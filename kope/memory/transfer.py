@@ -18,13 +18,14 @@ namespace's insights are distilled again from the merged evidence.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from kope import __version__
-from kope.db.client import GraphClient
+from kope.db.client import GraphClient, Tx
 from kope.memory.errors import ExportFormatError
 from kope.memory.ids import uid
 
@@ -105,7 +106,10 @@ def export_namespace(client: GraphClient, ns: str, out: IO[str]) -> TransferRepo
         "exported_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     out.write(json.dumps(header) + "\n")
-    dumps = lambda obj: json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"  # noqa: E731
+
+    def dumps(obj: dict[str, Any]) -> str:
+        return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
     for label in NODE_LABELS:
         for row in _pages(client, f"memory/transfer/nodes_{label.lower()}", prefix):
             out.write(dumps({"node": label, "id": row["uid"][len(prefix) :], "props": _public(row["props"])}))
@@ -237,11 +241,14 @@ def import_namespace(client: GraphClient, ns: str, stream: IO[str], source: str 
         report.relationships[obj["rel"]] = report.relationships.get(obj["rel"], 0) + 1
 
     for start in range(0, len(node_rows), BATCH):
-        batch = node_rows[start : start + BATCH]
-        client.write(lambda tx, batch=batch: tx.run("memory/transfer/import_nodes", rows=batch))
+        client.write(functools.partial(_run_rows, "memory/transfer/import_nodes", node_rows[start : start + BATCH]))
     for start in range(0, len(rel_rows), BATCH):
         batch = rel_rows[start : start + BATCH]
-        linked = client.write(lambda tx, batch=batch: tx.run("memory/transfer/import_rels", rows=batch))[0]["linked"]
+        linked = client.write(functools.partial(_run_rows, "memory/transfer/import_rels", batch))[0]["linked"]
         if linked != len(batch):
             raise ExportFormatError(f"{source}: {len(batch) - linked} relationships could not be linked")
     return report
+
+
+def _run_rows(statement: str, rows: list[dict[str, Any]], tx: Tx) -> list[dict[str, Any]]:
+    return tx.run(statement, rows=rows)

@@ -232,7 +232,10 @@ def test_batched_ingest_equals_one_by_one(graph_client, tmp_path):
     single.start_run(synthetic.run_spec(OP, run_id="r1"))
     for at in attempts:
         single.record_attempt(at)
-    view = lambda g: [(d.id, d.label, round(d.d, 12), d.parent_id) for d in g.run_state("r1").decisions]  # noqa: E731
+
+    def view(g):
+        return [(d.id, d.label, round(d.d, 12), d.parent_id) for d in g.run_state("r1").decisions]
+
     assert view(batched) == view(single)
     assert batched.run("r1").incumbent_id == single.run("r1").incumbent_id
 

@@ -1,4 +1,4 @@
-"""The built wheel carries cypher/, docker/, the knowledge documents and the console script."""
+"""The built wheel carries cypher/, docker/, the suite, the knowledge documents and the console script; the build is quiet."""
 
 import subprocess
 import sys
@@ -10,16 +10,21 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_wheel_contains_cypher_and_docker(tmp_path):
+def _build(tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """``python -m build``: the sdist, then the wheel from the sdist (so both are checked)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
         capture_output=True,
         text=True,
         timeout=600,
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    wheel = next(tmp_path.glob("kope-*.whl"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc, next(tmp_path.glob("kope-*.whl"))
+
+
+@pytest.mark.slow
+def test_wheel_contains_cypher_and_docker(tmp_path):
+    _proc, wheel = _build(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {p.relative_to(REPO / "cypher").as_posix() for p in (REPO / "cypher").rglob("*.cypher")}
     assert shipped, "cypher/ holds no statements"
@@ -36,6 +41,42 @@ def test_wheel_contains_cypher_and_docker(tmp_path):
     )
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kope = kope.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+@pytest.mark.slow
+def test_data_folders_are_data_and_code_folders_are_packages(tmp_path):
+    _proc, wheel = _build(tmp_path)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = ("kope/_resources/cypher/", "kope/_resources/docker/", "kope/knowledge/", "harness/suite/tasks/")
+    assert not [n for n in names if n.startswith(data) and n.endswith("__init__.py")]
+    templates = {p.relative_to(REPO).as_posix() for p in (REPO / "harness/suite/templates/cpu").glob("*.py")}
+    assert "harness/suite/templates/cpu/__init__.py" in templates and templates <= names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+@pytest.mark.slow
+def test_the_build_and_an_editable_build_print_no_warnings(tmp_path):
+    proc, _wheel = _build(tmp_path / "dist")
+    assert "warning" not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
+    # the backend's editable build is what `pip install -e .` runs (setuptools printed its warnings there)
+    editable = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-c",
+            "import sys, hatchling.build as backend; print(backend.build_editable(sys.argv[1]))",
+            str(tmp_path / "editable"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert editable.returncode == 0, editable.stderr[-2000:]
+    assert editable.stderr == "" and "warning" not in editable.stdout.lower(), editable.stdout + editable.stderr
+    names = zipfile.ZipFile(tmp_path / "editable" / editable.stdout.split()[-1]).namelist()
+    assert any(n.endswith(".pth") for n in names), names
 
 
 @pytest.mark.slow

@@ -1,1 +1,0 @@
-"""Docker Compose file for users who have a Docker engine (see `kope db start --docker`)."""

@@ -1,0 +1,1 @@
+"""Expert kernel templates by target (see harness/suite/kernel_templates.py)."""

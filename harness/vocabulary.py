@@ -1,0 +1,49 @@
+"""KOPE's shared vocabulary: families, optimization layers, outcome statuses and targets.
+
+This is the one place each list is defined; the harness, KOPE's memory, context,
+CLI and tests import them from here (a second copy would drift).
+
+- ``FAMILIES``: operator families of the built-in suite and of a task's ``FAMILY``
+  (a task without one is ``UNKNOWN_FAMILY``, e.g. a plain KernelBench file).
+- ``LAYERS``: the optimization layer of a decision (``Decision.layer`` in the
+  graph, ``layer:`` in a response, a template knob's ``layer``).
+- ``Status`` / ``STATUSES``: what an evaluation says about a candidate (the
+  ``status`` of the ``kope.outcome/1`` record, see ``harness.record``).
+- ``TARGETS``: where a candidate runs (``harness.targets`` registers one
+  implementation per name).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+FAMILIES: tuple[str, ...] = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
+UNKNOWN_FAMILY = "unknown"
+
+LAYERS: tuple[str, ...] = (
+    "parallelization",
+    "tiling",
+    "vectorization",
+    "memory_layout",
+    "fusion",
+    "algorithm",
+    "instruction",
+    "unrolling",
+    "scheduling",
+    "other",
+)
+
+
+class Status(StrEnum):
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CHEAT_DETECTED = "cheat_detected"
+    FORMAT_ERROR = "format_error"
+
+
+STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
+
+TARGETS: tuple[str, ...] = ("cpu", "triton", "cuda")
