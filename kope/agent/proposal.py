@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from kope.context.assemble import AssembledContext
 from kope.context.protocol import FormatProblem
 from kope.context.state import TaskView
+from kope.memory.tuning import TuningData, TuningQuery
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class ProposalRequest:
     history: Sequence[PastAttempt]
     backtracked: bool = False
     cases: Sequence[Mapping[str, Any]] = ()  # the cases this run evaluates (name + parameters); () = all
-    tuning: Any | None = None  # kope.memory.TuningData, for proposers that ask for it (UsesTuningRecords)
+    tuning: TuningData | None = None  # the training sample a proposer asked for (UsesTuningRecords)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class UsesTuningRecords(Protocol):
         hardware: Mapping[str, Any],
         run_id: str,
         memory: bool,
-    ) -> Any | None: ...  # kope.memory.TuningQuery, or None when it needs none for this task
+    ) -> TuningQuery | None: ...  # None when it needs none for this task
 
 
 class ProposerExhausted(Exception):

@@ -135,13 +135,13 @@ class ContextAssembler:
         if retrieval is not None:
             for i, rule in enumerate(retrieval.rules):
                 items.append(rule_item(rule, RELEVANCE_RULE + 1.0 / (i + 2)))
-            for i, effect in enumerate(getattr(retrieval, "effects", ())):
+            for i, effect in enumerate(retrieval.effects):
                 items.append(effect_item(effect, RELEVANCE_EFFECT + 0.5 / (i + 2)))
             for lineage in retrieval.lineages:
                 cross = lineage.relevance.operator_tier == "other"
                 base = RELEVANCE_CROSS_FAMILY if cross else RELEVANCE_LINEAGE
                 items.append(lineage_item(lineage, "cold" if cross else "warm", base + 1.0 / (lineage.rank + 2)))
-            for lineage in getattr(retrieval, "text_lineages", ()):
+            for lineage in retrieval.text_lineages:
                 # full-text matches supplement the ranked lineages: warm, after them, never replacing them
                 items.append(lineage_item(lineage, "warm", RELEVANCE_TEXT + 0.4 / (lineage.rank + 2)))
         for i, (doc, score) in enumerate(knowledge):

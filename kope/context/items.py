@@ -61,10 +61,9 @@ def lineage_item(lineage: Any, tier: str, relevance: float) -> ContextItem:
     """A retrieved lineage (kope.memory.retrieval.Lineage) as a prompt item."""
     h, rel = lineage.hit, lineage.relevance
     where = f"{rel.operator_tier} match: {h.operator} ({h.family}); hardware: {rel.hardware_tier} ({h.hw_class})"
-    shapes = getattr(rel, "shape_match", "other")
-    if shapes != "other":
-        where += f"; shapes: {'the same cases' if shapes == 'signature' else 'same shape class'}"
-    if getattr(rel, "source", "graph") == "text":
+    if rel.shape_match != "other":
+        where += f"; shapes: {'the same cases' if rel.shape_match == 'signature' else 'same shape class'}"
+    if rel.source == "text":
         where += "; found by full-text search of the latest feedback"
     header = f'### Experience [{h.id}] "{h.title}"\n{where}'
     status = (
