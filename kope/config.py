@@ -102,10 +102,15 @@ class ContextSettings(_Section):
 
 
 class MemorySettings(_Section):
-    """Experience-graph partitioning: namespace isolates memories, team tags provenance."""
+    """Experience-graph partitioning: namespace isolates memories, team tags provenance.
+
+    ``url`` + ``token``: use a shared memory server (``kope serve``) instead of Bolt;
+    the server then decides the team (the key's) and which namespaces may be read and written."""
 
     namespace: str = "default"
     team: str = "local"
+    url: str | None = None
+    token: str | None = Field(default=None, repr=False)
 
     @field_validator("namespace", "team")
     @classmethod
@@ -113,6 +118,20 @@ class MemorySettings(_Section):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", value):
             raise ValueError(f"must be 1-64 letters, digits, '_', '.', '-' (got {value!r})")
         return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"must be an http:// or https:// URL of a `kope serve` server (got {value!r})")
+        return value.rstrip("/")
+
+    @property
+    def remote(self) -> bool:
+        """True when a memory server is configured (then Bolt is not used for memory)."""
+        return self.url is not None
 
 
 class KopeConfig(_Section):
@@ -170,7 +189,7 @@ class KopeConfig(_Section):
         return data
 
 
-SECRETS = (("neo4j", "password"), ("llm", "api_key"))
+SECRETS = (("neo4j", "password"), ("llm", "api_key"), ("memory", "token"))
 
 # Environment variable -> (section or None for top level, key)
 ENV_VARS: dict[str, tuple[str | None, str]] = {
@@ -201,6 +220,8 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_CONTEXT_ENCODING_FALLBACK": ("context", "encoding_fallback"),
     "KOPE_NAMESPACE": ("memory", "namespace"),
     "KOPE_TEAM": ("memory", "team"),
+    "KOPE_MEMORY_URL": ("memory", "url"),
+    "KOPE_MEMORY_TOKEN": ("memory", "token"),
 }
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -2,7 +2,9 @@
 # The harness's GPU checks, for a machine with an NVIDIA GPU (a few minutes):
 #   1. refuse to run (exit 2, clear message) when torch sees no GPU;
 #   2. the triton and cuda tests (tests/e2e/test_harness_gpu.py), which must pass, not skip;
-#   3. a short timing comparison: Triton and CUDA ReLU kernels against torch.relu on the GPU.
+#   3. a short timing comparison: Triton and CUDA ReLU kernels against torch.relu on the GPU;
+#   4. every Triton kernel template's default candidate timed against PyTorch on its operators' first cases
+#      (benchmarks/time_triton_templates.py; TRITON_TEMPLATE_ARGS adds options, e.g. --all-values).
 # Usage: scripts/gpu_check.sh   (PYTHON selects the interpreter; it needs torch with CUDA, triton, pytest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,4 +39,7 @@ fi
 echo "== timing: ReLU kernels vs torch.relu on the GPU (task relu, float32 and float64 cases)"
 "$PY" -m harness eval relu tests/fixtures/triton/relu.py --target triton --cases 0-6 --rep-ms 100
 "$PY" -m harness eval relu tests/fixtures/cuda/relu.py --target cuda --cases 0-6 --rep-ms 100
+echo "== timing: Triton kernel templates (default settings) vs PyTorch, cases 0-2 of each operator"
+# shellcheck disable=SC2086  # TRITON_TEMPLATE_ARGS is a list of options
+"$PY" benchmarks/time_triton_templates.py ${TRITON_TEMPLATE_ARGS:-}
 echo "gpu_check: done"

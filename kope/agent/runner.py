@@ -54,10 +54,10 @@ def optimize_tasks(
     graph: Any = None,
 ) -> list[RunSummary]:
     """Optimize each task in order with one Experience Graph, so later tasks see earlier ones' experience."""
-    from kope.memory import ExperienceGraph
+    from kope.memory.connect import open_memory
 
     own = graph is None
-    graph = graph or ExperienceGraph.from_config(config)
+    graph = graph or open_memory(config)
     try:
         optimizer = Optimizer(config, graph, proposer, options, progress or (lambda *_: None))
         summaries = []

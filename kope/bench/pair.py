@@ -117,13 +117,13 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
     """Run one pair to its end and return its result record (see ``store`` for where it goes)."""
     from kope.agent.loop import LoopOptions, Optimizer
     from kope.agent.runner import make_proposer
-    from kope.memory import ExperienceGraph
+    from kope.memory.connect import open_memory
     from kope.memory.errors import UnknownRunError
     from kope.targets import load_task_view
 
     started_at = time.time()
     began = time.monotonic()
-    graph = ExperienceGraph.from_config(config, namespace=spec.namespace)
+    graph = open_memory(config, namespace=spec.namespace)
     try:
         proposer = make_proposer(config, spec.proposer, seed=spec.seed)
         options = LoopOptions(

@@ -103,9 +103,9 @@ class BenchRunner:
         )
 
     def _graph(self, namespace: str, journal: bool = False) -> Any:
-        from kope.memory import ExperienceGraph
+        from kope.memory.connect import open_memory
 
-        return ExperienceGraph.from_config(self.config, namespace=namespace, journal=journal)
+        return open_memory(self.config, namespace=namespace, journal=journal)
 
     def _wipe_namespace(self, namespace: str) -> int:
         with self._graph(namespace) as graph:

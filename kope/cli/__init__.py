@@ -39,10 +39,23 @@ def _register() -> None:
         eval_cmd,
         memory,
         optimize_cmd,
+        serve_cmd,
         tasks_cmd,
     )
 
-    for module in (db, config_cmd, doctor, tasks_cmd, eval_cmd, context_cmd, optimize_cmd, bench_cmd, memory, browser):
+    for module in (
+        db,
+        config_cmd,
+        doctor,
+        tasks_cmd,
+        eval_cmd,
+        context_cmd,
+        optimize_cmd,
+        bench_cmd,
+        memory,
+        browser,
+        serve_cmd,
+    ):
         cli.add_command(module.command)
 
 

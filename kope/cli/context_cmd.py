@@ -65,9 +65,9 @@ def command(
         raise UsageError("--run reads the run from the Experience Graph; it cannot be combined with --no-memory")
     graph = None
     if not no_memory:
-        from kope.memory import ExperienceGraph
+        from kope.memory.connect import open_memory
 
-        graph = ExperienceGraph.from_config(config, journal=False)
+        graph = open_memory(config, journal=False)
     try:
         context, retrieval = build_context(
             TaskView.from_info(info),

@@ -31,9 +31,9 @@ def namespace_option(func: Callable) -> Callable:
 
 
 def _graph(state: State):
-    from kope.memory import ExperienceGraph
+    from kope.memory.connect import open_memory
 
-    return ExperienceGraph.from_config(state.config)
+    return open_memory(state.config)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:

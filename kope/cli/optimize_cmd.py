@@ -199,9 +199,9 @@ def command(
     state.override(**{"memory.team": team, "memory.namespace": namespace})
     config = state.config
     if resume and task is None and suite is None:
-        from kope.memory import ExperienceGraph
+        from kope.memory.connect import open_memory
 
-        with ExperienceGraph.from_config(config, journal=False) as graph:
+        with open_memory(config, journal=False) as graph:
             task = graph.run(resume).operator
     if (task is None) == (suite is None):
         raise UsageError(

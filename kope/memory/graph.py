@@ -93,6 +93,7 @@ class ExperienceGraph:
         journal: Journal | None = None,
         weights: RankingWeights = DEFAULT_WEIGHTS,
         owns_client: bool = False,
+        schema_ready: bool = False,
     ) -> None:
         for value, what in ((namespace, "namespace"), (team, "team")):
             if not _NAMESPACE.match(value):
@@ -103,7 +104,7 @@ class ExperienceGraph:
         self.journal = journal
         self.weights = weights
         self._owns_client = owns_client
-        self._schema_ready = False
+        self._schema_ready = schema_ready  # True: the caller applied the schema (the memory server, at start)
         self._offline: str | None = None
         self._pending: list[tuple[str, Any]] = []
         self._known_a: dict[str, float | None] = {}
@@ -386,6 +387,17 @@ class ExperienceGraph:
         from kope.memory.sync import sync_journal
 
         return sync_journal(self, operator=operator, dry_run=dry_run)
+
+    def verify(self) -> None:
+        """Fail with a typed error unless the graph answers (``DatabaseUnavailableError`` when it does not)."""
+        self.client.verify()
+
+    def present(self, kind: str, uids: Sequence[str]) -> list[dict[str, Any]]:
+        """Which of these runs (``kind="run"``: uid, status, ended_at) or attempts (``"attempt"``: uid)
+        the graph holds: what ``sync`` asks before it replays."""
+        if kind not in ("run", "attempt"):
+            raise UsageError(f"present: kind must be run or attempt (got {kind!r})")
+        return self.client.execute(f"memory/{kind}/present", uids=list(uids))
 
     def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
         self._ensure_schema()

@@ -48,21 +48,17 @@ class SyncReport:
         }
 
 
-def _present(graph: ExperienceGraph, statement: str, uids: list[str]) -> dict[str, dict[str, Any]]:
+def _present(graph: ExperienceGraph, kind: str, uids: list[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(uids), CHUNK):
-        for row in graph.client.execute(statement, uids=uids[start : start + CHUNK]):
+        for row in graph.present(kind, uids[start : start + CHUNK]):
             found[row["uid"]] = row
     return found
 
 
 def _missing(graph: ExperienceGraph, entries: list[JournalEntry]) -> list[JournalEntry]:
-    runs = _present(
-        graph, "memory/run/present", sorted({graph.uid(e.key) for e in entries if e.kind in ("run", "run_end")})
-    )
-    attempts = _present(
-        graph, "memory/attempt/present", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"})
-    )
+    runs = _present(graph, "run", sorted({graph.uid(e.key) for e in entries if e.kind in ("run", "run_end")}))
+    attempts = _present(graph, "attempt", sorted({graph.uid(e.key) for e in entries if e.kind == "attempt"}))
     ends: dict[str, JournalEntry] = {}
     for e in entries:  # only the last end of a run counts
         if e.kind == "run_end":
@@ -88,7 +84,7 @@ def sync_journal(
         raise UsageError("this ExperienceGraph has no journal to sync from")
     scan = graph.journal.scan(operator)
     report = SyncReport(scanned=len(scan.entries), problems=list(scan.problems), dry_run=dry_run)
-    graph.client.verify()
+    graph.verify()
     missing = _missing(graph, scan.entries)
     report.pending = len(missing)
     report.present = report.scanned - report.pending

@@ -127,3 +127,24 @@ def test_an_avx512_setting_builds_and_computes_on_cpus_without_avx512(disable):
         kernel = lib.gemm_f32 if dtype == torch.float32 else lib.gemm_f64
         kernel(a, b, None, c, 1, m, n, k, 0, k, 1, 0, n, 1)
         torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_auto_micro_kernel_and_tiles_follow_the_isa_and_the_blis_rules_for_given_caches():
+    """micro_kernel=auto is 14x2 with AVX-512, 6x2 with AVX2; tiles=auto: KC x NR of B in half of L1, MC x KC of
+    A in half of L2, KC x NC of B in an eighth of L3 (rounded to the micro-kernel, clamped)."""
+    from harness.cpu import compile_cpp
+    from harness.hardware import cpu_fingerprint
+    from harness.suite.cpp_kit import gemm as core
+    from harness.suite.cpp_kit.prelude import FLAGS, PRELUDE, isa_define
+
+    caches = {"l1d": 48 << 10, "l2": 1 << 20, "l3": 32 << 20}
+    probe = 'extern "C" int64_t geo(int w) { const int64_t v[] = {MR, NV, Geo<float>::KC, Geo<float>::MC, Geo<float>::NC}; return v[w]; }\n'
+    cpp = isa_define("avx512") + core.defines("auto", "auto", True, "grid", caches) + PRELUDE + core.GEMM + probe
+    lib = compile_cpp(cpp, flags=FLAGS)
+    isa = cpu_fingerprint().isa
+    mr, nv, lanes = (14, 2, 16) if "avx512f" in isa else (6, 2, 8) if "avx2" in isa and "fma" in isa else (4, 2, 8)
+    nr = nv * lanes
+    kc = min(1024, max(64, caches["l1d"] // 2 // (nr * 4) // 8 * 8))
+    mc = caches["l2"] // 2 // (kc * 4) // mr * mr
+    nc = min(8192 // nr * nr, caches["l3"] // 8 // (kc * 4) // nr * nr)
+    assert [lib.geo(i) for i in range(5)] == [mr, nv, kc, mc, nc]

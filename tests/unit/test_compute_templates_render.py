@@ -97,3 +97,20 @@ def test_the_rendered_source_names_its_settings():
     source = template_for("matmul").render("matmul", {"micro_kernel": "8x3", "isa": "avx512"})
     assert "#define KOPE_MR 8" in source and "#define KOPE_ISA 512" in source
     assert "micro_kernel=8x3" in source.split('"""')[1]
+
+
+def test_auto_tiles_write_the_measured_cache_sizes_into_the_source():
+    from harness.hardware import cache_sizes
+
+    source = template_for("matmul").render("matmul", {"tiles": "auto"})
+    caches = cache_sizes()
+    assert "#define KOPE_TILES_AUTO 1" in source
+    for level in ("l1d", "l2", "l3"):
+        if caches.get(level):
+            assert f"#define KOPE_{level.upper()} {caches[level]}" in source
+
+
+def test_explicit_tiles_and_micro_kernels_are_written_as_given():
+    source = template_for("matmul").render("matmul", {"tiles": "96x256x1024", "micro_kernel": "4x3"})
+    assert "#define KOPE_TILES_AUTO 0" in source and "#define KOPE_MC 96" in source and "#define KOPE_KC 256" in source
+    assert "#define KOPE_MR 4" in source and "#define KOPE_NV 3" in source

@@ -297,7 +297,9 @@ conv2d(a, fused != 0);
 
 
 def source(settings: dict) -> str:
-    """The C++ of a convolution candidate: knobs algorithm, micro_kernel, isa and (optional) tiles.
+    """The C++ of a convolution candidate: knobs algorithm, micro_kernel, isa and (optional) tiles (default
+    auto); the GEMM algorithms split the work with the core's 'grid' (whole images per thread when there are
+    at least as many images as threads).
 
     Entry point ``conv2d_<f32|f64|bf16>(x, w, bias, y, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW, relu,
     fused)``: y = act(conv(x, w) + bias), act = ReLU when relu is 1; bias may be None.
@@ -305,7 +307,7 @@ def source(settings: dict) -> str:
     return (
         isa_define(settings["isa"])
         + defines(settings["algorithm"])
-        + core.defines(settings["micro_kernel"], settings.get("tiles", "96x256x1024"), True, "mn")
+        + core.defines(settings["micro_kernel"], settings.get("tiles", "auto"), True, "grid")
         + PRELUDE
         + core.GEMM
         + CONV

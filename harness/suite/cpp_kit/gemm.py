@@ -7,7 +7,7 @@ piece by row piece; nothing is written unless the epilogue writes it.
 The loops (per batch entry b)::
 
     for jc in N step NC:                       # a block of B columns ...
-      for pc in K step KC:                     # ... and of the reduction: pack B[pc:, jc:] (KC x NC, in L2/L3)
+      for pc in K step KC:                     # ... and of the reduction: pack B[pc:, jc:] (KC x NC, in L3)
         for ic in M step MC:                   # pack A[ic:, pc:] (MC x KC, in L2) when A is packed
           for jr in NC step NR:                # one packed B panel (KC x NR, in L1)
             for ir in MC step MR:              # the micro-kernel: an MR x NR tile in registers
@@ -15,14 +15,23 @@ The loops (per batch entry b)::
 
 Knobs (preprocessor constants the templates set):
 
-* ``KOPE_MR``, ``KOPE_NV``: the micro-kernel tile, MR rows x NV vectors (NR = NV * lanes);
-* ``KOPE_MC``, ``KOPE_KC``, ``KOPE_NC``: cache blocks (rounded up to multiples of MR / NR);
+* ``KOPE_MR``, ``KOPE_NV``: the micro-kernel tile, MR rows x NV vectors (NR = NV * lanes); ``KOPE_MR 0``
+  (micro_kernel "auto") sizes it to the instruction set the compiler targets: 14x2 with AVX-512 (28 of the
+  32 vector registers hold C: 14x32 floats), 6x2 with AVX2 (12 of 16: 6x16), 4x2 for the portable code;
+* ``KOPE_MC``, ``KOPE_KC``, ``KOPE_NC``: cache blocks (rounded up to multiples of MR / NR); with
+  ``KOPE_TILES_AUTO`` (tiles "auto") they are derived from the cache sizes measured when the candidate was
+  rendered (``KOPE_L1D``, ``KOPE_L2``, ``KOPE_L3``, bytes; ``harness.hardware``): a KC x NR panel of B fills
+  half of L1, an MC x KC block of A half of L2, a KC x NC block of B an eighth of L3 (BLIS's rules);
 * ``KOPE_PACK_A``: 1 copies each MR-row panel of A into contiguous scratch (B is always
   packed: it converts bfloat16 and any layout into the micro-kernel's panel format);
 * ``KOPE_PARALLEL``: 0 = OpenMP over (batch, M blocks), each task sweeping all of N and
   finishing its rows while they are hot; 1 = over (batch, M blocks, N blocks);
   2 = like 1, and when that gives fewer tasks than threads, K is split between threads too
-  (partial sums added afterwards);
+  (partial sums added afterwards); 3 = a grid: each thread owns a range of rows and of columns of C
+  (ranges of whole micro-tiles, balanced) and runs the whole 5-loop nest on it, so each KC x NC block of
+  B is packed once per thread and reused for all its rows, with no barrier; the grid (ti row ranges x tj
+  column ranges, ti * tj = threads) is the one that packs least (ti copies of B + tj copies of A), and
+  batches of at least as many entries as threads give each thread whole entries;
 * ``KOPE_ISA`` (prelude): intrinsics micro-kernel (``Vec<T>``) or ``#pragma omp simd`` loops.
 
 Operands are *loaders*: ``StridedA``/``StridedB`` read a matrix in place
@@ -31,7 +40,9 @@ batched layouts are strides); other loaders (``NormA``, ``ConcatA``, ...) build
 the packed panels on the fly, e.g. normalising rows or gathering im2col columns.
 When M == 1 or N == 1 and the operands are strided, matrix-vector kernels run
 instead (dot products or row streaming, with K split across threads when there
-are few outputs).
+are few outputs); with 2 to 8 rows and B = W^T of a row-major W (nn.Linear's
+weight), a fused epilogue gets dot products of contiguous rows (W read once,
+never packed).
 
 The epilogue (a struct with ``typedef Acc``) receives the finished sums::
 
@@ -55,49 +66,58 @@ SUMMARY = (
 )
 TILES_DOC = (
     "cache blocking MCxKCxNC: rows of A per L2 block, depth of the K block, columns of B per "
-    "packed block (rounded to the micro-kernel)"
+    "packed block (rounded to the micro-kernel); 'auto' derives them from the measured L1/L2/L3 sizes"
 )
 MICRO_DOC = (
-    "register blocking of the micro-kernel: MR rows x NV SIMD vectors of C held in registers "
-    "(6x2 and 8x3 need 32 vector registers: AVX-512)"
+    "register blocking of the micro-kernel: MR rows x NV SIMD vectors of C held in registers; 'auto' sizes it "
+    "to the ISA (14x2 AVX-512, 6x2 AVX2, 4x2 portable); 6x2 and 4x3 fit AVX2's 16 registers, 8x3 and 14x2 "
+    "need AVX-512's 32"
 )
+MICRO_VALUES = ["auto", "4x1", "6x2", "4x3", "8x3", "14x2"]
+TILES_VALUES = ["auto", "32x128x256", "96x256x1024", "192x384x3072"]
 PARALLEL_DOC = (
     "OpenMP work split: 'm' = batch x row blocks (each thread sweeps all columns), 'mn' = batch x "
     "row blocks x column blocks, 'mnk' = like 'mn' and splits K across threads when there are "
-    "fewer blocks than threads"
+    "fewer blocks than threads, 'grid' = each thread owns a balanced range of rows x columns and "
+    "packs each block of B once for all its rows (no barriers)"
 )
-PARALLEL_CODES = {"m": 0, "mn": 1, "mnk": 2}
+PARALLEL_CODES = {"m": 0, "mn": 1, "mnk": 2, "grid": 3}
+# Cache sizes assumed when the machine does not report one (bytes).
+FALLBACK_CACHES = {"l1d": 32 << 10, "l2": 512 << 10, "l3": 8 << 20}
 
 
 def knob(name: str, isa_doc: str = "") -> dict:
     """The declaration of one of the GEMM knobs every GEMM-based template shares (micro_kernel, isa, tiles,
-    parallel); ``isa_doc`` is the prelude's ISA_DOC (passed in: the prelude imports nothing from here)."""
+    parallel); ``isa_doc`` is the prelude's ISA_DOC (passed in: the prelude imports nothing from here).
+    The defaults are the choices derived from the hardware (micro-kernel sized to the ISA, cache blocks from
+    the measured caches, the widest instructions the CPU has) and the barrier-free 'grid' split (measured
+    1.3-1.8x faster than 'm'/'mn' on square float32 matmuls on 2 cores: benchmarks/gemm_core.py)."""
     knobs = {
         "micro_kernel": {
             "name": "micro_kernel",
-            "values": ["4x1", "6x2", "8x3"],
-            "default": "4x1",
+            "values": MICRO_VALUES,
+            "default": "auto",
             "layer": "instruction",
             "doc": MICRO_DOC,
         },
         "isa": {
             "name": "isa",
             "values": ["omp_simd", "avx2", "avx512"],
-            "default": "omp_simd",
+            "default": "avx512",
             "layer": "vectorization",
             "doc": isa_doc,
         },
         "tiles": {
             "name": "tiles",
-            "values": ["32x128x256", "96x256x1024", "192x384x3072"],
-            "default": "32x128x256",
+            "values": TILES_VALUES,
+            "default": "auto",
             "layer": "tiling",
             "doc": TILES_DOC,
         },
         "parallel": {
             "name": "parallel",
-            "values": ["m", "mn", "mnk"],
-            "default": "m",
+            "values": ["grid", "m", "mn", "mnk"],
+            "default": "grid",
             "layer": "parallelization",
             "doc": PARALLEL_DOC,
         },
@@ -105,21 +125,46 @@ def knob(name: str, isa_doc: str = "") -> dict:
     return dict(knobs[name])
 
 
-def defines(micro_kernel: str, tiles: str, pack_a: bool, parallel: str) -> str:
-    """The ``#define`` lines for one knob setting (micro_kernel "6x2", tiles "96x256x1024")."""
-    mr, nv = (int(x) for x in micro_kernel.split("x"))
-    mc, kc, nc = (int(x) for x in tiles.split("x"))
+def cache_defines(caches: dict[str, int] | None = None) -> str:
+    """``KOPE_L1D``/``KOPE_L2``/``KOPE_L3`` from ``caches`` (default: this machine's, ``harness.hardware``)."""
+    if caches is None:
+        from harness.hardware import cache_sizes
+
+        caches = cache_sizes()
+    sizes = {k: int(caches.get(k) or v) for k, v in FALLBACK_CACHES.items()}
+    return "".join(f"#define KOPE_{k.upper()} {v}  // bytes, measured\n" for k, v in sizes.items())
+
+
+def defines(micro_kernel: str, tiles: str, pack_a: bool, parallel: str, caches: dict[str, int] | None = None) -> str:
+    """The ``#define`` lines for one knob setting (micro_kernel "6x2" or "auto", tiles "96x256x1024" or "auto")."""
+    mr, nv = (0, 0) if micro_kernel == "auto" else (int(x) for x in micro_kernel.split("x"))
+    if tiles == "auto":
+        blocks = "#define KOPE_TILES_AUTO 1  // tiles=auto: MC, KC, NC from the cache sizes below\n"
+        blocks += cache_defines(caches) + "#define KOPE_MC 0\n#define KOPE_KC 0\n#define KOPE_NC 0\n"
+    else:
+        mc, kc, nc = (int(x) for x in tiles.split("x"))
+        blocks = f"#define KOPE_TILES_AUTO 0\n#define KOPE_MC {mc}  // tiles={tiles}\n#define KOPE_KC {kc}\n#define KOPE_NC {nc}\n"
     return (
         f"#define KOPE_MR {mr}  // micro_kernel={micro_kernel}\n#define KOPE_NV {nv}\n"
-        f"#define KOPE_MC {mc}  // tiles={tiles}\n#define KOPE_KC {kc}\n#define KOPE_NC {nc}\n"
-        f"#define KOPE_PACK_A {int(bool(pack_a))}  // pack_a={pack_a}\n"
+        + blocks
+        + f"#define KOPE_PACK_A {int(bool(pack_a))}  // pack_a={pack_a}\n"
         f"#define KOPE_PARALLEL {PARALLEL_CODES[parallel]}  // parallel={parallel}\n"
     )
 
 
 GEMM = r"""
 // ==== GEMM core =============================================================================
+#if KOPE_MR > 0
 constexpr int MR = KOPE_MR, NV = KOPE_NV;
+#elif KOPE_VEC_BITS == 512
+constexpr int MR = 14, NV = 2;                    // micro_kernel=auto: 28 of 32 zmm registers hold C
+#elif KOPE_VEC_BITS == 256
+constexpr int MR = 6, NV = 2;                     // micro_kernel=auto: 12 of 16 ymm registers hold C
+#else
+constexpr int MR = 4, NV = 2;                     // micro_kernel=auto, portable code
+#endif
+
+static constexpr i64 clamp_i64(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 template <class Acc> struct Geo {                 // tile geometry for one accumulator type
 #if KOPE_VEC_BITS
@@ -128,9 +173,17 @@ template <class Acc> struct Geo {                 // tile geometry for one accum
     static constexpr int L = 32 / int(sizeof(Acc));
 #endif
     static constexpr int NR = NV * L;
+#if KOPE_TILES_AUTO
+    // BLIS's rules: a KC x NR panel of B in half of L1, an MC x KC block of A in half of L2,
+    // a KC x NC block of B in an eighth of L3 (the L3 is shared; other data lives there too).
+    static constexpr i64 KC = clamp_i64(i64(KOPE_L1D) / 2 / (NR * i64(sizeof(Acc))) / 8 * 8, 64, 1024);
+    static constexpr i64 MC = clamp_i64(i64(KOPE_L2) / 2 / (KC * i64(sizeof(Acc))) / MR * MR, MR, 4096 / MR * MR);
+    static constexpr i64 NC = clamp_i64(i64(KOPE_L3) / 8 / (KC * i64(sizeof(Acc))) / NR * NR, NR, 8192 / NR * NR);
+#else
     static constexpr i64 MC = (KOPE_MC + MR - 1) / MR * MR;
     static constexpr i64 KC = KOPE_KC;
     static constexpr i64 NC = (KOPE_NC + NR - 1) / NR * NR;
+#endif
 };
 
 // ---- operand loaders --------------------------------------------------------------------------
@@ -143,14 +196,59 @@ template <class T> struct Strided {
     Acc at(i64 b, i64 r, i64 c) const { return to_acc(p[b * bs + r * rs + c * cs]); }
 };
 
+#if defined(__AVX2__)
+// r[i][j] -> r[j][i]: an 8x8 float transpose in registers.
+static inline void transpose8(__m256* r) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+// dst[k * dld + j] = src[j * ld + k] for j, k < 8.
+static inline void transpose8x8(const float* src, i64 ld, float* dst, i64 dld) {
+    __m256 r[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld);
+    transpose8(r);
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * dld, r[i]);
+}
+#endif
+
 // A (M x K): MR-row panels, panel[k * MR + i] = A[i0 + i, p0 + k]; rows past mr are zero.
 template <class T> struct StridedA : Strided<T> {
     typedef typename AccOf<T>::type Acc;
     void pack(i64 b, i64 i0, int mr, i64 p0, i64 kc, Acc* dst) const {
         const T* base = this->p + b * this->bs + i0 * this->rs + p0 * this->cs;
         if (this->cs == 1) {
+            i64 k0 = 0;
+#if defined(__AVX2__)
+            if constexpr (std::is_same<T, float>::value && MR <= 8) {
+                // 8 values of each row at a time, transposed in registers; each store writes 8 lanes, the
+                // last 8 - MR of which the next store (or the tail, or the next panel) overwrites: packing
+                // buffers carry 8 elements of slack for the very last one.
+                for (; k0 + 8 <= kc; k0 += 8) {
+                    __m256 r[8];
+                    for (int i = 0; i < 8; ++i) r[i] = i < mr ? _mm256_loadu_ps(base + i * this->rs + k0) : _mm256_setzero_ps();
+                    transpose8(r);
+                    for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + (k0 + q) * MR, r[q]);
+                }
+            }
+#endif
             for (int i = 0; i < mr; ++i)
-                for (i64 k = 0; k < kc; ++k) dst[k * MR + i] = to_acc(base[i * this->rs + k]);
+                for (i64 k = k0; k < kc; ++k) dst[k * MR + i] = to_acc(base[i * this->rs + k]);
+            for (int i = mr; i < MR; ++i)
+                for (i64 k = k0; k < kc; ++k) dst[k * MR + i] = Acc(0);
+            return;
         } else {
             for (i64 k = 0; k < kc; ++k)
                 for (int i = 0; i < mr; ++i) dst[k * MR + i] = to_acc(base[k * this->cs + i * this->rs]);
@@ -178,12 +276,25 @@ template <class T> struct StridedB : Strided<T> {
                 for (int j = nr; j < NR; ++j) d[j] = Acc(0);
             }
         } else {
-            for (int j = 0; j < nr; ++j) {
+            int j = 0;
+#if defined(__AVX2__)
+            if constexpr (std::is_same<T, float>::value) {
+                if (this->rs == 1) {                 // B = W^T with W row-major (nn.Linear): 8x8 transposes
+                    for (; j + 8 <= nr; j += 8) {
+                        i64 k = 0;
+                        for (; k + 8 <= kc; k += 8) transpose8x8(base + j * this->cs + k, this->cs, dst + k * NR + j, NR);
+                        for (; k < kc; ++k)
+                            for (int q = 0; q < 8; ++q) dst[k * NR + j + q] = base[(j + q) * this->cs + k];
+                    }
+                }
+            }
+#endif
+            for (; j < nr; ++j) {
                 const T* src = base + j * this->cs;
                 for (i64 k = 0; k < kc; ++k) dst[k * NR + j] = to_acc(src[k * this->rs]);
             }
             for (i64 k = 0; k < kc; ++k)
-                for (int j = nr; j < NR; ++j) dst[k * NR + j] = Acc(0);
+                for (int q = nr; q < NR; ++q) dst[k * NR + q] = Acc(0);
         }
     }
 };
@@ -196,16 +307,21 @@ static inline Acc a_elem(const AT* a, i64 a_rs, i64 a_cs, int i, i64 k) {
     else return to_acc(a[i * a_rs + k * a_cs]);
 }
 
+// Where a full tile's sums go: TO_TILE ct = sums (row stride NR); SET c = sums, ADD c += sums (row stride ldc,
+// partial sums of a K block kept in C); ADD_TO_TILE ct = c + sums (the last K block, for the epilogue).
+enum { TO_TILE = 0, SET = 1, ADD = 2, ADD_TO_TILE = 3 };
+
 #if KOPE_VEC_BITS
-template <bool PACKED, class Acc, class AT>
-static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp, Acc* ct) {
+template <bool PACKED, int MODE = TO_TILE, class Acc, class AT>
+static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp, Acc* ct, Acc* c = nullptr,
+                         i64 ldc = 0) {
     typedef Vec<Acc> V;
     constexpr int L = V::L, NR = NV * L;
-    typename V::R c[MR][NV];
+    typename V::R acc[MR][NV];
     #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
         #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) c[i][j] = V::zero();
+        for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
     for (i64 k = 0; k < kc; ++k) {
         typename V::R bv[NV];
         #pragma GCC unroll 4
@@ -214,17 +330,23 @@ static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp,
         for (int i = 0; i < MR; ++i) {
             const typename V::R av = V::set1(a_elem<PACKED, Acc>(a, a_rs, a_cs, i, k));
             #pragma GCC unroll 4
-            for (int j = 0; j < NV; ++j) c[i][j] = V::fma(av, bv[j], c[i][j]);
+            for (int j = 0; j < NV; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
         }
     }
     #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
         #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) V::store(ct + i * NR + j * L, c[i][j]);
+        for (int j = 0; j < NV; ++j) {
+            if constexpr (MODE == TO_TILE) V::store(ct + i * NR + j * L, acc[i][j]);
+            if constexpr (MODE == SET) V::store(c + i * ldc + j * L, acc[i][j]);
+            if constexpr (MODE == ADD) V::store(c + i * ldc + j * L, V::add(V::load(c + i * ldc + j * L), acc[i][j]));
+            if constexpr (MODE == ADD_TO_TILE) V::store(ct + i * NR + j * L, V::add(V::load(c + i * ldc + j * L), acc[i][j]));
+        }
 }
 #else
-template <bool PACKED, class Acc, class AT>
-static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp, Acc* ct) {
+template <bool PACKED, int MODE = TO_TILE, class Acc, class AT>
+static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp, Acc* ct, Acc* cm = nullptr,
+                         i64 ldc = 0) {
     constexpr int NR = Geo<Acc>::NR;
     Acc c[MR][NR];
     for (int i = 0; i < MR; ++i)
@@ -237,8 +359,15 @@ static inline void micro(i64 kc, const AT* a, i64 a_rs, i64 a_cs, const Acc* bp,
             for (int j = 0; j < NR; ++j) c[i][j] += av * b[j];
         }
     }
-    for (int i = 0; i < MR; ++i)
-        for (int j = 0; j < NR; ++j) ct[i * NR + j] = c[i][j];
+    for (int i = 0; i < MR; ++i) {
+        #pragma omp simd
+        for (int j = 0; j < NR; ++j) {
+            if constexpr (MODE == TO_TILE) ct[i * NR + j] = c[i][j];
+            if constexpr (MODE == SET) cm[i * ldc + j] = c[i][j];
+            if constexpr (MODE == ADD) cm[i * ldc + j] += c[i][j];
+            if constexpr (MODE == ADD_TO_TILE) ct[i * NR + j] = cm[i * ldc + j] + c[i][j];
+        }
+    }
 }
 #endif
 
@@ -421,32 +550,99 @@ struct Gemm {
         }
     }
 
+    // Rows [r0, r1) x columns [c0, c1) of batch entry b over the reduction range [k0, k1), by one thread (the
+    // 5-loop nest): each KC x NC block of B is packed once and serves every MC block of the rows.
+    void sweep(i64 b, i64 r0, i64 r1, i64 c0, i64 c1, i64 k0, i64 k1, Acc* dst) const {
+        Acc* bp = scratch<Acc, 0>(size_t(G::KC * G::NC));
+        Acc* ap = scratch<Acc, 1>(size_t(G::MC * G::KC + 8));   // + 8: slack of the vector A packing
+        alignas(64) Acc ct[MR * NR];
+        // Row blocks of (nearly) equal size, whole micro-panels, at most MC rows.
+        const i64 nblocks = cdiv(r1 - r0, G::MC), mcb = std::min<i64>(G::MC, cdiv(cdiv(r1 - r0, nblocks), MR) * MR);
+        for (i64 jc = c0; jc < c1; jc += G::NC) {
+            const i64 nc = std::min(G::NC, c1 - jc);
+            for (i64 p0 = k0; p0 < k1; p0 += G::KC) {
+                const i64 kc = std::min(G::KC, k1 - p0);
+                const bool first = p0 == k0, last = p0 + kc == k1;
+                for (i64 jr = 0; jr < nc; jr += NR) B.pack(b, p0, kc, jc + jr, int(std::min<i64>(NR, nc - jr)), bp + jr * kc);
+                for (i64 ic = r0; ic < r1; ic += mcb) {
+                    const i64 mc = std::min(mcb, r1 - ic);
+                    if constexpr (PACK_A)
+                        for (i64 ir = 0; ir < mc; ir += MR) A.pack(b, ic + ir, int(std::min<i64>(MR, mc - ir)), p0, kc, ap + ir * kc);
+                    for (i64 jr = 0; jr < nc; jr += NR) {
+                        const int nr = int(std::min<i64>(NR, nc - jr));
+                        for (i64 ir = 0; ir < mc; ir += MR) {
+                            const int mr = int(std::min<i64>(MR, mc - ir));
+                            if (PACK_A && mr == MR && nr == NR && (dst != nullptr || !last || !first)) {
+                                // a full tile: partial sums straight into C (dst, or the K-block accumulator),
+                                // or, in the last of several K blocks, C's partial sums + these to the epilogue
+                                const i64 off = (b * M + ic + ir) * N + jc + jr;
+                                const Acc* pa = ap + ir * kc;
+                                const Acc* pb = bp + jr * kc;
+                                Acc* cm = (dst != nullptr ? dst : cacc) + off;
+                                if (dst != nullptr || !last) {
+                                    if (first) micro<true, SET>(kc, pa, 0, 0, pb, ct, cm, N);
+                                    else micro<true, ADD>(kc, pa, 0, 0, pb, ct, cm, N);
+                                } else {
+                                    micro<true, ADD_TO_TILE>(kc, pa, 0, 0, pb, ct, cm, N);
+                                    for (int i = 0; i < MR; ++i) epi.row(b, ic + ir + i, jc + jr, ct + i * NR, NR);
+                                }
+                                continue;
+                            }
+                            if constexpr (PACK_A) {
+                                micro<true>(kc, ap + ir * kc, 0, 0, bp + jr * kc, ct);
+                            } else if (mr == MR) {
+                                micro<false>(kc, A.p + b * A.bs + (ic + ir) * A.rs + p0 * A.cs, A.rs, A.cs, bp + jr * kc, ct);
+                            } else {  // a partial panel at the bottom edge: pack it (zero rows) rather than read past M
+                                A.pack(b, ic + ir, mr, p0, kc, ap);
+                                micro<true>(kc, ap, 0, 0, bp + jr * kc, ct);
+                            }
+                            store(ct, b, ic + ir, jc + jr, mr, nr, first, last, dst);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     // One block: rows [ic, ic+MC) x columns [jc, jc+NC) over the reduction range [k0, k1).
     void block(i64 b, i64 ic, i64 jc, i64 k0, i64 k1, Acc* dst) const {
-        const i64 mc = std::min(G::MC, M - ic), nc = std::min(G::NC, N - jc);
-        Acc* bp = scratch<Acc, 0>(size_t(G::KC * G::NC));
-        Acc* ap = scratch<Acc, 1>(size_t(G::MC * G::KC));
-        alignas(64) Acc ct[MR * NR];
-        for (i64 p0 = k0; p0 < k1; p0 += G::KC) {
-            const i64 kc = std::min(G::KC, k1 - p0);
-            const bool first = p0 == k0, last = p0 + kc == k1;
-            for (i64 jr = 0; jr < nc; jr += NR) B.pack(b, p0, kc, jc + jr, int(std::min<i64>(NR, nc - jr)), bp + jr * kc);
-            if constexpr (PACK_A)
-                for (i64 ir = 0; ir < mc; ir += MR) A.pack(b, ic + ir, int(std::min<i64>(MR, mc - ir)), p0, kc, ap + ir * kc);
-            for (i64 jr = 0; jr < nc; jr += NR) {
-                const int nr = int(std::min<i64>(NR, nc - jr));
-                for (i64 ir = 0; ir < mc; ir += MR) {
-                    const int mr = int(std::min<i64>(MR, mc - ir));
-                    if constexpr (PACK_A) {
-                        micro<true>(kc, ap + ir * kc, 0, 0, bp + jr * kc, ct);
-                    } else if (mr == MR) {
-                        micro<false>(kc, A.p + b * A.bs + (ic + ir) * A.rs + p0 * A.cs, A.rs, A.cs, bp + jr * kc, ct);
-                    } else {  // a partial panel at the bottom edge: pack it (zero rows) rather than read past M
-                        A.pack(b, ic + ir, mr, p0, kc, ap);
-                        micro<true>(kc, ap, 0, 0, bp + jr * kc, ct);
-                    }
-                    store(ct, b, ic + ir, jc + jr, mr, nr, first, last, dst);
-                }
+        sweep(b, ic, std::min(M, ic + G::MC), jc, std::min(N, jc + G::NC), k0, k1, dst);
+    }
+
+    // parallel=grid: ti row ranges x tj column ranges per batch entry (ti * tj = threads per entry), the pair
+    // that packs least per unit of K (ti copies of B's N columns + tj copies of A's M rows); each cell runs
+    // the whole nest (sweep) on its ranges, which are whole micro-tiles split as evenly as possible.
+    void grid(Acc* dst) const {
+        const i64 threads = omp_get_max_threads();
+        const i64 rpanels = cdiv(M, MR), cpanels = cdiv(N, NR);
+        i64 ti = 1, tj = 1;
+        if (batch < threads) {
+            const i64 want = cdiv(threads, batch);
+            double best = -1;
+            for (i64 j = 1; j <= want; ++j) {
+                const i64 i = cdiv(want, j);
+                if (i * j != want || i > rpanels || j > cpanels) continue;
+                const double cost = double(i) * double(N) + double(j) * double(M);
+                if (best < 0 || cost <= best) best = cost, ti = i, tj = j;
+            }
+            if (best < 0) {                          // too few panels for an exact grid: as many cells as fit
+                tj = std::min(want, cpanels);
+                ti = std::min(cdiv(want, tj), rpanels);
+            }
+        }
+        const i64 cells = batch * ti * tj;
+        #pragma omp parallel for schedule(static)
+        for (i64 t = 0; t < cells; ++t) {
+            const i64 b = t / (ti * tj), i = t / tj % ti, j = t % tj;
+            const i64 r0 = std::min(M, rpanels * i / ti * MR), r1 = std::min(M, rpanels * (i + 1) / ti * MR);
+            const i64 c0 = std::min(N, cpanels * j / tj * NR), c1 = std::min(N, cpanels * (j + 1) / tj * NR);
+            if (r1 > r0 && c1 > c0) sweep(b, r0, r1, c0, c1, 0, K, dst);
+        }
+        if constexpr (Epi::rows_hook) {
+            if (dst == nullptr) {
+                const i64 mb = cdiv(M, G::MC);
+                #pragma omp parallel for schedule(static)
+                for (i64 t = 0; t < batch * mb; ++t) epi.rows_done(t / mb, t % mb * G::MC, std::min(M, t % mb * G::MC + G::MC));
             }
         }
     }
@@ -505,6 +701,61 @@ struct Gemm {
         }
     }
 
+    // A few rows (M <= 8) times B = W^T with W (N x K) row-major, as nn.Linear stores it: dot products of
+    // contiguous rows, so each weight row is read once from memory and never packed (a packed GEMM would
+    // copy all of W for a handful of rows). Pieces of NR outputs per task; true when it ran.
+    bool few_rows() const {
+#if KOPE_VEC_BITS
+        if constexpr (ALoad::strided && BLoad::strided && std::is_same<typename ALoad::In, Acc>::value &&
+                      std::is_same<typename BLoad::In, Acc>::value) {
+            if (M > 8 || B.rs != 1 || A.cs != 1 || K < 2 * Vec<Acc>::L) return false;
+            typedef Vec<Acc> V;
+            constexpr int L = V::L;
+            const i64 pieces = cdiv(N, NR);
+            #pragma omp parallel for schedule(static)
+            for (i64 t = 0; t < batch * pieces; ++t) {
+                const i64 b = t / pieces, j0 = t % pieces * NR, n = std::min<i64>(NR, N - j0);
+                alignas(64) Acc out[8][NR];
+                const Acc* x = A.p + b * A.bs;
+                const Acc* w = B.p + b * B.bs;
+                for (i64 j = j0; j < j0 + n; j += 4) {
+                    const int jw = int(std::min<i64>(4, j0 + n - j));
+                    for (i64 i0 = 0; i0 < M; i0 += 2) {
+                        const int iw = int(std::min<i64>(2, M - i0));
+                        typename V::R acc[2][4];
+                        for (int i = 0; i < 2; ++i)
+                            for (int q = 0; q < 4; ++q) acc[i][q] = V::zero();
+                        const Acc* xr[2] = {x + i0 * A.rs, x + (i0 + iw - 1) * A.rs};
+                        const Acc* wr[4];
+                        for (int q = 0; q < 4; ++q) wr[q] = w + (j + std::min(q, jw - 1)) * B.cs;
+                        i64 k = 0;
+                        for (; k + L <= K; k += L) {
+                            const typename V::R x0 = V::load(xr[0] + k), x1 = V::load(xr[1] + k);
+                            #pragma GCC unroll 4
+                            for (int q = 0; q < 4; ++q) {
+                                const typename V::R wq = V::load(wr[q] + k);
+                                acc[0][q] = V::fma(x0, wq, acc[0][q]);
+                                acc[1][q] = V::fma(x1, wq, acc[1][q]);
+                            }
+                        }
+                        for (int i = 0; i < iw; ++i)
+                            for (int q = 0; q < jw; ++q) {
+                                Acc sum = V::sum(acc[i][q]);
+                                for (i64 kk = k; kk < K; ++kk) sum += xr[i][kk] * wr[q][kk];
+                                out[i0 + i][j - j0 + q] = sum;
+                            }
+                    }
+                }
+                for (i64 i = 0; i < M; ++i) epi.row(b, i, j0, out[i], n);
+            }
+            if constexpr (Epi::rows_hook)
+                for (i64 b = 0; b < batch; ++b) epi.rows_done(b, 0, M);
+            return true;
+        }
+#endif
+        return false;
+    }
+
     // Epilogue pass over raw sums (splits slices of batch*M*N added), a row block per task.
     void epilogue_pass(const Acc* raw, int splits) const {
         const i64 mb = cdiv(M, G::MC), size = batch * M * N;
@@ -526,7 +777,7 @@ struct Gemm {
 
     void run(bool fused) {
         if (batch == 0 || M == 0 || N == 0) return;
-        if (K > 0 && gemv()) return;
+        if (K > 0 && (gemv() || (fused && few_rows()))) return;
         const i64 threads = omp_get_max_threads();
         const i64 mb = cdiv(M, G::MC), nb = cdiv(N, G::NC), nkb = std::max<i64>(1, cdiv(K, G::KC));
         const i64 tasks = batch * mb * nb;
@@ -538,6 +789,13 @@ struct Gemm {
         if (!fused || splits > 1) {                 // raw sums first, the epilogue as its own pass
             const i64 size = batch * M * N;
             work = scratch<Acc, 7>(size_t(splits * size));
+#if KOPE_PARALLEL == 3
+            if (K > 0) {
+                grid(work);
+                epilogue_pass(work, 1);
+                return;
+            }
+#endif
             #pragma omp parallel for schedule(static)
             for (i64 t = 0; t < splits * tasks; ++t) {
                 const i64 s = t / tasks, r = t % tasks;
@@ -558,7 +816,9 @@ struct Gemm {
         }
         cacc = epi.accumulator;
         if (nkb > 1 && cacc == nullptr) cacc = scratch<Acc, 8>(size_t(batch * M * N));
-#if KOPE_PARALLEL == 0
+#if KOPE_PARALLEL == 3
+        grid(nullptr);
+#elif KOPE_PARALLEL == 0
         #pragma omp parallel for schedule(static)
         for (i64 t = 0; t < batch * mb; ++t) {
             const i64 b = t / mb, ic = t % mb * G::MC;

@@ -7,7 +7,7 @@
   polynomials that ``#pragma omp simd`` loops vectorise (|rel. error| < 2e-7);
   double versions call libm (float64 is checked to 1e-9).
 * ``Vec<T>``: AVX-512 or AVX2 intrinsics behind one interface (``L`` lanes,
-  ``load``/``store``/``set1``/``fma``/``sum``), selected by ``KOPE_ISA``
+  ``load``/``store``/``set1``/``fma``/``add``/``sum``), selected by ``KOPE_ISA``
   (0, 256 or 512, from a template's ``isa`` knob). When the compiler targets a
   CPU without those instructions ``KOPE_VEC_BITS`` is 0 and callers use their
   ``#pragma omp simd`` code instead: an AVX-512 setting on an AVX2 machine still
@@ -83,14 +83,17 @@ template <class T> static inline typename AccOf<T>::type* acc_alias(T* p) {
     else return nullptr;
 }
 
-// Per-thread scratch memory, grown on demand and reused across calls (SLOT tells buffers apart).
+// Per-thread scratch memory, grown on demand and reused across calls (SLOT tells buffers apart), aligned
+// to 64 bytes (a cache line: packed GEMM panels are read with aligned vector loads).
 // Slots: GEMM core 0, 1 (packing), 7, 8, 9, 15; convolution 2; windows 3-5; row kernels 6;
 // blocks 10-14; attention 16-21.
 template <class T, int SLOT>
 static T* scratch(size_t n) {
     static thread_local std::vector<T> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    const size_t pad = 64 / sizeof(T) + 1;
+    if (buf.size() < n + pad) buf.resize(n + pad);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
 }
 
 // ---- math: vectorisable float versions, libm for double -------------------------------------
@@ -156,6 +159,7 @@ template <> struct Vec<float> {
     }
     static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
     static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+    static R add(R a, R b) { return _mm512_add_ps(a, b); }
     static float sum(R v) { return _mm512_reduce_add_ps(v); }
 };
 template <> struct Vec<double> {
@@ -166,6 +170,7 @@ template <> struct Vec<double> {
     static R load(const double* p) { return _mm512_loadu_pd(p); }
     static void store(double* p, R v) { _mm512_storeu_pd(p, v); }
     static R fma(R a, R b, R c) { return _mm512_fmadd_pd(a, b, c); }
+    static R add(R a, R b) { return _mm512_add_pd(a, b); }
     static double sum(R v) { return _mm512_reduce_add_pd(v); }
 };
 #elif KOPE_VEC_BITS == 256
@@ -181,6 +186,7 @@ template <> struct Vec<float> {
     }
     static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
     static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+    static R add(R a, R b) { return _mm256_add_ps(a, b); }
     static float sum(R v) {
         alignas(32) float t[8];
         _mm256_store_ps(t, v);
@@ -195,6 +201,7 @@ template <> struct Vec<double> {
     static R load(const double* p) { return _mm256_loadu_pd(p); }
     static void store(double* p, R v) { _mm256_storeu_pd(p, v); }
     static R fma(R a, R b, R c) { return _mm256_fmadd_pd(a, b, c); }
+    static R add(R a, R b) { return _mm256_add_pd(a, b); }
     static double sum(R v) {
         alignas(32) double t[4];
         _mm256_store_pd(t, v);

@@ -178,7 +178,7 @@ def render(operator: str, settings: dict) -> str:
     kernel, init_args, init_body, forward = MODELS[operator]
     cpp = (
         isa_define(settings["isa"])
-        + core.defines(settings["micro_kernel"], "96x256x1024", True, "mn")
+        + core.defines(settings["micro_kernel"], "auto", True, "grid")  # the projections' GEMMs
         + attn.defines(
             settings["algorithm"], settings["tiles"], settings["parallel"], round_p=operator != "sdpa_attention"
         )

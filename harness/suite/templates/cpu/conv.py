@@ -25,21 +25,9 @@ KNOBS = [
         "layer": "algorithm",
         "doc": conv_kit.ALGORITHM_DOC,
     },
-    {
-        "name": "micro_kernel",
-        "values": ["4x1", "6x2", "8x3"],
-        "default": "4x1",
-        "layer": "instruction",
-        "doc": core.MICRO_DOC + "; direct: MR output channels per task",
-    },
+    dict(core.knob("micro_kernel"), doc=core.MICRO_DOC + "; direct: MR output channels per task"),
     core.knob("isa", ISA_DOC),
-    {
-        "name": "tiles",
-        "values": ["32x128x256", "96x256x1024", "192x384x3072"],
-        "default": "32x128x256",
-        "layer": "tiling",
-        "doc": core.TILES_DOC + " (GEMM algorithms only)",
-    },
+    dict(core.knob("tiles"), doc=core.TILES_DOC + " (GEMM algorithms only)"),
 ]
 
 _CONV2D_FORWARD = """

@@ -28,13 +28,7 @@ KNOBS = [
         "layer": "algorithm",
         "doc": conv_kit.ALGORITHM_DOC,
     },
-    {
-        "name": "micro_kernel",
-        "values": ["4x1", "6x2", "8x3"],
-        "default": "4x1",
-        "layer": "instruction",
-        "doc": core.MICRO_DOC + "; direct: MR output channels per task",
-    },
+    dict(core.knob("micro_kernel"), doc=core.MICRO_DOC + "; direct: MR output channels per task"),
     core.knob("isa", ISA_DOC),
 ]
 

@@ -64,7 +64,6 @@ MODELS = {
         return c
 """,
     ),
-    "tall_skinny_matmul": None,  # same as matmul
     "batched_matmul": (
         _NO_PARAMS,
         """
@@ -120,7 +119,7 @@ MODELS = {
 """,
     ),
 }
-MODELS["tall_skinny_matmul"] = MODELS["matmul"]
+MODELS["tall_skinny_matmul"] = MODELS["matmul"]  # the same computation
 
 
 def render(operator: str, settings: dict) -> str:

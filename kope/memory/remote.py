@@ -1,0 +1,496 @@
+"""``RemoteMemory``: the memory through a shared memory server (``kope serve``), over HTTP.
+
+The same operations as ``ExperienceGraph`` (the memory protocol), so the loop, the context,
+the bench and ``kope memory ...`` work unchanged when ``KOPE_MEMORY_URL`` and
+``KOPE_MEMORY_TOKEN`` (or ``[memory] url/token``) are set. What differs:
+
+* the server decides: the team is the key's (``KOPE_TEAM`` is not sent), and it says which
+  namespaces the key may read and write; without an explicit ``--namespace`` /
+  ``KOPE_NAMESPACE`` the key's home namespace is used;
+* d(v), labels, incumbents and insights are computed by the server;
+* the journal stays local and first: every run start, attempt and run end is appended (and
+  fsync'ed) before the request. When the server cannot be reached the result says so
+  (``in_graph=False``, ``pending_reason``), this object sends what it held back once the
+  server answers again, and ``kope memory sync`` replays whatever the server lacks, in any
+  later process (the server's writes are idempotent MERGEs, so nothing is duplicated).
+
+The token is sent only in the ``Authorization`` header; it is never logged, journaled or
+written to the graph.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from kope import __version__
+from kope.errors import DatabaseUnavailableError, KopeError, UsageError
+from kope.memory import markdown, scoring, wire
+from kope.memory.errors import (
+    ExportFormatError,
+    InvalidRecordError,
+    PruneRefusedError,
+    RecordConflictError,
+    UnknownDecisionError,
+    UnknownRunError,
+)
+from kope.memory.graph import RUN_STATUSES, RunState
+from kope.memory.ids import uid
+from kope.memory.insights import DistillReport
+from kope.memory.inspect import LineageTree, MemoryStats
+from kope.memory.journal import Journal, JournalEntry
+from kope.memory.prune import PruneReport
+from kope.memory.recorder import RecordResult, RunResult
+from kope.memory.records import OutcomeNodeRecord, RunRecord
+from kope.memory.retrieval import RetrievalQuery, RetrievalResult
+from kope.memory.schema import SchemaReport
+from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.transfer import TransferReport
+
+log = logging.getLogger("kope.memory")
+MAX_RATE_WAIT_S = 30.0
+
+
+class MemoryServerUnavailableError(DatabaseUnavailableError):
+    """No memory server answers (or it cannot reach its graph): the journal keeps what was written."""
+
+
+class MemoryAccessError(KopeError):
+    """The memory server refused the key (401) or the operation (403)."""
+
+    exit_code = 12
+
+
+class NamespaceUnknownError(UsageError):
+    """The memory server has no such namespace that this key may use."""
+
+
+_ERRORS: dict[str, type[KopeError]] = {
+    "unknown_run": UnknownRunError,
+    "unknown_decision": UnknownDecisionError,
+    "record_conflict": RecordConflictError,
+    "prune_refused": PruneRefusedError,
+    "invalid_record": InvalidRecordError,
+    "invalid_request": InvalidRecordError,
+    "export_format": ExportFormatError,
+    "unknown_namespace": NamespaceUnknownError,
+    "unauthorized": MemoryAccessError,
+    "forbidden": MemoryAccessError,
+    "graph_unavailable": MemoryServerUnavailableError,
+    "bad_request": UsageError,
+    "too_large": UsageError,
+}
+
+
+class RemoteMemory:
+    """One namespace of a memory server, journaling locally first."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        namespace: str | None = None,
+        journal_root: Path | None = None,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not token:
+            raise UsageError(
+                f"a memory server is configured ({url}) but no key: set KOPE_MEMORY_TOKEN",
+                hint="the server's operator creates one with `kope serve keys create --team TEAM`",
+            )
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": f"kope/{__version__}"},
+            timeout=httpx.Timeout(timeout, connect=5.0),
+            transport=transport,
+        )
+        try:
+            who = self._get("/v1/whoami")
+        except BaseException:
+            self._http.close()
+            raise
+        self.key_id: str = who["key_id"]
+        self.team: str = who["team"]
+        self.scopes: tuple[str, ...] = tuple(who["scopes"])
+        self.namespace: str = namespace or who["home"]
+        self.journal = Journal(journal_root, self.namespace) if journal_root is not None else None
+        self.harness_version = _harness_version()
+        self._offline: str | None = None
+        self._pending: list[tuple[str, Any]] = []
+        self._known_a: dict[str, float | None] = {}
+        self._run_operator: dict[str, str] = {}
+
+    @classmethod
+    def from_config(cls, config: Any, *, namespace: str | None = None, journal: bool = True) -> RemoteMemory:
+        """The server of ``config.memory.url``; the namespace: ``namespace``, else the configured one if it was
+        set explicitly (option, KOPE_NAMESPACE, kope.toml), else the key's home namespace."""
+        memory = config.memory
+        ns = namespace or (memory.namespace if "namespace" in memory.model_fields_set else None)
+        return cls(
+            memory.url, memory.token or "", namespace=ns, journal_root=config.data_dir / "memory" if journal else None
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RemoteMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def uid(self, local_id: str) -> str:
+        return uid(self.namespace, local_id)
+
+    # -- HTTP ----------------------------------------------------------------------------------------
+    def _path(self, suffix: str) -> str:
+        return f"/v1/namespaces/{self.namespace}{suffix}"
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        waited = 0.0
+        while True:
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                    raise MemoryServerUnavailableError(
+                        f"the TLS certificate of the memory server at {self.url} is not trusted",
+                        hint="set SSL_CERT_FILE to the certificate (or CA bundle) that signed it",
+                    ) from None
+                raise MemoryServerUnavailableError(
+                    f"no KOPE memory server answers at {self.url} ({type(exc).__name__})",
+                    hint="start it (`kope serve`) or check KOPE_MEMORY_URL",
+                ) from None
+            if response.status_code == 429:
+                retry = _retry_after(response)
+                if waited + retry <= MAX_RATE_WAIT_S:
+                    log.info("memory server: rate limited, retrying in %.0f s", retry)
+                    time.sleep(retry)
+                    waited += retry
+                    continue
+            if response.status_code >= 400:
+                raise self._error(response)
+            return response
+
+    def _error(self, response: httpx.Response) -> KopeError:
+        try:
+            body = response.json()
+            message, code, hint = str(body["error"]), str(body.get("code", "")), body.get("hint")
+        except (ValueError, KeyError, TypeError):
+            message, code, hint = f"HTTP {response.status_code}", "", None
+        if response.status_code == 429:
+            return KopeError(f"the memory server at {self.url} is rate limiting this key: {message}", hint=hint)
+        if code == "graph_unavailable" or response.status_code in (502, 503, 504):
+            return MemoryServerUnavailableError(f"the memory server at {self.url} cannot write now: {message}")
+        kind = _ERRORS.get(code, KopeError)
+        if kind is MemoryAccessError:
+            message = f"the memory server at {self.url} refused: {message}"
+        return kind(message, hint=hint)
+
+    def _get(self, path: str, **params: Any) -> Any:
+        return self._request("GET", path, params=params or None).json()
+
+    def _post(self, path: str, body: Any) -> Any:
+        return self._request("POST", path, json=body).json()
+
+    def _get_record(self, kind: Any, path: str, **params: Any) -> Any:
+        return wire.load_json(kind, self._request("GET", path, params=params or None).content)
+
+    def _post_record(self, kind: Any, path: str, body: Any) -> Any:
+        return wire.load_json(kind, self._request("POST", path, json=body).content)
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def init_schema(self) -> SchemaReport:
+        """The server applies the schema when it starts; this reports it."""
+        return self._get_record(SchemaReport, "/v1/schema")
+
+    def verify(self) -> None:
+        self._get("/v1/whoami")
+
+    @property
+    def offline_reason(self) -> str | None:
+        return self._offline
+
+    @property
+    def pending(self) -> int:
+        return sum(len(item) if kind == "attempts" else 1 for kind, item in self._pending)
+
+    def _send(self, kind: str, item: Any) -> Any:
+        if kind == "run":
+            return self._send_runs(item)
+        if kind == "attempts":
+            return self._send_attempts(item)
+        return self._send_end(*item)
+
+    def _write(self, kind: str, item: Any) -> Any:
+        """Send ``item``; first whatever was held back while the server was unreachable."""
+        if self._offline is not None:
+            self.verify()  # fails fast while the server is still down
+        while self._pending:
+            held_kind, held = self._pending[0]
+            try:
+                self._send(held_kind, held)
+            except DatabaseUnavailableError:
+                raise
+            except KopeError:
+                self._pending.pop(0)  # it is in the journal; `kope memory sync` reports it
+                raise
+            self._pending.pop(0)
+        result = self._send(kind, item)
+        self._offline = None
+        return result
+
+    def _unavailable(self, exc: DatabaseUnavailableError, kind: str, item: Any) -> str:
+        if self.journal is None:
+            raise exc
+        self._offline = exc.message
+        self._pending.append((kind, item))
+        reason = (
+            f"{exc.message}; kept in the journal ({self.journal.wal_dir}), "
+            "run `kope memory sync` once the memory server is back"
+        )
+        log.warning("memory: %s", reason)
+        return reason
+
+    def _send_runs(self, specs: list[RunSpec]) -> list[RunResult]:
+        body = {
+            "runs": [s.model_dump(mode="json", by_alias=True) for s in specs],
+            "harness_version": self.harness_version,
+        }
+        return self._post_record(list[RunResult], self._path("/runs"), body)
+
+    def _send_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
+        body = {"attempts": [a.to_json() for a in batch], "harness_version": self.harness_version}
+        return self._post_record(list[RecordResult], self._path("/attempts"), body)
+
+    def _send_end(
+        self, run_id: str, status: str, ended_at: float, distill: bool = False
+    ) -> tuple[RunRecord, str | None]:
+        data = self._post(
+            self._path(f"/runs/{run_id}/finish"), {"status": status, "ended_at": ended_at, "distill": distill}
+        )
+        return wire.load(RunRecord, data["run"]), data["family"]
+
+    # -- runs ------------------------------------------------------------------------------------
+    def start_run(self, spec: RunSpec | dict) -> RunResult:
+        return self.start_runs([spec])[0]
+
+    def start_runs(self, specs: Sequence[RunSpec | dict]) -> list[RunResult]:
+        parsed = [RunSpec.parse(s) for s in specs]
+        for spec in parsed:
+            self._run_operator[spec.run_id] = spec.task.operator
+        if self.journal is not None:
+            self.journal.append(
+                [
+                    JournalEntry(
+                        "run",
+                        s.run_id,
+                        s.task.operator,
+                        {"spec": s.model_dump(mode="json", by_alias=True), "team": self.team},
+                    )
+                    for s in parsed
+                ],
+                [(s.task.operator, markdown.run_block(s, self.team)) for s in parsed],
+            )
+        try:
+            return self._write("run", parsed)
+        except DatabaseUnavailableError as exc:
+            reason = self._unavailable(exc, "run", parsed)
+            return [RunResult(s.run_id, in_graph=False, pending_reason=reason) for s in parsed]
+
+    def finish_run(self, run_id: str, status: str = "finished", *, distill: bool = True) -> RunRecord | None:
+        if status not in RUN_STATUSES:
+            raise UsageError(f"run status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
+        ended_at = time.time()
+        if self.journal is not None:
+            operator = self._run_operator.get(run_id) or self._operator_of(run_id)
+            entry = JournalEntry(
+                "run_end", run_id, operator, {"run_id": run_id, "status": status, "ended_at": ended_at}
+            )
+            self.journal.append(
+                [entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))]
+            )
+        try:
+            run, _family = self._write("run_end", (run_id, status, ended_at, distill))
+        except DatabaseUnavailableError as exc:
+            self._unavailable(exc, "run_end", (run_id, status, ended_at, False))
+            return None
+        return run
+
+    def _operator_of(self, run_id: str) -> str:
+        try:
+            return self.run(run_id).operator
+        except (DatabaseUnavailableError, UnknownRunError):
+            return "_runs"
+
+    def run(self, run_id: str) -> RunRecord:
+        return self._get_record(RunRecord, self._path(f"/runs/{run_id}"))
+
+    def run_state(self, run_id: str) -> RunState:
+        state = self._get_record(RunState, self._path(f"/runs/{run_id}/state"))
+        self._run_operator[run_id] = state.run.operator
+        for d in state.decisions:
+            self._known_a[d.id] = d.a
+        return state
+
+    # -- attempts --------------------------------------------------------------------------------
+    def record_attempt(self, attempt: Attempt | dict) -> RecordResult:
+        return self.record_attempts([attempt])[0]
+
+    def record_attempts(self, attempts: Sequence[Attempt | dict], *, batch_size: int = 500) -> list[RecordResult]:
+        parsed = [Attempt.parse(a) for a in attempts]
+        if self.journal is not None:
+            self._journal_attempts(parsed)
+        results: list[RecordResult] = []
+        for start in range(0, len(parsed), batch_size):
+            results.extend(self._write_attempts(parsed[start : start + batch_size]))
+        return results
+
+    def _journal_attempts(self, attempts: list[Attempt]) -> None:
+        entries, blocks = [], []
+        local_a = dict(self._known_a)
+        for at in attempts:
+            entries.append(JournalEntry("attempt", at.id, at.outcome.task, at.to_json()))
+            known = at.parent_id is None or at.parent_id in local_a
+            parent_a = local_a.get(at.parent_id) if at.parent_id else None
+            blocks.append((at.outcome.task, markdown.attempt_block(at, parent_a, known)))
+            local_a[at.id] = scoring.absolute_speedup(at.outcome)
+        self.journal.append(entries, blocks)  # type: ignore[union-attr]
+
+    def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
+        try:
+            try:
+                results = self._write("attempts", batch)
+            except (UnknownRunError, UnknownDecisionError):
+                if self.journal is None:
+                    raise
+                # the run or a parent may be journaled by a process that could not reach the server
+                for operator in sorted({at.outcome.task for at in batch}):
+                    self.sync(operator=operator)
+                results = self._write("attempts", batch)
+        except DatabaseUnavailableError as exc:
+            reason = self._unavailable(exc, "attempts", batch)
+            return [RecordResult(at.id, in_graph=False, pending_reason=reason) for at in batch]
+        for r in results:
+            self._known_a[r.decision_id] = r.a
+        return results
+
+    # -- reading ---------------------------------------------------------------------------------
+    def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
+        body = {"query": {**wire.dump(query), "exclude": list(query.exclude)}, "k": k}
+        return self._post_record(RetrievalResult, self._path("/retrieve"), body)
+
+    def outcome(self, decision_id: str) -> OutcomeNodeRecord:
+        return self._get_record(OutcomeNodeRecord, self._path(f"/decisions/{decision_id}/outcome"))
+
+    def kernel_source(self, decision_id: str) -> str | None:
+        return self._get(self._path(f"/decisions/{decision_id}/kernel"))["source"]
+
+    def present(self, kind: str, uids: Sequence[str]) -> list[dict[str, Any]]:
+        prefix = f"{self.namespace}/"
+        ids = [u[len(prefix) :] if u.startswith(prefix) else u for u in uids]
+        return self._post(self._path("/present"), {"kind": kind, "ids": ids})
+
+    # -- insights and knowledge ------------------------------------------------------------------
+    def distill(self, family: str | None = None) -> DistillReport:
+        return self._post_record(DistillReport, self._path("/distill"), {"family": family})
+
+    def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict]) -> int:
+        parsed = [KnowledgeDoc.parse(d).model_dump(mode="json") for d in docs]
+        if not parsed:
+            return 0
+        return int(self._post(self._path("/knowledge"), {"docs": parsed})["written"])
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def sync(self, operator: str | None = None, *, dry_run: bool = False):
+        from kope.memory.sync import sync_journal
+
+        return sync_journal(self, operator=operator, dry_run=dry_run)  # type: ignore[arg-type]
+
+    def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
+        self._send_runs([spec for spec, _team in items])  # the server stamps the key's team
+
+    def _replay_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
+        return self._send_attempts(batch)
+
+    def _replay_end(self, run_id: str, status: str, ended_at: float) -> str | None:
+        return self._send_end(run_id, status, ended_at)[1]
+
+    def journal_dir(self) -> Path | None:
+        return self.journal.root if self.journal else None
+
+    def stats(self) -> MemoryStats:
+        stats = self._get_record(MemoryStats, self._path("/stats"))
+        entries = None
+        if self.journal is not None:
+            entries = 0
+            for path in self.journal.wal_files():
+                with open(path, "rb") as handle:
+                    entries += sum(1 for line in handle if line.strip())
+        return MemoryStats(**{**stats.__dict__, "journal_entries": entries})
+
+    def run_evidence(self, run_id: str) -> dict[str, dict[str, int]]:
+        return self._get(self._path(f"/runs/{run_id}/evidence"))
+
+    def lineage(self, decision_id: str, limit: int = 200) -> LineageTree:
+        return self._get_record(LineageTree, self._path(f"/decisions/{decision_id}/lineage"), limit=limit)
+
+    def export_to(self, out: IO[str]) -> TransferReport:
+        text = self._request("GET", self._path("/export")).text
+        report = TransferReport(self.namespace)
+        for line in text.splitlines():
+            obj = json.loads(line) if line.strip() else {}
+            if "node" in obj:
+                report.nodes[obj["node"]] = report.nodes.get(obj["node"], 0) + 1
+            elif "rel" in obj:
+                report.relationships[obj["rel"]] = report.relationships.get(obj["rel"], 0) + 1
+        out.write(text)
+        return report
+
+    def import_from(self, stream: IO[str], source: str = "<input>", *, distill: bool = True) -> TransferReport:
+        response = self._request(
+            "POST",
+            self._path("/import"),
+            content=stream.read().encode("utf-8"),
+            params={"distill": "true" if distill else "false"},
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+        return wire.load_json(TransferReport, response.content)
+
+    def prune(
+        self,
+        run_ids: Sequence[str] = (),
+        *,
+        older_than_days: float | None = None,
+        everything: bool = False,
+        dry_run: bool = False,
+    ) -> PruneReport:
+        body = {
+            "run_ids": list(run_ids),
+            "older_than_days": older_than_days,
+            "everything": everything,
+            "dry_run": dry_run,
+        }
+        return self._post_record(PruneReport, self._path("/prune"), body)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return max(0.0, float(response.headers.get("Retry-After", "1")))
+    except ValueError:
+        return 1.0
+
+
+def _harness_version() -> str:
+    from harness import __version__ as version
+
+    return version
