@@ -81,3 +81,9 @@ class CatalogError(KopeError):
     """A named Cypher statement does not exist in cypher/."""
 
     exit_code = 9
+
+
+class NothingAttemptedError(KopeError):
+    """A run or bench ended without a single attempt for any selected operator (no template, no candidate)."""
+
+    exit_code = 12

@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from kope.boundary import Hardware, TaskView
 from kope.context.assemble import AssembledContext
 from kope.context.protocol import FormatProblem
-from kope.context.state import TaskView
+from kope.memory.params import DecisionParams
+from kope.memory.retrieval import RetrievalResult
 from kope.memory.tuning import TuningData, TuningQuery
 
 
@@ -18,7 +20,7 @@ class ParentState:
 
     id: str
     code: str | None
-    params: Mapping[str, Any]
+    params: DecisionParams
     speedup: float | None
     status: str
 
@@ -35,7 +37,7 @@ class PastAttempt:
     status: str
     label: str
     a: float | None
-    params: Mapping[str, Any]
+    params: DecisionParams
     code_hash: str | None = None  # content hash of the kernel it wrote (kope.memory.ids.kernel_id)
 
 
@@ -44,9 +46,9 @@ class ProposalRequest:
     task: TaskView
     target: str
     step: int
-    hardware: Mapping[str, Any]
+    hardware: Hardware
     context: AssembledContext
-    retrieval: Any | None  # kope.memory.RetrievalResult, or None without memory
+    retrieval: RetrievalResult | None  # None without memory (or a policy that retrieves nothing)
     parent: ParentState | None
     history: Sequence[PastAttempt]
     backtracked: bool = False
@@ -60,6 +62,8 @@ class Proposal:
     layer: str
     thought: str
     code: str | None  # None: the response had no usable candidate (see format_problem)
+    # The proposer's own facts about the decision, stored with it as the extension of its
+    # DecisionParams (JSON values; e.g. the offline proposer's TemplateChoice). The loop adds its own.
     params: Mapping[str, Any] | None = None
     format_problem: FormatProblem | None = None
     prompt_tokens: int = 0
@@ -67,6 +71,7 @@ class Proposal:
     model: str | None = None
     cited: tuple[str, ...] = ()  # evidence ids the proposer said it used
     notes: tuple[str, ...] = field(default_factory=tuple)
+    structure: Mapping[str, Any] | None = None  # the offline proposer: the task's structure match and bindings
 
 
 class Proposer(Protocol):
@@ -82,14 +87,14 @@ class Proposer(Protocol):
 @runtime_checkable
 class UsesTuningRecords(Protocol):
     """A proposer that trains on recorded attempts: the loop fetches what ``tuning_query`` asks for
-    (``ExperienceGraph.tuning_records``) and hands it over as ``ProposalRequest.tuning``."""
+    (``Memory.tuning_records``) and hands it over as ``ProposalRequest.tuning``."""
 
     def tuning_query(
         self,
         task: TaskView,
         target: str,
         cases: Sequence[Mapping[str, Any]],
-        hardware: Mapping[str, Any],
+        hardware: Hardware,
         run_id: str,
         memory: bool,
     ) -> TuningQuery | None: ...  # None when it needs none for this task

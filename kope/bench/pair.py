@@ -12,13 +12,17 @@ the bench stopped is redone); when the graph lacks it, the pair starts over.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kope.boundary import TaskError, load_task_view
+from kope.config import KopeConfig
 from kope.errors import KopeError
+from kope.memory import Memory, open_memory
 
 Progress = Callable[[str, Any], None]
 
@@ -47,22 +51,8 @@ class PairSpec:
         return dict(self.__dict__)
 
 
-def task_problem(exc: BaseException) -> bool:
-    """Whether ``exc`` came from the harness refusing the task or target (not from the memory or the LLM)."""
-    from harness.errors import HarnessError
-
-    seen = exc
-    for _ in range(8):
-        seen = seen.__context__ or seen.__cause__  # type: ignore[assignment]
-        if seen is None:
-            return False
-        if isinstance(seen, HarnessError):
-            return True
-    return False
-
-
-def memory_size(graph: Any) -> dict[str, int]:
-    stats = graph.stats()
+def memory_size(memory: Memory) -> dict[str, int]:
+    stats = memory.stats()
     return {
         "nodes": sum(stats.nodes.values()),
         "decisions": stats.nodes.get("Decision", 0),
@@ -70,14 +60,14 @@ def memory_size(graph: Any) -> dict[str, int]:
     }
 
 
-def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
-    """Every attempt of the run as the graph holds it, with its outcome's per-case results."""
-    state = graph.run_state(run_id)
-    insights = graph.client.execute("memory/bench/insights_used", ns=graph.namespace, run_id=run_id)
-    used = {row["id"]: row["insights"] for row in insights}
+def collect_attempts(memory: Memory, run_id: str) -> list[dict[str, Any]]:
+    """Every attempt of the run as the graph holds it, with its outcome's per-case results and the insights
+    its prompt used (two reads)."""
+    state = memory.step_state(run_id)
+    used = memory.insights_used(run_id)
     attempts = []
     for d in state.decisions:
-        outcome = graph.outcome(d.id)
+        outcome = state.outcome(d.id)
         attempts.append(
             {
                 "step": d.step,
@@ -94,17 +84,17 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
                 "cases_passed": outcome.cases_passed,
                 "prompt_tokens": d.prompt_tokens or 0,
                 "completion_tokens": d.completion_tokens or 0,
-                "tuner": d.params.get("tuner"),
-                "cited": d.params.get("cited") or [],
-                "insights_used": used.get(d.id, []),
+                "tuner": d.params.extension.get("tuner"),
+                "cited": list(d.params.cited),
+                "insights_used": [dataclasses.asdict(i) for i in used.get(d.id, [])],
                 "cases": [
                     {
-                        "name": c.get("name"),
-                        "passed": bool(c.get("passed")),
-                        "speedup": c.get("speedup"),
-                        "ref_ms": c.get("ref_ms"),
-                        "cand_ms": c.get("cand_ms"),
-                        "error": c.get("error"),
+                        "name": c.name,
+                        "passed": c.passed,
+                        "speedup": c.speedup,
+                        "ref_ms": c.ref_ms,
+                        "cand_ms": c.cand_ms,
+                        "error": c.error,
                     }
                     for c in outcome.cases
                 ],
@@ -113,17 +103,17 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
     return attempts
 
 
-def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], progress: Progress) -> dict[str, Any]:
+def run_pair(
+    spec: PairSpec, config: KopeConfig, *, on_started: Callable[[str], None], progress: Progress
+) -> dict[str, Any]:
     """Run one pair to its end and return its result record (see ``store`` for where it goes)."""
     from kope.agent.loop import LoopOptions, Optimizer
     from kope.agent.runner import make_proposer
-    from kope.memory.connect import open_memory
     from kope.memory.errors import UnknownRunError
-    from kope.targets import load_task_view
 
     started_at = time.time()
     began = time.monotonic()
-    graph = open_memory(config, namespace=spec.namespace)
+    memory = open_memory(config, namespace=spec.namespace)
     try:
         proposer = make_proposer(config, spec.proposer, seed=spec.seed)
         options = LoopOptions(
@@ -137,7 +127,7 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
         resume = spec.resume_run_id
         if resume is not None:
             try:
-                graph.run(resume)
+                memory.run(resume)
             except UnknownRunError:
                 resume = None  # started but never reached the graph: start over
         run_id: list[str] = []
@@ -149,7 +139,7 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
             progress(kind, data)
 
         view, path = load_task_view(spec.task_path)
-        optimizer = Optimizer(config, graph, proposer, options, event)
+        optimizer = Optimizer(config, memory, proposer, options, event)
         error = None
         status = stop_reason = None
         resumed_at = None
@@ -157,11 +147,11 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
             summary = optimizer.run(view, path, resume=resume)
             status, stop_reason, resumed_at = summary.status, summary.stop_reason, summary.resumed_at
         except KopeError as exc:
-            if not (run_id and task_problem(exc)):
+            if not (run_id and isinstance(exc, TaskError)):  # the harness refused the task or target
                 raise
             error = exc.message
             status, stop_reason = "error", exc.message
-        attempts = collect_attempts(graph, run_id[0])
+        attempts = collect_attempts(memory, run_id[0])
         return {
             "config": spec.config,
             "operator": spec.operator,
@@ -181,7 +171,7 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
             "attempts": attempts,
             "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
             "completion_tokens": sum(a["completion_tokens"] for a in attempts),
-            "memory_after": memory_size(graph),
+            "memory_after": memory_size(memory),
         }
     finally:
-        graph.close()
+        memory.close()

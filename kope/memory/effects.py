@@ -61,14 +61,14 @@ class TemplateKnobs:
 def shipped_template_knobs(template: str, target: str) -> TemplateKnobs | None:
     """The knobs of a template shipped with KOPE (None for a template this version does not have: then every
     recorded knob counts as relevant)."""
-    from harness.suite.kernel_templates import list_templates
+    from kope.boundary import templates_for_target
 
-    for t in list_templates(target):
-        if t.name == template:
-            return TemplateKnobs(
-                {k.name: k.values for k in t.knobs}, t.default_settings(), {k.name: k.operators for k in t.knobs}
-            )
-    return None
+    t = templates_for_target(target).get(template)
+    if t is None:
+        return None
+    return TemplateKnobs(
+        {k.name: k.values for k in t.knobs}, t.default_settings(), {k.name: k.operators for k in t.knobs}
+    )
 
 
 @dataclass

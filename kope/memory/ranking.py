@@ -160,7 +160,7 @@ def shape_match(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAUL
     return {"signature": w.same_shape, "class": w.similar_shape, "other": 0.0}[shape_tier(row, q)]
 
 
-def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> tuple:
+def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> tuple[Any, ...]:
     return (-relevance(row, q, w), LABEL_RANK[row["label"]], -(row["d"] * row["conf"]), row["id"])
 
 

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kope.boundary import Hardware
 from kope.db.client import GraphClient, Tx
 from kope.memory.ids import uid
 
@@ -68,6 +69,15 @@ class TuningQuery:
         }
 
 
+def served_operator(params: Mapping[str, Any], task_operator: str) -> str:
+    """The template operator an attempt rendered: its structure match's (a KernelBench ``19_ReLU.py`` is
+    ``relu`` to the template), else the task's own (native matches, attempts recorded before matching)."""
+    structure = params.get("structure")
+    if isinstance(structure, Mapping) and structure.get("matched") and isinstance(structure.get("operator"), str):
+        return str(structure["operator"])
+    return task_operator
+
+
 @dataclass(frozen=True)
 class CaseSpeed:
     name: str
@@ -81,7 +91,7 @@ class TuningRecord:
     id: str
     run_id: str
     step: int
-    operator: str
+    operator: str  # the template operator it rendered (its structure match's; else the task's)
     family: str
     hw_id: str
     hw_class: str
@@ -104,7 +114,7 @@ class TuningRecord:
             id=row["id"],
             run_id=row["run_id"],
             step=row["step"],
-            operator=row["operator"],
+            operator=served_operator(params, row["operator"]),
             family=row["family"],
             hw_id=row["hw_id"],
             hw_class=row["hw_class"],
@@ -150,8 +160,10 @@ class HardwareFacts:
         )
 
     @classmethod
-    def from_fingerprint(cls, hw: Mapping[str, Any]) -> HardwareFacts:
-        """The hardware fingerprint dict (``harness.hardware``) as the same record."""
+    def from_fingerprint(cls, hw: Hardware | Mapping[str, Any]) -> HardwareFacts:
+        """The hardware fingerprint (``Hardware``, or its dict) as the same record."""
+        if isinstance(hw, Hardware):
+            hw = hw.to_dict()
         return cls(
             id=str(hw.get("id")),
             hw_class=str(hw.get("class") or hw.get("hw_class") or "unknown"),

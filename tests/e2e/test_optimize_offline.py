@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from kope.agent.offline import TemplateChoice
 from kope.memory import ExperienceGraph
 
 pytestmark = pytest.mark.slow
@@ -51,19 +52,22 @@ def test_the_next_operator_of_a_family_is_tuned_by_a_model_trained_on_the_first(
     # touching math (relu evaluates no exp), and never the same kernel twice
     assert len({d.code_hash for d in relu}) == 3
     for decision in relu:
-        assert decision.params["settings"]["math"] == "libm"
+        assert TemplateChoice.of(decision.params).settings["math"] == "libm"
         assert decision.thought.startswith("[offline proposer]")
     for decision in relu[1:]:
         parent = next(d for d in relu if d.id == decision.parent_id)
-        changed = {k for k, v in decision.params["settings"].items() if parent.params["settings"][k] != v}
-        assert changed == {decision.params["change"]["knob"]}
+        choice, parent_choice = TemplateChoice.of(decision.params), TemplateChoice.of(parent.params)
+        changed = {k for k, v in choice.settings.items() if parent_choice.settings[k] != v}
+        assert choice.change is not None and changed == {choice.change["knob"]}
 
     second = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e", "leaky_relu", "--steps", "1")
     step0 = second["steps"][0]
     decision = memory.run_state(second["run_id"]).decisions[0]
-    assert decision.params["template"] == "pointwise"
+    chosen = TemplateChoice.of(decision.params)
+    assert chosen.template == "pointwise"
     # memory held relu's three attempts: the cost model trained on them chose the first step and cites them
-    tuner = decision.params["tuner"]
+    tuner = chosen.tuner
+    assert tuner is not None
     assert tuner["basis"] == "model" and tuner["memory_records"] == 3 and tuner["predicted"] > 0
     assert step0["model"]["predicted"] == tuner["predicted"]
     assert step0["cited"] and {c.rsplit(":", 1)[0] for c in step0["cited"]} == {first["run_id"]}

@@ -16,6 +16,13 @@ HW = {"id": "cpu-x", "class": "x86_64-avx512", "vendor": "intel", "cores": 2, "i
 CASE = {"name": "8x512x1024", "batch_size": 8, "seq_len": 512, "hidden": 1024, "DTYPE": "float32"}
 
 
+SORT_ROWS = (  # a reference whose structure (a sort) no template computes
+    "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+    "        return torch.sort(x, dim=1).values\n\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
 def record(id, operator, template, settings, a, *, own=False, status="correct"):
     return TuningRecord(
         id=id,
@@ -80,13 +87,16 @@ def test_with_recorded_attempts_of_another_operator_the_model_starts_where_they_
     assert "a:s2" in proposal.cited
 
 
-def test_the_query_asks_for_the_operators_own_template_and_only_this_run_without_memory():
+def test_the_query_asks_for_the_operators_own_template_and_only_this_run_without_memory(tmp_path):
     task = NS(operator="rms_norm", family="normalization", cases=(CASE,))
     with_memory = OfflineProposer().tuning_query(task, "cpu", (CASE,), HW, "run-1", True)
     alone = OfflineProposer().tuning_query(task, "cpu", (CASE,), HW, "run-1", False)
     assert with_memory.template == "row_norm" and with_memory.shape_class == case_shape(CASE).shape_class
     assert not with_memory.run_only and alone.run_only and alone.run_id == "run-1"
-    assert OfflineProposer().tuning_query(NS(operator="tiny_cnn", cases=()), "cpu", (), HW, "r", True) is None
+    sort_rows = tmp_path / "sort_rows.py"
+    sort_rows.write_text(SORT_ROWS)
+    no_template = NS(operator="sort_rows", path=str(sort_rows), cases=())
+    assert OfflineProposer().tuning_query(no_template, "cpu", (), HW, "r", True) is None
 
 
 def test_a_knob_that_does_not_matter_keeps_its_default_even_when_memory_recorded_other_values():
@@ -101,6 +111,17 @@ def test_a_knob_that_does_not_matter_keeps_its_default_even_when_memory_recorded
     assert proposal.params["settings"]["variance"] == base["variance"]  # rms_norm computes no variance
 
 
-def test_a_task_without_template_or_example_is_exhausted_with_the_reason():
-    with pytest.raises(ProposerExhausted, match="no kernel template for 'tiny_cnn'"):
-        OfflineProposer().propose(request("tiny_cnn"))
+def test_a_block_of_several_kernels_is_served_by_the_composite_template():
+    proposal = OfflineProposer().propose(request("tiny_cnn"))
+    params = proposal.params
+    assert (params["template"], params["settings"]) == ("pipeline", template_for("tiny_cnn", "cpu").default_settings())
+    assert proposal.structure["structure"].startswith("conv.conv2d -> channel_norm.batch_norm -> chain(relu)")
+
+
+def test_a_task_whose_structure_no_template_computes_is_exhausted_with_the_reason(tmp_path):
+    task = tmp_path / "sort_rows.py"
+    task.write_text(SORT_ROWS)
+    req = request("sort_rows")
+    req.task.path = str(task)
+    with pytest.raises(ProposerExhausted, match=r"no kernel template for 'sort_rows' on cpu: .*aten\.sort"):
+        OfflineProposer().propose(req)

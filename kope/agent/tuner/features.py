@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.suite.kernel_templates import KernelTemplate
-from harness.task import FAMILIES
+from kope.boundary import FAMILIES, KernelTemplate
 from kope.memory.shapes import CaseShape
 from kope.memory.tuning import HardwareFacts
 

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.suite.kernel_templates import KernelTemplate
 from kope.agent.tuner.acquisition import expected_improvement
 from kope.agent.tuner.features import FeatureSpace
 from kope.agent.tuner.model import HARDWARE_WEIGHT, CostModel
+from kope.boundary import KernelTemplate
 from kope.memory.shapes import CaseShape, ShapeSummary
 from kope.memory.tuning import HardwareFacts, TuningRecord
 
