@@ -102,7 +102,7 @@ def _orient(knob: str, x: Any, y: Any, info: TemplateKnobs | None) -> tuple[Any,
 
 def observations(rows: Sequence[Mapping[str, Any]], knobs: KnobInfo, target: str = "cpu") -> list[_Group]:
     """Pure: decision rows (``memory/insights/effects``) -> the groups of controlled comparisons."""
-    contexts: dict[tuple, dict[str, list[Mapping[str, Any]]]] = {}
+    contexts: dict[tuple[Any, ...], dict[str, list[Mapping[str, Any]]]] = {}
     infos: dict[str, TemplateKnobs | None] = {}
     for row in rows:
         params = json.loads(row["params_json"]) if row["params_json"] else {}
@@ -118,7 +118,7 @@ def observations(rows: Sequence[Mapping[str, Any]], knobs: KnobInfo, target: str
         contexts.setdefault(key, {}).setdefault(json.dumps(relevant, sort_keys=True), []).append(
             {**row, "relevant": relevant}
         )
-    groups: dict[tuple, _Group] = {}
+    groups: dict[tuple[Any, ...], _Group] = {}
     for (family, hw_class, hw_id, operator, _sig, template), by_settings in sorted(contexts.items(), key=repr):
         info = infos[template]
         entries = []
@@ -170,7 +170,9 @@ def _text(g: _Group, effect: float, low: float, high: float) -> str:
     )
 
 
-def build_effects(ns: str, rows: Sequence[Mapping[str, Any]], knobs: KnobInfo = shipped_template_knobs) -> list[dict]:
+def build_effects(
+    ns: str, rows: Sequence[Mapping[str, Any]], knobs: KnobInfo = shipped_template_knobs
+) -> list[dict[str, Any]]:
     """Pure: decision rows -> effect insight rows for ``memory/insights/upsert``."""
     out = []
     for g in observations(rows, knobs):

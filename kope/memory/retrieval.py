@@ -467,9 +467,10 @@ def retrieve(
         raise ValueError("k must be >= 1")
     began = time.perf_counter()
 
-    def work(
-        tx: Tx,
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    Rows = list[dict[str, Any]]
+    ByHit = dict[str, dict[str, Any]]
+
+    def work(tx: Tx) -> tuple[Rows, Rows, ByHit, Rows, Rows, Rows, ByHit]:
         pool = fetch_pool(tx, ns, q, k, w)
         hits = select_hits(pool, k, w)
         text = fetch_text(tx, ns, q, w, [h["id"] for h in hits]) if q.text else []
