@@ -1,6 +1,7 @@
 // mode: read
 // title: Effect estimates per technique
 // text: What one knob value did to speed against another, from controlled comparisons (same operator, cases and machine, one knob different), per hardware class and shape class: the geometric-mean ratio with its 95% interval and how many comparisons support it. Prompts cite them by id; the outcomes each came from are its DERIVED_FROM edges.
+// param: ns
 MATCH (i:Insight)
 WHERE i.ns = $ns AND i.kind = 'effect'
 OPTIONAL MATCH (i)-[:DERIVED_FROM]->(o:Outcome)
