@@ -82,6 +82,7 @@ __all__ = [
     "read_task_info",
     "sandbox_report",
     "select_cases",
+    "selected_cases",
     "suite_tasks",
     "template_for",
     "builtin_task_path",
@@ -187,6 +188,13 @@ def select_cases(info: TaskInfo, selection: CaseSelection, case_set: str = "visi
 
     with _translated():
         return task.select_cases(info, selection, case_set)
+
+
+def selected_cases(task: TaskView, selection: CaseSelection) -> tuple[dict[str, Any], ...]:
+    """The case dicts (name + parameters) of a ``TaskView`` that a harness case selection picks."""
+    cases = [Case(i, str(c["name"]), {k: v for k, v in c.items() if k != "name"}) for i, c in enumerate(task.cases)]
+    info = TaskInfo(task.operator, task.family, task.level, task.description, Path(task.operator), cases=cases)
+    return tuple(c.as_dict() for c in select_cases(info, selection))
 
 
 def load_task_view(name_or_path: str | Path) -> tuple[TaskView, Path]:

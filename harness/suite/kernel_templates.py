@@ -16,6 +16,8 @@ A template module defines::
     KNOBS = [
         {"name": "block", "values": [256, 1024, 4096], "default": 1024,
          "layer": "tiling", "doc": "elements per OpenMP chunk"},
+        {"name": "math", "values": ["libm", "poly"], "default": "libm", "layer": "algorithm",
+         "doc": "exp/erf", "operators": ["gelu"]},   # optional: the operators the knob matters for
         ...
     ]
     def render(operator: str, settings: dict) -> str: ...   # the candidate file text
@@ -27,6 +29,12 @@ chooses templates by structure, not by name: ``harness.structure.match``), with 
 ``call`` that adapts the kernels to that task's conventions; ``render_task(match,
 settings)`` renders a matched task. A composite template (``pipeline``) defines
 ``render_match(match, settings)`` instead. See docs/templates.md.
+
+A knob may name the ``operators`` it matters for (default: every operator
+the template serves): where a knob changes nothing about the kernel (``math``
+for an operator that evaluates no exp/erf/tanh), a proposer must not spend a
+step on it; ``KernelTemplate.relevant_knobs(operator)`` lists the knobs that
+matter, and ``pinned_settings`` sets the others to their defaults.
 
 Templates are trusted code shipped with KOPE: loading one imports it (they
 only build strings; they must not import torch at module level).
@@ -60,15 +68,22 @@ class Knob:
     default: Any
     layer: str
     doc: str
+    operators: tuple[str, ...] | None = None  # the operators it matters for; None: all the template serves
+
+    def matters_for(self, operator: str) -> bool:
+        return self.operators is None or operator in self.operators
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "name": self.name,
             "values": list(self.values),
             "default": self.default,
             "layer": self.layer,
             "doc": self.doc,
         }
+        if self.operators is not None:
+            data["operators"] = list(self.operators)
+        return data
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,15 @@ class KernelTemplate:
 
     def default_settings(self) -> dict[str, Any]:
         return {k.name: k.default for k in self.knobs}
+
+    def relevant_knobs(self, operator: str) -> tuple[Knob, ...]:
+        """The knobs that change ``operator``'s kernel (the others are pinned to their defaults)."""
+        return tuple(k for k in self.knobs if k.matters_for(operator))
+
+    def pinned_settings(self, operator: str, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` completed with defaults, with every knob that does not matter for ``operator`` at its default."""
+        full = self.check_settings(settings)
+        return {k.name: (full[k.name] if k.matters_for(operator) else k.default) for k in self.knobs}
 
     def check_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Complete ``settings`` with defaults; unknown knobs or values not allowed are errors."""
@@ -174,9 +198,12 @@ def _parse(path: Path) -> KernelTemplate:
     if not callable(render):
         raise TemplateError(f"{where}: render(operator, settings) is missing")
     knobs = []
+    required = {"name", "values", "default", "layer", "doc"}
     for i, raw in enumerate(getattr(module, "KNOBS", None) or []):
-        if not isinstance(raw, dict) or set(raw) != {"name", "values", "default", "layer", "doc"}:
-            raise TemplateError(f"{where}: KNOBS[{i}] must have exactly name, values, default, layer, doc")
+        if not isinstance(raw, dict) or not required <= set(raw) <= required | {"operators"}:
+            raise TemplateError(
+                f"{where}: KNOBS[{i}] must have exactly name, values, default, layer, doc (and optionally operators)"
+            )
         values = tuple(raw["values"])
         if not values or raw["default"] not in values:
             raise TemplateError(f"{where}: knob {raw['name']!r}: default {raw['default']!r} is not among its values")
@@ -185,7 +212,16 @@ def _parse(path: Path) -> KernelTemplate:
                 f"{where}: knob {raw['name']!r}: layer {raw['layer']!r} is not one of {', '.join(LAYERS)}"
             )
         json.dumps(values)  # values must be JSON scalars: they are recorded in the graph
-        knobs.append(Knob(raw["name"], values, raw["default"], raw["layer"], str(raw["doc"])))
+        only = raw.get("operators")
+        if only is not None:
+            unknown = sorted(set(only) - set(operators)) if isinstance(only, (list, tuple)) else None
+            if unknown is None or not only or unknown:
+                raise TemplateError(
+                    f"{where}: knob {raw['name']!r}: operators must be a non-empty list of operators the template "
+                    f"serves (got {only!r})"
+                )
+            only = tuple(only)
+        knobs.append(Knob(raw["name"], values, raw["default"], raw["layer"], str(raw["doc"]), only))
     if not knobs:
         raise TemplateError(f"{where}: KNOBS is empty; a template needs at least one knob")
     if len({k.name for k in knobs}) != len(knobs):

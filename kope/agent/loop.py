@@ -16,13 +16,21 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kope.agent.proposal import ParentState, PastAttempt, Proposal, ProposalRequest, Proposer, ProposerExhausted
-from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code, hardware_for
+from kope.agent.proposal import (
+    ParentState,
+    PastAttempt,
+    Proposal,
+    ProposalRequest,
+    Proposer,
+    ProposerExhausted,
+    UsesTuningRecords,
+)
+from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code, hardware_for, selected_cases
 from kope.config import KopeConfig
 from kope.context.assemble import AssembledContext
 from kope.context.budget import Budget
@@ -32,7 +40,9 @@ from kope.errors import KopeError, UsageError
 from kope.hints import kope_command
 from kope.memory import Attempt, DecisionParams, Memory, RunSpec, TaskSpec, UsedItem
 from kope.memory.records import DecisionRecord
+from kope.memory.shapes import case_shape
 from kope.memory.state import AttemptState, RunState, StepState
+from kope.memory.tuning import TuningData
 
 
 @dataclass
@@ -71,6 +81,8 @@ class StepReport:
     used: int
     seconds: float
     in_graph: bool
+    cited: list[str] = field(default_factory=list)  # evidence ids the proposer said it used
+    model: dict[str, Any] | None = None  # a learning proposer's prediction for this step (params["tuner"])
 
 
 @dataclass
@@ -135,6 +147,7 @@ class Optimizer:
                 family=task.family,
                 level=task.level,
                 cases=tuple(str(c.get("name")) for c in task.cases),
+                shapes={str(c.get("name")): case_shape(c).key for c in task.cases},
             ),
             hardware=hardware,
             proposer=self.proposer.name,
@@ -164,7 +177,7 @@ class Optimizer:
     @staticmethod
     def _history(state: RunState) -> list[PastAttempt]:
         return [
-            PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params)
+            PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params, d.code_hash)
             for d in state.decisions
         ]
 
@@ -244,6 +257,7 @@ class Optimizer:
         began: float,
     ) -> None:
         opts = self.options
+        cases = selected_cases(task, opts.cases)
         while True:
             state = self.memory.step_state(run_id, history_code=opts.policy == "passive")
             step = state.next_step
@@ -277,9 +291,21 @@ class Optimizer:
                 k=opts.k,
                 step=step,
                 use_memory=opts.memory,
+                cases=cases,
+                text_search=self.proposer.name == "llm",
             )
             request = ProposalRequest(
-                task, opts.target, step, hardware, context, retrieval, parent, self._history(state), backtracked
+                task,
+                opts.target,
+                step,
+                hardware,
+                context,
+                retrieval,
+                parent,
+                self._history(state),
+                backtracked,
+                cases=cases,
+                tuning=self._tuning(task, cases, hardware, run_id),
             )
             try:
                 proposal = self.proposer.propose(request)
@@ -291,6 +317,15 @@ class Optimizer:
             )
             summary.steps.append(report)
             self.progress("step", report)
+
+    def _tuning(
+        self, task: TaskView, cases: Sequence[Mapping[str, Any]], hardware: Hardware, run_id: str
+    ) -> TuningData | None:
+        """The tuning records a learning proposer asks for (memory off: this run's own only)."""
+        if not isinstance(self.proposer, UsesTuningRecords):
+            return None
+        query = self.proposer.tuning_query(task, self.options.target, cases, hardware, run_id, self.options.memory)
+        return self.memory.tuning_records(query) if query is not None else None
 
     def _finish(self, run_id: str, summary: RunSummary, run_dir: Path) -> RunSummary:
         graph_status = {
@@ -411,6 +446,8 @@ class Optimizer:
             used=len(used),
             seconds=time.monotonic() - started,
             in_graph=result.in_graph,
+            cited=list(proposal.cited),
+            model=dict(tuner) if isinstance(tuner := extension.get("tuner"), Mapping) else None,
         )
 
     def _write_best(self, run_dir: Path, decision_id: str) -> Path:

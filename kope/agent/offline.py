@@ -1,4 +1,4 @@
-"""The offline proposer: explores the suite's expert kernel templates, guided by memory.
+"""The offline proposer: tunes the suite's expert kernel templates with a cost model trained on memory.
 
 It needs no LLM, so KOPE's main job runs on a fresh machine with no API key.
 The template is chosen by the *structure* of the task's reference, not its name
@@ -6,41 +6,48 @@ The template is chosen by the *structure* of the task's reference, not its name
 what each template computes), so a KernelBench file named ``19_ReLU.py``, a user's
 own operator or a built-in task all get the template that computes what they
 compute, adapted to their constructor, parameter names and output shapes. Each
-step is one decision on that template's knobs:
+step chooses that template's settings (``kope.agent.tuner``):
 
-* first step: the best settings that memory holds for the same template on
-  the same or similar hardware (the warm lineages that made it into the
-  prompt), else the template's defaults;
-* later steps: one knob changed from the state the loop starts from (the
-  incumbent, or an earlier state after a backtrack), preferring values that
-  were part of effective decisions elsewhere, skipping settings that failed
-  there or were already tried in this run;
-* when every single-knob change from every good state was tried, an untried
-  combination; when the whole space was tried, it says it is exhausted.
+* the loop hands it the tuning records memory holds for the template
+  (``tuning_query``: this run's attempts, and with memory on a ranked sample of
+  the template's other operators, machines and shapes; with ``--no-memory``
+  only this run's);
+* a random-forest cost model trained on them predicts every untried setting of
+  the knobs that matter for the operator the template renders (knobs that do
+  not matter stay at their defaults, so no step is spent on them), and the
+  setting with the best expected improvement over the incumbent is proposed;
+  settings memory shows at least 3x slower on the same shape class are never
+  proposed; before the model has data on three settings, an initial design
+  (defaults, then one-knob changes of the best state) is used;
+* a rendered kernel already evaluated in this run (same source hash) is never
+  proposed again; when every setting was tried, it says it is exhausted.
 
-A task whose structure no template computes ends the run at once with the
-explanation (the ops nothing covers), except that a built-in task with a
-hand-written example kernel gets that example. The proposer says plainly in
-every thought that it is the offline proposer.
+Every thought says it is the offline proposer, what the model predicted and
+which recorded attempts it rests on. A task whose structure no template
+computes ends the run at once with the explanation (the ops nothing covers),
+except that a built-in task with a hand-written example kernel gets that
+example.
 
 What it records with each decision (the extension of its ``DecisionParams``)
-is a ``TemplateChoice``: the template, its knob settings, the one-knob change,
-or that it used the example kernel; the loop adds the structure match
+is a ``TemplateChoice``: the template, its knob settings, the knob change(s)
+from the state it started from, the cost model's prediction (``tuner``), or
+that it used the example kernel; the loop adds the structure match
 (``structure``: template, stages and their bindings, or the explanation).
 """
 
 from __future__ import annotations
 
-import json
-import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
+from kope.agent.tuner import Choice, Plan, Tuner, settings_key
 from kope.boundary import (
+    Hardware,
     KernelTemplate,
     TaskError,
+    TaskView,
     builtin_task_path,
     find_candidate,
     is_match,
@@ -49,15 +56,18 @@ from kope.boundary import (
     task_structure,
     templates_for_target,
 )
+from kope.memory.ids import kernel_id
 from kope.memory.params import DecisionParams
+from kope.memory.shapes import ShapeSummary, case_shape
+from kope.memory.tuning import HardwareFacts, TuningQuery
 
 PREFIX = "[offline proposer]"
-GOOD_LABELS = ("effective", "partial")
 EXAMPLE = "example"  # TemplateChoice.generic: the suite's hand-written example kernel
+TemplateLookup = Callable[[str, str], KernelTemplate | None]
 
 
-def _key(settings: Mapping[str, Any]) -> str:
-    return json.dumps(dict(settings), sort_keys=True)
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ class TemplateChoice:
     settings: Mapping[str, Any] = field(default_factory=dict)  # its knob values
     change: Mapping[str, Any] | None = None  # the one knob changed: {"knob", "from", "to"}
     generic: str | None = None  # a decision without a template ("example": the shipped example kernel)
+    changes: tuple[Mapping[str, Any], ...] = ()  # several knobs changed at once (each {"knob", "from", "to"})
+    tuner: Mapping[str, Any] | None = None  # the cost model's prediction and what it trained on
 
     @classmethod
     def of(cls, params: DecisionParams | Mapping[str, Any] | None) -> TemplateChoice:
@@ -76,11 +88,15 @@ class TemplateChoice:
             params = DecisionParams.from_json(params)
         ext = params.extension
         settings = ext.get("settings")
+        changes = ext.get("changes")
+        tuner = ext.get("tuner")
         return cls(
             template=ext.get("template"),
             settings=dict(settings) if isinstance(settings, Mapping) else {},
             change=ext.get("change"),
             generic=ext.get("generic"),
+            changes=tuple(dict(c) for c in changes) if isinstance(changes, list) else (),
+            tuner=dict(tuner) if isinstance(tuner, Mapping) else None,
         )
 
     def to_extension(self) -> dict[str, Any]:
@@ -90,6 +106,10 @@ class TemplateChoice:
             data["settings"] = dict(self.settings)
         if self.change:
             data["change"] = dict(self.change)
+        if self.changes:
+            data["changes"] = [dict(c) for c in self.changes]
+        if self.tuner is not None:
+            data["tuner"] = dict(self.tuner)
         if self.generic is not None:
             data["generic"] = self.generic
         return data
@@ -99,258 +119,236 @@ class OfflineProposer:
     name = "offline"
     model = None
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, templates: TemplateLookup | None = None) -> None:
+        """``templates``: look the template up by operator name instead of by the task's traced structure
+        (a synthetic template that serves made-up operators, as the tuner's unit tests use; the candidate is
+        then the template's own ``render(operator, ...)``)."""
         self.seed = seed
+        self.templates = templates
+        self._match: Any = None
 
-    # -- memory -------------------------------------------------------------------------------
+    # -- the template ---------------------------------------------------------------------------
     @staticmethod
-    def _prior(request: ProposalRequest, template: KernelTemplate) -> list[dict[str, Any]]:
-        """Lineage hits in the prompt that carry settings usable by ``template`` (best first)."""
-        if request.retrieval is None:
-            return []
-        in_prompt = {item.id for item in request.context.items if item.evidence_kind == "decision"}
-        knobs = {k.name: k for k in template.knobs}
-        prior = []
-        for lineage in request.retrieval.lineages:
-            hit = lineage.hit
-            if hit.id not in in_prompt:
-                continue
-            choice = TemplateChoice.of(hit.params)
-            settings = {k: v for k, v in choice.settings.items() if k in knobs and v in knobs[k].values}
-            if not settings:
-                continue
-            prior.append(
-                {
-                    "id": hit.id,
-                    "operator": hit.operator,
-                    "same_template": choice.template == template.name,
-                    "settings": settings,
-                    "full": choice.template == template.name and len(settings) == len(knobs),
-                    "status": hit.status,
-                    "label": hit.label,
-                    "a": hit.a or 0.0,
-                    "r": hit.r,
-                    "hardware": lineage.relevance.hardware_tier,
-                    "change": choice.change,
-                }
-            )
-        return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
-
-    # -- the decision -------------------------------------------------------------------------
-    @staticmethod
-    def _task_path(request: ProposalRequest) -> str:
-        path = getattr(request.task, "path", "") or ""
+    def _task_path(task: TaskView) -> str:
+        path = getattr(task, "path", "") or ""
         if path:
-            return path
-        builtin = builtin_task_path(request.task.operator)  # a view without its file: the built-in task
+            return str(path)
+        builtin = builtin_task_path(task.operator)  # a view without its file: the built-in task
         return str(builtin) if builtin is not None else ""
 
-    def _template(self, request: ProposalRequest) -> tuple[KernelTemplate | None, Any]:
+    def _template(self, task: TaskView, target: str) -> tuple[KernelTemplate | None, Any]:
         """The template serving the task's traced structure (None when nothing serves it), and the match."""
-        match = task_structure(self._task_path(request), request.task.operator, request.target)
+        if self.templates is not None:
+            return self.templates(task.operator, target), None
+        match = task_structure(self._task_path(task), task.operator, target)
         if not is_match(match):
             return None, match
-        return templates_for_target(request.target).get(match.template), match
+        return templates_for_target(target).get(match.template), match
 
+    @staticmethod
+    def _served(match: Any, operator: str) -> str:
+        """The template operator the task is rendered as (a knob's relevance is declared for those)."""
+        served = getattr(match, "operator", None) if match is not None else None
+        return str(served) if served else operator
+
+    # -- what the loop fetches for it ---------------------------------------------------------
+    def tuning_query(
+        self,
+        task: TaskView,
+        target: str,
+        cases: Sequence[Mapping[str, Any]],
+        hardware: Hardware,
+        run_id: str,
+        memory: bool,
+    ) -> TuningQuery | None:
+        template, _ = self._template(task, target)
+        if template is None:
+            return None
+        hw = HardwareFacts.from_fingerprint(hardware)
+        summary = ShapeSummary.of(case_shape(c) for c in (cases or task.cases))
+        return TuningQuery(
+            template=template.name,
+            run_id=run_id,
+            operator=task.operator,
+            hardware_id=hw.id,
+            hardware_class=hw.hw_class,
+            vendor=hw.vendor,
+            shape_sig=summary.signature if summary else None,
+            shape_class=summary.shape_class if summary else None,
+            run_only=not memory,
+        )
+
+    # -- the decision -------------------------------------------------------------------------
     def propose(self, request: ProposalRequest) -> Proposal:
-        template, match = self._template(request)
+        template, match = self._template(request.task, request.target)
         self._match = match
         if template is None:
             return self._generic(request, match)
-        history = [TemplateChoice.of(h.params) for h in request.history]
-        tried = {_key(c.settings) for c in history if c.template == template.name}
-        prior = self._prior(request, template)
-        failed_elsewhere = {
-            _key({**template.default_settings(), **p["settings"]}): p
-            for p in prior
-            if p["status"] != "correct" and p["same_template"]
-        }
+        operator = self._served(match, request.task.operator)
+        tuner = Tuner(template, self.seed)
+        mine = [c for c in (TemplateChoice.of(h.params) for h in request.history) if c.template == template.name]
+        tried = {settings_key(tuner.space.pin(operator, c.settings)) for c in mine}
+        hashes = {h.code_hash for h in request.history if h.code_hash}
+        data = request.tuning
         parent = request.parent
         start = TemplateChoice.of(parent.params) if parent is not None else None
-        if start is None or start.template != template.name:
-            return self._start(request, template, prior, tried)
-        base = template.check_settings(dict(start.settings))
-        preference = self._preference(template, prior)
-        for knob, value in self._neighbours(template, base, preference):
-            settings = {**base, knob.name: value}
-            key = _key(settings)
-            if key in tried:
-                continue
-            if key in failed_elsewhere:
-                continue
-            evidence = [p["id"] for p in prior if p["settings"].get(knob.name) == value and p["label"] in GOOD_LABELS][
-                :3
-            ]
-            why = f"{knob.doc}: {base[knob.name]} -> {value}"
-            memory_note = (
-                f" Memory: {knob.name}={value} was part of effective decisions elsewhere ({', '.join(evidence)})."
-                if evidence
-                else ""
-            )
-            skipped = [p for p in failed_elsewhere.values() if p["settings"].get(knob.name) == value]
-            if skipped:
-                memory_note += f" Avoiding settings that failed on {skipped[0]['operator']} ({skipped[0]['id']})."
-            return self._proposal(
-                request,
-                template,
-                settings,
-                f"{knob.name}: {base[knob.name]} -> {value}",
-                knob.layer,
-                f"{PREFIX} {'Backtracked to an earlier state; ' if request.backtracked else ''}"
-                f"change one knob of template '{template.name}': {why}.{memory_note}",
-                change={"knob": knob.name, "from": base[knob.name], "to": value},
-                cited=evidence,
-            )
-        return self._untried(request, template, tried, failed_elsewhere)
-
-    def _start(
-        self, request: ProposalRequest, template: KernelTemplate, prior: list[dict[str, Any]], tried: set[str]
-    ) -> Proposal:
-        # Whole settings are copied only from the same template: another template's knobs may share names
-        # (variance, lanes, ...) but tune other code (measured: instance_norm's channel_norm settings made
-        # rms_norm's row_norm kernel 3.0x where its defaults gave 5.1x). Other templates' evidence still
-        # steers the later one-knob steps through _preference.
-        good = [
-            p
-            for p in prior
-            if p["status"] == "correct" and p["same_template"] and p["label"] in GOOD_LABELS + ("ineffective",)
-        ]
-        for p in good:
-            settings = template.check_settings({**template.default_settings(), **p["settings"]})
-            if _key(settings) in tried:
-                continue
-            where = {
-                "hardware": "the same machine",
-                "class": "the same hardware class",
-                "vendor": "the same vendor",
-            }.get(p["hardware"], "other hardware")
-            changed = {k: v for k, v in settings.items() if v != template.knob(k).default}
-            layer = template.knob(next(iter(changed))).layer if changed else "other"
-            return self._proposal(
-                request,
-                template,
-                settings,
-                f"start from the best recorded settings ({p['operator']})",
-                layer,
-                f"{PREFIX} Memory holds {len(prior)} decisions with settings for template '{template.name}'; the best "
-                f"correct one ({p['id']}: {p['operator']} on {where}, {p['a']:.2f}x) used {changed or 'the defaults'}. "
-                "Start there instead of the defaults.",
-                cited=[p["id"]],
-            )
-        settings = template.default_settings()
-        if _key(settings) in tried:
-            return self._untried(request, template, tried, {})
-        return self._proposal(
-            request,
-            template,
-            settings,
-            f"baseline: template {template.name}",
-            "other",
-            f"{PREFIX} No usable experience for template '{template.name}' in the prompt; start from "
-            f"its default settings {settings}.",
+        base = (
+            tuner.space.pin(operator, start.settings) if start is not None and start.template == template.name else None
         )
-
-    @staticmethod
-    def _preference(template: KernelTemplate, prior: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
-        score: dict[tuple[str, str], float] = {}
-        for rank, p in enumerate(prior):
-            if p["status"] != "correct" or p["label"] not in GOOD_LABELS:
-                continue
-            for name, value in p["settings"].items():
-                if value != template.knob(name).default:
-                    key = (name, json.dumps(value))
-                    score[key] = score.get(key, 0.0) + max(p["a"], 0.1) / (rank + 1)
-        return score
-
-    @staticmethod
-    def _neighbours(
-        template: KernelTemplate, base: Mapping[str, Any], preference: Mapping[tuple[str, str], float]
-    ) -> Iterable[tuple[Any, Any]]:
-        moves = []
-        for order, knob in enumerate(template.knobs):
-            index = knob.values.index(base[knob.name])
-            for value_index, value in enumerate(knob.values):
-                if value_index == index:
-                    continue
-                pref = preference.get((knob.name, json.dumps(value)), 0.0)
-                moves.append((-pref, abs(value_index - index), order, value_index, knob, value))
-        moves.sort(key=lambda m: m[:4])
-        return [(m[4], m[5]) for m in moves]
-
-    def _untried(
-        self, request: ProposalRequest, template: KernelTemplate, tried: set[str], failed: Mapping[str, Any]
-    ) -> Proposal:
-        rng = random.Random(f"{self.seed}:{request.task.operator}:{request.step}")
-        names = [k.name for k in template.knobs]
-        space = 1
-        for knob in template.knobs:
-            space *= len(knob.values)
-        for _ in range(min(space * 4, 4000)):
-            settings = {k.name: rng.choice(k.values) for k in template.knobs}
-            if _key(settings) not in tried and _key(settings) not in failed:
-                return self._proposal(
-                    request,
-                    template,
-                    settings,
-                    "untried combination",
-                    "other",
-                    f"{PREFIX} Every single-knob change from the good states was tried; an untried "
-                    f"combination of {', '.join(names)}: {settings}.",
-                )
+        records = data.records if data is not None else ()
+        plan = tuner.plan(
+            operator,
+            [case_shape(c) for c in (request.cases or request.task.cases)],
+            HardwareFacts.from_fingerprint(request.hardware),
+            records,
+            data.hardware if data is not None else {},
+            tried,
+            base,
+        )
+        for choice in plan.choices:
+            code = self._render(template, operator, choice.settings)
+            if kernel_id(code) in hashes:
+                continue  # the same kernel text was evaluated in this run already
+            evidence = tuner.evidence(operator, choice.settings, records) if choice.basis == "model" else ()
+            return self._proposal(
+                request, template, operator, choice, plan, code, base, evidence, memory=data is not None
+            )
         raise ProposerExhausted(
-            f"the offline proposer tried every setting of template '{template.name}' "
-            f"({space} combinations) for {request.task.operator}"
+            f"the offline proposer tried every setting of template '{template.name}' that matters for {operator} "
+            f"({len(tuner.candidates(operator))} combinations"
+            + (f", {len(plan.vetoes)} ruled out by memory" if plan.vetoes else "")
+            + ")"
         )
 
-    def _proposal(
-        self,
-        request: ProposalRequest,
-        template: KernelTemplate,
-        settings: dict[str, Any],
-        title: str,
-        layer: str,
-        thought: str,
-        *,
-        change: dict[str, Any] | None = None,
-        cited: Sequence[str] = (),
-    ) -> Proposal:
+    def _render(self, template: KernelTemplate, operator: str, settings: Mapping[str, Any]) -> str:
+        if self._match is None:  # a template looked up by name (``templates``): its own operator's kernel
+            return template.render(operator, dict(settings))
         try:
-            code = render_for_task(template, self._match, settings)
+            return render_for_task(template, self._match, settings)
         except TaskError as exc:
             raise ProposerExhausted(
                 f"the task's structure matches template '{template.name}' ({self._match.structure}), but no "
                 f"candidate can be made for it: {exc.message}"
             ) from None
-        choice = TemplateChoice(template=template.name, settings=settings, change=change)
+
+    def _proposal(
+        self,
+        request: ProposalRequest,
+        template: KernelTemplate,
+        operator: str,
+        choice: Choice,
+        plan: Plan,
+        code: str,
+        base: Mapping[str, Any] | None,
+        evidence: tuple[str, ...],
+        *,
+        memory: bool,
+    ) -> Proposal:
+        settings = choice.settings
+        reference = base or template.default_settings()
+        changes = [
+            {"knob": k.name, "from": reference[k.name], "to": settings[k.name]}
+            for k in template.knobs
+            if settings[k.name] != reference[k.name]
+        ]
+        if settings == template.default_settings():
+            title = f"baseline: template {template.name}"
+        elif changes:
+            title = f"tune {template.name}: " + ", ".join(f"{c['knob']}={c['to']}" for c in changes)
+        else:
+            title = f"tune {template.name}"
+        layer = template.knob(changes[0]["knob"]).layer if changes else "other"
+        tuned = TemplateChoice(
+            template=template.name,
+            settings=settings,
+            change=changes[0] if len(changes) == 1 else None,
+            changes=tuple(changes) if len(changes) > 1 else (),
+            tuner={
+                **choice.to_dict(),
+                "records": plan.records,
+                "memory_records": plan.memory,
+                "speed_rows": plan.speed_rows,
+                "vetoed": len(plan.vetoes),
+                "failures": plan.failures,
+                "failures_elsewhere": plan.failures_elsewhere,
+            },
+        )
         return Proposal(
             title=title,
             layer=layer,
-            thought=thought,
+            thought=self._thought(request, template, operator, choice, plan, changes, evidence, memory),
             code=code,
-            params=choice.to_extension(),
-            cited=tuple(cited),
+            params=tuned.to_extension(),
+            cited=evidence,
             prompt_tokens=0,
             completion_tokens=0,
-            structure=structure_summary(self._match),
+            structure=structure_summary(self._match) if self._match is not None else None,
         )
+
+    @staticmethod
+    def _thought(
+        request: ProposalRequest,
+        template: KernelTemplate,
+        operator: str,
+        choice: Choice,
+        plan: Plan,
+        changes: list[dict[str, Any]],
+        evidence: tuple[str, ...],
+        memory: bool,
+    ) -> str:
+        what = ", ".join(f"{c['knob']} {c['from']} -> {c['to']}" for c in changes) or "the template's defaults"
+        relevant = [k.name for k in template.relevant_knobs(operator)]
+        pinned = [k.name for k in template.knobs if k.name not in relevant]
+        parts = [
+            f"{PREFIX} {'Backtracked to an earlier state; ' if request.backtracked else ''}template "
+            f"'{template.name}', {what}."
+        ]
+        source = (
+            f"{plan.records} recorded attempts ({plan.own} from this run, {plan.memory} from memory)"
+            if memory
+            else f"{plan.own} attempts of this run (memory off)"
+        )
+        if choice.basis == "model":
+            parts.append(
+                f"Cost model (random forest) trained on {source}, {plan.speed_rows} timed cases: predicts "
+                f"{_x(choice.predicted)} (95% {_x(choice.low)}-{_x(choice.high)}), expected improvement "
+                f"{choice.ei:.3f} over "
+                + (f"the incumbent {_x(plan.incumbent)}" if plan.incumbent else "the reference (no incumbent yet)")
+                + f", P(correct) {choice.p_correct:.2f}."
+            )
+        else:
+            parts.append(
+                f"Initial design (the model needs timed attempts of at least three settings; it has {source})."
+            )
+        if evidence:
+            parts.append(f"Nearest recorded evidence: {', '.join(evidence)}.")
+        if plan.vetoes:
+            worst = max(plan.vetoes, key=lambda v: v.ratio)
+            parts.append(
+                f"Not proposing {len(plan.vetoes)} setting(s) memory measured >= 3x slower on {plan.shape_class} "
+                f"(e.g. {worst.ratio:.1f}x slower in {worst.evidence})."
+            )
+        if pinned:
+            parts.append(f"Knobs that do not matter for {operator} stay at their defaults: {', '.join(pinned)}.")
+        return " ".join(parts)
 
     def _generic(self, request: ProposalRequest, match: Any) -> Proposal:
         operator = request.task.operator
         builtin = builtin_task_path(operator)
-        example = find_candidate(operator, request.target) if str(builtin) == self._task_path(request) else None
+        example = find_candidate(operator, request.target) if str(builtin) == self._task_path(request.task) else None
+        why = match.explanation() if match is not None else "no template serves it"
         if example is not None and not any(TemplateChoice.of(h.params).generic == EXAMPLE for h in request.history):
             return Proposal(
                 title="use the shipped example kernel",
                 layer="other",
-                thought=f"{PREFIX} No kernel template computes {operator}'s structure ({match.explanation()}), so "
+                thought=f"{PREFIX} No kernel template computes {operator}'s structure ({why}), so "
                 "only generic decisions are possible: start from the suite's hand-written example candidate.",
                 code=example.read_text(),
                 params=TemplateChoice(generic=EXAMPLE).to_extension(),
-                structure=structure_summary(match),
+                structure=structure_summary(match) if match is not None else None,
             )
         raise ProposerExhausted(
-            f"the offline proposer has no kernel template for {operator!r} on {request.target}: "
-            f"{match.explanation()}"
+            f"the offline proposer has no kernel template for {operator!r} on {request.target}: {why}"
             + ("; it already tried the shipped example kernel" if example else "")
             + ". Use --proposer llm with an LLM endpoint"
         )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kope.boundary import Hardware, TaskView
 from kope.context.assemble import AssembledContext
 from kope.context.protocol import FormatProblem
 from kope.memory.params import DecisionParams
 from kope.memory.retrieval import RetrievalResult
+from kope.memory.tuning import TuningData, TuningQuery
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class PastAttempt:
     label: str
     a: float | None
     params: DecisionParams
+    code_hash: str | None = None  # content hash of the kernel it wrote (kope.memory.ids.kernel_id)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class ProposalRequest:
     parent: ParentState | None
     history: Sequence[PastAttempt]
     backtracked: bool = False
+    cases: Sequence[Mapping[str, Any]] = ()  # the cases this run evaluates (name + parameters); () = all
+    tuning: TuningData | None = None  # the training sample a proposer asked for (UsesTuningRecords)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,22 @@ class Proposer(Protocol):
     def model(self) -> str | None: ...
 
     def propose(self, request: ProposalRequest) -> Proposal: ...
+
+
+@runtime_checkable
+class UsesTuningRecords(Protocol):
+    """A proposer that trains on recorded attempts: the loop fetches what ``tuning_query`` asks for
+    (``Memory.tuning_records``) and hands it over as ``ProposalRequest.tuning``."""
+
+    def tuning_query(
+        self,
+        task: TaskView,
+        target: str,
+        cases: Sequence[Mapping[str, Any]],
+        hardware: Hardware,
+        run_id: str,
+        memory: bool,
+    ) -> TuningQuery | None: ...  # None when it needs none for this task
 
 
 class ProposerExhausted(Exception):

@@ -14,8 +14,9 @@ from kope.errors import UsageError
 from kope.memory import Memory, open_memory
 
 
-def make_proposer(config: KopeConfig, name: str | None) -> Proposer:
-    """``llm`` / ``offline``; by default the LLM when one is configured, else offline."""
+def make_proposer(config: KopeConfig, name: str | None, *, seed: int = 0) -> Proposer:
+    """``llm`` / ``offline``; by default the LLM when one is configured, else offline. ``seed``: the offline
+    proposer's (its random forests and initial design); an LLM samples on its own."""
     from kope.agent.llm_proposer import LLMProposer
     from kope.agent.offline import OfflineProposer
 
@@ -24,7 +25,7 @@ def make_proposer(config: KopeConfig, name: str | None) -> Proposer:
     if name == "llm":
         return LLMProposer.from_config(config)
     if name == "offline":
-        return OfflineProposer()
+        return OfflineProposer(seed=seed)
     raise UsageError(f"unknown proposer {name!r} ({' or '.join(PROPOSERS)})")
 
 

@@ -291,6 +291,12 @@ def paired_speedup(data: Mapping[str, Any], with_config: str, without_config: st
 
 def paired_views(with_views: Sequence[PairView], without_views: Sequence[PairView], label: str) -> Paired:
     """``paired_speedup`` on pair views (which may come from two benches: operators are matched by name)."""
+    ratios = paired_ratios(with_views, without_views)
+    return Paired(label, geomean(ratios), len(ratios))
+
+
+def paired_ratios(with_views: Sequence[PairView], without_views: Sequence[PairView]) -> list[float]:
+    """speedup_with / speedup_without of every (operator, case) both timed (the terms of a paired speedup)."""
     mine = {v.operator: v.cases for v in with_views}
     ratios = []
     for without in without_views:
@@ -299,7 +305,7 @@ def paired_views(with_views: Sequence[PairView], without_views: Sequence[PairVie
             other = cases.get(name)
             if other and base["speedup"] is not None and other["speedup"] is not None:
                 ratios.append(other["speedup"] / base["speedup"])
-    return Paired(label, geomean(ratios), len(ratios))
+    return ratios
 
 
 def bench_metrics(data: Mapping[str, Any], baseline: str | None = None) -> dict[str, ConfigMetrics]:

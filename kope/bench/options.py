@@ -43,6 +43,7 @@ RESUME_FIXED = (
     "no_final",
     "final_seeds",
     "final_rep_ms",
+    "repeats",
 )
 
 
@@ -65,6 +66,7 @@ class BenchRequest:
     no_final: bool = False  # skip the final evaluation of each pair's best kernel (kope.bench.final)
     final_seeds: int = 5
     final_rep_ms: float = 300.0
+    repeats: int = 1
 
 
 def _check_baseline(baseline: str | None, configs: tuple[str, ...]) -> None:
@@ -112,6 +114,7 @@ def fresh_options(request: BenchRequest, model: str | None) -> BenchOptions:
         final=not request.no_final,
         final_seeds=request.final_seeds,
         final_rep_ms=request.final_rep_ms,
+        repeats=request.repeats,
     )
 
 

@@ -16,6 +16,7 @@ the bench stopped is redone); when the graph lacks it, the pair starts over.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ class PairSpec:
     runs_dir: str
     resume_run_id: str | None = None
     final: dict[str, Any] | None = None  # FinalSettings as a dict; None: no final evaluation
+    repeat: int = 1  # which repeat of the bench (1-based)
+    seed: int = 0  # the proposer's seed
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -63,8 +66,10 @@ def memory_size(memory: Memory) -> dict[str, int]:
 
 
 def collect_attempts(memory: Memory, run_id: str) -> list[dict[str, Any]]:
-    """Every attempt of the run as the graph holds it, with its outcome's per-case results (one read)."""
+    """Every attempt of the run as the graph holds it, with its outcome's per-case results and the insights
+    its prompt used (two reads)."""
     state = memory.step_state(run_id)
+    used = memory.insights_used(run_id)
     attempts = []
     for d in state.decisions:
         outcome = state.outcome(d.id)
@@ -84,6 +89,9 @@ def collect_attempts(memory: Memory, run_id: str) -> list[dict[str, Any]]:
                 "cases_passed": outcome.cases_passed,
                 "prompt_tokens": d.prompt_tokens or 0,
                 "completion_tokens": d.completion_tokens or 0,
+                "tuner": d.params.extension.get("tuner"),
+                "cited": list(d.params.cited),
+                "insights_used": [dataclasses.asdict(i) for i in used.get(d.id, [])],
                 "cases": [
                     {
                         "name": c.name,
@@ -112,7 +120,7 @@ def run_pair(
     began = time.monotonic()
     memory = open_memory(config, namespace=spec.namespace)
     try:
-        proposer = make_proposer(config, spec.proposer)
+        proposer = make_proposer(config, spec.proposer, seed=spec.seed)
         options = LoopOptions(
             target=spec.target,
             steps=spec.steps,
@@ -166,6 +174,8 @@ def run_pair(
         return {
             "config": spec.config,
             "operator": spec.operator,
+            "repeat": spec.repeat,
+            "seed": spec.seed,
             "index": spec.index,
             "namespace": spec.namespace,
             "run_id": run_id[0],

@@ -15,6 +15,12 @@ Each configuration has its own memory namespace, ``bench-<name>-<config>``
 configuration can see another's experience. A fresh bench wipes those
 namespaces (graph and journal) first.
 
+Repeats (``--repeats N``): the whole bench N times, independently: repeat k
+(1-based) runs in fresh namespaces of its own (``bench-<name>-<config>-r<k>``
+for k >= 2; repeat 1 keeps the plain names, so a one-repeat bench is exactly
+what it was before repeats existed) with proposer seed k - 1. Repeats run one
+after another (repeat-major), so an interrupted bench has whole repeats first.
+
 Order: configurations in the canonical order above (whatever order ``--configs``
 lists them in); operators in suite order (family, level, operator name, as
 ``kope tasks list``; in a folder suite, numbers in names sort numerically, so
@@ -81,7 +87,9 @@ PLAN_KEYS = (
     "final",
     "final_seeds",
     "final_rep_ms",
+    "repeats",
 )
+NAMESPACE_MAX = 64
 
 
 def parse_configs(text: str) -> tuple[str, ...]:
@@ -126,8 +134,8 @@ def check_name(name: str) -> str:
     return name
 
 
-def namespace_for(name: str, config: str) -> str:
-    return f"bench-{name}-{config}"
+def namespace_for(name: str, config: str, repeat: int = 1) -> str:
+    return f"bench-{name}-{config}" + (f"-r{repeat}" if repeat > 1 else "")
 
 
 @dataclass
@@ -150,6 +158,7 @@ class BenchOptions:
     final: bool = True  # re-evaluate each pair's best kernel on visible + held-out cases (kope.bench.final)
     final_seeds: int = 5
     final_rep_ms: float = 300.0
+    repeats: int = 1
 
     def final_settings(self) -> dict[str, Any]:
         """The pair's final-evaluation settings (``FinalSettings`` as a dict)."""
@@ -219,15 +228,21 @@ class TaskEntry:
 
 @dataclass(frozen=True)
 class Pair:
-    """One unit of work: one operator under one configuration."""
+    """One unit of work: one operator under one configuration (in one repeat of the bench)."""
 
     config: str
     operator: str
     index: int  # position in the bench order
+    repeat: int = 1  # 1-based
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.config, self.operator)
+    def key(self) -> tuple[str, str, int]:
+        return (self.config, self.operator, self.repeat)
+
+    @property
+    def seed(self) -> int:
+        """The proposer's seed: repeat k runs with seed k - 1."""
+        return self.repeat - 1
 
 
 @dataclass
@@ -239,15 +254,20 @@ class Plan:
     def configurations(self) -> list[Configuration]:
         return [CONFIGURATIONS[c] for c in self.options.configs]
 
-    def namespace(self, config: str) -> str:
-        return namespace_for(self.options.name, config)
+    def namespace(self, config: str, repeat: int = 1) -> str:
+        return namespace_for(self.options.name, config, repeat)
+
+    @property
+    def repeats(self) -> range:
+        return range(1, self.options.repeats + 1)
 
     def pairs(self) -> list[Pair]:
-        """Operator-major: every configuration of the first operator, then the second, ..."""
+        """Repeat-major, then operator-major: every configuration of the first operator, then the second, ..."""
         order: list[Pair] = []
-        for task in self.tasks:
-            for config in self.options.configs:
-                order.append(Pair(config, task.operator, len(order)))
+        for repeat in self.repeats:
+            for task in self.tasks:
+                for config in self.options.configs:
+                    order.append(Pair(config, task.operator, len(order), repeat))
         return order
 
     def task(self, operator: str) -> TaskEntry:
@@ -260,11 +280,18 @@ def _task_files(folder: Path) -> list[Path]:
     )
 
 
+def parse_families(text: str | None) -> tuple[str, ...]:
+    """``--family``: one family or several, comma-separated (``elementwise,reduction``); empty: every family."""
+    return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
+
+
 def _suite_infos(suite: str, family: str | None, levels: tuple[int, ...] = ()) -> list[TaskInfo]:
-    if family is not None and family not in FAMILIES and family != UNKNOWN_FAMILY:
-        raise UsageError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
+    families = parse_families(family)
+    for name in families:
+        if name not in FAMILIES and name != UNKNOWN_FAMILY:
+            raise UsageError(f"unknown family {name!r}; families: {', '.join(FAMILIES)}")
     if suite == "builtin":
-        return suite_tasks(family)
+        return [t for t in suite_tasks(None) if not families or t.family in families]
     folder = Path(suite)
     if not folder.exists():
         raise UsageError(f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files")
@@ -283,7 +310,7 @@ def _suite_infos(suite: str, family: str | None, levels: tuple[int, ...] = ()) -
     if not infos:
         raise UsageError(f"no task files (*.py) in {suite}")
     order = {f: i for i, f in enumerate(FAMILIES)}
-    infos = [i for i in infos if family is None or i.family == family]
+    infos = [i for i in infos if not families or i.family in families]
     return sorted(infos, key=lambda t: (order.get(t.family, len(order)), t.level or 0, _natural(t.operator)))
 
 
@@ -304,7 +331,16 @@ def build_plan(options: BenchOptions) -> Plan:
         raise UsageError("--steps must be at least 1")
     if options.workers < 1:
         raise UsageError("--workers must be at least 1")
+    if options.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
     check_name(options.name)
+    longest = max((namespace_for(options.name, c, options.repeats) for c in options.configs), key=len)
+    if len(longest) > NAMESPACE_MAX:
+        raise UsageError(
+            f"bench name {options.name!r} is too long for {options.repeats} repeats: namespace {longest!r} has "
+            f"{len(longest)} characters (at most {NAMESPACE_MAX})",
+            hint="choose a shorter --name",
+        )
     infos = [
         i
         for i in _suite_infos(options.suite, options.family, options.levels)

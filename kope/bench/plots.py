@@ -5,7 +5,12 @@
 * ``speedup.png``: per-case speedups of the best attempts per level and configuration,
   log axis, parity (1x) marked;
 * ``tokens_per_step.png``: mean tokens per step index (active vs passive stand out);
-* ``memory_growth.png``: decisions and nodes in each configuration's namespace as the bench went on.
+* ``memory_growth.png``: decisions and nodes in each configuration's namespace as the bench went on;
+* with ``--repeats`` (over the complete repeats, mean with 95% interval bars):
+  ``repeats_steps.png`` steps to 90% of the best per family and overall, and
+  ``repeats_paired.png`` paired speedup against the baseline per family and overall.
+
+With repeats, the first four plots show repeat 1 (the report says so).
 
 Figures are drawn without pyplot (no global state, no display) with fixed sizes,
 fonts and a seeded jitter, so the same results.json gives the same files.
@@ -205,11 +210,75 @@ def memory_plot(data: Mapping[str, Any], path: Path) -> Path:
     return _save(fig, path)
 
 
+def _interval_bars(ax: Any, groups: list[str], cells: dict[str, list[Any]], configs: list[str]) -> None:
+    """Bars of interval means with 95% error bars; ``cells[config][i]`` is the Interval dict of group i."""
+    width = 0.8 / max(1, len(configs))
+    for i, config in enumerate(configs):
+        xs, means, lows, highs = [], [], [], []
+        for g, cell in enumerate(cells[config]):
+            if cell is None or cell["mean"] is None:
+                continue
+            xs.append(g + (i - (len(configs) - 1) / 2) * width)
+            means.append(cell["mean"])
+            lows.append(cell["mean"] - (cell["low"] if cell["low"] is not None else cell["mean"]))
+            highs.append((cell["high"] if cell["high"] is not None else cell["mean"]) - cell["mean"])
+        bars = ax.bar(xs, means, width, label=config, color=COLOURS.get(config))
+        ax.errorbar(xs, means, yerr=[lows, highs], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        ax.bar_label(bars, labels=[f"{m:.2f}" for m in means], fontsize=7, padding=2)
+    ax.set_xticks(range(len(groups)), groups, rotation=20, fontsize=8)
+    ax.legend(fontsize=8)
+
+
+def repeats_steps_plot(data: Mapping[str, Any], path: Path) -> Path:
+    rs = data["repeat_summary"]
+    configs = _configs(data)
+    families = [f for f in rs["families"] if any(rs["families"][f][c]["steps_to_90"]["n"] for c in configs)]
+    groups = families + ["all"]
+    cells = {
+        c: [rs["families"][f][c]["steps_to_90"] for f in families] + [rs["summary"][c]["steps_to_90"]] for c in configs
+    }
+    fig = _figure(9.0, 4.5)
+    ax = fig.add_subplot()
+    _interval_bars(ax, groups, cells, configs)
+    ax.set_ylabel("steps to 90% of the best (mean)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(
+        f"steps to 90% of the best, 2nd and later operators of each family "
+        f"({len(rs['complete'])} repeats, 95% interval)"
+    )
+    return _save(fig, path)
+
+
+def repeats_paired_plot(data: Mapping[str, Any], path: Path) -> Path:
+    rs = data["repeat_summary"]
+    baseline = rs["baseline"]
+    configs = [c for c in _configs(data) if c != baseline]
+    families = list(rs["families"])
+    groups = families + ["all"]
+    cells = {
+        c: [rs["families"][f][c]["paired_speedup"] for f in families] + [rs["summary"][c]["paired_speedup"]]
+        for c in configs
+    }
+    fig = _figure(9.0, 4.5)
+    ax = fig.add_subplot()
+    _interval_bars(ax, groups, cells, configs)
+    ax.axhline(1.0, color="grey", linewidth=1, linestyle="--")
+    ax.set_ylabel(f"paired speedup vs {baseline} (geometric mean)")
+    ax.set_title(f"paired speedup at the step budget ({len(rs['complete'])} repeats, 95% interval)")
+    return _save(fig, path)
+
+
 def write_plots(data: Mapping[str, Any], folder: Path) -> list[Path]:
+    """The plots of ``data`` (with repeats: ``data`` is repeat 1's view plus the ``repeat_summary``)."""
     folder = Path(folder)
-    return [
+    paths = [
         pass_rate_plot(data, folder / "pass_rate.png"),
         speedup_plot(data, folder / "speedup.png"),
         tokens_plot(data, folder / "tokens_per_step.png"),
         memory_plot(data, folder / "memory_growth.png"),
     ]
+    if data.get("repeat_summary") and data["repeat_summary"]["complete"]:
+        paths.append(repeats_steps_plot(data, folder / "repeats_steps.png"))
+        if len(_configs(data)) > 1:
+            paths.append(repeats_paired_plot(data, folder / "repeats_paired.png"))
+    return paths

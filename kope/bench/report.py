@@ -14,6 +14,7 @@ from typing import Any
 from kope.bench.metrics import LEVEL_KEYS, bench_metrics, pair_views, steps_to_best
 from kope.bench.plan import default_baseline
 from kope.bench.plots import write_plots
+from kope.bench.repeats import for_repeat, repeat_count, repeat_summary
 from kope.errors import UsageError
 
 SUMMARY = "summary.md"
@@ -33,18 +34,92 @@ def count(value: float | int | None) -> str:
 
 
 def with_metrics(data: Mapping[str, Any], baseline: str | None = None) -> dict[str, Any]:
-    """``data`` with its metrics recomputed (against ``baseline``, default the bench's own)."""
+    """``data`` with its metrics recomputed (against ``baseline``, default the bench's own).
+
+    With repeats, the per-operator metrics, tables and the first plots are repeat 1's (``pairs`` is
+    repeat 1's; ``runs`` keeps every pair) and ``repeat_summary`` holds every repeat's metrics with
+    their means and 95% intervals."""
     configs = [c["name"] for c in data["configurations"]]
     baseline = baseline or data.get("baseline") or default_baseline(configs)
     if baseline not in configs:
         raise UsageError(f"baseline {baseline!r} is not a configuration of this bench ({', '.join(configs)})")
-    metrics = bench_metrics(data, baseline)
-    return {
-        **data,
+    first = for_repeat(data, 1)
+    metrics = bench_metrics(first, baseline)
+    full = {
+        **first,
+        "runs": list(data["pairs"]),
         "baseline": baseline,
         "metrics": {c: m.to_dict() for c, m in metrics.items()},
-        "steps_to_best": steps_to_best(data).to_dict(),
+        "steps_to_best": steps_to_best(first).to_dict(),
     }
+    if repeat_count(data) > 1:
+        full["repeat_summary"] = repeat_summary(data, baseline)
+    return full
+
+
+def ci(cell: Mapping[str, Any] | None, fmt: str = ".2f", suffix: str = "") -> str:
+    """``mean [low, high]`` of an interval (``repeats.Interval`` as a dict); ``-`` without values."""
+    if not cell or cell.get("mean") is None:
+        return "-"
+    text = f"{format(cell['mean'], fmt)}{suffix}"
+    if cell.get("low") is not None:
+        text += f" [{format(cell['low'], fmt)}, {format(cell['high'], fmt)}]"
+    return text
+
+
+def repeats_table(data: Mapping[str, Any]) -> str:
+    """Configurations as rows: each metric's mean over the complete repeats with its 95% interval."""
+    rs = data["repeat_summary"]
+    baseline = rs["baseline"]
+    head = [
+        "configuration",
+        "pass rate",
+        "geomean speedup",
+        f"paired speedup vs {baseline}",
+        "steps to 90% (2nd+ operators)",
+        f"steps ratio vs {baseline}",
+        "reached 90%",
+        "tokens / step",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for config in (c["name"] for c in data["configurations"]):
+        s = rs["summary"][config]
+        pass_rate = s["pass_rate"]
+        rate = {**pass_rate, **{k: 100 * pass_rate[k] for k in ("mean", "low", "high") if pass_rate.get(k) is not None}}
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    config,
+                    ci(rate, ".1f", "%"),
+                    ci(s["geomean_speedup"], ".2f", "x"),
+                    "(baseline)" if config == baseline else ci(s.get("paired_speedup"), ".2f", "x"),
+                    ci(s["steps_to_90"]),
+                    "(baseline)" if config == baseline else ci(s.get("steps_ratio")),
+                    ci(s["reached_90"], ".1f"),
+                    ci(s["tokens_per_step"], ",.0f"),
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def family_table(data: Mapping[str, Any]) -> str:
+    """Per family: steps to 90% of the best on its 2nd and later operators, and the paired speedup."""
+    rs = data["repeat_summary"]
+    baseline = rs["baseline"]
+    configs = [c["name"] for c in data["configurations"]]
+    others = [c for c in configs if c != baseline]
+    head = ["family", "operators (2nd+)"] + [f"steps: {c}" for c in configs] + [f"paired: {c}" for c in others]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    later = data["steps_to_best"]["per_operator"]
+    for family, cells in rs["families"].items():
+        n = sum(1 for r in later if r["family"] == family and r["later"])
+        row = [family, str(n)] + [ci(cells[c]["steps_to_90"]) for c in configs]
+        row += [ci(cells[c].get("paired_speedup"), ".2f", "x") for c in others]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 def has_final(data: Mapping[str, Any]) -> bool:
@@ -169,12 +244,13 @@ def runs_table(data: Mapping[str, Any]) -> str:
         "| configuration | operator | run | attempts | status | stop reason | overlapped with |",
         "|---|---|---|---|---|---|---|",
     ]
-    for pair in data["pairs"]:
+    for pair in data.get("runs", data["pairs"]):
         reason = (pair.get("stop_reason") or "").replace("|", "/").replace("\n", " ")
         if len(reason) > 120:
             reason = reason[:117] + "..."
+        config = pair["config"] + (f" (r{pair['repeat']})" if int(pair.get("repeat", 1)) > 1 else "")
         lines.append(
-            f"| {pair['config']} | {pair['operator']} | `{pair['run_id']}` | {len(pair.get('attempts') or [])} | "
+            f"| {config} | {pair['operator']} | `{pair['run_id']}` | {len(pair.get('attempts') or [])} | "
             f"{pair['status']} | {reason} | {', '.join(pair.get('overlapped_with') or []) or '-'} |"
         )
     return "\n".join(lines)
@@ -226,7 +302,8 @@ def final_note(data: Mapping[str, Any]) -> list[str]:
 
 
 def render_markdown(data: Mapping[str, Any]) -> str:
-    done, total = len(data["pairs"]), data.get("pairs_total", len(data["pairs"]))
+    done = len(data.get("runs", data["pairs"]))
+    total = data.get("pairs_total", done)
     status = "complete" if data.get("complete") else f"**incomplete: {done} of {total} pairs finished**"
     commands = [data["command"], *(r["command"] for r in data.get("resumes") or [])]
     lines = [
@@ -241,6 +318,34 @@ def render_markdown(data: Mapping[str, Any]) -> str:
     if data.get("imports"):
         files = sorted({i["file"] for i in data["imports"]})
         lines += [f"Memory imported into every configuration before the run: {', '.join(f'`{f}`' for f in files)}.", ""]
+    repeats = data.get("repeat_summary")
+    if repeats:
+        n = len(repeats["complete"])
+        lines += [
+            f"## {repeats['repeats']} independent repeats ({n} complete)",
+            "",
+            "Each repeat is the whole bench in fresh namespaces with proposer seed k - 1. Cells: mean over the "
+            "complete repeats [95% confidence interval, Student's t over the repeats]; speedups and ratios are "
+            "geometric means. Steps to 90%: the second and later operators of each family that some "
+            "configuration solved, a miss counted as budget + 1; steps ratio: per repeat, the configuration's mean "
+            f"steps over {repeats['baseline']}'s.",
+            "",
+            repeats_table(data),
+            "",
+            "### Per family",
+            "",
+            family_table(data),
+            "",
+            "![steps to 90% per family](plots/repeats_steps.png)",
+            "",
+            "![paired speedup per family](plots/repeats_paired.png)",
+            "",
+            "## Repeat 1",
+            "",
+            "The tables and plots below are repeat 1's (every repeat's numbers are in results.json under "
+            "`repeat_summary.per_repeat`).",
+            "",
+        ]
     lines += [summary_table(data), ""]
     lines += final_note(data)
     lines += [

@@ -39,6 +39,7 @@ from typing import IO, Any
 from kope.bench.metrics import bench_metrics
 from kope.bench.pair import PairSpec, run_pair
 from kope.bench.plan import CONFIGURATIONS, BenchOptions, Pair, Plan, TaskEntry, default_baseline
+from kope.bench.repeats import for_repeat, memory_key, repeat_summary
 from kope.bench.store import RESULTS_SCHEMA, BenchStore, read_json, write_json
 from kope.config import KopeConfig
 from kope.errors import KopeError
@@ -83,13 +84,14 @@ class BenchRunner:
         store.wipe()
         imports = []
         memory_start = {}
-        for config in opts.configs:
-            namespace = self.plan.namespace(config)
-            wiped = self._wipe_namespace(namespace)
-            self.progress("info", f"namespace {namespace}: wiped ({wiped} nodes)")
-            imported = self._import(namespace)
-            imports.extend(imported)
-            memory_start[config] = self._memory_size(namespace)
+        for repeat in self.plan.repeats:
+            for config in opts.configs:
+                namespace = self.plan.namespace(config, repeat)
+                wiped = self._wipe_namespace(namespace)
+                self.progress("info", f"namespace {namespace}: wiped ({wiped} nodes)")
+                imported = self._import(namespace)
+                imports.extend(imported)
+                memory_start[memory_key(config, repeat)] = self._memory_size(namespace)
         write_json(
             store.plan_file,
             {
@@ -151,7 +153,7 @@ class BenchRunner:
 
     # -- running -------------------------------------------------------------------------------------
     def pending(self) -> list[Pair]:
-        return [p for p in self.plan.pairs() if self.store.finished(p.config, p.operator) is None]
+        return [p for p in self.plan.pairs() if self.store.finished(*p.key) is None]
 
     def spec(self, pair: Pair) -> PairSpec:
         opts = self.plan.options
@@ -163,14 +165,16 @@ class BenchRunner:
             index=pair.index,
             task_path=task.path,
             cases=opts.cases,
-            namespace=self.plan.namespace(pair.config),
+            namespace=self.plan.namespace(pair.config, pair.repeat),
             policy=conf.policy,
             memory=conf.memory,
             target=opts.target,
             proposer=opts.proposer,
             steps=opts.steps,
-            runs_dir=str(self.store.runs_dir(pair.config)),
-            resume_run_id=self.store.started_run(pair.config, pair.operator),
+            runs_dir=str(self.store.runs_dir(pair.config, pair.repeat)),
+            resume_run_id=self.store.started_run(*pair.key),
+            repeat=pair.repeat,
+            seed=pair.seed,
             final=opts.final_settings(),
         )
 
@@ -246,7 +250,7 @@ class BenchRunner:
         return self.write_results()
 
     def _done(self) -> int:
-        return sum(1 for p in self.plan.pairs() if self.store.finished(p.config, p.operator) is not None)
+        return sum(1 for p in self.plan.pairs() if self.store.finished(*p.key) is not None)
 
     def _finish_pair(self, result: dict[str, Any], overlapped: list[str]) -> None:
         result["overlapped_with"] = overlapped
@@ -261,7 +265,7 @@ class BenchRunner:
             result = run_pair(
                 spec,
                 self.config,
-                on_started=functools.partial(self.store.mark_started, pair.config, pair.operator),
+                on_started=functools.partial(self.store.mark_started, pair.config, pair.operator, repeat=pair.repeat),
                 progress=self.progress,
             )
             self._finish_pair(result, [])
@@ -275,10 +279,13 @@ class BenchRunner:
         try:
             while queue or running:
                 while queue and len(running) < workers and failure is None:
-                    busy = {pair.config for pair, _, _ in running.values()}
-                    pair = next((p for p in queue if p.config not in busy), queue[0])
+                    # a configuration's namespace (one per repeat) is busy while one of its pairs runs
+                    busy = {(p.config, p.repeat) for p, _, _ in running.values()}
+                    pair = next((p for p in queue if (p.config, p.repeat) not in busy), queue[0])
                     queue.remove(pair)
-                    overlapped = [p.operator for p, _, _ in running.values() if p.config == pair.config]
+                    overlapped = [
+                        p.operator for p, _, _ in running.values() if (p.config, p.repeat) == (pair.config, pair.repeat)
+                    ]
                     proc, log = self._spawn(pair)
                     running[proc] = (pair, overlapped, log)
                     self.progress(
@@ -286,7 +293,7 @@ class BenchRunner:
                         {
                             "pair": pair,
                             "resume": self.spec(pair).resume_run_id,
-                            "log": str(store.log_file(pair.config, pair.operator)),
+                            "log": str(store.log_file(*pair.key)),
                         },
                     )
                 if failure is not None and not running:
@@ -295,20 +302,20 @@ class BenchRunner:
                 for proc in [p for p in running if p.poll() is not None]:
                     pair, overlapped, log = running.pop(proc)
                     log.close()
-                    result = store.finished(pair.config, pair.operator) if proc.returncode == 0 else None
+                    result = store.finished(*pair.key) if proc.returncode == 0 else None
                     if result is not None:
                         result["overlapped_with"] = overlapped
                         store.save_pair(result)
                         self.write_results()
                         self.progress("pair-done", result)
                         continue
-                    error_file = store.work_file(pair.config, pair.operator, "error")
+                    error_file = store.work_file(pair.config, pair.operator, "error", pair.repeat)
                     error = (
                         read_json(error_file, "worker error")
                         if error_file.is_file()
                         else {
                             "message": f"worker for {pair.config}/{pair.operator} exited with status {proc.returncode}; "
-                            f"see {store.log_file(pair.config, pair.operator)}",
+                            f"see {store.log_file(*pair.key)}",
                             "hint": None,
                             "exit_code": 1,
                         }
@@ -326,9 +333,9 @@ class BenchRunner:
 
     def _spawn(self, pair: Pair) -> tuple[subprocess.Popen[bytes], IO[str]]:
         store = self.store
-        spec_file = store.work_file(pair.config, pair.operator, "spec")
+        spec_file = store.work_file(pair.config, pair.operator, "spec", pair.repeat)
         write_json(spec_file, {**self.spec(pair).to_dict(), "bench_dir": str(store.root)})
-        log_path = store.log_file(pair.config, pair.operator)
+        log_path = store.log_file(*pair.key)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(log_path, "a", encoding="utf-8")
         env = dict(os.environ)
@@ -369,7 +376,7 @@ def assemble(store: BenchStore, plan: Plan) -> dict[str, Any]:
     """results.json: the plan, every finished pair in bench order, and the metrics computed from them."""
     stored = store.read_plan()
     opts = plan.options
-    pairs = [r for r in (store.finished(p.config, p.operator) for p in plan.pairs()) if r is not None]
+    pairs = [r for r in (store.finished(*p.key) for p in plan.pairs()) if r is not None]
     total = len(plan.pairs())
     baseline = opts.baseline or default_baseline(opts.configs)
     data = {
@@ -390,6 +397,7 @@ def assemble(store: BenchStore, plan: Plan) -> dict[str, Any]:
                 "memory": c.memory,
                 "description": c.description,
                 "namespace": plan.namespace(c.name),
+                "namespaces": [plan.namespace(c.name, r) for r in plan.repeats],
             }
             for c in plan.configurations
         ],
@@ -398,7 +406,11 @@ def assemble(store: BenchStore, plan: Plan) -> dict[str, Any]:
         "memory_start": stored["memory_start"],
         "pairs": pairs,
     }
-    data["metrics"] = {c: m.to_dict() for c, m in bench_metrics(data, baseline).items()}
+    data["repeats"] = opts.repeats
+    first = for_repeat(data, 1)
+    data["metrics"] = {c: m.to_dict() for c, m in bench_metrics(first, baseline).items()}
+    if opts.repeats > 1:
+        data["repeat_summary"] = repeat_summary(data, baseline)
     return data
 
 

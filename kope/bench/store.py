@@ -10,6 +10,10 @@ Layout of ``--out DIR``::
     results.json                        everything above in one file (rewritten after every pair)
     summary.md, plots/*.png             the report, regenerated from results.json by `kope bench report`
 
+With ``--repeats N``, repeat k >= 2 keeps its files under ``<config>/r<k>/`` in
+``pairs/``, ``runs/``, ``logs/`` and ``work/`` (repeat 1 where a one-repeat bench
+keeps them).
+
 Every JSON file is written to a temporary name and renamed, so an interrupted
 bench never leaves half a file behind.
 """
@@ -42,20 +46,24 @@ class BenchStore:
     def results_file(self) -> Path:
         return self.root / "results.json"
 
-    def pair_file(self, config: str, operator: str) -> Path:
-        return self.root / "pairs" / config / f"{operator}.json"
+    @staticmethod
+    def _slot(config: str, repeat: int) -> str:
+        return config if repeat == 1 else f"{config}/r{repeat}"
 
-    def started_file(self, config: str, operator: str) -> Path:
-        return self.root / "pairs" / config / f"{operator}.run.json"
+    def pair_file(self, config: str, operator: str, repeat: int = 1) -> Path:
+        return self.root / "pairs" / self._slot(config, repeat) / f"{operator}.json"
 
-    def runs_dir(self, config: str) -> Path:
-        return self.root / "runs" / config
+    def started_file(self, config: str, operator: str, repeat: int = 1) -> Path:
+        return self.root / "pairs" / self._slot(config, repeat) / f"{operator}.run.json"
 
-    def log_file(self, config: str, operator: str) -> Path:
-        return self.root / "logs" / config / f"{operator}.log"
+    def runs_dir(self, config: str, repeat: int = 1) -> Path:
+        return self.root / "runs" / self._slot(config, repeat)
 
-    def work_file(self, config: str, operator: str, suffix: str) -> Path:
-        return self.root / "work" / config / f"{operator}.{suffix}.json"
+    def log_file(self, config: str, operator: str, repeat: int = 1) -> Path:
+        return self.root / "logs" / self._slot(config, repeat) / f"{operator}.log"
+
+    def work_file(self, config: str, operator: str, suffix: str, repeat: int = 1) -> Path:
+        return self.root / "work" / self._slot(config, repeat) / f"{operator}.{suffix}.json"
 
     # -- state ---------------------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -67,19 +75,22 @@ class BenchStore:
             raise UsageError(f"the bench plan {self.plan_file} is not a JSON object")
         return plan
 
-    def finished(self, config: str, operator: str) -> dict[str, Any] | None:
-        path = self.pair_file(config, operator)
+    def finished(self, config: str, operator: str, repeat: int = 1) -> dict[str, Any] | None:
+        path = self.pair_file(config, operator, repeat)
         return read_json(path, "pair result") if path.is_file() else None
 
-    def started_run(self, config: str, operator: str) -> str | None:
-        path = self.started_file(config, operator)
+    def started_run(self, config: str, operator: str, repeat: int = 1) -> str | None:
+        path = self.started_file(config, operator, repeat)
         return read_json(path, "pair start")["run_id"] if path.is_file() else None
 
-    def mark_started(self, config: str, operator: str, run_id: str) -> None:
-        write_json(self.started_file(config, operator), {"config": config, "operator": operator, "run_id": run_id})
+    def mark_started(self, config: str, operator: str, run_id: str, repeat: int = 1) -> None:
+        write_json(
+            self.started_file(config, operator, repeat),
+            {"config": config, "operator": operator, "repeat": repeat, "run_id": run_id},
+        )
 
     def save_pair(self, result: dict[str, Any]) -> None:
-        write_json(self.pair_file(result["config"], result["operator"]), result)
+        write_json(self.pair_file(result["config"], result["operator"], result.get("repeat", 1)), result)
 
     def wipe(self) -> None:
         """Remove what an earlier bench wrote here (only the files and folders a bench owns)."""

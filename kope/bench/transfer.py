@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kope.bench.metrics import config_metrics, pair_views, paired_views
-from kope.bench.report import count, pct, times
+from kope.bench.metrics import config_metrics, pair_views, paired_ratios, paired_views
+from kope.bench.repeats import complete_repeats, for_repeat, interval, repeat_count
+from kope.bench.report import ci, count, pct, times
 from kope.errors import UsageError
 
 HW_KEYS = ("hw_id", "hw_class", "vendor")
@@ -33,8 +34,28 @@ def _imports(data: Mapping[str, Any]) -> str:
     return ", ".join(files) if files else "none (cold start)"
 
 
+def _repeats(data: Mapping[str, Any]) -> list[int]:
+    return complete_repeats(data) if repeat_count(data) > 1 else [1]
+
+
+def _foreign_rules(data: Mapping[str, Any], config: str) -> tuple[int, int]:
+    """(attempts whose prompt used a validity rule learned on another hardware class, attempts)."""
+    here = (data.get("hardware") or {}).get("class")
+    attempts = [a for p in data["pairs"] if p["config"] == config for a in p.get("attempts") or []]
+    used = sum(
+        1
+        for a in attempts
+        if any(i.get("kind") == "rule" and i.get("hw_class") != here for i in a.get("insights_used") or [])
+    )
+    return used, len(attempts)
+
+
 def compare_table(benches: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None) -> str:
-    """One row per (bench, configuration); the paired speedup is against the first bench's same configuration."""
+    """One row per (bench, configuration); the paired speedup is against the first bench's same configuration.
+
+    With repeats, each cell is the mean over the complete repeats [95% interval], repeat k of a bench
+    paired with repeat k of the first bench (its repeat 1 when it has no repeat k). The last column
+    counts the attempts whose prompt held a validity rule learned on another hardware class."""
     labels = list(labels or [b["options"]["name"] for b in benches])
     first = benches[0]
     head = [
@@ -47,33 +68,74 @@ def compare_table(benches: Sequence[Mapping[str, Any]], labels: Sequence[str] | 
         "geomean speedup",
         f"paired speedup vs {labels[0]}",
         "tokens / step",
+        "repeats",
+        "prompts with other-hardware rules",
+        "paired: 95% interval over cases",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     first_configs = {c["name"] for c in first["configurations"]}
+    first_repeats = set(_repeats(first))
     for label, data in zip(labels, benches):
+        repeats = _repeats(data)
         for config in (c["name"] for c in data["configurations"]):
-            m = config_metrics(data, config)
+            views = {k: for_repeat(data, k) for k in repeats}
+            metrics = [config_metrics(view, config) for view in views.values()]
+            over_cases = "-"
             if data is first:
                 paired = "(reference)"
             elif config not in first_configs:
                 paired = f"- ({config} not in {labels[0]})"
             else:
-                p = paired_views(pair_views(data, config), pair_views(first, config), labels[0])
-                paired = f"{times(p.speedup)} (n={p.n})" if p.n else "- (no common timed case)"
+                ratios = [
+                    r
+                    for k, view in views.items()
+                    for r in paired_ratios(
+                        pair_views(view, config),
+                        pair_views(for_repeat(first, k if k in first_repeats else 1), config),
+                    )
+                ]
+                over_cases = ci(interval(ratios, log=True).to_dict(), ".2f", "x")
+                found = [
+                    paired_views(
+                        pair_views(view, config),
+                        pair_views(for_repeat(first, k if k in first_repeats else 1), config),
+                        labels[0],
+                    )
+                    for k, view in views.items()
+                ]
+                if not any(p.n for p in found):
+                    paired = "- (no common timed case)"
+                elif len(found) == 1:
+                    paired = f"{times(found[0].speedup)} (n={found[0].n})"
+                else:
+                    paired = ci(interval((p.speedup for p in found), log=True).to_dict(), ".2f", "x") + (
+                        f" (n={sum(p.n for p in found)})"
+                    )
+            used, attempts = _foreign_rules(data, config)
+            if len(metrics) == 1:
+                m = metrics[0]
+                cells = [
+                    f"{m.operators_passed}/{m.operators}",
+                    f"{m.cases_passed}/{m.cases}",
+                    pct(m.pass_rate),
+                    times(m.geomean_speedup),
+                    paired,
+                    count(m.tokens_per_step),
+                ]
+            else:
+                rate = interval(100 * m.pass_rate if m.pass_rate is not None else None for m in metrics)
+                cells = [
+                    ci(interval(m.operators_passed for m in metrics).to_dict(), ".1f") + f"/{metrics[0].operators}",
+                    ci(interval(m.cases_passed for m in metrics).to_dict(), ".1f") + f"/{metrics[0].cases}",
+                    ci(rate.to_dict(), ".1f", "%"),
+                    ci(interval((m.geomean_speedup for m in metrics), log=True).to_dict(), ".2f", "x"),
+                    paired,
+                    ci(interval(m.tokens_per_step for m in metrics).to_dict(), ",.0f"),
+                ]
             lines.append(
                 "| "
                 + " | ".join(
-                    [
-                        label,
-                        _imports(data),
-                        config,
-                        f"{m.operators_passed}/{m.operators}",
-                        f"{m.cases_passed}/{m.cases}",
-                        pct(m.pass_rate),
-                        times(m.geomean_speedup),
-                        paired,
-                        count(m.tokens_per_step),
-                    ]
+                    [label, _imports(data), config, *cells, str(len(metrics)), f"{used}/{attempts}", over_cases]
                 )
                 + " |"
             )

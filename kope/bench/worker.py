@@ -34,13 +34,13 @@ def main(argv: list[str]) -> int:
     raw = json.loads(spec_file.read_text(encoding="utf-8"))
     store = BenchStore(Path(raw.pop("bench_dir")))
     spec = PairSpec(**raw)
-    error_file = store.work_file(spec.config, spec.operator, "error")
+    error_file = store.work_file(spec.config, spec.operator, "error", spec.repeat)
     error_file.unlink(missing_ok=True)
     try:
         result = run_pair(
             spec,
             load_config(),
-            on_started=lambda run_id: store.mark_started(spec.config, spec.operator, run_id),
+            on_started=lambda run_id: store.mark_started(spec.config, spec.operator, run_id, spec.repeat),
             progress=_print_step,
         )
     except KopeError as exc:

@@ -51,7 +51,10 @@ class Printer:
             pair = data["pair"]
             resume = f", continuing run {data['resume']}" if data.get("resume") else ""
             log = f" (log: {data['log']})" if data.get("log") else ""
-            err.print(f"[bold][{pair.index + 1}/{self.total}] {pair.config} · {pair.operator}[/bold]{resume}{log}")
+            repeat = f" · repeat {pair.repeat}" if pair.repeat > 1 else ""
+            err.print(
+                f"[bold][{pair.index + 1}/{self.total}] {pair.config} · {pair.operator}{repeat}[/bold]{resume}{log}"
+            )
         elif kind == "step":
             err.print(f"    step {data.step}: {data.status} {_fmt(data.speedup, '.2f', 'x')} {data.title}")
         elif kind == "final-start":
@@ -80,13 +83,20 @@ class Printer:
     "--suite", default="builtin", show_default=True, help="`builtin` or a folder of KernelBench-format task files."
 )
 @click.option("--levels", default=None, help="Levels to run, e.g. 1,2 or 1-3 (default: all).")
-@click.option("--family", default=None, help="Only operators of this family.")
+@click.option("--family", default=None, help="Only operators of this family (or families: a,b,c).")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many operators (in suite order).")
 @click.option("--cases", default=None, help="Case selection for every operator (indices, ranges, names), e.g. 0-2.")
 @click.option("--target", type=click.Choice(TARGETS), default="cpu", show_default=True)
 @click.option("--proposer", type=click.Choice(PROPOSERS), default="offline", show_default=True)
 @click.option("--steps", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Steps per run.")
 @click.option("--configs", default=DEFAULT_CONFIGS, show_default=True, help="Configurations to compare.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Independent repeats of the whole bench (fresh namespaces, proposer seed k-1); metrics get 95% intervals.",
+)
 @click.option(
     "--workers",
     type=click.IntRange(1, 64),
@@ -153,6 +163,7 @@ def command(
     proposer: str,
     steps: int,
     configs: str,
+    repeats: int,
     workers: int,
     out: Path,
     name: str | None,
@@ -198,6 +209,7 @@ def command(
         no_final=no_final,
         final_seeds=final_seeds,
         final_rep_ms=final_rep_ms,
+        repeats=repeats,
     )
     _run(ctx.ensure_object(State), request, set(given), resume=resume, fresh=fresh, as_json=as_json)
 
@@ -206,7 +218,7 @@ def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, 
     from kope.agent.runner import make_proposer
     from kope.bench.options import fresh_options, resume_options
     from kope.bench.plan import build_plan
-    from kope.bench.report import summary_table, with_metrics, write_report
+    from kope.bench.report import with_metrics, write_report
     from kope.bench.runner import BenchRunner, plan_from_store
     from kope.bench.store import BenchStore
 
@@ -240,7 +252,7 @@ def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, 
     if as_json:
         print_json({"results": str(store.results_file), "baseline": data["baseline"], "metrics": data["metrics"]})
     else:
-        out.print(summary_table(data), markup=False)
+        _print_tables(data)
         out.print(f"results: {store.results_file}", markup=False)
         for path in paths:
             out.print(f"report: {path}", markup=False)
@@ -261,17 +273,29 @@ def _fail_if_nothing_attempted(data: dict[str, Any]) -> None:
         )
 
 
+def _print_tables(data: dict[str, Any]) -> None:
+    """The summary table; with repeats, first the means with their intervals, overall and per family."""
+    from kope.bench.report import family_table, repeats_table, summary_table
+
+    if data.get("repeat_summary"):
+        out.print(repeats_table(data), markup=False)
+        out.print("", markup=False)
+        out.print(family_table(data), markup=False)
+        out.print("\nrepeat 1:", markup=False)
+    out.print(summary_table(data), markup=False)
+
+
 @command.command("report")
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--baseline", default=None, help="Pair against this configuration instead of the bench's baseline.")
 def report(folder: Path, baseline: str | None) -> None:
     """Regenerate summary.md and plots/ of a bench FOLDER from its results.json alone."""
-    from kope.bench.report import summary_table, with_metrics, write_report
+    from kope.bench.report import with_metrics, write_report
     from kope.bench.store import load_results
 
     data = load_results(folder)
     paths = write_report(folder, data, baseline)
-    out.print(summary_table(with_metrics(data, baseline)), markup=False)
+    _print_tables(with_metrics(data, baseline))
     for path in paths:
         out.print(f"report: {path}", markup=False)
 

@@ -388,4 +388,7 @@ def distill(state: State, family: str | None, as_json: bool) -> None:
     if as_json:
         print_json(report.__dict__)
         return
-    out.print(f"{report.rules} validity rules, {report.patterns} patterns; {report.retired} stale insights deleted")
+    out.print(
+        f"{report.rules} validity rules, {report.patterns} patterns, {report.effects} effect estimates; "
+        f"{report.retired} stale insights deleted"
+    )

@@ -80,21 +80,49 @@ def _summary_table(summaries: list[Any]) -> Table:
     table = Table(title="kope optimize", title_justify="left")
     # Short columns only, so the table stays readable in an 80-column terminal or a CI log; the run id,
     # stop reason and best kernel's path follow it one line per operator.
-    for name in ("operator", "steps", "correct", "best", "first correct", "status", "tokens"):
+    for name in ("operator", "steps", "correct", "best", "best at step", "first correct", "status", "tokens"):
         table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=28 if name == "operator" else None)
     for s in summaries:
         correct = [r for r in s.steps if r.status == "correct"]
         first = next((str(r.step) for r in s.steps if r.status == "correct"), "-")
+        best_step = next((str(r.step) for r in s.steps if r.decision_id == s.best_id), "-")
         table.add_row(
             s.operator,
             str(len(s.steps)),
             str(len(correct)),
             _fmt(s.best_speedup, ".2f", "x"),
+            best_step,
             first,
             s.status,
             f"{s.prompt_tokens + s.completion_tokens:,}",
         )
     return table
+
+
+def memory_contribution(summary: Any) -> str:
+    """One line: where the run got its best, and what memory gave its first step (evidence, prediction)."""
+    best = next((r for r in summary.steps if r.decision_id == summary.best_id), None)
+    where = f"best {_fmt(summary.best_speedup, '.2f', 'x')} at step {best.step}" if best else "no correct kernel"
+    first = summary.steps[0] if summary.steps else None
+    if first is None:
+        return f"{summary.operator}: {where}"
+    if not summary.memory:
+        return f"{summary.operator}: {where}; memory off"
+    model = first.model or {}
+    parts = []
+    if model.get("basis") == "model":
+        parts.append(
+            f"step {first.step} predicted {_fmt(model.get('predicted'), '.2f', 'x')} "
+            f"(95% {_fmt(model.get('low'), '.2f', 'x')}-{_fmt(model.get('high'), '.2f', 'x')}) from "
+            f"{model.get('memory_records', 0)} attempts in memory, measured {_fmt(first.speedup, '.2f', 'x')}"
+        )
+    elif model:
+        parts.append(f"step {first.step}: no usable records in memory yet (initial design)")
+    if first.cited:
+        parts.append(f"cited {', '.join(first.cited)}")
+    if first.used:
+        parts.append(f"{first.used} evidence items in its context")
+    return f"{summary.operator}: {where}; memory: " + ("; ".join(parts) if parts else "nothing relevant yet")
 
 
 @click.command("optimize")
@@ -219,6 +247,9 @@ def command(
                 soft_wrap=True,
                 highlight=False,
             )
+        out.print("What memory contributed:", highlight=False)
+        for s in summaries:
+            out.print("  " + memory_contribution(s), soft_wrap=True, highlight=False, markup=False)
         _memory_and_browser(config, summaries)
     _fail_if_nothing_attempted(summaries)
 

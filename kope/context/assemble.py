@@ -2,9 +2,10 @@
 
 Policies (for ablations):
 
-- ``active``: hot, then graph-ranked experience (validity rules and lineages of
-  the same operator or family) in the warm tier, then knowledge documents,
-  cross-family experience and this run's digest in the cold tier;
+- ``active``: hot, then graph-ranked experience (validity rules, effect
+  insights, lineages of the same operator or family, and on the LLM path
+  full-text matches of the latest feedback) in the warm tier, then knowledge
+  documents, cross-family experience and this run's digest in the cold tier;
 - ``passive``: hot plus the full chronological history of the task (every
   attempt with its code and feedback), the paper's baseline, limited only by
   the budget (the oldest attempts are dropped first, and said so);
@@ -33,6 +34,7 @@ from kope.context.items import (
     ContextItem,
     HistoryEntry,
     digest_item,
+    effect_item,
     history_item,
     knowledge_item,
     lineage_item,
@@ -46,7 +48,9 @@ from kope.memory.retrieval import RetrievalResult
 
 # Relevance bases: warm experience above cold material; inside a tier, rank order.
 RELEVANCE_RULE = 3.0
+RELEVANCE_EFFECT = 2.5
 RELEVANCE_LINEAGE = 2.0
+RELEVANCE_TEXT = 1.5
 RELEVANCE_CROSS_FAMILY = 1.2
 RELEVANCE_KNOWLEDGE = 1.0
 RELEVANCE_DIGEST = 0.9
@@ -132,10 +136,15 @@ class ContextAssembler:
         if retrieval is not None:
             for i, rule in enumerate(retrieval.rules):
                 items.append(rule_item(rule, RELEVANCE_RULE + 1.0 / (i + 2)))
+            for i, effect in enumerate(retrieval.effects):
+                items.append(effect_item(effect, RELEVANCE_EFFECT + 0.5 / (i + 2)))
             for lineage in retrieval.lineages:
                 cross = lineage.relevance.operator_tier == "other"
                 base = RELEVANCE_CROSS_FAMILY if cross else RELEVANCE_LINEAGE
                 items.append(lineage_item(lineage, "cold" if cross else "warm", base + 1.0 / (lineage.rank + 2)))
+            for lineage in retrieval.text_lineages:
+                # full-text matches supplement the ranked lineages: warm, after them, never replacing them
+                items.append(lineage_item(lineage, "warm", RELEVANCE_TEXT + 0.4 / (lineage.rank + 2)))
         for i, (doc, score) in enumerate(knowledge):
             items.append(knowledge_item(doc, score, RELEVANCE_KNOWLEDGE + min(score, 4.0) / 20 + 1.0 / (i + 50)))
         older = [e for e in history if e.id not in (state.incumbent_id,)]

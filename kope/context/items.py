@@ -26,7 +26,7 @@ class ContextItem:
     """One candidate for the warm or cold tier (or the passive history)."""
 
     id: str
-    kind: str  # lineage | rule | knowledge | digest | history
+    kind: str  # lineage | rule | effect | knowledge | digest | history
     tier: str  # warm | cold
     relevance: float  # higher = more relevant; orders the prompt
     text: str
@@ -63,6 +63,10 @@ def lineage_item(lineage: Lineage, tier: str, relevance: float) -> ContextItem:
     """A retrieved lineage as a prompt item."""
     h, rel = lineage.hit, lineage.relevance
     where = f"{rel.operator_tier} match: {h.operator} ({h.family}); hardware: {rel.hardware_tier} ({h.hw_class})"
+    if rel.shape_match != "other":
+        where += f"; shapes: {'the same cases' if rel.shape_match == 'signature' else 'same shape class'}"
+    if rel.source == "text":
+        where += "; found by full-text search of the latest feedback"
     header = f'### Experience [{h.id}] "{h.title}"\n{where}'
     status = (
         f"outcome: {h.status}, {h.label}, r {_num(h.r, '.2f')}, a {_num(h.a, '.2f')}x, "
@@ -116,6 +120,23 @@ def rule_item(rule: InsightRecord, relevance: float) -> ContextItem:
         text=text,
         evidence_kind="insight",
         dedup_key=f"rule:{rule.text}",
+    )
+
+
+def effect_item(effect: InsightRecord, relevance: float) -> ContextItem:
+    """An effect insight (an ``InsightRecord`` of kind "effect"): a technique's measured speedup."""
+    text = (
+        f"### Effect [{effect.id}] ({effect.template}.{effect.knob}={effect.value} vs {effect.baseline}, "
+        f"n={effect.support}, {effect.family} on {effect.hw_class}, {effect.shape_class})\n{effect.text}"
+    )
+    return ContextItem(
+        id=effect.id,
+        kind="effect",
+        tier="warm",
+        relevance=relevance,
+        text=text,
+        evidence_kind="insight",
+        dedup_key=f"effect:{effect.id}",
     )
 
 

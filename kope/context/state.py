@@ -69,6 +69,8 @@ def build_context(
     latest_note: str | None = None,
     exclude: Sequence[str] = (),
     use_memory: bool = True,
+    cases: Sequence[Mapping[str, Any]] | None = None,
+    text_search: bool = False,
 ) -> tuple[AssembledContext, RetrievalResult | None]:
     """(assembled context, retrieval result or None).
 
@@ -76,7 +78,9 @@ def build_context(
     read); ``state`` is the step's state when the caller read it already (the loop). ``start`` replaces the
     incumbent in the hot tier when the step starts elsewhere (a backtrack, or a repair before there is an
     incumbent). ``use_memory=False`` still shows the run itself but retrieves no experience (the
-    ``--no-memory`` ablation)."""
+    ``--no-memory`` ablation). ``cases``: the cases the run evaluates (their shapes rank the experience;
+    default all of the task's); ``text_search``: also match the objective and latest feedback against
+    recorded titles, thoughts and errors (the LLM path)."""
     hw = hardware if isinstance(hardware, Hardware) else parse_hardware(hardware)
     if state is None and graph is not None and run_id is not None:
         state = graph.step_state(run_id, history_code=policy == "passive")
@@ -85,6 +89,7 @@ def build_context(
     incumbent_outcome: OutcomeNodeRecord | None = None
     latest_title: str | None = None
     latest_outcome: OutcomeNodeRecord | None = None
+    latest_excerpt: str | None = None
     history: list[HistoryEntry] = []
     next_step = step if step is not None else 0
     layer = error_kind = None
@@ -98,6 +103,7 @@ def build_context(
             latest_title = state.last.title
             latest_outcome = state.outcome(state.last.id)
             error_kind = state.last.error_kind
+            latest_excerpt = latest_outcome.error_excerpt
         history = history_entries(state)
     if start is not None:
         incumbent_id, incumbent_code, incumbent_outcome = start.id, start.code, start.outcome
@@ -132,7 +138,8 @@ def build_context(
                 layer=layer,
                 error_kind=error_kind,
                 exclude=tuple(exclude) + ((incumbent_id,) if incumbent_id else ()),
-            )
+                text=_search_text(task, latest_title, error_kind, latest_excerpt, latest_note) if text_search else None,
+            ).with_cases(cases if cases is not None else task.cases)
             retrieval = graph.retrieve(query, k=k)
         family = task.family if task.family in FAMILIES else UNKNOWN_FAMILY
         knowledge = select_knowledge(
@@ -145,3 +152,13 @@ def build_context(
     assembler = ContextAssembler(budget, model=model, encoding_fallback=encoding_fallback)
     context = assembler.assemble(hot, policy=policy, retrieval=retrieval, knowledge=knowledge, history=history)
     return context, retrieval
+
+
+def _search_text(
+    task: TaskView, title: str | None, error_kind: str | None, excerpt: str | None, note: str | None
+) -> str:
+    """The objective and the latest feedback, as words for the full-text stage of retrieval."""
+    parts = [f"{task.operator} {task.family} faster kernel", title or "", error_kind or "", note or ""]
+    if excerpt:
+        parts.append(" ".join(excerpt.splitlines()[:12]))
+    return " ".join(parts).replace(":", " ")

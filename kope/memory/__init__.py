@@ -32,6 +32,7 @@ from kope.memory.records import DecisionRecord, InsightRecord, OutcomeNodeRecord
 from kope.memory.retrieval import Lineage, RetrievalQuery, RetrievalResult
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec, TaskSpec, UsedItem
 from kope.memory.state import AttemptState, RunState, StepState
+from kope.memory.tuning import TuningData, TuningQuery, TuningRecord
 
 __all__ = [
     "DEFAULT_WEIGHTS",
@@ -60,6 +61,9 @@ __all__ = [
     "StepState",
     "StoredCase",
     "TaskSpec",
+    "TuningData",
+    "TuningQuery",
+    "TuningRecord",
     "UsedItem",
     "open_memory",
     "parse_hardware",

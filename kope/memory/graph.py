@@ -54,6 +54,7 @@ from kope.memory.schema import SchemaReport, apply_schema
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import GraphSync, SyncReport, sync_journal
+from kope.memory.tuning import TuningData, TuningQuery, fetch_tuning
 
 if TYPE_CHECKING:
     from kope.config import KopeConfig
@@ -353,6 +354,10 @@ class ExperienceGraph:
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
         return retrieve(self.client, self.namespace, query, k, self.weights)
 
+    def tuning_records(self, query: TuningQuery) -> TuningData:
+        """The cost model's training sample: ranked, bounded attempts of one kernel template."""
+        return fetch_tuning(self.client, self.namespace, query)
+
     def outcome(self, decision_id: str) -> OutcomeNodeRecord:
         """What the target said about a decision (status, error, per-case results)."""
         rows = self.client.execute("memory/outcome/get", uid=self.uid(decision_id))
@@ -441,6 +446,9 @@ class ExperienceGraph:
 
     def run_evidence(self, run_id: str) -> dict[str, dict[str, int]]:
         return inspect_mod.run_evidence(self.client, self.namespace, run_id)
+
+    def insights_used(self, run_id: str) -> dict[str, list[inspect_mod.UsedInsight]]:
+        return inspect_mod.insights_used(self.client, self.namespace, run_id)
 
     def lineage(self, decision_id: str, limit: int = 200) -> inspect_mod.LineageTree:
         return inspect_mod.lineage_tree(self.client, self.namespace, decision_id, limit)

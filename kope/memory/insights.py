@@ -7,6 +7,9 @@
 * **Pattern** (``kind="pattern"``): effective decisions of the same optimization
   layer for one family on one hardware class, at least ``MIN_SUPPORT``.
   ``confidence`` = support / all attempts of that layer there (its success rate).
+* **Effect** (``kind="effect"``, ``kope.memory.effects``): one knob value against
+  another, from controlled comparisons, per (family, hardware class, shape
+  class): the speedup ratio with its 95% interval and the number of comparisons.
 
 Each insight is ``DERIVED_FROM`` every outcome it came from and ``ABOUT`` the
 operators and hardware involved. The same graph always gives the same insights
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kope.db.client import GraphClient, Tx
+from kope.memory.effects import build_effects
 from kope.memory.ids import insight_id, uid
 
 MIN_SUPPORT = 2
@@ -35,6 +39,7 @@ class DistillReport:
     patterns: int
     retired: int
     family: str | None
+    effects: int = 0
 
 
 def _key(value: str) -> str:
@@ -161,6 +166,7 @@ def distill(client: GraphClient, ns: str, family: str | None = None) -> DistillR
         effective = tx.run("memory/insights/effective", ns=ns, family=family)
         totals = tx.run("memory/insights/totals", ns=ns, family=family)
         rows = build_insights(ns, failures, effective, totals)
+        rows += build_effects(ns, tx.run("memory/insights/effects", ns=ns, family=family))
         if rows:
             tx.run("memory/insights/upsert", rows=rows)
         retired = tx.run("memory/insights/retire", ns=ns, family=family, keep=[r["props"]["id"] for r in rows])
@@ -169,6 +175,7 @@ def distill(client: GraphClient, ns: str, family: str | None = None) -> DistillR
             patterns=sum(1 for r in rows if r["props"]["kind"] == "pattern"),
             retired=retired[0]["deleted"] if retired else 0,
             family=family,
+            effects=sum(1 for r in rows if r["props"]["kind"] == "effect"),
         )
 
     return client.write(work)

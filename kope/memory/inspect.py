@@ -51,6 +51,24 @@ def run_evidence(client: GraphClient, ns: str, run_id: str) -> dict[str, dict[st
     return {row["id"]: {"used": row["used"], "used_tokens": row["used_tokens"]} for row in rows}
 
 
+@dataclass(frozen=True)
+class UsedInsight:
+    """An insight a decision's prompt used, with the hardware class it was learned on."""
+
+    id: str
+    kind: str  # rule | pattern | effect
+    hw_class: str | None = None
+
+
+def insights_used(client: GraphClient, ns: str, run_id: str) -> dict[str, list[UsedInsight]]:
+    """Per decision of the run: the insights its prompt used (what a bench's transfer comparison reads)."""
+    rows = client.execute("memory/bench/insights_used", ns=ns, run_id=run_id)
+    return {
+        row["id"]: [UsedInsight(str(i["id"]), str(i["kind"]), i.get("hw_class")) for i in row["insights"]]
+        for row in rows
+    }
+
+
 @dataclass
 class TreeNode:
     id: str

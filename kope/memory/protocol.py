@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol, Self
 
 from kope.memory.insights import DistillReport
-from kope.memory.inspect import LineageTree, MemoryStats
+from kope.memory.inspect import LineageTree, MemoryStats, UsedInsight
 from kope.memory.prune import PruneReport
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import OutcomeNodeRecord, RunRecord
@@ -32,6 +32,7 @@ from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport
 from kope.memory.transfer import TransferReport
+from kope.memory.tuning import TuningData, TuningQuery
 
 
 class Retriever(Protocol):
@@ -95,6 +96,14 @@ class Memory(ContextMemory, Protocol):
     def lineage(self, decision_id: str, limit: int = 200) -> LineageTree: ...
 
     def run_evidence(self, run_id: str) -> dict[str, dict[str, int]]: ...
+
+    def insights_used(self, run_id: str) -> dict[str, list[UsedInsight]]:
+        """Per decision of the run: the insights its prompt used (the bench's transfer comparison)."""
+        ...
+
+    def tuning_records(self, query: TuningQuery) -> TuningData:
+        """A learning proposer's training sample: ranked, bounded attempts of one kernel template."""
+        ...
 
     def stats(self) -> MemoryStats: ...
 

@@ -2,7 +2,7 @@
 
 A candidate is a Decision already in the graph. Its **relevance** to the query is
 
-    relevance = operator tier + hardware tier + layer match + error match
+    relevance = operator tier + hardware tier + layer match + error match + shape match
 
 =================  ==========================================  ======
 component          when                                        weight
@@ -18,7 +18,14 @@ layer match        the candidate's optimization layer equals
                    the incumbent's                              1
 error match        the candidate's error kind equals the
                    latest error kind                            1
+shape match        same case-set signature (the same problem
+                   sizes and dtypes, kope.memory.shapes)        0.5
+                   same shape class (dtype, size within 4x)     0.25
 =================  ==========================================  ======
+
+The shape match is a within-tier bonus: inside one operator and hardware
+tier, attempts on the nearest shapes come first (nearer shapes first within a
+tier), while it can never lift a candidate across a tier.
 
 The weights are spaced so that each tier strictly dominates everything below
 it (``RankingWeights`` checks this): same operator always beats same family,
@@ -57,15 +64,19 @@ class RankingWeights:
     same_vendor: float = 3.0
     layer_match: float = 1.0
     error_match: float = 1.0
+    same_shape: float = 0.5
+    similar_shape: float = 0.25
     # how much the retrieval fetches and returns
     pool_size: int = 32  # candidates fetched per operator tier before the diversity rule
     max_hits_per_parent: int = 2
     max_chain: int = 8  # ancestors kept per lineage (the nearest ones)
     max_siblings: int = 5  # sibling branches listed per lineage (all are counted)
     max_rules: int = 6  # validity rules / patterns returned
+    max_effects: int = 6  # effect insights returned
+    max_text: int = 3  # full-text matches returned (LLM path)
 
     def __post_init__(self) -> None:
-        bonus = self.layer_match + self.error_match
+        bonus = self.layer_match + self.error_match + max(self.same_shape, self.similar_shape)
         checks = [
             (self.same_hardware > self.same_class + bonus, "same_hardware must exceed same_class + bonuses"),
             (self.same_class > self.same_vendor + bonus, "same_class must exceed same_vendor + bonuses"),
@@ -102,6 +113,8 @@ class RankQuery:
     layer: str | None
     error_kind: str | None
     exclude: tuple[str, ...] = ()
+    shape_sig: str | None = None
+    shape_class: str | None = None
 
 
 def operator_tier(row: Mapping[str, Any], q: RankQuery) -> str:
@@ -129,7 +142,22 @@ def relevance(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_
     ]
     layer = w.layer_match if q.layer is not None and row["layer"] == q.layer else 0.0
     error = w.error_match if q.error_kind is not None and row["error_kind"] == q.error_kind else 0.0
-    return op + ((hw + layer) + error)  # the order the Cypher pool statements add in
+    shape = shape_match(row, q, w)
+    return op + (((hw + layer) + error) + shape)  # the order the Cypher pool statements add in
+
+
+def shape_tier(row: Mapping[str, Any], q: RankQuery) -> str:
+    """signature (the same case-set signature), class (the same shape class) or other."""
+    if q.shape_sig is not None and row.get("shape_sig") == q.shape_sig:
+        return "signature"
+    if q.shape_class is not None and row.get("shape_class") == q.shape_class:
+        return "class"
+    return "other"
+
+
+def shape_match(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> float:
+    """Nearer shapes first within a tier: the same case-set signature, else the same shape class."""
+    return {"signature": w.same_shape, "class": w.similar_shape, "other": 0.0}[shape_tier(row, q)]
 
 
 def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> tuple[Any, ...]:

@@ -44,6 +44,7 @@ from kope.db.client import Tx
 from kope.memory import present, scoring
 from kope.memory.errors import InvalidRecordError, RecordConflictError, UnknownDecisionError, UnknownRunError
 from kope.memory.ids import content_hash, kernel_id, uid
+from kope.memory.shapes import CaseShape, ShapeSummary
 from kope.memory.specs import Attempt, RunSpec
 
 MAX_DIFF_CHARS = 12_000
@@ -141,6 +142,7 @@ def run_rows(ns: str, team: str, spec: RunSpec) -> dict[str, Any]:
             "level": task.level,
             "case_names": case_names,
             "case_count": len(case_names),
+            "case_shapes_json": json.dumps(task.shapes, sort_keys=True) if task.shapes else None,
         },
         "run": {
             "uid": uid(ns, spec.run_id),
@@ -283,6 +285,7 @@ def _cases(at: Attempt) -> list[dict[str, Any]]:
             "error": c.error,
             "ref_ms": c.ref_ms.median if c.ref_ms else None,
             "cand_ms": c.cand_ms.median if c.cand_ms else None,
+            "shape": CaseShape.from_params(c.params).key,
         }
         for c in at.outcome.cases
     ]
@@ -297,6 +300,9 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
     """One attempt as statement parameters (attempt/create fills in ns, uids, run facts)."""
     at, o = p.attempt, p.attempt.outcome
     code_hash = kernel_id(at.code) if at.code is not None else None
+    shapes = [CaseShape.from_params(c.params) for c in o.cases]
+    summary = ShapeSummary.of(shapes)
+    template = at.params.extension.get("template")
     decision = _compact(
         {
             "id": at.id,
@@ -319,6 +325,10 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
             "prompt_tokens": at.prompt_tokens,
             "completion_tokens": at.completion_tokens,
             "params_json": _params_json(at),
+            # derived, for retrieval: the kernel template the settings belong to, and the cases' shapes
+            "template": template if isinstance(template, str) else None,
+            "shape_sig": summary.signature if summary else None,
+            "shape_class": summary.shape_class if summary else None,
         }
     )
     cases = _cases(at)

@@ -191,7 +191,9 @@ class KernelRecord(GraphRecord):
 @dataclass(frozen=True)
 class InsightRecord(GraphRecord):
     id: str
-    kind: str  # "rule" (validity rule from repeated failures) | "pattern" (from repeated effective decisions)
+    kind: (
+        str  # "rule" (repeated failures) | "pattern" (repeated effective decisions) | "effect" (a technique's speedup)
+    )
     family: str
     hw_class: str
     text: str
@@ -200,6 +202,16 @@ class InsightRecord(GraphRecord):
     active: bool
     error_kind: str | None = None
     layer: str | None = None
+    # effect insights (kope/memory/effects.py): knob=value vs knob=baseline on one shape class, the speedup
+    # ratio's geometric mean and 95% interval over ``support`` controlled comparisons
+    shape_class: str | None = None
+    template: str | None = None
+    knob: str | None = None
+    value: str | None = None
+    baseline: str | None = None
+    effect: float | None = None
+    low: float | None = None
+    high: float | None = None
 
 
 @dataclass(frozen=True)

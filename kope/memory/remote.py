@@ -44,7 +44,7 @@ from kope.memory.errors import (
 from kope.memory.graph import RUN_STATUSES
 from kope.memory.ids import uid
 from kope.memory.insights import DistillReport
-from kope.memory.inspect import LineageTree, MemoryStats
+from kope.memory.inspect import LineageTree, MemoryStats, UsedInsight
 from kope.memory.journal import Journal, JournalEntry
 from kope.memory.prune import PruneReport
 from kope.memory.recorder import RecordResult, RunResult
@@ -55,6 +55,7 @@ from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport, sync_journal
 from kope.memory.transfer import TransferReport
+from kope.memory.tuning import TuningData, TuningQuery
 
 T = TypeVar("T")
 log = logging.getLogger("kope.memory")
@@ -408,6 +409,10 @@ class RemoteMemory:
         body = {"query": {**wire.dump(query), "exclude": list(query.exclude)}, "k": k}
         return self._post_record(RetrievalResult, self._path("/retrieve"), body)
 
+    def tuning_records(self, query: TuningQuery) -> TuningData:
+        """The training sample of ``query``: one request (the server reads it in one transaction)."""
+        return self._post_record(TuningData, self._path("/tuning_records"), {"query": wire.dump(query)})
+
     def outcome(self, decision_id: str) -> OutcomeNodeRecord:
         return self._get_record(OutcomeNodeRecord, self._path(f"/decisions/{decision_id}/outcome"))
 
@@ -469,6 +474,9 @@ class RemoteMemory:
     def run_evidence(self, run_id: str) -> dict[str, dict[str, int]]:
         evidence: dict[str, dict[str, int]] = self._get(self._path(f"/runs/{run_id}/evidence"))
         return evidence
+
+    def insights_used(self, run_id: str) -> dict[str, list[UsedInsight]]:
+        return self._get_record(dict[str, list[UsedInsight]], self._path(f"/runs/{run_id}/insights_used"))
 
     def lineage(self, decision_id: str, limit: int = 200) -> LineageTree:
         return self._get_record(LineageTree, self._path(f"/decisions/{decision_id}/lineage"), limit=limit)

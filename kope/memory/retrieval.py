@@ -9,7 +9,15 @@ A pipeline with named stages:
 2. ``select_hits``     the ranking's diversity rule picks the k hits;
 3. ``fetch_lineages``  raw rows: each hit with its ancestor chain and siblings;
    ``fetch_rules``     raw rows: the validity rules and patterns that apply;
+   ``fetch_effects``   raw rows: effect insights (per-technique speedups with intervals);
+   ``fetch_text``      raw rows: full-text matches of the query's text (the LLM path only);
 4. ``format_result``   typed ``RetrievalResult`` (``Lineage`` records).
+
+Feasibility and performance evidence are split (the paper's cross-hardware
+finding: another machine's memory raised pass coverage while its speed
+choices hurt): validity rules (what failed, and how) apply from every
+hardware class at full weight, while patterns, effect insights and lineages
+(speed evidence) are ranked by hardware similarity, same machine first.
 
 Deterministic: equal graphs and queries give equal results (every order ends
 on the decision id).
@@ -17,6 +25,7 @@ on the decision id).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -26,9 +35,18 @@ from kope.boundary import Outcome
 from kope.db.client import GraphClient, Tx
 from kope.memory.ids import uid
 from kope.memory.params import DecisionParams
-from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights, RankQuery, diversify, hardware_tier, operator_tier
+from kope.memory.ranking import (
+    DEFAULT_WEIGHTS,
+    RankingWeights,
+    RankQuery,
+    diversify,
+    hardware_tier,
+    operator_tier,
+    shape_tier,
+)
 from kope.memory.records import InsightRecord
 from kope.memory.scoring import LABELS
+from kope.memory.shapes import ShapeSummary, summary_of_cases
 from kope.memory.specs import Tier, UsedItem
 
 
@@ -45,11 +63,17 @@ class RetrievalQuery:
     layer: str | None = None  # the incumbent's optimization layer
     error_kind: str | None = None  # the latest error kind
     exclude: tuple[str, ...] = ()  # decision ids not to return (e.g. the incumbent, already in the hot tier)
+    shape_sig: str | None = None  # the cases' signature and shape class (kope.memory.shapes)
+    shape_class: str | None = None
+    text: str | None = None  # objective, feedback and error text for the full-text stage (None: no such stage)
 
     @classmethod
     def from_outcome(cls, outcome: Outcome, *, layer: str | None = None, exclude: Sequence[str] = ()) -> RetrievalQuery:
         """The query for the state after ``outcome`` (the latest attempt's record)."""
+        from kope.memory.shapes import CaseShape
+
         hw = outcome.hardware
+        shapes = ShapeSummary.of(CaseShape.from_params(c.params) for c in outcome.cases)
         return cls(
             outcome.task,
             outcome.family,
@@ -60,6 +84,19 @@ class RetrievalQuery:
             layer,
             outcome.error_kind,
             tuple(exclude),
+            shapes.signature if shapes else None,
+            shapes.shape_class if shapes else None,
+        )
+
+    def with_cases(self, cases: Sequence[Mapping[str, Any]]) -> RetrievalQuery:
+        """This query with the shape signature of ``cases`` (case dicts: name + parameters)."""
+        from dataclasses import replace
+
+        summary = summary_of_cases(cases)
+        return replace(
+            self,
+            shape_sig=summary.signature if summary else None,
+            shape_class=summary.shape_class if summary else None,
         )
 
     def rank_query(self) -> RankQuery:
@@ -72,6 +109,8 @@ class RetrievalQuery:
             self.layer,
             self.error_kind,
             tuple(self.exclude),
+            self.shape_sig,
+            self.shape_class,
         )
 
 
@@ -147,6 +186,8 @@ class Relevance:
     hardware_tier: str  # hardware | class | vendor | other
     layer_match: bool
     error_match: bool
+    shape_match: str = "other"  # signature | class | other
+    source: str = "graph"  # graph: the ranked pool; text: a full-text match of the query's text
 
 
 @dataclass(frozen=True)
@@ -175,6 +216,8 @@ class RetrievalResult:
     rules: tuple[InsightRecord, ...]
     pool_considered: int  # candidates fetched from the pool before selection
     elapsed_ms: float
+    effects: tuple[InsightRecord, ...] = ()  # effect insights: per-technique speedups with 95% intervals
+    text_lineages: tuple[Lineage, ...] = ()  # full-text matches not among the ranked lineages
 
     @property
     def ids(self) -> list[str]:
@@ -198,6 +241,8 @@ def _params(ns: str, q: RetrievalQuery, w: RankingWeights, limit: int) -> dict[s
         "layer": q.layer,
         "error_kind": q.error_kind,
         "exclude": list(q.exclude),
+        "shape_sig": q.shape_sig,
+        "shape_class": q.shape_class,
         "w": w.cypher_params(),
         "limit": limit,
     }
@@ -261,6 +306,8 @@ def fetch_lineages(tx: Tx, ns: str, hits: list[dict[str, Any]], w: RankingWeight
 
 
 def fetch_rules(tx: Tx, ns: str, q: RetrievalQuery, w: RankingWeights) -> list[dict[str, Any]]:
+    """Validity rules of the family from every hardware class (feasibility transfers at full weight) and
+    patterns of the family on the query's hardware class (speed evidence)."""
     if q.family is None:
         return []
     return tx.run(
@@ -273,10 +320,64 @@ def fetch_rules(tx: Tx, ns: str, q: RetrievalQuery, w: RankingWeights) -> list[d
     )
 
 
+def fetch_effects(tx: Tx, ns: str, q: RetrievalQuery, w: RankingWeights) -> list[dict[str, Any]]:
+    """Effect insights of the family: same hardware class first, then same shape class, then the largest
+    effects (speed evidence is weighted by hardware similarity: other classes come after)."""
+    if q.family is None:
+        return []
+    return tx.run(
+        "memory/retrieve/effects",
+        ns=ns,
+        family=q.family,
+        hw_class=q.hardware_class,
+        shape_class=q.shape_class,
+        limit=w.max_effects,
+    )
+
+
+TEXT_TERMS = 24
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
+_STOP = frozenset(
+    "the and for with from that this was were are not but has have had its into out of on at to in by "
+    "an a is it be as or if than then".split()
+)
+
+
+def text_terms(text: str) -> str | None:
+    """A Lucene query of plain words of ``text`` (OR-ed, at most TEXT_TERMS): no operator of the query
+    syntax can come through, so any feedback text is a valid query."""
+    words = []
+    for word in _WORD.findall(text):
+        lower = word.lower()
+        if lower not in _STOP and lower not in words:
+            words.append(lower)
+        if len(words) >= TEXT_TERMS:
+            break
+    return " OR ".join(words) if words else None
+
+
+def fetch_text(tx: Tx, ns: str, q: RetrievalQuery, w: RankingWeights, taken: Sequence[str]) -> list[dict[str, Any]]:
+    """Decisions whose title, thought or outcome's error excerpt match the query's text (index ``kope_text``),
+    best score first, without those already retrieved."""
+    terms = text_terms(q.text or "")
+    if terms is None:
+        return []
+    return tx.run(
+        "memory/retrieve/text",
+        ns=ns,
+        text=terms,
+        exclude=list(q.exclude) + list(taken),
+        fetch=w.max_text * 8,
+        limit=w.max_text,
+    )
+
+
 # -- stage 4: formatting ---------------------------------------------------------------------
 
 
-def _lineage(rank: int, scored: Mapping[str, Any], raw: Mapping[str, Any], rq: RankQuery) -> Lineage:
+def _lineage(
+    rank: int, scored: Mapping[str, Any], raw: Mapping[str, Any], rq: RankQuery, source: str = "graph"
+) -> Lineage:
     h, o = raw["hit"], raw["outcome"]
     hit = Hit(
         id=h["id"],
@@ -312,6 +413,8 @@ def _lineage(rank: int, scored: Mapping[str, Any], raw: Mapping[str, Any], rq: R
         hardware_tier=hardware_tier(scored, rq),
         layer_match=rq.layer is not None and scored["layer"] == rq.layer,
         error_match=rq.error_kind is not None and scored["error_kind"] == rq.error_kind,
+        shape_match=shape_tier(scored, rq),
+        source=source,
     )
     chain = tuple(StepSummary(**step) for step in reversed(raw["chain"]))
     siblings = tuple(BranchSummary(**s) for s in raw["siblings"])
@@ -335,8 +438,12 @@ def format_result(
     lineages: dict[str, dict[str, Any]],
     rules: list[dict[str, Any]],
     elapsed_ms: float,
+    effects: Sequence[Mapping[str, Any]] = (),
+    text_hits: Sequence[Mapping[str, Any]] = (),
+    text_lineages: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> RetrievalResult:
     rq = q.rank_query()
+    by_text = text_lineages or {}
     return RetrievalResult(
         query=q,
         k=k,
@@ -344,6 +451,11 @@ def format_result(
         rules=tuple(InsightRecord.from_record(row) for row in rules),
         pool_considered=len(pool),
         elapsed_ms=elapsed_ms,
+        effects=tuple(InsightRecord.from_record(row) for row in effects),
+        text_lineages=tuple(
+            _lineage(i, {**by_text[t["id"]]["hit"], "relevance": t["score"]}, by_text[t["id"]], rq, "text")
+            for i, t in enumerate(t for t in text_hits if t["id"] in by_text)
+        ),
     )
 
 
@@ -355,12 +467,24 @@ def retrieve(
         raise ValueError("k must be >= 1")
     began = time.perf_counter()
 
-    def work(
-        tx: Tx,
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    Rows = list[dict[str, Any]]
+    ByHit = dict[str, dict[str, Any]]
+
+    def work(tx: Tx) -> tuple[Rows, Rows, ByHit, Rows, Rows, Rows, ByHit]:
         pool = fetch_pool(tx, ns, q, k, w)
         hits = select_hits(pool, k, w)
-        return pool, hits, fetch_lineages(tx, ns, hits, w), fetch_rules(tx, ns, q, w)
+        text = fetch_text(tx, ns, q, w, [h["id"] for h in hits]) if q.text else []
+        return (
+            pool,
+            hits,
+            fetch_lineages(tx, ns, hits, w),
+            fetch_rules(tx, ns, q, w),
+            fetch_effects(tx, ns, q, w),
+            text,
+            fetch_lineages(tx, ns, text, w),
+        )
 
-    pool, hits, lineages, rules = client.read(work)
-    return format_result(q, k, pool, hits, lineages, rules, (time.perf_counter() - began) * 1000)
+    pool, hits, lineages, rules, effects, text, text_lineages = client.read(work)
+    return format_result(
+        q, k, pool, hits, lineages, rules, (time.perf_counter() - began) * 1000, effects, text, text_lineages
+    )

@@ -69,6 +69,8 @@ class TaskSpec(_Spec):
     family: str = "unknown"
     level: int | None = None
     cases: tuple[Any, ...] = ()
+    # case name -> shape/dtype key (kope.memory.shapes); not part of the task's identity
+    shapes: dict[str, str] | None = None
 
     @field_validator("operator", "target", "family")
     @classmethod
@@ -100,8 +102,12 @@ class RunSpec(_Spec):
         return value
 
     def content(self) -> dict[str, Any]:
-        """Everything that identifies the run (the started_at stamp excluded)."""
-        return self.model_dump(mode="json", by_alias=True, exclude={"started_at"})
+        """Everything that identifies the run (the started_at stamp excluded; case shapes only when known, so a
+        run journaled before shapes were recorded keeps its identity)."""
+        exclude: dict[str, Any] = {"started_at": True}
+        if self.task.shapes is None:
+            exclude["task"] = {"shapes"}
+        return self.model_dump(mode="json", by_alias=True, exclude=exclude)
 
 
 class UsedItem(_Spec):

@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from kope.errors import KopeError
 from kope.memory.insights import DistillReport
-from kope.memory.inspect import LineageTree, MemoryStats
+from kope.memory.inspect import LineageTree, MemoryStats, UsedInsight
 from kope.memory.prune import PruneReport
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
@@ -26,6 +26,7 @@ from kope.memory.schema import SchemaReport
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport
 from kope.memory.transfer import TransferReport
+from kope.memory.tuning import TuningData, TuningQuery
 
 T = TypeVar("T")
 
@@ -47,6 +48,9 @@ TYPES: tuple[type, ...] = (
     DistillReport,
     SchemaReport,
     SyncReport,
+    TuningQuery,
+    TuningData,
+    UsedInsight,
 )
 
 

@@ -20,10 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from kope.memory import wire
 from kope.memory.graph import RUN_STATUSES
 from kope.memory.ids import check_local_id
+from kope.memory.inspect import UsedInsight
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.retrieval import RetrievalQuery
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
+from kope.memory.tuning import DEFAULT_LIMIT, TuningQuery
 from kope.server import acl
 from kope.server.auth import Identity
 from kope.server.errors import ForbiddenError
@@ -66,6 +68,9 @@ class QueryBody(_Body):
     layer: str | None = Field(default=None, max_length=48)
     error_kind: str | None = Field(default=None, max_length=200)
     exclude: list[str] = Field(default_factory=list, max_length=1000)
+    shape_sig: str | None = Field(default=None, max_length=200)
+    shape_class: str | None = Field(default=None, max_length=200)
+    text: str | None = Field(default=None, max_length=20_000)  # only its first plain words are searched
 
     def query(self) -> RetrievalQuery:
         return RetrievalQuery(**{**self.model_dump(), "exclude": tuple(self.exclude)})
@@ -74,6 +79,26 @@ class QueryBody(_Body):
 class RetrieveBody(_Body):
     query: QueryBody
     k: int = Field(default=8, ge=1, le=100)
+
+
+class TuningQueryBody(_Body):
+    template: str = Field(min_length=1, max_length=128)
+    run_id: str = Field(min_length=1, max_length=200)
+    operator: str = Field(min_length=1, max_length=128)
+    hardware_id: str | None = Field(default=None, max_length=128)
+    hardware_class: str | None = Field(default=None, max_length=64)
+    vendor: str | None = Field(default=None, max_length=128)
+    shape_sig: str | None = Field(default=None, max_length=200)
+    shape_class: str | None = Field(default=None, max_length=200)
+    run_only: bool = False
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=5 * DEFAULT_LIMIT)
+
+    def query(self) -> TuningQuery:
+        return TuningQuery(**self.model_dump())
+
+
+class TuningBody(_Body):
+    query: TuningQueryBody
 
 
 class PresentBody(_Body):
@@ -254,6 +279,17 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
     def retrieve(who: Who, ns: NS, body: RetrieveBody) -> Response:
         allow(who, ns, "read")
         return record_response(store.graph(ns).retrieve(body.query.query(), body.k))
+
+    @r.post("/namespaces/{ns}/tuning_records", name="tuning_records")
+    def tuning_records(who: Who, ns: NS, body: TuningBody) -> Response:
+        allow(who, ns, "read")
+        return record_response(store.graph(ns).tuning_records(body.query.query()))
+
+    @r.get("/namespaces/{ns}/runs/{run_id}/insights_used", name="insights_used")
+    def insights_used(who: Who, ns: NS, run_id: LocalId) -> Response:
+        allow(who, ns, "read")
+        used = store.graph(ns).insights_used(check_local_id(run_id, "run id"))
+        return record_response(used, dict[str, list[UsedInsight]])
 
     @r.get("/namespaces/{ns}/stats", name="stats")
     def stats(who: Who, ns: NS) -> Response:

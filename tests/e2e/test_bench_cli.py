@@ -400,6 +400,52 @@ def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namesp
 
 
 @pytest.mark.slow
+def test_repeats_run_in_their_own_namespaces_with_their_own_seeds_and_report_intervals(
+    kope_cli, neo4j_server, graph_client, tmp_path
+):
+    suite = write_suite(tmp_path / "suite", [("relu", 1)])
+    out = tmp_path / "bench"
+    proc = kope_cli(
+        "bench",
+        "--suite",
+        str(suite),
+        "--proposer",
+        "offline",
+        "--steps",
+        "1",
+        "--configs",
+        "active",
+        "--cases",
+        "0",
+        "--repeats",
+        "2",
+        "--name",
+        "rep",
+        "--out",
+        str(out),
+        env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
+        timeout=1500,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] and results["repeats"] == 2
+    assert sorted((p["repeat"], p["seed"], p["namespace"]) for p in results["pairs"]) == [
+        (1, 0, "bench-rep-active"),
+        (2, 1, "bench-rep-active-r2"),
+    ]
+    assert (out / "pairs" / "active" / "relu.json").is_file() and (
+        out / "pairs" / "active" / "r2" / "relu.json"
+    ).is_file()
+    for namespace in ("bench-rep-active", "bench-rep-active-r2"):
+        rows = cypher(graph_client, "MATCH (d:Decision {ns: $ns}) RETURN count(d) AS n", ns=namespace)
+        assert rows[0]["n"] == 1, namespace
+    summary = results["repeat_summary"]
+    assert summary["complete"] == [1, 2] and summary["summary"]["active"]["pass_rate"]["n"] == 2
+    text = (out / "summary.md").read_text()
+    assert "## 2 independent repeats (2 complete)" in text and (out / "plots" / "repeats_steps.png").is_file()
+    assert "repeat 1:" in proc.stdout
+
+
 def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes_on(kope_cli, neo4j_server, tmp_path):
     suite = write_suite(tmp_path / "suite", [("relu", 1), ("zz_after", 1)])
     broken = (

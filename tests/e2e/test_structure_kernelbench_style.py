@@ -145,8 +145,20 @@ def test_an_adapted_candidate_takes_the_references_constructor_and_input_names()
 
 
 def _first_proposal(name: str):
-    task = NS(operator=Path(name).stem.lower(), path=str(FIXTURES / name))
-    request = NS(task=task, target="cpu", step=0, parent=None, history=[], retrieval=None, context=NS(items=[]))
+    task = NS(operator=Path(name).stem.lower(), path=str(FIXTURES / name), cases=())
+    request = NS(
+        task=task,
+        target="cpu",
+        step=0,
+        parent=None,
+        history=[],
+        retrieval=None,
+        context=NS(items=[]),
+        hardware={"id": "test-host", "class": "x86_64-avx2", "vendor": "test"},  # no records: only the initial design
+        backtracked=False,
+        cases=(),
+        tuning=None,
+    )
     return OfflineProposer().propose(request)
 
 

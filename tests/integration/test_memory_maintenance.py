@@ -200,8 +200,31 @@ def test_sync_replays_only_what_the_graph_lacks(graph_client, tmp_path):
     assert graph.sync().pending == 0
 
 
+def add_effect_evidence(graph):
+    """Two machines each timing elu with math=libm and math=poly: one effect insight (two comparisons)."""
+    for n, hw in enumerate((HW, synthetic.hardware("cpu-bbbb", "x86_64-avx2", "intel"))):
+        rid = f"effect{n}"
+        graph.start_run(synthetic.run_spec("elu", run_id=rid, family="elementwise", hw=hw))
+        graph.record_attempts(
+            [
+                synthetic.attempt(
+                    rid,
+                    step,
+                    "elu",
+                    family="elementwise",
+                    hw=hw,
+                    speedup=speed,
+                    params={"template": "pointwise", "settings": {"math": math}},
+                )
+                for step, (math, speed) in enumerate([("libm", 1.0), ("poly", 4.0 + n)])
+            ]
+        )
+        graph.finish_run(rid)
+
+
 def test_every_browser_guide_query_runs_on_a_populated_graph(graph_client):
     populate(ExperienceGraph(graph_client, namespace="t"), runs=3)
+    add_effect_evidence(ExperienceGraph(graph_client, namespace="t"))  # the effect slide needs controlled comparisons
     for slide in load_slides():  # with the parameters the slide sets: ns, every other one null (defaulted)
         params = {name: "t" if name == "ns" else None for name in slide.params}
         rows = graph_client.execute(slide.name, **params)

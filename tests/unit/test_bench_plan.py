@@ -182,6 +182,18 @@ def test_a_plain_kernelbench_folder_takes_levels_from_its_folders_and_keeps_nume
     ]
 
 
+def test_several_families_are_selected_in_suite_order():
+    from kope.bench.plan import BenchOptions, build_plan
+
+    plan = build_plan(BenchOptions(family="reduction,elementwise", name="x"))
+    families = [t.family for t in plan.tasks]
+    assert set(families) == {"elementwise", "reduction"} and families == sorted(
+        families, key=["elementwise", "reduction"].index
+    )
+    with pytest.raises(UsageError, match="unknown family 'reductions'"):
+        build_plan(BenchOptions(family="elementwise,reductions", name="x"))
+
+
 def test_a_task_file_that_fails_to_import_is_planned_as_an_error_with_the_message(tmp_path):
     write_task(tmp_path, "a1")
     source = TASK.format(operator="needs_einops", family="fused", level="LEVEL = 3")

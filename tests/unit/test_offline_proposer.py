@@ -8,103 +8,119 @@ import pytest
 
 from harness.suite.kernel_templates import template_for
 from kope.agent.offline import OfflineProposer
-from kope.agent.proposal import ParentState, ProposerExhausted
+from kope.agent.proposal import ProposerExhausted
+from kope.memory.shapes import case_shape
+from kope.memory.tuning import CaseSpeed, HardwareFacts, TuningData, TuningQuery, TuningRecord
+
+HW = {"id": "cpu-x", "class": "x86_64-avx512", "vendor": "intel", "cores": 2, "isa": ["avx512f"]}
+CASE = {"name": "8x512x1024", "batch_size": 8, "seq_len": 512, "hidden": 1024, "DTYPE": "float32"}
 
 
-def hit(id, operator, template, settings, a, label="effective", status="correct", tier="hardware"):
-    return NS(
-        hit=NS(
-            id=id,
-            operator=operator,
-            status=status,
-            label=label,
-            a=a,
-            r=1.1,
-            params={"template": template, "settings": settings},
-        ),
-        relevance=NS(hardware_tier=tier),
+SORT_ROWS = (  # a reference whose structure (a sort) no template computes
+    "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+    "        return torch.sort(x, dim=1).values\n\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
+def record(id, operator, template, settings, a, *, own=False, status="correct"):
+    return TuningRecord(
+        id=id,
+        run_id=id.split(":")[0],
+        step=int(id.rsplit("s", 1)[1]),
+        operator=operator,
+        family="normalization",
+        hw_id=HW["id"],
+        hw_class=HW["class"],
+        vendor=HW["vendor"],
+        settings=settings,
+        status=status,
+        error_kind=None,
+        a=a,
+        code_hash=None,
+        shape_class=case_shape(CASE).shape_class,
+        cases=(CaseSpeed(CASE["name"], case_shape(CASE).key, status == "correct", a),),
+        own=own,
+        hardware_tier="hardware",
     )
 
 
-def request(operator, lineages=(), parent=None, history=(), in_prompt=None):
-    ids = [lin.hit.id for lin in lineages] if in_prompt is None else in_prompt
+def request(operator, records=(), history=()):
+    task = NS(operator=operator, family="normalization", cases=(CASE,))
+    data = TuningData(
+        TuningQuery("row_norm", "r", operator), tuple(records), {HW["id"]: HardwareFacts.from_fingerprint(HW)}
+    )
     return NS(
-        task=NS(operator=operator),
+        task=task,
         target="cpu",
         step=len(history),
+        hardware=HW,
         backtracked=False,
-        parent=parent,
+        parent=None,
         history=list(history),
-        retrieval=NS(lineages=list(lineages)) if lineages else None,
-        context=NS(items=[NS(id=i, evidence_kind="decision") for i in ids]),
+        cases=(CASE,),
+        tuning=data if records else None,
     )
 
 
 def test_without_experience_the_first_step_is_the_templates_defaults():
     proposal = OfflineProposer().propose(request("rms_norm"))
     assert proposal.title == "baseline: template row_norm"
-    assert proposal.params == {"template": "row_norm", "settings": template_for("rms_norm", "cpu").default_settings()}
+    assert proposal.params["template"] == "row_norm"
+    assert proposal.params["settings"] == template_for("rms_norm", "cpu").default_settings()
     assert proposal.thought.startswith("[offline proposer]") and "ModelNew" in proposal.code
 
 
-def test_the_first_step_starts_from_the_best_settings_recorded_for_the_same_template():
-    row_norm = template_for("rms_norm", "cpu")
-    tuned = {**row_norm.default_settings(), "lanes": 16, "accumulate": "float"}
-    lineages = [
-        hit("a:s3", "layer_norm", "row_norm", tuned, 1.4),
-        hit("a:s1", "layer_norm", "row_norm", row_norm.default_settings(), 1.1),
-    ]
-    proposal = OfflineProposer().propose(request("rms_norm", lineages))
-    assert proposal.title == "start from the best recorded settings (layer_norm)"
-    assert proposal.params["settings"] == tuned and proposal.cited == ("a:s3",)
-
-
-def test_settings_of_another_template_with_the_same_knob_names_are_not_copied():
-    channel = template_for("instance_norm", "cpu")
-    other = {**channel.default_settings(), "variance": "shifted", "lanes": 64}
-    proposal = OfflineProposer().propose(
-        request("rms_norm", [hit("b:s2", "instance_norm", "channel_norm", other, 2.9)])
-    )
-    assert proposal.title == "baseline: template row_norm"
-
-
-def test_experience_that_is_not_in_the_prompt_is_not_used():
-    row_norm = template_for("rms_norm", "cpu")
-    tuned = {**row_norm.default_settings(), "lanes": 16}
-    proposal = OfflineProposer().propose(
-        request("rms_norm", [hit("a:s3", "layer_norm", "row_norm", tuned, 1.4)], in_prompt=[])
-    )
-    assert proposal.title == "baseline: template row_norm"
-
-
-def test_a_later_step_changes_one_knob_of_its_parent_preferring_values_effective_elsewhere():
+def test_with_recorded_attempts_of_another_operator_the_model_starts_where_they_were_fast():
     row_norm = template_for("rms_norm", "cpu")
     base = row_norm.default_settings()
-    parent = ParentState(
-        id="r:s0", code=None, params={"template": "row_norm", "settings": base}, speedup=1.0, status="correct"
-    )
-    past = [NS(params={"template": "row_norm", "settings": base})]
-    # instance_norm (another template) found lanes=64 effective: the knob value is preferred, not the whole settings
-    lineages = [hit("b:s2", "instance_norm", "channel_norm", {"lanes": 64}, 2.9)]
-    proposal = OfflineProposer().propose(request("rms_norm", lineages, parent=parent, history=past))
-    assert proposal.params["change"] == {"knob": "lanes", "from": base["lanes"], "to": 64}
-    changed = {k for k, v in proposal.params["settings"].items() if v != base[k]}
-    assert changed == {"lanes"} and "b:s2" in proposal.cited
+    fast = {**base, "lanes": 16, "accumulate": "float"}
+    records = [
+        record("a:s0", "layer_norm", "row_norm", base, 1.0),
+        record("a:s1", "layer_norm", "row_norm", {**base, "lanes": 16}, 1.6),
+        record("a:s2", "layer_norm", "row_norm", fast, 2.4),
+        record("a:s3", "layer_norm", "row_norm", {**base, "accumulate": "float"}, 1.3),
+    ]
+    proposal = OfflineProposer().propose(request("rms_norm", records))
+    assert proposal.params["tuner"]["basis"] == "model" and proposal.params["tuner"]["memory_records"] == 4
+    assert proposal.params["settings"]["lanes"] == 16 and proposal.params["settings"]["accumulate"] == "float"
+    assert "a:s2" in proposal.cited
+
+
+def test_the_query_asks_for_the_operators_own_template_and_only_this_run_without_memory(tmp_path):
+    task = NS(operator="rms_norm", family="normalization", cases=(CASE,))
+    with_memory = OfflineProposer().tuning_query(task, "cpu", (CASE,), HW, "run-1", True)
+    alone = OfflineProposer().tuning_query(task, "cpu", (CASE,), HW, "run-1", False)
+    assert with_memory.template == "row_norm" and with_memory.shape_class == case_shape(CASE).shape_class
+    assert not with_memory.run_only and alone.run_only and alone.run_id == "run-1"
+    sort_rows = tmp_path / "sort_rows.py"
+    sort_rows.write_text(SORT_ROWS)
+    no_template = NS(operator="sort_rows", path=str(sort_rows), cases=())
+    assert OfflineProposer().tuning_query(no_template, "cpu", (), HW, "r", True) is None
+
+
+def test_a_knob_that_does_not_matter_keeps_its_default_even_when_memory_recorded_other_values():
+    row_norm = template_for("rms_norm", "cpu")
+    base = row_norm.default_settings()
+    records = [
+        record("a:s0", "layer_norm", "row_norm", {**base, "variance": "welford"}, 2.0),
+        record("a:s1", "layer_norm", "row_norm", {**base, "variance": "shifted", "lanes": 16}, 2.5),
+        record("a:s2", "layer_norm", "row_norm", base, 1.0),
+    ]
+    proposal = OfflineProposer().propose(request("rms_norm", records))
+    assert proposal.params["settings"]["variance"] == base["variance"]  # rms_norm computes no variance
 
 
 def test_a_block_of_several_kernels_is_served_by_the_composite_template():
     proposal = OfflineProposer().propose(request("tiny_cnn"))
-    assert proposal.params == {"template": "pipeline", "settings": template_for("tiny_cnn", "cpu").default_settings()}
+    params = proposal.params
+    assert (params["template"], params["settings"]) == ("pipeline", template_for("tiny_cnn", "cpu").default_settings())
     assert proposal.structure["structure"].startswith("conv.conv2d -> channel_norm.batch_norm -> chain(relu)")
 
 
 def test_a_task_whose_structure_no_template_computes_is_exhausted_with_the_reason(tmp_path):
     task = tmp_path / "sort_rows.py"
-    task.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
-        "        return torch.sort(x, dim=1).values\n\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n\n"
-        "def get_init_inputs():\n    return []\n"
-    )
+    task.write_text(SORT_ROWS)
     req = request("sort_rows")
     req.task.path = str(task)
     with pytest.raises(ProposerExhausted, match=r"no kernel template for 'sort_rows' on cpu: .*aten\.sort"):

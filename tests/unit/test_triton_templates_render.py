@@ -77,7 +77,7 @@ def test_the_offline_proposer_proposes_a_triton_template_for_the_triton_target()
     from kope.agent.offline import OfflineProposer
 
     request = NS(
-        task=NS(operator="gemm_bias_relu"),
+        task=NS(operator="gemm_bias_relu", cases=()),
         target="triton",
         step=0,
         backtracked=False,
@@ -85,8 +85,13 @@ def test_the_offline_proposer_proposes_a_triton_template_for_the_triton_target()
         history=[],
         retrieval=None,
         context=NS(items=[]),
+        hardware={"id": "test-gpu", "class": "sm90", "vendor": "nvidia"},  # no records: only the initial design
+        cases=(),
+        tuning=None,
     )
     proposal = OfflineProposer().propose(request)
     template = template_for("gemm_bias_relu", "triton")
-    assert proposal.params == {"template": "gemm_epilogue", "settings": template.default_settings()}
+    params = proposal.params
+    assert (params["template"], params["settings"]) == ("gemm_epilogue", template.default_settings())
+    assert params["tuner"]["basis"] == "initial design"
     assert "@triton.jit" in proposal.code and "class ModelNew" in proposal.code

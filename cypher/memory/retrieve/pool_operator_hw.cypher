@@ -13,7 +13,9 @@ WITH d,
           WHEN d.vendor = $vendor THEN $w.same_vendor
           ELSE 0.0 END
      + CASE WHEN d.layer = $layer THEN $w.layer_match ELSE 0.0 END
-     + CASE WHEN d.error_kind = $error_kind THEN $w.error_match ELSE 0.0 END AS within_tier,
+     + CASE WHEN d.error_kind = $error_kind THEN $w.error_match ELSE 0.0 END
+     + CASE WHEN d.shape_sig = $shape_sig THEN $w.same_shape
+            WHEN d.shape_class = $shape_class THEN $w.similar_shape ELSE 0.0 END AS within_tier,
      CASE d.label WHEN 'effective' THEN 0 WHEN 'partial' THEN 1 WHEN 'ineffective' THEN 2 ELSE 3 END AS label_rank,
      d.d * d.conf AS quality
 WITH d, $w.same_operator + within_tier AS relevance, label_rank, quality
@@ -22,4 +24,4 @@ LIMIT $limit
 RETURN d.id AS id, d.parent_id AS parent_id, d.operator AS operator, d.family AS family,
        d.hw_id AS hw_id, d.hw_class AS hw_class, d.vendor AS vendor, d.layer AS layer,
        d.error_kind AS error_kind, d.label AS label, d.d AS d, d.conf AS conf,
-       relevance, label_rank, quality
+       d.shape_sig AS shape_sig, d.shape_class AS shape_class, relevance, label_rank, quality

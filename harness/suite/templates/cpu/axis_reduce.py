@@ -61,6 +61,7 @@ KNOBS = [
         "layer": "algorithm",
         "doc": "sums: double accumulators throughout, or the compute type (float for float32/16-bit: twice the SIMD "
         f"lanes, no conversions) within blocks of {BLOCK} values whose totals are added in double",
+        "operators": ["sum_dim", "mean_dim", "vector_norm"],  # max_dim and argmax_dim compare, they do not sum
     },
     {
         "name": "tile",

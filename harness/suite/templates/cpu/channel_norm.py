@@ -37,6 +37,7 @@ KNOBS = [
         "layer": "algorithm",
         "doc": "group/instance norm: mean then squared deviations (two reads of a unit), shifted sums (one read), "
         "or Welford's online update per lane (one read, a division per step)",
+        "operators": ["group_norm", "instance_norm"],  # batch_norm (inference) uses fixed running statistics
     },
     {
         "name": "accumulate",
@@ -44,6 +45,7 @@ KNOBS = [
         "default": "double",
         "layer": "algorithm",
         "doc": "group/instance norm statistics in double (float32/16-bit widened), or in the compute type",
+        "operators": ["group_norm", "instance_norm"],
     },
     {
         "name": "affine",
@@ -53,7 +55,7 @@ KNOBS = [
         "doc": "separate: (x - mean) * rstd * weight + bias per element; folded: per-channel a, b so that y = x * a + b "
         "(one multiply-add per element)",
     },
-    LANES_KNOB,
+    {**LANES_KNOB, "operators": ["group_norm", "instance_norm"]},  # lanes split the statistics sweeps
     {
         "name": "schedule",
         "values": ["static", "dynamic"],

@@ -66,6 +66,7 @@ KNOBS = [
         "layer": "algorithm",
         "doc": "exp/erf/tanh for gelu, sigmoid, silu, tanh, elu: libm calls (accurate, keep the loop scalar) or "
         "vectorisable polynomials (float32/16-bit; float64 gelu keeps libm erf)",
+        "operators": [name for name, op in OPS.items() if op.transcendental],
     },
     {
         "name": "vector_width",

@@ -45,6 +45,7 @@ KNOBS = [
         "layer": "algorithm",
         "doc": "layer_norm only: mean then squared deviations (two reads), shifted sums (one read, stable for large "
         "means), or Welford's online update per lane (one read, a division per step)",
+        "operators": ["layer_norm"],  # rms_norm and l2_normalize only sum squares
     },
     {
         "name": "accumulate",

@@ -1,0 +1,305 @@
+"""Choosing the next settings of a kernel template: cost model + expected improvement.
+
+``Tuner.plan(...)`` ranks every untried setting of the knobs that matter for
+the operator (the others stay at their defaults):
+
+1. **training data**: the tuning records the memory returned (this run's
+   attempts, and with memory on the ranked sample of the template's other
+   attempts: other operators, other machines, other shapes); each passing
+   case is a speed row, each attempt a feasibility row (``model``);
+2. **vetoes**: a setting that memory shows at least ``VETO_RATIO`` (3x) slower
+   than the best measured for an operator with the same relevant knobs, on the
+   same shape class and hardware class, is never proposed again;
+3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
+   by expected improvement over the incumbent times the probability of being
+   correct (``acquisition``); before that, an initial design: the defaults,
+   then one-knob changes of the best state so far (each isolates one knob's
+   effect), then the rest in a seeded order.
+
+Each candidate carries the model's prediction (mean and 95% interval of the
+speedup), its expected improvement and P(correct); ``evidence`` names the
+recorded attempts nearest to a setting, so a thought and a summary can say
+what memory contributed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kope.agent.tuner.acquisition import expected_improvement
+from kope.agent.tuner.features import FeatureSpace
+from kope.agent.tuner.model import HARDWARE_WEIGHT, CostModel
+from kope.boundary import KernelTemplate
+from kope.memory.shapes import CaseShape, ShapeSummary
+from kope.memory.tuning import HardwareFacts, TuningRecord
+
+VETO_RATIO = 3.0
+MIN_DISTINCT = 3  # distinct settings with speed data before the model ranks (else: initial design)
+MAX_SPEED_ROWS = 1500  # cases read from the (already bounded) sample, best-ranked records first
+Z95 = 1.96
+
+
+def settings_key(settings: Mapping[str, Any]) -> str:
+    return json.dumps(dict(settings), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Choice:
+    settings: dict[str, Any]
+    basis: str  # "model" | "initial design"
+    predicted: float | None = None  # speedup (exp of the mean log speedup)
+    low: float | None = None  # 95% interval of the prediction
+    high: float | None = None
+    ei: float | None = None
+    p_correct: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "basis": self.basis,
+            "predicted": _round(self.predicted),
+            "low": _round(self.low),
+            "high": _round(self.high),
+            "ei": _round(self.ei),
+            "p_correct": _round(self.p_correct),
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 4)
+
+
+@dataclass(frozen=True)
+class Veto:
+    settings_key: str
+    evidence: str  # the decision that measured it
+    ratio: float  # best / its speedup
+
+
+@dataclass
+class Plan:
+    choices: list[Choice]  # best first
+    records: int  # tuning records read
+    own: int  # of which from this run
+    speed_rows: int
+    vetoes: list[Veto] = field(default_factory=list)
+    incumbent: float | None = None
+    shape_class: str | None = None
+    failures: int = 0  # failed attempts among the records (the feasibility model's evidence)
+    failures_elsewhere: int = 0  # of which recorded on another hardware class (counted at full weight)
+
+    @property
+    def memory(self) -> int:
+        return self.records - self.own
+
+
+class Tuner:
+    def __init__(self, template: KernelTemplate, seed: int = 0) -> None:
+        self.template = template
+        self.seed = seed
+        self.space = FeatureSpace.for_template(template)
+
+    # -- the search space ---------------------------------------------------------------------
+    def candidates(self, operator: str) -> list[dict[str, Any]]:
+        """Every setting of the knobs that matter for ``operator`` (the others at their defaults)."""
+        relevant = self.template.relevant_knobs(operator)
+        defaults = self.template.default_settings()
+        out = []
+        for values in itertools.product(*(k.values for k in relevant)):
+            out.append({**defaults, **{k.name: v for k, v in zip(relevant, values)}})
+        return out
+
+    def relevant_names(self, operator: str) -> tuple[str, ...]:
+        return tuple(k.name for k in self.template.relevant_knobs(operator))
+
+    # -- planning ---------------------------------------------------------------------------------
+    def plan(
+        self,
+        operator: str,
+        shapes: Sequence[CaseShape],
+        hardware: HardwareFacts,
+        records: Sequence[TuningRecord],
+        hardware_facts: Mapping[str, HardwareFacts],
+        tried: set[str],
+        base: Mapping[str, Any] | None = None,
+    ) -> Plan:
+        shapes = list(shapes) or [CaseShape("default", ())]
+        summary = ShapeSummary.of(shapes)
+        shape_class = summary.shape_class if summary else None
+        own = [r for r in records if r.own and r.correct and r.a]
+        incumbent = max((r.a for r in own if r.a), default=None)
+        pool = [c for c in self.candidates(operator) if settings_key(c) not in tried]
+        vetoes = self._vetoes(operator, records, shape_class, hardware.hw_class)
+        vetoed = {v.settings_key for v in vetoes}
+        pool = [c for c in pool if settings_key(c) not in vetoed]
+        speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts)
+        failed = [r for r in records if not r.correct]
+        plan = Plan(
+            [],
+            len(records),
+            sum(1 for r in records if r.own),
+            len(speed_y),
+            vetoes,
+            incumbent,
+            shape_class,
+            len(failed),
+            sum(1 for r in failed if r.hardware_tier in ("vendor", "other")),
+        )
+        if not pool:
+            return plan
+        if distinct >= MIN_DISTINCT:
+            feas_x, feas_y = self._feasibility_data(records, hardware_facts)
+            model = CostModel(self.seed).fit(speed_x, speed_y, speed_w, feas_x, feas_y)
+            plan.choices = self._by_model(model, operator, pool, shapes, hardware, incumbent)
+        else:
+            plan.choices = self._initial_design(operator, pool, base)
+        return plan
+
+    # -- training data ----------------------------------------------------------------------------
+    def _speed_data(
+        self, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        rows, targets, weights = [], [], []
+        distinct: set[str] = set()
+        shapes: dict[str, CaseShape] = {}
+        for record in records:
+            if not record.correct:
+                continue
+            settings_part = None
+            for case in record.cases:
+                if not (case.passed and case.speedup and case.speedup > 0 and case.shape):
+                    continue
+                if settings_part is None:
+                    settings_part = self.space.settings_part(record.operator, record.settings)
+                    hardware_part = self.space.hardware_part(hardware_facts.get(record.hw_id))
+                    distinct.add(settings_key(self.space.pin(record.operator, record.settings)))
+                shape = shapes.get(case.shape)
+                if shape is None:
+                    shape = shapes[case.shape] = CaseShape.from_key(case.shape)
+                rows.append(settings_part + self.space.shape_part(shape) + hardware_part)
+                targets.append(math.log(case.speedup))
+                weights.append(HARDWARE_WEIGHT[record.hardware_tier])
+            if len(targets) >= MAX_SPEED_ROWS:
+                break
+        if not targets:
+            return np.zeros((0, len(self.space.names))), np.zeros(0), np.zeros(0), 0
+        return np.asarray(rows), np.asarray(targets), np.asarray(weights), len(distinct)
+
+    def _feasibility_data(
+        self, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        rows = [
+            self.space.settings_part(r.operator, r.settings) + self.space.hardware_part(hardware_facts.get(r.hw_id))
+            for r in records
+        ]
+        return np.asarray(rows).reshape(len(rows), -1), np.asarray([1.0 if r.correct else 0.0 for r in records])
+
+    # -- vetoes -----------------------------------------------------------------------------------
+    def _vetoes(
+        self, operator: str, records: Sequence[TuningRecord], shape_class: str | None, hw_class: str
+    ) -> list[Veto]:
+        """Settings memory measured >= VETO_RATIO slower than the best of their group (same operator or an
+        operator with the same relevant knobs; same shape class; same hardware class)."""
+        relevant = self.relevant_names(operator)
+        groups: dict[tuple[str, str | None], list[TuningRecord]] = {}
+        for r in records:
+            if not (r.correct and r.a and r.a > 0) or r.hw_class != hw_class or r.shape_class != shape_class:
+                continue
+            if self.relevant_names(r.operator) != relevant:
+                continue
+            groups.setdefault((r.operator, r.shape_class), []).append(r)
+        vetoes: dict[str, Veto] = {}
+        for group in groups.values():
+            best = max(r.a for r in group if r.a)
+            for r in sorted(group, key=lambda r: r.id):
+                ratio = best / r.a if r.a else math.inf
+                if ratio >= VETO_RATIO:
+                    key = settings_key(self.space.pin(operator, r.settings))
+                    if key not in vetoes or vetoes[key].ratio < ratio:
+                        vetoes[key] = Veto(key, r.id, round(ratio, 2))
+        return sorted(vetoes.values(), key=lambda v: v.settings_key)
+
+    # -- ranking ----------------------------------------------------------------------------------
+    def _by_model(
+        self,
+        model: CostModel,
+        operator: str,
+        pool: list[dict[str, Any]],
+        shapes: list[CaseShape],
+        hardware: HardwareFacts,
+        incumbent: float | None,
+    ) -> list[Choice]:
+        speed_x = self.space.speed_rows(operator, pool, shapes, hardware)
+        feas_x = self.space.feasibility_rows(operator, pool, hardware)
+        pred = model.predict(speed_x, len(shapes), feas_x)
+        best = math.log(incumbent) if incumbent else 0.0
+        ei = expected_improvement(pred.mean, pred.std, best) * pred.p_correct
+        order = sorted(
+            range(len(pool)),
+            key=lambda i: (-round(float(ei[i]), 12), -float(pred.mean[i] + pred.std[i]), settings_key(pool[i])),
+        )
+        choices = []
+        for i in order:
+            mu, sd = float(pred.mean[i]), float(pred.std[i])
+            choices.append(
+                Choice(
+                    settings=pool[i],
+                    basis="model",
+                    predicted=math.exp(mu),
+                    low=math.exp(mu - Z95 * sd),
+                    high=math.exp(mu + Z95 * sd),
+                    ei=float(ei[i]),
+                    p_correct=float(pred.p_correct[i]),
+                )
+            )
+        return choices
+
+    def evidence(self, operator: str, settings: Mapping[str, Any], records: Sequence[TuningRecord]) -> tuple[str, ...]:
+        """Up to three memory records (not this run) nearest to ``settings``: most relevant knob values in
+        common (at least half), then the fastest."""
+        relevant = self.relevant_names(operator)
+        defaults = self.template.default_settings()
+        scored = []
+        for r in records:
+            if r.own or not r.correct or not r.a:
+                continue
+            same = sum(1 for k in relevant if r.settings.get(k, defaults[k]) == settings.get(k))
+            if relevant and same * 2 >= len(relevant):
+                scored.append((-same, -r.a, r.id))
+        return tuple(item[2] for item in sorted(scored)[:3])
+
+    def _initial_design(
+        self, operator: str, pool: list[dict[str, Any]], base: Mapping[str, Any] | None
+    ) -> list[Choice]:
+        """Defaults, then one-knob changes of ``base`` (knobs in a seeded order, nearest values first),
+        then everything else in a seeded order."""
+        rng = random.Random(f"{self.seed}:{self.template.name}:{operator}")
+        by_key = {settings_key(c): c for c in pool}
+        ordered: list[dict[str, Any]] = []
+        defaults = settings_key(self.space.pin(operator, {}))
+        if defaults in by_key:
+            ordered.append(by_key.pop(defaults))
+        start = self.space.pin(operator, base or {})
+        knobs = list(self.template.relevant_knobs(operator))
+        rng.shuffle(knobs)
+        moves = []
+        for order, knob in enumerate(knobs):
+            index = knob.values.index(start[knob.name])
+            for value_index, value in enumerate(knob.values):
+                if value_index != index:
+                    moves.append((abs(value_index - index), order, value_index, {**start, knob.name: value}))
+        for *_, settings in sorted(moves, key=lambda m: m[:3]):
+            key = settings_key(settings)
+            if key in by_key:
+                ordered.append(by_key.pop(key))
+        rest = sorted(by_key)
+        rng.shuffle(rest)
+        ordered.extend(by_key[k] for k in rest)
+        return [Choice(settings=c, basis="initial design") for c in ordered]

@@ -1,0 +1,283 @@
+"""The learning offline proposer against a synthetic cost function (deterministic: no harness, no database).
+
+A made-up template with three operators stands in for a real one; its "kernel"
+is the settings as text, and a fixed function of the settings is the speedup
+the harness would have measured. Runs are simulated step by step exactly as
+the loop drives the proposer: the tuning records of the run (and, with memory,
+of earlier runs) are handed over, the proposal is "evaluated" and recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from harness.suite.kernel_templates import KernelTemplate, Knob, template_for
+from kope.agent.offline import OfflineProposer
+from kope.agent.proposal import ParentState, PastAttempt, ProposalRequest, ProposerExhausted
+from kope.context.state import TaskView
+from kope.memory.ids import kernel_id
+from kope.memory.shapes import case_shape
+from kope.memory.tuning import CaseSpeed, HardwareFacts, TuningData, TuningQuery, TuningRecord
+
+HW = {"id": "cpu-test", "class": "x86_64-avx512", "vendor": "intel", "cores": 2, "isa": ["avx2", "avx512f"]}
+BIG = {"name": "big", "batch_size": 1024, "dim": 4096, "DTYPE": "float32"}
+SMALL = {"name": "small", "batch_size": 8, "dim": 64, "DTYPE": "float32"}
+
+KNOBS = (
+    Knob("math", ("libm", "poly"), "libm", "algorithm", "exp", ("opa", "opb")),
+    Knob("unroll", (1, 2, 4), 1, "unrolling", "unroll"),
+    Knob("block", (1024, 4096, 16384), 1024, "tiling", "block"),
+    Knob("schedule", ("static", "dynamic", "guided"), "static", "scheduling", "schedule"),
+)
+TEMPLATE = KernelTemplate(
+    "synth",
+    "elementwise",
+    "cpu",
+    ("opa", "opb", "opc"),
+    KNOBS,
+    Path("synth.py"),
+    lambda op, s: f"# {op}: {sorted(s.items())}\nclass ModelNew: pass\n",
+)
+OPTIMUM = {"math": "poly", "unroll": 4, "block": 16384, "schedule": "dynamic"}
+
+
+def speedup(operator: str, s: dict) -> float:
+    """The synthetic cost: poly math 4x (for the operators that use it), then unroll, block and schedule."""
+    log = 0.0
+    if operator in ("opa", "opb"):
+        log += math.log(4.0) if s["math"] == "poly" else 0.0
+    log += {1: 0.0, 2: 0.15, 4: 0.3}[s["unroll"]]
+    log += {1024: 0.0, 4096: 0.1, 16384: 0.25}[s["block"]]
+    log += {"static": 0.0, "dynamic": 0.2, "guided": 0.05}[s["schedule"]]
+    return math.exp(log) * (0.9 if operator == "opb" else 1.0)
+
+
+def lookup(operator: str, target: str) -> KernelTemplate | None:
+    return TEMPLATE if operator in TEMPLATE.operators else None
+
+
+def task(operator: str, cases=(BIG,)) -> TaskView:
+    return TaskView(operator, "elementwise", 1, operator, "", tuple(cases))
+
+
+def record(run_id, step, operator, settings, a, *, own, cases=(BIG,), status="correct"):
+    shape = case_shape(cases[0])
+    return TuningRecord(
+        id=f"{run_id}:s{step}",
+        run_id=run_id,
+        step=step,
+        operator=operator,
+        family="elementwise",
+        hw_id=HW["id"],
+        hw_class=HW["class"],
+        vendor=HW["vendor"],
+        settings=dict(settings),
+        status=status,
+        error_kind=None if status == "correct" else "compile_error",
+        a=a,
+        code_hash=kernel_id(TEMPLATE.render(operator, settings)),
+        shape_class=shape.shape_class,
+        cases=tuple(CaseSpeed(c["name"], case_shape(c).key, status == "correct", a) for c in cases),
+        own=own,
+        hardware_tier="hardware",
+    )
+
+
+class Simulation:
+    """One run of the loop with the synthetic cost in place of the harness."""
+
+    def __init__(self, operator, memory=(), *, cases=(BIG,), seed=0, run_id="run-b"):
+        self.operator, self.memory, self.cases, self.run_id = operator, list(memory), cases, run_id
+        self.proposer = OfflineProposer(seed=seed, templates=lookup)
+        self.history: list[PastAttempt] = []
+        self.own: list[TuningRecord] = []
+        self.proposals = []
+
+    def request(self) -> ProposalRequest:
+        best = max((r for r in self.own if r.correct), key=lambda r: r.a, default=None)
+        parent = (
+            ParentState(best.id, None, {"template": "synth", "settings": best.settings}, best.a, "correct")
+            if best
+            else None
+        )
+        query = TuningQuery("synth", self.run_id, self.operator)
+        data = TuningData(query, tuple(self.own + self.memory), {HW["id"]: HardwareFacts.from_fingerprint(HW)})
+        return ProposalRequest(
+            task(self.operator, self.cases),
+            "cpu",
+            len(self.history),
+            HW,
+            None,
+            None,
+            parent,
+            self.history,
+            cases=self.cases,
+            tuning=data,
+        )
+
+    def step(self):
+        proposal = self.proposer.propose(self.request())
+        settings = dict(proposal.params["settings"])
+        a = speedup(self.operator, settings)
+        step = len(self.history)
+        self.history.append(
+            PastAttempt(
+                f"{self.run_id}:s{step}",
+                step,
+                None,
+                proposal.title,
+                proposal.layer,
+                "correct",
+                "effective",
+                a,
+                dict(proposal.params),
+                kernel_id(proposal.code),
+            )
+        )
+        self.own.append(record(self.run_id, step, self.operator, settings, a, own=True, cases=self.cases))
+        self.proposals.append(proposal)
+        return settings, a
+
+    def run(self, steps):
+        return [self.step() for _ in range(steps)]
+
+    def until_exhausted(self, limit=200):
+        for _ in range(limit):
+            try:
+                self.step()
+            except ProposerExhausted:
+                return
+        raise AssertionError("the proposer never said it was exhausted")
+
+
+def as_memory(records):
+    return [TuningRecord(**{**r.__dict__, "own": False}) for r in records]
+
+
+def steps_to_optimum(results, operator):
+    best = speedup(operator, OPTIMUM)
+    return next((i + 1 for i, (_, a) in enumerate(results) if a >= best * 0.999), None)
+
+
+def test_it_never_proposes_a_kernel_it_already_evaluated_and_ends_when_the_space_is_tried():
+    sim = Simulation("opa")
+    sim.until_exhausted()
+    hashes = [kernel_id(p.code) for p in sim.proposals]
+    assert len(hashes) == len(set(hashes)) == 2 * 3 * 3 * 3
+
+
+def test_a_kernel_whose_source_was_evaluated_is_skipped_even_under_other_recorded_settings():
+    sim = Simulation("opa")
+    defaults = TEMPLATE.default_settings()
+    sim.history.append(
+        PastAttempt(
+            "run-b:s0",
+            0,
+            None,
+            "hand-written",
+            "other",
+            "correct",
+            "effective",
+            1.0,
+            {},
+            kernel_id(TEMPLATE.render("opa", defaults)),
+        )
+    )
+    settings, _ = sim.step()
+    assert settings != defaults
+
+
+def test_it_never_changes_a_knob_that_does_not_matter_for_the_operator():
+    sim = Simulation("opc")
+    sim.until_exhausted()
+    assert {p.params["settings"]["math"] for p in sim.proposals} == {"libm"}
+    assert len(sim.proposals) == 3 * 3 * 3  # math is not part of opc's search space
+    assert all("math" not in p.title for p in sim.proposals)
+
+
+def test_with_memory_of_an_operator_with_the_same_optimum_it_gets_there_in_at_most_two_steps():
+    first = Simulation("opa", run_id="run-a")
+    first.run(16)
+    assert steps_to_optimum(first.own and [(r.settings, r.a) for r in first.own], "opa") is not None
+    with_memory = Simulation("opb", as_memory(first.own)).run(8)
+    without = Simulation("opb").run(8)
+    reached_with = steps_to_optimum(with_memory, "opb")
+    reached_without = steps_to_optimum(without, "opb")
+    assert reached_with is not None and reached_with <= 2
+    assert reached_without is None or reached_without > 2
+
+
+def test_the_first_step_with_memory_says_what_the_model_predicted_and_cites_the_evidence():
+    first = Simulation("opa", run_id="run-a")
+    first.run(16)
+    sim = Simulation("opb", as_memory(first.own))
+    sim.step()
+    proposal = sim.proposals[0]
+    tuner = proposal.params["tuner"]
+    assert tuner["basis"] == "model" and tuner["memory_records"] == 16 and tuner["predicted"] > 1
+    assert proposal.cited and all(c.startswith("run-a:") for c in proposal.cited)
+    assert "predicts" in proposal.thought and proposal.thought.startswith("[offline proposer]")
+
+
+def test_without_memory_the_model_sees_only_the_run_and_starts_from_the_defaults():
+    sim = Simulation("opb")
+    settings, _ = sim.step()
+    assert settings == TEMPLATE.default_settings()
+    assert sim.proposals[0].params["tuner"]["basis"] == "initial design"
+
+
+SLOW = {"math": "libm", "unroll": 1, "block": 1024, "schedule": "static"}  # 4x slower than poly math, and more
+
+
+def slow_memory(cases):
+    best = {**SLOW, "math": "poly"}
+    return as_memory(
+        [
+            record("run-a", 0, "opa", best, speedup("opa", best), own=False, cases=cases),
+            record("run-a", 1, "opa", SLOW, speedup("opa", SLOW), own=False, cases=cases),
+        ]
+    )
+
+
+def test_a_setting_memory_shows_three_times_slower_on_the_same_shape_class_is_never_proposed():
+    assert speedup("opa", {**SLOW, "math": "poly"}) / speedup("opa", SLOW) >= 3
+    sim = Simulation("opb", slow_memory((BIG,)))
+    sim.until_exhausted()
+    proposed = [p.params["settings"] for p in sim.proposals]
+    assert SLOW not in proposed and len(proposed) == 2 * 3 * 3 * 3 - 1
+    assert "memory measured >= 3x slower" in sim.proposals[0].thought
+
+
+def test_the_same_evidence_on_another_shape_class_does_not_rule_the_setting_out():
+    sim = Simulation("opb", slow_memory((SMALL,)))
+    sim.until_exhausted()
+    assert SLOW in [p.params["settings"] for p in sim.proposals]
+
+
+@pytest.mark.parametrize("operator", ["relu", "add_scaled", "clamp"])
+def test_on_the_real_pointwise_template_math_is_never_touched_for_operators_without_exp(operator):
+    real = template_for(operator, "cpu")
+    assert "math" not in [k.name for k in real.relevant_knobs(operator)]
+    proposer = OfflineProposer()
+    history: list[PastAttempt] = []
+    for step in range(6):
+        request = ProposalRequest(task(operator), "cpu", step, HW, None, None, None, history)
+        proposal = proposer.propose(request)
+        assert proposal.params["settings"]["math"] == real.knob("math").default
+        history.append(
+            PastAttempt(
+                f"r:s{step}",
+                step,
+                None,
+                proposal.title,
+                proposal.layer,
+                "correct",
+                "effective",
+                1.0,
+                dict(proposal.params),
+                kernel_id(proposal.code),
+            )
+        )
