@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.device_lock import device_lock
 from harness.errors import CandidateNotFoundError, OptionsError, ReferenceFailedError
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
@@ -115,9 +116,10 @@ class _Evaluation:
             self._static()
             try:
                 self._start_workers()
-                self._correctness()
-                if self._should_time():
-                    self._timing()
+                with device_lock():  # a worker service's device: one evaluation runs kernels at a time
+                    self._correctness()
+                    if self._should_time():
+                        self._timing()
             finally:
                 if self.cand is not None:
                     self.cand.close()
