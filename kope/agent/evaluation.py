@@ -7,20 +7,31 @@ from pathlib import Path
 from typing import Any
 
 from kope.context.protocol import FormatProblem
+from kope.evaluators import Evaluator, LocalEvaluator
 from kope.targets import harness_error
 
 
 def evaluate_code(
-    task_path: Path, code: str, path: Path, *, target: str, cases: Any = None, timing: bool = True
+    task_path: Path,
+    code: str,
+    path: Path,
+    *,
+    target: str,
+    cases: Any = None,
+    timing: bool = True,
+    evaluator: Evaluator | None = None,
 ) -> dict[str, Any]:
-    """Write ``code`` to ``path`` and evaluate it on ``target``; problems with the candidate are outcomes."""
+    """Write ``code`` to ``path`` and evaluate it on ``target`` (with ``evaluator``, default local); problems with
+    the candidate are outcomes, an infrastructure fault is ``InfrastructureError`` (never an outcome)."""
     from harness.errors import HarnessError
-    from harness.evaluate import EvalOptions, evaluate
+    from harness.evaluate import EvalOptions
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")
     try:
-        outcome = evaluate(task_path, path, EvalOptions(target=target, cases=cases, timing=timing))
+        outcome = (evaluator or LocalEvaluator()).evaluate(
+            task_path, path, EvalOptions(target=target, cases=cases, timing=timing)
+        )
     except HarnessError as exc:
         raise harness_error(exc) from None
     return outcome.to_dict()

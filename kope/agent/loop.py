@@ -26,7 +26,7 @@ from kope.context.budget import Budget
 from kope.context.knowledge import load_knowledge
 from kope.context.state import TaskView, build_context
 from kope.errors import KopeError, UsageError
-from kope.targets import hardware_for
+from kope.evaluators import Evaluator, LocalEvaluator
 
 
 @dataclass
@@ -104,9 +104,16 @@ class Optimizer:
     """Runs one task with one proposer against one Experience Graph."""
 
     def __init__(
-        self, config: KopeConfig, graph: Any, proposer: Proposer, options: LoopOptions, progress: Progress = _quiet
+        self,
+        config: KopeConfig,
+        graph: Any,
+        proposer: Proposer,
+        options: LoopOptions,
+        progress: Progress = _quiet,
+        evaluator: Evaluator | None = None,
     ) -> None:
         self.config = config
+        self.evaluator = evaluator or LocalEvaluator()  # where candidates are evaluated (kope.evaluators)
         self.graph = graph
         self.proposer = proposer
         self.options = options
@@ -184,7 +191,7 @@ class Optimizer:
     # -- the loop --------------------------------------------------------------------------------
     def run(self, task: TaskView, task_path: Path, *, resume: str | None = None) -> RunSummary:
         opts = self.options
-        hardware = hardware_for(opts.target)
+        hardware = self.evaluator.hardware(opts.target)  # the run is filed under the hardware that evaluates it
         memory_before = self._memory_counts()
         run_id, resumed_at = self._start(task, hardware, resume)
         self.graph.upsert_knowledge(
@@ -357,6 +364,7 @@ class Optimizer:
                 run_dir / "candidates" / f"step-{step:03d}.py",
                 target=opts.target,
                 cases=opts.cases,
+                evaluator=self.evaluator,
             )
         used = tuple(
             UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)

@@ -51,14 +51,16 @@ def optimize_tasks(
     resume: str | None = None,
     progress: Progress | None = None,
     graph: Any = None,
+    evaluator: Any = None,
 ) -> list[RunSummary]:
-    """Optimize each task in order with one Experience Graph, so later tasks see earlier ones' experience."""
+    """Optimize each task in order with one Experience Graph, so later tasks see earlier ones' experience;
+    candidates are evaluated by ``evaluator`` (``kope.evaluators``; default local)."""
     from kope.memory.connect import open_memory
 
     own = graph is None
     graph = graph or open_memory(config)
     try:
-        optimizer = Optimizer(config, graph, proposer, options, progress or (lambda *_: None))
+        optimizer = Optimizer(config, graph, proposer, options, progress or (lambda *_: None), evaluator)
         summaries = []
         for name in tasks:
             view, path = load_task_view(name)

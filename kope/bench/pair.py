@@ -40,6 +40,7 @@ class PairSpec:
     steps: int
     runs_dir: str
     resume_run_id: str | None = None
+    evaluator: str = "local"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -106,16 +107,27 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
     return attempts
 
 
-def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], progress: Progress) -> dict[str, Any]:
-    """Run one pair to its end and return its result record (see ``store`` for where it goes)."""
+def run_pair(
+    spec: PairSpec,
+    config: Any,
+    *,
+    on_started: Callable[[str], None],
+    progress: Progress,
+    evaluator: Any = None,
+) -> dict[str, Any]:
+    """Run one pair to its end and return its result record (see ``store`` for where it goes); candidates are
+    evaluated by ``evaluator`` (default: a new one for ``spec.evaluator``, closed at the end)."""
     from kope.agent.loop import LoopOptions, Optimizer
     from kope.agent.runner import make_proposer
+    from kope.evaluators import make_evaluator
     from kope.memory.connect import open_memory
     from kope.memory.errors import UnknownRunError
     from kope.targets import load_task_view
 
     started_at = time.time()
     began = time.monotonic()
+    own_evaluator = evaluator is None
+    evaluator = evaluator or make_evaluator(config, spec.evaluator)
     graph = open_memory(config, namespace=spec.namespace)
     try:
         proposer = make_proposer(config, spec.proposer)
@@ -142,7 +154,7 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
             progress(kind, data)
 
         view, path = load_task_view(spec.task_path)
-        optimizer = Optimizer(config, graph, proposer, options, event)
+        optimizer = Optimizer(config, graph, proposer, options, event, evaluator)
         error = None
         status = stop_reason = None
         resumed_at = None
@@ -176,3 +188,5 @@ def run_pair(spec: PairSpec, config: Any, *, on_started: Callable[[str], None], 
         }
     finally:
         graph.close()
+        if own_evaluator:
+            evaluator.close()

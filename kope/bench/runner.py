@@ -40,7 +40,7 @@ from kope.bench.metrics import bench_metrics
 from kope.bench.pair import PairSpec, run_pair
 from kope.bench.plan import CONFIGURATIONS, BenchOptions, Pair, Plan, TaskEntry, default_baseline
 from kope.bench.store import RESULTS_SCHEMA, BenchStore, read_json, write_json
-from kope.errors import KopeError
+from kope.errors import KopeError, UsageError
 
 Progress = Callable[[str, Any], None]
 
@@ -65,15 +65,28 @@ class BenchRunner:
     config: Any  # KopeConfig
     command: str
     progress: Progress
+    _evaluator: Any = None
 
     @property
     def store(self) -> BenchStore:
         return BenchStore(self.plan.options.out)
 
+    @property
+    def evaluator(self) -> Any:
+        """This process's evaluator (``plan.options.evaluator``): the hardware, and the pairs it runs itself."""
+        if self._evaluator is None:
+            from kope.evaluators import make_evaluator
+
+            self._evaluator = make_evaluator(self.config, self.plan.options.evaluator)
+        return self._evaluator
+
+    def close(self) -> None:
+        if self._evaluator is not None:
+            self._evaluator.close()
+            self._evaluator = None
+
     # -- preparing -----------------------------------------------------------------------------------
     def start_fresh(self) -> None:
-        from kope.targets import hardware_for
-
         opts = self.plan.options
         store = self.store
         store.wipe()
@@ -93,7 +106,7 @@ class BenchRunner:
                 "command": self.command,
                 "options": opts.to_dict(),
                 "created_at": _now(),
-                "hardware": hardware_for(opts.target),
+                "hardware": self.evaluator.hardware(opts.target),
                 "operators": [t.to_dict() for t in self.plan.tasks],
                 "imports": imports,
                 "memory_start": memory_start,
@@ -140,10 +153,19 @@ class BenchRunner:
             return memory_size(graph)
 
     def note_resume(self) -> None:
-        """Record this invocation in plan.json (results.json lists every resume with its command)."""
+        """Record this invocation in plan.json (results.json lists every resume with its command).
+        The evaluator may change on resume, the hardware it evaluates on may not."""
         plan = self.store.read_plan()
+        opts = self.plan.options
+        now = self.evaluator.hardware(opts.target)
+        if now["id"] != plan["hardware"]["id"]:
+            raise UsageError(
+                f"--resume: the bench ran on {plan['hardware']['class']} [{plan['hardware']['id']}], but the evaluator "
+                f"{opts.evaluator} evaluates on {now['class']} [{now['id']}]",
+                hint="resume with an evaluator on the same hardware (--evaluator), or start a new bench",
+            )
         plan.setdefault("resumes", []).append(
-            {"command": self.command, "at": _now(), "workers": self.plan.options.workers}
+            {"command": self.command, "at": _now(), "workers": opts.workers, "evaluator": opts.evaluator}
         )
         write_json(self.store.plan_file, plan)
 
@@ -169,6 +191,7 @@ class BenchRunner:
             steps=opts.steps,
             runs_dir=str(self.store.runs_dir(pair.config)),
             resume_run_id=self.store.started_run(pair.config, pair.operator),
+            evaluator=opts.evaluator,
         )
 
     def run(self) -> dict[str, Any]:
@@ -211,6 +234,7 @@ class BenchRunner:
                 self.config,
                 on_started=functools.partial(self.store.mark_started, pair.config, pair.operator),
                 progress=self.progress,
+                evaluator=self.evaluator,
             )
             self._finish_pair(result, [])
 
@@ -283,6 +307,9 @@ class BenchRunner:
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")])
         )
+        env.update(
+            getattr(self.evaluator, "child_env", dict)()
+        )  # e.g. the address of the Ray cluster this process uses
         proc = subprocess.Popen(
             [sys.executable, "-m", "kope.bench.worker", str(spec_file)],
             stdout=log,

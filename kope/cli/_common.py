@@ -99,3 +99,14 @@ def server_options(func: Callable) -> Callable:
         return func(*args, **kwargs)
 
     return wrapper
+
+
+def evaluator_option(func: Callable) -> Callable:
+    """``--evaluator``: where candidates are evaluated (the configuration's evaluator.backend, KOPE_EVALUATOR)."""
+    return click.option(
+        "--evaluator",
+        default=None,
+        metavar="local|URL[,URL...]|ray[://ADDRESS]",
+        help="Where candidates are evaluated: local (default), evaluation workers (`kope worker`) at "
+        "http://HOST:PORT[,...] with KOPE_WORKER_KEY, or a Ray cluster (KOPE_EVALUATOR).",
+    )(func)

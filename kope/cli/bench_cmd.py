@@ -10,7 +10,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from kope.cli._common import KopeGroup, State, err, out, pass_state, print_json
+from kope.cli._common import KopeGroup, State, err, evaluator_option, out, pass_state, print_json
 from kope.errors import UsageError
 
 DEFAULT_CONFIGS = "active,passive,none,no-memory"
@@ -95,11 +95,19 @@ def _options_from_args(ctx: click.Context, state: State, args: dict[str, Any]):
         steps=args["steps"],
         configs=configs,
         workers=args["workers"],
+        evaluator=_evaluator(state, args),
         out=args["out"],
         name=check_name(args["name"] or default_name(args["out"])),
         imports=tuple(imports),
         baseline=args["baseline"],
     )
+
+
+def _evaluator(state: State, args: dict[str, Any]) -> str:
+    """The evaluator this invocation uses (--evaluator, else the configuration's), validated."""
+    from kope.evaluators import parse_evaluator
+
+    return str(parse_evaluator(args["evaluator"] or state.config.evaluator.backend))
 
 
 def _normalise(key: str, value: Any) -> Any:
@@ -162,6 +170,8 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
     stored.out = args["out"]
     if _given(ctx, "workers"):
         stored.workers = args["workers"]
+    if _given(ctx, "evaluator"):
+        stored.evaluator = _evaluator(state, args)
     if _given(ctx, "baseline"):
         if args["baseline"] not in stored.configs:
             raise UsageError(
@@ -212,6 +222,7 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
     default=None,
     help="Configuration the paired speedup is measured against (default: no-memory, else none, else the last).",
 )
+@evaluator_option
 @click.option("--resume", is_flag=True, help="Continue the bench in --out (finished pairs are skipped).")
 @click.option(
     "--fresh", is_flag=True, help="Start over even if --out holds a bench (its files and namespaces are wiped)."
@@ -261,11 +272,14 @@ def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
         err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
     command_line = "kope " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "kope bench"
     runner = BenchRunner(plan, state.config, command_line, Printer())
-    if args["resume"]:
-        runner.note_resume()
-    else:
-        runner.start_fresh()
-    data = runner.run()
+    try:
+        if args["resume"]:
+            runner.note_resume()
+        else:
+            runner.start_fresh()
+        data = runner.run()
+    finally:
+        runner.close()
     paths = write_report(options.out, data)
     data = with_metrics(data)
     if args["as_json"]:
