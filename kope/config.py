@@ -143,7 +143,6 @@ class EvaluatorSettings(_Section):
     attempts: int = Field(
         default=3, ge=1, le=20
     )  # tries of one evaluation (on other workers) after infrastructure faults
-    ray_cpus: float = Field(default=1.0, gt=0)  # CPUs a cpu-target evaluation asks Ray for
 
     @field_validator("backend")
     @classmethod
@@ -250,7 +249,6 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_WORKER_KEY": ("evaluator", "key"),
     "KOPE_EVALUATOR_TIMEOUT": ("evaluator", "timeout"),
     "KOPE_EVALUATOR_ATTEMPTS": ("evaluator", "attempts"),
-    "KOPE_RAY_CPUS": ("evaluator", "ray_cpus"),
 }
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -307,9 +307,6 @@ class BenchRunner:
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")])
         )
-        env.update(
-            getattr(self.evaluator, "child_env", dict)()
-        )  # e.g. the address of the Ray cluster this process uses
         proc = subprocess.Popen(
             [sys.executable, "-m", "kope.bench.worker", str(spec_file)],
             stdout=log,

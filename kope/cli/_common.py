@@ -106,7 +106,7 @@ def evaluator_option(func: Callable) -> Callable:
     return click.option(
         "--evaluator",
         default=None,
-        metavar="local|URL[,URL...]|ray[://ADDRESS]",
-        help="Where candidates are evaluated: local (default), evaluation workers (`kope worker`) at "
-        "http://HOST:PORT[,...] with KOPE_WORKER_KEY, or a Ray cluster (KOPE_EVALUATOR).",
+        metavar="local|URL[,URL...]",
+        help="Where candidates are evaluated: local (default), or evaluation workers (`kope worker`) at "
+        "http://HOST:PORT[,...] with KOPE_WORKER_KEY (KOPE_EVALUATOR).",
     )(func)

@@ -7,8 +7,7 @@ hardware of the host that evaluated it:
 * ``local`` (``LocalEvaluator``): ``harness.evaluate`` in this process's own workers;
 * worker URLs (``kope.evaluators.http.HttpEvaluator``): ``python -m harness serve`` /
   ``kope worker`` on target hosts, over HTTP with the workers' bearer key;
-* ``ray`` / ``ray://ADDRESS`` (``kope.evaluators.ray_cluster.RayEvaluator``): Ray tasks
-  with resource requests (``pip install 'kope[ray]'``).
+* ``ray`` / ``ray://ADDRESS``: parsed, but the Ray backend is not in this version (a clear error).
 
 Problems with the task, target or options raise the harness's ``HarnessError`` (as a
 local evaluation does); an evaluation the infrastructure could not carry out (workers
@@ -68,6 +67,13 @@ def make_evaluator(config: Any, spec: str | EvaluatorSpec | None = None) -> Eval
             config.evaluator.key,
             timeout_s=config.evaluator.timeout,
             attempts=config.evaluator.attempts,
+        )
+    if parsed.kind == "ray":
+        from kope.errors import UsageError
+
+        raise UsageError(
+            f"the Ray evaluator ({parsed}) is not part of this version of KOPE yet",
+            hint="use worker services (--evaluator http://HOST:PORT[,...], started with `kope worker`) or local",
         )
     return LocalEvaluator()
 

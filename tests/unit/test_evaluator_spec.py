@@ -49,3 +49,10 @@ def test_the_evaluator_comes_from_the_environment_and_its_key_is_masked():
 def test_a_bad_evaluator_in_the_configuration_is_a_config_error():
     with pytest.raises(ConfigError, match="evaluator.backend"):
         load_config(environ={"KOPE_EVALUATOR": "nowhere"})
+
+
+def test_the_ray_evaluator_is_a_clear_error_not_a_silent_local_evaluation():
+    from kope.evaluators import make_evaluator
+
+    with pytest.raises(UsageError, match="Ray evaluator"):
+        make_evaluator(load_config(environ={}), "ray://127.0.0.1:10001")
