@@ -120,9 +120,10 @@ def test_a_worker_killed_mid_evaluation_is_retried_on_another_never_lost_nor_the
     a = EvalWorker(tmp_path / "a").start()
     b = EvalWorker(tmp_path / "b").start()
     task, candidate = find_task("relu").path, tmp_path / "slow_relu.py"
-    candidate.write_text(find_candidate("relu").read_text().replace(
+    source = find_candidate("relu").read_text()  # the built-in candidate, 3 s slower per forward (time.sleep)
+    candidate.write_text("import time\n" + source.replace(
         "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n",
-        "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        __import__('time').sleep(3)\n",
+        "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        time.sleep(3)\n",
     ))  # fmt: skip
     options = EvalOptions(timing=False, seeds=1)
     result: dict = {}

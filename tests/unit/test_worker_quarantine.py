@@ -26,7 +26,12 @@ def test_ordinary_failures_are_not_sticky():
 
 
 def test_the_texts_of_an_outcome_include_every_case_error():
-    result = {"outcome": {"error_excerpt": "case 'a'", "cases": [{"error": None}, {"error": "illegal memory access"}]}}
+    result = {
+        "outcome": {
+            "error_excerpt": "case 'a'",
+            "cases": [{"error": None}, {"error": "CUDA error: an illegal memory access was encountered"}],
+        }
+    }
     assert sticky_signature(result_texts(result)) == "cuda:illegal_address"
     assert result_texts({"error": {"message": "reference failed"}}) == ["reference failed"]
 
