@@ -1,21 +1,26 @@
-"""Measurements of the harness itself (not a test; timings on a shared machine are noisy).
+"""Measurements of the harness itself, old path against new in the same run (not a test).
 
-Prints, in one run:
+Prints, in one run (all evaluations through ``harness.evaluate``):
 
-1. turnaround (compile + check + time) of one ReLU kernel through the cpu fast
-   path (``harness.cpu.compile_cpp``) and through ``load_inline``: cold (empty
-   compile cache) and warm (cached), with the compile time the outcome reports;
-2. the coefficient of variation of the measured speedup over repeated
-   evaluations of one candidate (default: the suite's softmax candidate on
-   three softmax cases, 10 evaluations).
+1. turnaround of a 2-case ReLU evaluation whose kernel is not in the compile cache, on the
+   new path (warm sandboxed workers, cached references, adaptive timing) and on the old one
+   (``warm_pool=False, reference_cache=False``: a fresh interpreter and torch import per
+   worker, references recomputed), with the ratio; and the same with the sandbox switched
+   off, for the sandbox's cost;
+2. a 9-case elementwise evaluation (relu, all cases), new path and old path, with the ratio;
+3. the cost of timing from outside the candidate's process: the empty round trip the parent
+   subtracts from every timed unit;
+4. the coefficient of variation of the measured speedup over 10 evaluations each of softmax
+   and relu (new path).
 
-    PYTHONPATH=. python benchmarks/bench_harness.py [--repeats 10] [--cases 0,2,6]
+    PYTHONPATH=. python benchmarks/bench_harness.py [--repeats 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -26,72 +31,181 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from harness.evaluate import EvalOptions, evaluate  # noqa: E402
-from harness.sandbox import REFERENCE_POOL  # noqa: E402
 from harness.suite import find_candidate  # noqa: E402
+from harness.worker_pool import WARM_POOL, close_pools  # noqa: E402
+
+OLD = {"warm_pool": False, "reference_cache": False}
 
 
-def timed_eval(task: str, candidate: Path, options: EvalOptions):
+def timed_eval(task: str, candidate: Path, **options):
     started = time.perf_counter()
-    outcome = evaluate(task, candidate, options)
+    outcome = evaluate(task, candidate, EvalOptions(**options))
     return time.perf_counter() - started, outcome
 
 
-def turnaround(cases: str) -> None:
-    print("== turnaround: compile + check + time, one ReLU kernel, task relu, cases", cases)
-    print(f"{'path':14} {'cache':6} {'turnaround s':>13} {'compile s':>10} {'status':10} speedup")
-    options = EvalOptions(cases=cases)
-    for label, path in (
-        ("fast path", HERE / "candidates" / "relu_fast_path.py"),
-        ("load_inline", HERE / "candidates" / "relu_load_inline.py"),
+def wait_for_pool(timeout: float = 120.0) -> None:
+    """Until the warm pool has a booted worker again (its refill runs in the background)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(w.ready or _booted(w) for ws in WARM_POOL._idle.values() for w in ws):
+            return
+        time.sleep(0.2)
+
+
+def _booted(worker) -> bool:  # noqa: ANN001
+    try:
+        worker.wait_ready(0.01)
+        return True
+    except Exception:  # noqa: BLE001 - still booting
+        return False
+
+
+class ColdCompile:
+    """Removes the compile-cache entries a run created, so the next run compiles again."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __enter__(self) -> ColdCompile:
+        self.before = set(self._entries())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for entry in set(self._entries()) - self.before:
+            shutil.rmtree(entry, ignore_errors=True)
+
+    def _entries(self) -> list[Path]:
+        return [p for sub in ("cpu", "torch_ext") for p in (self.root / sub).glob("*/*") if p.is_dir()] + [
+            p for p in (self.root / "torch_ext").glob("*") if p.is_dir()
+        ]
+
+
+def line(label: str, seconds: float, outcome, extra: str = "") -> None:  # noqa: ANN001
+    speed = "-" if outcome.speedup is None else f"{outcome.speedup:.2f}x"
+    compile_s = "-" if outcome.compile_time_s is None else f"{outcome.compile_time_s:.2f}"
+    print(f"  {label:34} {seconds:7.2f} s  compile {compile_s:>5} s  {outcome.status.value:9} {speed:>7} {extra}")
+
+
+def turnaround(cache: Path) -> None:
+    print("== 1. 2-case relu turnaround, kernel not in the compile cache (cases 0,5)")
+    candidate = HERE / "candidates" / "relu_fast_path.py"
+    results = {}
+    for label, options in (
+        ("new (warm pool, ref cache, sandbox)", {}),
+        ("new, sandbox off", {"sandbox": False}),
+        ("old (fresh workers, refs recomputed)", OLD),
     ):
-        with tempfile.TemporaryDirectory(prefix="kope-bench-cache-") as cache:
-            os.environ["KOPE_HARNESS_CACHE"] = cache
-            for state in ("cold", "warm"):
-                seconds, o = timed_eval("relu", path, options)
-                compile_s = "-" if o.compile_time_s is None else f"{o.compile_time_s:.2f}"
-                speed = "-" if o.speedup is None else f"{o.speedup:.2f}x"
-                print(f"{label:14} {state:6} {seconds:13.1f} {compile_s:>10} {o.status.value:10} {speed}")
-        os.environ.pop("KOPE_HARNESS_CACHE", None)
+        if options.get("warm_pool", True):
+            timed_eval("relu", find_candidate("relu"), cases="0,5", timing=False, **options)  # warms pool + refs
+            wait_for_pool()
+        with ColdCompile(cache):
+            seconds, outcome = timed_eval("relu", candidate, cases="0,5", **options)
+        results[label] = seconds
+        line(label, seconds, outcome)
+    new, old = results["new (warm pool, ref cache, sandbox)"], results["old (fresh workers, refs recomputed)"]
+    print(
+        f"  ratio old/new: {old / new:.2f}x; sandbox cost: new/new-without-sandbox = {new / results['new, sandbox off']:.2f}x"
+    )
 
 
-def speedup_cv(repeats: int, cases: str) -> None:
-    candidate = find_candidate("softmax")
-    print(f"\n== speedup over {repeats} evaluations of {candidate.name} on task softmax, cases {cases}")
-    speedups, per_case = [], {}
-    for i in range(repeats):
-        seconds, o = timed_eval("softmax", candidate, EvalOptions(cases=cases))
-        if o.speedup is None:
-            print(f"run {i + 1}: {o.status.value} {o.error_kind}: no speedup")
-            continue
-        speedups.append(o.speedup)
-        for c in o.cases:
-            per_case.setdefault(c.name, []).append(c.speedup)
-        cvs = " ".join(f"{c.cand_ms.cv:.2f}" for c in o.cases)
-        print(f"run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; per-case timing CV of the candidate: {cvs})")
-    if len(speedups) >= 2:
-        mean, sd = statistics.mean(speedups), statistics.stdev(speedups)
-        print(
-            f"geomean speedup: mean {mean:.3f}x, stdev {sd:.3f}, coefficient of variation {sd / mean:.3f} over {len(speedups)} runs"
+def nine_cases() -> None:
+    print("\n== 2. 9-case elementwise evaluation (relu, suite candidate, all cases)")
+    candidate = find_candidate("relu")
+    timed_eval("relu", candidate, timing=False)  # references of all 9 cases cached, pool warm
+    wait_for_pool()
+    new, o_new = timed_eval("relu", candidate)
+    line("new", new, o_new)
+    old, o_old = timed_eval("relu", candidate, **OLD)
+    line("old", old, o_old)
+    print(f"  ratio old/new: {old / new:.2f}x")
+
+
+def round_trip() -> None:
+    print("\n== 3. timing from outside the candidate's process: cost of one empty timed unit")
+    from harness.hardware import available_cores
+    from harness.targets import get_target
+    from harness.worker_pool import Limits, WorkerSpec, worker_env
+
+    target = get_target("cpu")
+    env = worker_env(target.worker_env(available_cores()), True)
+    spec = WorkerSpec(tuple(sorted(env.items())), Limits(), True, True, (), None)
+    worker = spec.start("reference")
+    try:
+        task = find_candidate("relu").parent.parent.parent / "tasks" / "elementwise" / "relu.py"
+        worker.request(
+            {
+                "op": "load",
+                "role": "reference",
+                "task": str(task),
+                "target": "cpu",
+                "target_options": {},
+                "threads": available_cores(),
+            },
+            120,
+            "load",
         )
-        for name, values in per_case.items():
-            m, s = statistics.mean(values), statistics.stdev(values)
-            print(f"  case {name:24} mean {m:.3f}x  CV {s / m:.3f}")
+        worker.request({"op": "prepare", "case": 0, "init_seed": 0, "seeds": []}, 60, "prepare")
+        costs = []
+        for _ in range(200):
+            start = time.perf_counter_ns()
+            worker.request({"op": "go"}, 60, "go")
+            costs.append((time.perf_counter_ns() - start) / 1e3)
+        print(f"  median {statistics.median(costs):.0f} us, p90 {sorted(costs)[180]:.0f} us per unit (subtracted)")
+    finally:
+        worker.close()
+
+
+def speedup_cv(repeats: int) -> None:
+    for task, cases in (("softmax", "0,2,6"), ("relu", "0,5")):
+        candidate = find_candidate(task)
+        print(f"\n== 4. speedup over {repeats} evaluations of {candidate.name} on task {task}, cases {cases}")
+        timed_eval(task, candidate, cases=cases, timing=False)
+        speedups = []
+        for i in range(repeats):
+            seconds, o = timed_eval(task, candidate, cases=cases)
+            if o.speedup is None:
+                print(f"  run {i + 1}: {o.status.value} {o.error_kind}: no speedup")
+                continue
+            speedups.append(o.speedup)
+            ci = " ".join(
+                f"+-{(c.cand_ms.ci_high - c.cand_ms.ci_low) / 2 / c.cand_ms.median * 100:.1f}%/{c.cand_ms.n}"
+                for c in o.cases
+                if c.cand_ms and c.cand_ms.ci_low is not None
+            )
+            print(
+                f"  run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; candidate median CI/reps per case: {ci})"
+            )
+        if len(speedups) >= 2:
+            mean, sd = statistics.mean(speedups), statistics.stdev(speedups)
+            print(
+                f"  {task}: mean {mean:.3f}x, stdev {sd:.4f}, coefficient of variation {sd / mean:.4f} ({len(speedups)} runs)"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--cases", default="0,2,6", help="softmax cases for the CV measurement")
-    parser.add_argument("--relu-cases", default="0,5", help="relu cases for the turnaround measurement")
+    parser.add_argument("--skip", default="", help="comma-separated sections to skip (1,2,3,4)")
     args = parser.parse_args()
+    skip = set(args.skip.split(","))
     print(
-        f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (shared machines make these numbers noisy)\n"
+        f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (a shared machine makes these noisy)\n"
     )
-    try:
-        turnaround(args.relu_cases)
-        speedup_cv(args.repeats, args.cases)
-    finally:
-        REFERENCE_POOL.close_all()
+    with tempfile.TemporaryDirectory(prefix="kope-bench-cache-") as cache:
+        os.environ["KOPE_HARNESS_CACHE"] = cache
+        started = time.perf_counter()
+        try:
+            if "1" not in skip:
+                turnaround(Path(cache))
+            if "2" not in skip:
+                nine_cases()
+            if "3" not in skip:
+                round_trip()
+            if "4" not in skip:
+                speedup_cv(args.repeats)
+        finally:
+            close_pools()
+        print(f"\nbench_harness: {time.perf_counter() - started:.0f} s in all")
 
 
 if __name__ == "__main__":

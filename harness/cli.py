@@ -85,7 +85,9 @@ def format_outcome(outcome: Any) -> str:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from harness.evaluate import evaluate
+    from harness.worker_pool import one_shot
 
+    one_shot()  # one evaluation and exit: a worker booted for a next one would be wasted
     outcome = evaluate(args.task, args.candidate, options_from_args(args))
     print(outcome.to_json() if args.json else format_outcome(outcome))
     return 0 if outcome.ok else 1
@@ -130,12 +132,12 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         failed += sum(not c.ok for c in checks)
         report.append({"task": task.operator, "path": str(task.path), "cases": [c.to_dict() for c in checks]})
         if not args.json:
-            for c in checks:
-                ms = f"{c.ref_ms:8.2f} ms" if c.ref_ms is not None else ""
-                status = "ok" if c.ok else "FAIL"
+            for check in checks:
+                ms = f"{check.ref_ms:8.2f} ms" if check.ref_ms is not None else ""
+                status = "ok" if check.ok else "FAIL"
                 print(
-                    f"{task.operator:20} {c.name:34} {status:4} {ms} {' '.join(c.outputs or [])} {c.error or ''}"
-                    + (f" (degenerate: {c.degenerate})" if c.degenerate else "")
+                    f"{task.operator:20} {check.name:34} {status:4} {ms} {' '.join(check.outputs or [])} "
+                    f"{check.error or ''}" + (f" (degenerate: {check.degenerate})" if check.degenerate else "")
                 )
     if args.json:
         print(json.dumps(report, indent=2))

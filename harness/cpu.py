@@ -42,7 +42,12 @@ Rules:
   ``flags=[...]`` (e.g. ``-ffast-math``, at your own risk for accuracy).
 * The library is cached by a hash of (source, flags, compiler, CPU): the same
   source compiles once per machine. Cache: ``$KOPE_HARNESS_CACHE`` or
-  ``~/.cache/kope/harness``.
+  ``~/.cache/kope/harness``. Each entry carries the SHA-256 of its library
+  (``manifest.json``); an entry whose library does not match is rebuilt.
+* Inside the sandbox (``harness.sandbox``) the candidate's process can neither run
+  a compiler nor write the cache: ``compile_cpp`` asks the parent (``serve_compile``),
+  which compiles in a sandbox of its own (no network, read-only file tree except
+  a fresh build folder) and installs the result in the cache itself.
 * A compiler error raises ``harness.errors.CompileError`` with the compiler's
   output (the harness reports it as ``compile_error``); the compiler is killed
   after ``timeout`` seconds (default ``$KOPE_HARNESS_COMPILE_TIMEOUT`` or 120).
@@ -53,16 +58,18 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness._cdecl import Function, extern_c_functions
 from harness.errors import CompileError
@@ -80,7 +87,34 @@ def threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
 
 
+_CACHE_ROOT: Path | None = None  # set in a worker (which sees no KOPE_* variables)
+_REMOTE: tuple[int, int] | None = None  # (fd from parent, fd to parent) when compiling is the parent's job
+
+
+def set_cache_root(path: str | Path) -> None:
+    global _CACHE_ROOT
+    _CACHE_ROOT = Path(path)
+
+
+def use_remote_compiler(fd_in: int, fd_out: int) -> None:
+    """In a sandboxed worker: every compile_cpp / load_inline goes to the parent over the worker's channel."""
+    global _REMOTE
+    _REMOTE = (fd_in, fd_out)
+
+
+def ask_parent(request: dict[str, Any]) -> dict[str, Any]:
+    """Send a compile request to the parent and wait for its answer (worker side)."""
+    from harness.ipc import read_message_blocking, write_message
+
+    assert _REMOTE is not None
+    write_message(_REMOTE[1], {"op": "compile", **request})
+    reply, _ = read_message_blocking(_REMOTE[0])
+    return reply
+
+
 def cache_root() -> Path:
+    if _CACHE_ROOT is not None:
+        return _CACHE_ROOT
     env = os.environ.get("KOPE_HARNESS_CACHE")
     if env:
         return Path(env)
@@ -131,7 +165,9 @@ class CppFunction:
             except AttributeError:
                 self.fn = fn = replace(fn, unsupported="declared but not defined in the library")
                 return
-            self._c.argtypes = [ctypes.c_void_p if p.pointer else getattr(ctypes, p.scalar) for p in fn.params]
+            self._c.argtypes = [
+                ctypes.c_void_p if p.pointer else getattr(ctypes, cast(str, p.scalar)) for p in fn.params
+            ]
             self._c.restype = getattr(ctypes, fn.returns) if fn.returns else None
 
     def __call__(self, *args: Any) -> Any:
@@ -199,25 +235,94 @@ def compile_cpp(source: str, *, flags: Sequence[str] = (), timeout: float | None
     started = time.perf_counter()
     STATS["calls"] += 1
     try:
-        cxx = find_compiler()
-        functions = extern_c_functions(_expand_macros(source, cxx))
-        if not functions:
-            raise CompileError('no extern "C" function found in the source: mark the entry points extern "C"')
-        key = source_key(source, flags, cxx)
-        folder = cache_root() / "cpu" / key[:2] / key
-        library = folder / "kernel.so"
-        cached = library.is_file()
-        if cached:
-            STATS["cache_hits"] += 1
-        else:
-            _build(source, list(flags), cxx, folder, library, timeout)
-            STATS["compiled"] += 1
-        return CppLibrary(library, key, functions, cached)
+        if _REMOTE is not None:
+            reply = ask_parent(
+                {"kind": "cpp", "source": source, "flags": list(flags), "timeout": timeout or _default_timeout()}
+            )
+            if not reply.get("ok"):
+                raise CompileError(str(reply.get("message")), timed_out=bool(reply.get("timed_out")))
+            functions = extern_c_functions(reply["expanded"])
+            STATS["cache_hits" if reply["cached"] else "compiled"] += 1
+            return CppLibrary(Path(reply["path"]), reply["key"], functions, reply["cached"])
+        library, key, expanded, cached = _library(source, list(flags), timeout, sandboxed=False)
+        STATS["cache_hits" if cached else "compiled"] += 1
+        return CppLibrary(library, key, extern_c_functions(expanded), cached)
     finally:
         STATS["seconds"] += time.perf_counter() - started
 
 
-def _expand_macros(source: str, cxx: str) -> str:
+def _library(source: str, flags: list[str], timeout: float | None, *, sandboxed: bool) -> tuple[Path, str, str, bool]:
+    """(library path, key, macro-expanded source, was cached); builds when the cache has no valid entry."""
+    cxx = find_compiler()
+    expanded = _expand_macros(source, cxx, sandboxed)
+    if not extern_c_functions(expanded):
+        raise CompileError('no extern "C" function found in the source: mark the entry points extern "C"')
+    key = source_key(source, flags, cxx)
+    folder = cache_root() / "cpu" / key[:2] / key
+    library = folder / "kernel.so"
+    cached = verified(folder, library)
+    if not cached:
+        _build(source, flags, cxx, folder, library, timeout, sandboxed)
+    return library, key, expanded, cached
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verified(folder: Path, library: Path) -> bool:
+    """True when ``library`` exists and matches the SHA-256 its folder's manifest records."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        return library.is_file() and manifest.get("sha256") == file_sha256(library)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def write_manifest(folder: Path, library: Path) -> None:
+    tmp = folder / f".manifest-{os.getpid()}.json"
+    tmp.write_text(json.dumps({"sha256": file_sha256(library), "file": library.name}))
+    os.replace(tmp, folder / "manifest.json")
+
+
+def serve_compile(request: dict[str, Any]) -> dict[str, Any]:
+    """Parent side: compile what a sandboxed worker asks for, in the compile sandbox; the reply it gets back."""
+    kind = request.get("kind")
+    try:
+        if kind == "cpp":
+            source, flags, timeout = request.get("source"), request.get("flags", []), request.get("timeout")
+            if not isinstance(source, str) or not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+                return {"ok": False, "message": "malformed compile request"}
+            limit = float(timeout) if isinstance(timeout, (int, float)) else None
+            library, key, expanded, cached = _library(source, flags, limit, sandboxed=True)
+            return {"ok": True, "path": str(library), "key": key, "expanded": expanded, "cached": cached}
+        if kind == "torch_ext":
+            from harness.targets import torch_ext
+
+            return torch_ext.serve(request)
+    except CompileError as exc:
+        return {"ok": False, "message": str(exc), "timed_out": exc.timed_out}
+    return {"ok": False, "message": f"unknown compile request {kind!r}"}
+
+
+def sandboxed_command(cmd: list[str], writable: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``cmd`` wrapped in the compile sandbox (namespaces, read-only tree except ``writable``), and its env."""
+    from harness.sandbox import clean_env, hidden_paths, launcher
+
+    root = str(Path(__file__).resolve().parent.parent)
+    wrapper = [sys.executable, "-S", "-m", "harness.sandbox", "exec"]
+    for w in writable:
+        wrapper += ["--writable", w]
+    for h in hidden_paths([cache_root() / "refs"]):
+        wrapper += ["--hide", h]
+    return [*launcher(), *wrapper, "--", *cmd], clean_env({"PYTHONPATH": root})
+
+
+def _expand_macros(source: str, cxx: str, sandboxed: bool = False) -> str:
     """The source with its own #defines expanded (so macro-generated entry points are found).
 
     Includes are left out of the expansion (system headers declare thousands of
@@ -226,10 +331,11 @@ def _expand_macros(source: str, cxx: str) -> str:
     if "#define" not in source:
         return source
     stripped = "\n".join("" if line.lstrip().startswith("#include") else line for line in source.splitlines())
+    cmd, env = [cxx, "-E", "-P", "-x", "c++", "-"], None
+    if sandboxed:
+        cmd, env = sandboxed_command(cmd, [])
     try:
-        proc = subprocess.run(
-            [cxx, "-E", "-P", "-x", "c++", "-"], input=stripped, capture_output=True, text=True, timeout=30
-        )
+        proc = subprocess.run(cmd, input=stripped, capture_output=True, text=True, timeout=30, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return source
     return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else source
@@ -243,26 +349,41 @@ def _default_timeout() -> float:
         return 120.0
 
 
-def _build(source: str, flags: list[str], cxx: str, folder: Path, library: Path, timeout: float | None) -> None:
+def _build(
+    source: str, flags: list[str], cxx: str, folder: Path, library: Path, timeout: float | None, sandboxed: bool
+) -> None:
+    """Compile into a fresh build folder (the only place a sandboxed compiler may write), then install."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.cpp").write_text(source)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernel-", suffix=".so")
-    os.close(fd)
-    cmd = [cxx, *BASE_FLAGS, *flags, "-x", "c++", str(folder / "kernel.cpp"), "-o", tmp]
-    limit = timeout if timeout is not None else _default_timeout()
-    returncode, output = run_with_timeout(cmd, limit)
-    if returncode is None:
-        os.unlink(tmp)
-        raise CompileError(f"compilation timed out after {limit:g} s: {' '.join(cmd)}", timed_out=True)
-    if returncode != 0:
-        os.unlink(tmp)
-        raise CompileError(f"the C++ compiler failed (exit {returncode}):\n{output.strip()}\ncommand: {' '.join(cmd)}")
-    os.replace(tmp, library)
+    build = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".build-"))
+    try:
+        (build / "kernel.cpp").write_text(source)
+        cmd = [cxx, *BASE_FLAGS, *flags, "-x", "c++", str(build / "kernel.cpp"), "-o", str(build / "kernel.so")]
+        env = None
+        run = cmd
+        if sandboxed:
+            run, env = sandboxed_command(cmd, [str(build)])
+        limit = timeout if timeout is not None else _default_timeout()
+        returncode, output = run_with_timeout(run, limit, env=env)
+        if returncode is None:
+            raise CompileError(f"compilation timed out after {limit:g} s: {' '.join(cmd)}", timed_out=True)
+        if returncode != 0 or not (build / "kernel.so").is_file():
+            raise CompileError(
+                f"the C++ compiler failed (exit {returncode}):\n{output.strip()}\ncommand: {' '.join(cmd)}"
+            )
+        tmp = folder / f".kernel-{os.getpid()}-{build.name}.so"
+        os.replace(build / "kernel.so", tmp)
+        os.replace(tmp, library)
+        write_manifest(folder, library)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
 
 
-def run_with_timeout(cmd: list[str], timeout: float) -> tuple[int | None, str]:
+def run_with_timeout(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int | None, str]:
     """Run ``cmd`` in its own process group; on timeout kill the whole group (the compiler's children too)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env
+    )
     try:
         output, _ = proc.communicate(timeout=timeout)
         return proc.returncode, output

@@ -4,26 +4,29 @@ The steps, each of which can end the evaluation with an outcome:
 
 1. static: the candidate file is non-empty Python defining ``ModelNew``
    (``format_error``), and the static anti-cheat checks pass (``cheat_detected``);
-2. two fresh worker processes start side by side: the *reference* worker loads
-   the task; the *candidate* worker loads the candidate (its kernels compile,
-   under the compile timeout);
-3. correctness, case by case (the reference worker runs one case ahead): the
-   reference worker computes outputs for ``seeds`` seeds (replacing a seed whose
-   reference output is degenerate), the candidate worker runs the same seeds
-   under the run-time guards, and this process compares (``harness.compare``);
-4. timing of the passing cases (when the target's timings are valid): reference
-   and candidate interleaved in the candidate worker; some timed outputs are
-   checked against the reference again.
+2. workers: a warm, sandboxed candidate worker (``harness.worker_pool``) is locked down and
+   loads the candidate (its kernels compile, in the parent's compile sandbox, under the
+   compile timeout); the reference worker (trusted: it runs only the task) is reused from
+   the last evaluation of the same task when there is one;
+3. correctness, case by case: reference outputs for ``seeds`` seeds come from the reference
+   cache (``harness.reference_cache``) or the reference worker; the candidate worker runs
+   the same seeds under the run-time guards and this process checks that every trial it
+   asked for came back (count, seeds, input digests) and compares (``harness.compare``);
+5. timing of the passing cases (when the target's timings are valid), driven from here:
+   reference (in its own worker) and candidate timed interleaved on the same fresh inputs,
+   by this process's clock, adaptively (``harness.timing``); every timed output is compared
+   with the reference's output for the same inputs; the candidate's threads and CPU time are
+   read from /proc, outside its reach.
 
-Problems with the task, the target or the options raise ``HarnessError``; all
-problems with the candidate become the outcome.
+Problems with the task, the target or the options raise ``HarnessError``; all problems with
+the candidate become the outcome.
 """
 
 from __future__ import annotations
 
 import ast
 import logging
-import os
+import math
 import random
 import time
 from collections.abc import Sequence
@@ -32,16 +35,34 @@ from pathlib import Path
 from typing import Any
 
 from harness.device_lock import device_lock
-from harness.errors import CandidateNotFoundError, OptionsError, ReferenceFailedError
+from harness.errors import CandidateNotFoundError, HarnessError, OptionsError, ReferenceFailedError
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
-from harness.sandbox import REFERENCE_POOL, Limits, Worker, WorkerDied, WorkerError, WorkerTimeout
 from harness.targets import get_target
 from harness.task import Case, Task, load_task, select_cases
 from harness.timing import Budget
+from harness.worker_pool import (
+    REFERENCE_POOL,
+    WARM_POOL,
+    Limits,
+    Worker,
+    WorkerDied,
+    WorkerError,
+    WorkerSpec,
+    WorkerTimeout,
+)
 
 DEGENERATE_RETRIES = 4
+CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
+UNIT_CAP = 4096  # calls per timed unit at most
+PROBE_MS = 40.0  # the native probe unit lasts about this long
+PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
+PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
 log = logging.getLogger("harness")
+
+
+class SandboxUnavailableError(HarnessError):
+    """The OS sandbox cannot be set up here and the user did not opt out of it."""
 
 
 @dataclass
@@ -60,8 +81,11 @@ class EvalOptions:
     limits: Limits = field(default_factory=Limits)
     static_checks: bool = True  # False only to test the run-time layer on its own
     lazy_check: bool = True
-    seed: int | None = None  # fixes every seed (reproducible runs); default: random
+    seed: int | None = None  # fixes every seed (reproducible runs); default: per-machine secret seeds
     reuse_reference: bool = True  # keep the (trusted) reference worker for the next evaluation
+    warm_pool: bool = True  # take a pre-started worker (False: start one now, as before the pool existed)
+    reference_cache: bool = True  # reuse reference outputs computed earlier (False: always recompute)
+    sandbox: bool | None = None  # None: sandboxed where possible, refused where not; False: explicit opt-out
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -81,6 +105,22 @@ def resolve_task(task: str | Path | Task) -> Task:
     return load_task(find_task(task).path)
 
 
+def use_sandbox(requested: bool | None) -> bool:
+    """Whether to sandbox; raises ``SandboxUnavailableError`` where it is wanted and impossible."""
+    from harness.sandbox import SANDBOX_ENV, opted_out, sandbox_status
+
+    if requested is False or (requested is None and opted_out()):
+        return False
+    status = sandbox_status()
+    if status.available:
+        return True
+    raise SandboxUnavailableError(
+        f"the candidate sandbox cannot be set up on this machine: {status.reason}",
+        hint=f"candidates are untrusted code; to run them without the sandbox anyway set {SANDBOX_ENV}=off "
+        "(or EvalOptions(sandbox=False))",
+    )
+
+
 class _Stop(Exception):
     """Ends the evaluation early with (status-carrying) error kind, message and output."""
 
@@ -94,6 +134,7 @@ class _Evaluation:
         self.task, self.candidate, self.options = task, candidate, options
         self.target = get_target(options.target)
         self.target.check_available()
+        self.sandboxed = use_sandbox(options.sandbox)
         self.cases = select_cases(task, options.cases)
         self.threads = options.threads or available_cores()
         self.rng = random.Random(options.seed) if options.seed is not None else random.SystemRandom()
@@ -102,20 +143,36 @@ class _Evaluation:
         }
         self.case_kinds: dict[int, str] = {}
         self.compile_time: float | None = None
-        self.hardware: Hardware | None = None
+        self.hardware: Hardware = self.target.describe_hardware()
         self.started = time.monotonic()
-        self.init_seeds = {c.index: self.rng.randrange(1 << 31) for c in self.cases}
+        self._salt: bytes | None = None
+        if options.seed is None:
+            from harness import reference_cache
+
+            self._salt = reference_cache.seed_salt()
+            self.task_sha = reference_cache.task_digest(task.path)
+        else:
+            self.task_sha = None
+        self.init_seeds = {c.index: self._seed(c, "init") for c in self.cases}
         self.ref: Worker | None = None
         self.cand: Worker | None = None
         self.ref_healthy = True  # False once the reference worker failed: it is then not reused
         self.ref_info: dict = {}
+        self.task_threads = 0  # the candidate worker's thread count before the candidate was loaded
+
+    def _seed(self, case: Case, what: Any) -> int:
+        if self._salt is None:
+            return self.rng.randrange(1 << 31)
+        from harness.reference_cache import derived_seed
+
+        return derived_seed(self._salt, self.task_sha, case.index, case.name, what)
 
     # -- the whole run -----------------------------------------------------------------------------
     def run(self) -> Outcome:
         try:
             self._static()
             try:
-                self._start_workers()
+                self._start_candidate()
                 with device_lock():  # a worker service's device: one evaluation runs kernels at a time
                     self._correctness()
                     if self._should_time():
@@ -171,6 +228,39 @@ class _Evaluation:
                 raise _Stop(f"cheat_detected:{findings[0].check}", f"static checks of {self.candidate.name}:\n{text}")
 
     # -- 2. workers ----------------------------------------------------------------------------------
+    def _spec(self) -> WorkerSpec:
+        from harness.cpu import cache_root
+        from harness.sandbox import hidden_paths
+
+        env = dict(self.target.worker_env(self.threads))
+        if not self.sandboxed:
+            env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(self.options.compile_timeout_s)
+        from harness.worker_pool import worker_env
+
+        return WorkerSpec(
+            env=tuple(sorted(worker_env(env, self.sandboxed).items())),
+            limits=self.options.limits,
+            uses_rlimit_as=self.target.uses_rlimit_as,
+            sandboxed=self.sandboxed,
+            hidden=tuple(hidden_paths([cache_root() / "refs"])) if self.sandboxed else (),
+            cache_root=str(cache_root()),
+        )
+
+    def _worker(self) -> Worker:
+        spec = self._spec()
+        worker = WARM_POOL.take(spec) if self.options.warm_pool else spec.start()
+        if self.sandboxed:
+            worker.compile_service = self._serve_compile
+        return worker
+
+    def _serve_compile(self, request: dict) -> dict:
+        from harness.cpu import serve_compile
+
+        timeout = request.get("timeout")
+        limit = self.options.compile_timeout_s
+        request["timeout"] = min(float(timeout), limit) if isinstance(timeout, (int, float)) else limit
+        return serve_compile(request)
+
     def _pool_key(self) -> tuple:
         stat = self.task.path.stat()
         limits = self.options.limits
@@ -183,36 +273,60 @@ class _Evaluation:
             self.threads,
             limits.memory_bytes,
             limits.file_bytes,
+            self.sandboxed,
         )
 
-    def _start_workers(self) -> None:
-        env = dict(os.environ)
-        env.update(self.target.worker_env(self.threads))
-        env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(self.options.compile_timeout_s)
-        limits, rlimit = self.options.limits, self.target.uses_rlimit_as
-        pooled = REFERENCE_POOL.take(self._pool_key()) if self.options.reuse_reference else None
-        common = {
+    def _load_message(self) -> dict:
+        return {
             "op": "load",
             "task": str(self.task.path),
             "target": self.target.name,
             "target_options": self.target.options(),
             "threads": self.threads,
         }
-        if pooled is None:
-            self.ref = Worker("reference", env, limits, rlimit)
-            self.ref.send(common)
-        else:
+
+    def _reference(self) -> Worker:
+        """The reference worker, loaded (taken from the pool of loaded ones, or started now)."""
+        if self.ref is not None:
+            return self.ref
+        pooled = REFERENCE_POOL.take(self._pool_key()) if self.options.reuse_reference else None
+        if pooled is not None:
             self.ref, self.ref_info = pooled
-        self.cand = Worker("candidate", env, limits, rlimit)
+            self._trace("reference worker ready (reused)")
+            return self.ref
+        self.ref = self._worker()
+        self.ref.role = "reference"
+        self.ref.send({**self._load_message(), "role": "reference"})
+        reply = self._reference_reply(self.options.startup_timeout_s, "loading the task")
+        self.ref_info = {"hardware": reply["hardware"]}
+        self._trace("reference worker ready")
+        return self.ref
+
+    def _start_candidate(self) -> None:
+        self.cand = self._worker()
+        self.cand.role = "candidate"
+        try:
+            self.cand.wait_ready(self.options.startup_timeout_s)
+        except WorkerError:  # a pooled worker that died while idle: one fresh try
+            self.cand.close()
+            self.cand = self._spec().start("candidate")
+            if self.sandboxed:
+                self.cand.compile_service = self._serve_compile
+            try:
+                self.cand.wait_ready(self.options.startup_timeout_s)
+            except WorkerError as exc:
+                raise HarnessError(f"a candidate worker could not start: {exc}\n{exc.output}") from None
+        self.task_threads = len(self.cand.tasks())
         first = self.cases[0]
         self.cand.send(
-            {**common, "candidate": str(self.candidate), "case": first.index, "init_seed": self.init_seeds[first.index]}
+            {
+                **self._load_message(),
+                "role": "candidate",
+                "candidate": str(self.candidate),
+                "case": first.index,
+                "init_seed": self.init_seeds[first.index],
+            }
         )
-        if pooled is None:
-            reply = self._reference_reply(self.options.startup_timeout_s, "loading the task")
-            self.ref_info = {"hardware": reply["hardware"]}
-        self._trace("reference worker ready" + (" (reused)" if pooled else ""))
-        self.hardware = Hardware.from_dict(self.ref_info["hardware"])
         try:
             reply, _ = self.cand.receive(
                 self.options.startup_timeout_s + self.options.compile_timeout_s, "loading the candidate"
@@ -227,10 +341,28 @@ class _Evaluation:
         except WorkerDied as exc:
             raise _Stop(exc.kind, f"while loading the candidate: {exc}", exc.output) from None
         self._note_compile(reply)
+        self._check_sandbox("loading the candidate")
         self._trace(f"candidate worker ready (compile {reply.get('compile_time_s')})")
         if not reply.get("ok"):
             raise _Stop(
                 reply["error_kind"], reply.get("message", ""), _join(reply.get("traceback"), self.cand.output())
+            )
+
+    def _check_sandbox(self, doing: str) -> None:
+        """Forbidden system calls the sandbox trapped in the candidate's process are cheats."""
+        if self.cand is None or not self.sandboxed:
+            return
+        trapped = self.cand.violations()
+        if trapped:
+            from harness.sandbox import syscall_check
+
+            check, name = syscall_check(trapped[0])
+            names = sorted({syscall_check(n)[1] for n in trapped})
+            raise _Stop(
+                f"cheat_detected:{check}",
+                f"while {doing} the candidate made system calls the sandbox forbids ({', '.join(names)}); "
+                f"the first was {name} (caught by the sandbox: seccomp)",
+                self.cand.output(),
             )
 
     def _trace(self, what: str) -> None:
@@ -246,7 +378,9 @@ class _Evaluation:
             ) from None
         if not reply.get("ok"):
             self.ref_healthy = False
-            raise ReferenceFailedError(f"task {self.task.operator} ({self.task.path}): {reply.get('reference_failed')}")
+            raise ReferenceFailedError(
+                f"task {self.task.operator} ({self.task.path}): {reply.get('reference_failed') or reply.get('message')}"
+            )
         reply["_tensors"] = tensors
         return reply
 
@@ -255,33 +389,63 @@ class _Evaluation:
             self.compile_time = reply["compile_time_s"]
 
     # -- 3. correctness ------------------------------------------------------------------------------
-    def _seeds(self) -> list[int]:
-        return [self.rng.randrange(1 << 31) for _ in range(self.options.seeds)]
+    def _seeds(self, case: Case) -> list[int]:
+        return [self._seed(case, k) for k in range(self.options.seeds)]
 
-    def _ref_request(self, case: Case, seeds: list[int], retries: int) -> None:
-        self.ref.send(
-            {
-                "op": "reference",
-                "case": case.index,
-                "init_seed": self.init_seeds[case.index],
-                "seeds": seeds,
-                "retries": retries,
-            }
-        )
+    def _cache_context(self) -> dict:
+        return {
+            "task": self.task_sha,
+            "target": self.target.name,
+            "target_options": self.target.options(),
+            "threads": self.threads,
+            "hardware": self.hardware.id,
+        }
 
-    def _correctness(self) -> None:
-        self._ref_request(self.cases[0], self._seeds(), DEGENERATE_RETRIES)
-        for n, case in enumerate(self.cases):
-            ref = self._reference_reply(
+    def _reference_trials(self, case: Case, seeds: list[int]) -> list[tuple[dict, list]]:
+        """One (trial, its tensors) per seed: from the cache where possible, else from the reference worker."""
+        from harness import reference_cache
+
+        use_cache = self.options.reference_cache and self.task_sha is not None
+        keys = [
+            reference_cache.entry_key(
+                self._cache_context(), case.as_dict(), self.init_seeds[case.index], s, DEGENERATE_RETRIES
+            )
+            if use_cache
+            else None
+            for s in seeds
+        ]
+        found: list[tuple[dict, list] | None] = [reference_cache.load(k) if k else None for k in keys]
+        missing = [i for i, f in enumerate(found) if f is None]
+        if missing:
+            ref = self._reference()
+            ref.send(
+                {
+                    "op": "reference",
+                    "case": case.index,
+                    "init_seed": self.init_seeds[case.index],
+                    "seeds": [seeds[i] for i in missing],
+                    "retries": DEGENERATE_RETRIES,
+                }
+            )
+            reply = self._reference_reply(
                 self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}"
             )
-            degenerate = next((t["degenerate"] for t in ref["trials"] if t.get("degenerate")), None)
+            for i, (trial, tensors) in zip(missing, _split_trials(reply["trials"], reply["_tensors"])):
+                found[i] = (trial, tensors)
+                if keys[i] and not trial.get("degenerate"):
+                    reference_cache.store(keys[i], trial, tensors)
+        return found  # type: ignore[return-value]
+
+    def _correctness(self) -> None:
+        for case in self.cases:
+            ref_trials = self._reference_trials(case, self._seeds(case))
+            degenerate = next((t["degenerate"] for t, _ in ref_trials if t.get("degenerate")), None)
             if degenerate:
                 raise ReferenceFailedError(
                     f"task {self.task.operator}, case {case.name!r}: the reference output stays degenerate ({degenerate}) for "
                     f"{DEGENERATE_RETRIES + 1} different seeds, so the case cannot tell a correct kernel from a constant one"
                 )
-            used = [t["seed"] for t in ref["trials"]]
+            used = [t["seed"] for t, _ in ref_trials]
             self.cand.send(
                 {
                     "op": "run",
@@ -291,27 +455,46 @@ class _Evaluation:
                     "lazy_check": self.options.lazy_check,
                 }
             )
-            if n + 1 < len(self.cases):
-                self._ref_request(self.cases[n + 1], self._seeds(), DEGENERATE_RETRIES)
-            self._trace(f"case {case.name}: reference done")
+            self._trace(f"case {case.name}: reference ready")
             reply, tensors = self._candidate_reply(self.options.case_timeout_s, case, "running")
             self._trace(f"case {case.name}: candidate done")
             self._note_compile(reply)
             if not reply.get("ok"):
                 self._case_error(case, reply)
                 continue
-            self._judge(case, ref, reply, tensors)
+            self._check_trials(case, used, reply)
+            self._judge(case, ref_trials, reply, tensors)
             self._trace(f"case {case.name}: compared")
 
     def _candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[dict, list]:
         try:
-            return self.cand.receive(timeout, f"{doing} case {case.name!r}")
+            reply = self.cand.receive(timeout, f"{doing} case {case.name!r}")
         except WorkerTimeout as exc:
             self.results[case.index].error = f"timeout: {exc}"
             raise _Stop("timeout", f"{doing} case {case.name!r} took longer than {timeout:.0f} s", exc.output) from None
         except WorkerDied as exc:
             self.results[case.index].error = str(exc)
             raise _Stop(exc.kind, f"{doing} case {case.name!r}: {exc}", exc.output) from None
+        self._check_sandbox(f"{doing} case {case.name!r}")
+        return reply
+
+    def _check_trials(self, case: Case, seeds: list[int], reply: dict) -> None:
+        """Every trial asked for came back, for the seeds asked for: nothing the candidate's process says is taken on trust."""
+        trials = reply.get("trials")
+        got = (
+            [t.get("seed") for t in trials]
+            if isinstance(trials, list) and all(isinstance(t, dict) for t in trials)
+            else None
+        )
+        if got == seeds and seeds and not trials[0].get("digest"):
+            got = None  # the first trial must prove which inputs it ran on
+        if got != seeds:
+            self.results[case.index].error = f"asked for trials with seeds {seeds}, got {got}"
+            raise _Stop(
+                "cheat_detected:missing_trials",
+                f"case {case.name!r}: the candidate's worker returned {0 if got is None else len(got)} trial(s) "
+                f"for seeds {got} where {len(seeds)} were asked for (seeds {seeds}): its results cannot be trusted",
+            )
 
     def _case_error(self, case: Case, reply: dict) -> None:
         self._note_compile(reply)
@@ -328,31 +511,53 @@ class _Evaluation:
             reply.get("traceback"), self.cand.output()
         )
 
-    def _judge(self, case: Case, ref: dict, reply: dict, tensors: list) -> None:
-        from harness.compare import compare_outputs
+    def _judge(self, case: Case, ref_trials: list[tuple[dict, list]], reply: dict, tensors: list) -> None:
+        from harness.fast_compare import compare_fast as compare_outputs
         from harness.worker_common import decode
 
         result = self.results[case.index]
-        for ref_trial, cand_trial in zip(ref["trials"], reply["trials"]):
-            if ref_trial["digest"] != cand_trial["digest"]:
-                raise ReferenceFailedError(
-                    f"task {self.task.operator}, case {case.name!r}: get_inputs() gave different inputs for the same seed in two "
-                    "processes; inputs must depend only on torch/random/numpy seeds"
-                )
+        for (ref_trial, ref_tensors), cand_trial in zip(ref_trials, reply["trials"]):
+            if cand_trial.get("digest") is not None and ref_trial.get("digest") != cand_trial["digest"]:
+                self._inputs_differ(case, ref_trial, cand_trial)
             if cand_trial.get("aliases") and not ref_trial.get("aliases_input"):
                 result.error = (
                     f"seed {cand_trial['seed']}: {cand_trial['aliases']}, but the reference returns new memory"
                 )
                 raise _Stop("cheat_detected:output_aliases_input", f"case {case.name!r}: {result.error}")
             devices: list[str] = []
-            cand_out = decode(cand_trial["output"], tensors, devices)
-            ref_out = decode(ref_trial["output"], ref["_tensors"])
+            cand_out = decode(cand_trial.get("output"), tensors, devices)
+            ref_out = decode(ref_trial["output"], ref_tensors)
             verdict = compare_outputs(cand_out, ref_out, device=self.target.device, cand_devices=devices)
             if not verdict.ok:
                 result.error = f"seed {cand_trial['seed']}: {verdict.message}"
                 self.case_kinds[case.index] = verdict.kind or "incorrect:mismatch"
                 return
         result.passed = True
+
+    def _inputs_differ(self, case: Case, ref_trial: dict, cand_trial: dict) -> None:
+        """The candidate ran on other inputs than the reference: the task is not reproducible, or the candidate lied."""
+        ref = self._reference()
+        ref.send(
+            {
+                "op": "reference",
+                "case": case.index,
+                "init_seed": self.init_seeds[case.index],
+                "seeds": [ref_trial["seed"]],
+                "retries": 0,
+            }
+        )
+        again = self._reference_reply(self.options.case_timeout_s, f"re-checking the inputs of case {case.name!r}")
+        if again["trials"][0]["digest"] != ref_trial["digest"]:
+            raise ReferenceFailedError(
+                f"task {self.task.operator}, case {case.name!r}: get_inputs() gave different inputs for the same seed in two "
+                "processes; inputs must depend only on torch/random/numpy seeds"
+            )
+        self.results[case.index].error = f"seed {ref_trial['seed']}: the candidate's inputs differ from the reference's"
+        raise _Stop(
+            "cheat_detected:input_mismatch",
+            f"case {case.name!r}: the candidate's worker reports inputs for seed {ref_trial['seed']} that differ from the "
+            "reference's (which are reproducible): the inputs were changed before or during its forward",
+        )
 
     # -- 4. timing -----------------------------------------------------------------------------------
     def _should_time(self) -> bool:
@@ -366,57 +571,24 @@ class _Evaluation:
         return self.options.time_incorrect or len(passed) == len(self.results)
 
     def _timing(self) -> None:
-        from dataclasses import asdict
+        from harness.timing import machine_lock
 
-        budget = asdict(self.options.budget)
-        for case in self.cases:
-            result = self.results[case.index]
-            if not result.passed:
-                continue
-            keep = [self.rng.randrange(1, max(2, self.options.budget.min_reps))]
-            header = {
-                "op": "time",
-                "case": case.index,
-                "init_seed": self.init_seeds[case.index],
-                "seed_base": self.rng.randrange(1 << 30),
-                "budget": budget,
-                "keep": keep,
-            }
-            self.cand.send(header)
-            reply, tensors = self._candidate_reply(self.options.timing_timeout_s, case, "timing")
-            if not reply.get("ok"):
-                self._case_error(case, reply)
-                result.passed = False
-                continue
-            self._trace(f"case {case.name}: timed")
-            if not self._verify_timed(case, reply, tensors):
-                continue
-            result.ref_ms = TimingStats.from_samples(reply["ref_ms"])
-            result.cand_ms = TimingStats.from_samples(reply["cand_ms"])
-            result.speedup = result.ref_ms.median / result.cand_ms.median if result.cand_ms.median > 0 else None
-
-    def _verify_timed(self, case: Case, reply: dict, tensors: list) -> bool:
-        from harness.compare import compare_outputs
-        from harness.worker_common import decode
-
-        kept = reply.get("kept", [])
-        self._ref_request(case, [k["seed"] for k in kept], retries=0)
-        ref = self._reference_reply(self.options.case_timeout_s, f"checking timed outputs of case {case.name!r}")
-        for item, ref_trial in zip(kept, ref["trials"]):
-            devices: list[str] = []
-            verdict = compare_outputs(
-                decode(item["output"], tensors, devices),
-                decode(ref_trial["output"], ref["_tensors"]),
-                device=self.target.device,
-                cand_devices=devices,
-            )
-            if not verdict.ok:
-                result = self.results[case.index]
-                result.passed = False
-                result.error = f"timed repetition {item['rep']}: {verdict.message}"
-                self.case_kinds[case.index] = "incorrect:timed_mismatch"
-                return False
-        return True
+        self._reference()
+        with machine_lock(exclusive=True):
+            self._trace("timing: machine lock held")
+            WARM_POOL.pause()  # workers booting in the background wait (SIGSTOP) while this process times
+            try:
+                for case in self.cases:
+                    result = self.results[case.index]
+                    if result.passed:
+                        try:
+                            _CaseTimer(self, case).run()
+                        except _Stop:
+                            result.passed = False  # what timing found overrules the correctness trials
+                            raise
+                        self._trace(f"case {case.name}: timed")
+            finally:
+                WARM_POOL.resume()
 
     # -- the record ----------------------------------------------------------------------------------
     def _outcome(self, stop_kind: str | None, stop_message: str | None, output: str) -> Outcome:
@@ -454,6 +626,217 @@ class _Evaluation:
             hardware=hardware,
             cases=cases,
         )
+
+
+class _CaseTimer:
+    """One case's timing, driven from the parent: units of calls in each worker, timed from outside."""
+
+    def __init__(self, ev: _Evaluation, case: Case) -> None:
+        self.ev, self.case = ev, case
+        self.budget = ev.options.budget
+        self.deadline = time.monotonic() + min(self.budget.max_wall_s, ev.options.timing_timeout_s)
+        self.rng = ev.rng if ev.options.seed is not None else random.SystemRandom()
+        self.workers = {"ref": ev.ref, "cand": ev.cand}
+        self.overhead_ns = {"ref": 0, "cand": 0}
+        self.samples: dict[str, list[float]] = {"ref": [], "cand": []}
+        self.spent_ms = {"ref": 0.0, "cand": 0.0}
+
+    # -- requests ----------------------------------------------------------------------------------
+    def _ask(self, who: str, header: dict) -> tuple[dict, list]:
+        ev, worker = self.ev, self.workers[who]
+        timeout = max(1.0, self.deadline - time.monotonic() + 30.0)
+        if who == "ref":
+            worker.send(header)
+            reply = ev._reference_reply(timeout, f"timing case {self.case.name!r}")
+            return reply, reply["_tensors"]
+        worker.send(header)
+        reply, tensors = ev._candidate_reply(timeout, self.case, "timing")
+        if not reply.get("ok"):
+            ev._case_error(self.case, reply)
+            raise _Stop(reply.get("error_kind", "runtime_error:unknown"), reply.get("message", ""))
+        return reply, tensors
+
+    def _unit(self, who: str, seeds: list[int]) -> float:
+        """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns as measured (round trip included)."""
+        ev, worker = self.ev, self.workers[who]
+        self._ask(
+            who, {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
+        )
+        cpu0 = worker.cpu_ns() if who == "cand" else 0
+        start = time.perf_counter_ns()
+        self._ask(who, {"op": "go"})
+        elapsed = time.perf_counter_ns() - start
+        if who == "cand" and seeds:
+            self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
+        return elapsed
+
+    def _check_cpu(self, cpu_ns: int, wall_ns: int) -> None:
+        allowed = wall_ns * self.ev.threads * CPU_SLACK + 2e6
+        if cpu_ns > allowed:
+            raise _Stop(
+                "cheat_detected:thread_count",
+                f"case {self.case.name!r}: during a timed unit the candidate's process used {cpu_ns / 1e6:.1f} ms of CPU "
+                f"in {wall_ns / 1e6:.1f} ms, more than {self.ev.threads} thread(s) can (read from /proc by the harness)",
+            )
+        if not self.ev.target.check_native_threads:  # CUDA/Triton runtimes start threads of their own
+            return
+        tasks = len(self.ev.cand.tasks())
+        limit = self.ev.task_threads + 2 * max(0, self.ev.threads - 1) + 2
+        if tasks > limit:
+            raise _Stop(
+                "cheat_detected:thread_count",
+                f"case {self.case.name!r}: the candidate's process runs {tasks} threads; at {self.ev.threads} thread(s) "
+                f"the harness allows {limit} (read from /proc/PID/task by the harness)",
+            )
+
+    def _fetch(self, who: str) -> tuple[dict, list]:
+        return self._ask(who, {"op": "fetch"})
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        ev, result = self.ev, self.ev.results[self.case.index]
+        for who in ("ref", "cand"):  # the cost of an empty round trip, taken off every measurement
+            costs = []
+            for _ in range(5):
+                costs.append(self._unit(who, []))
+            self.overhead_ns[who] = sorted(costs)[len(costs) // 2]
+        # Warm-up (not fetched, not recorded), which also sizes the unit: n doubles (or more) until a unit of
+        # either implementation lasts at least unit_ms and 20 round trips, so the subtracted cost stays small.
+        target = max(self.budget.unit_ms * 1e6, 20 * max(self.overhead_ns.values()))
+        n, warm_ms, units = 1, 0.0, 0
+        while True:
+            seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+            raw = {who: self._unit(who, seeds) for who in ("ref", "cand")}
+            units += 1
+            warm_ms += min(raw.values()) / 1e6
+            shortest = min(raw.values())
+            if time.monotonic() > self.deadline or (
+                shortest >= target and (warm_ms >= self.budget.warmup_ms or units >= 3)
+            ):
+                break
+            if shortest < target and n < UNIT_CAP:
+                n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
+        per_call_ms = max(1e-3, (raw["cand"] - self.overhead_ns["cand"]) / 1e6 / n)
+        rep = 0
+        while True:
+            seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+            order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
+            fetched = {}
+            for who in order:
+                ns = max(0, self._unit(who, seeds) - self.overhead_ns[who])
+                self.samples[who].append(ns / 1e6 / n)
+                self.spent_ms[who] += ns / 1e6
+                fetched[who] = self._fetch(who)
+            if not self._compare_unit(seeds, fetched):
+                return
+            rep += 1
+            if self._done(rep):
+                break
+        self._probe(per_call_ms)  # after the measured units, whose outputs were compared first
+        from harness.timing import median_ci
+
+        result.ref_ms = TimingStats.from_samples(self.samples["ref"], median_ci(self.samples["ref"]))
+        result.cand_ms = TimingStats.from_samples(self.samples["cand"], median_ci(self.samples["cand"]))
+        result.speedup = result.ref_ms.median / result.cand_ms.median if result.cand_ms.median > 0 else None
+        ev._trace(f"case {self.case.name}: {rep} units of {n} call(s)")
+
+    def _probe(self, per_call_ms: float) -> None:
+        """One unsampled-by-the-clock unit of calls with the candidate's threads sampled from outside (perf events):
+        time in libtorch's or a BLAS library's compute code is the reference's work, however it was reached."""
+        from harness import native_probe
+
+        calls = max(1, min(256, math.ceil(PROBE_MS / max(per_call_ms, 1e-3))))
+        ev, worker = self.ev, self.ev.cand
+        seeds = [self.rng.randrange(1 << 31) for _ in range(calls)]
+        self._ask(
+            "cand",
+            {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds},
+        )
+        try:
+            sampler = native_probe.Sampler(worker.pid)
+        except OSError as exc:
+            ev._trace(f"native probe unavailable: {exc}")
+            self._ask("cand", {"op": "go"})
+            return
+        try:
+            self._ask("cand", {"op": "go"})
+            profile = sampler.profile()
+        finally:
+            sampler.close()
+        ev._trace(f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}")
+        if profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
+            self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
+            raise _Stop(
+                "cheat_detected:reference_call",
+                f"case {self.case.name!r}: {profile.reference_share:.0%} of the candidate's native forward time was spent "
+                f"in libtorch's, numpy's or a BLAS library's compute code ({profile.top()}; {profile.samples} samples taken "
+                "from outside its process with perf events): the reference's work, reached below Python",
+            )
+
+    def _done(self, rep: int) -> bool:
+        from harness.timing import relative_halfwidth
+
+        b = self.budget
+        if rep < b.min_reps:
+            return time.monotonic() > self.deadline
+        if rep >= b.max_reps or time.monotonic() > self.deadline:
+            return True
+        if b.ci_target > 0 and max(relative_halfwidth(s) for s in self.samples.values()) <= b.ci_target:
+            return True
+        return min(self.spent_ms.values()) >= b.rep_ms
+
+    def _check_seeds(self, wanted: list[int], fetched: tuple[dict, list]) -> None:
+        reply, _ = fetched
+        got = [i.get("seed") for i in reply.get("items", []) if isinstance(i, dict)]
+        if got != wanted:
+            raise _Stop(
+                "cheat_detected:missing_trials",
+                f"case {self.case.name!r}: asked for timed calls with seeds {list(wanted)}, the candidate's worker "
+                f"returned outputs for {got}",
+            )
+
+    def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[dict, list]]) -> bool:
+        from harness.fast_compare import compare_fast as compare_outputs
+        from harness.worker_common import decode
+
+        ev, result = self.ev, self.ev.results[self.case.index]
+        self._check_seeds(seeds, fetched["cand"])
+        (cand, cand_tensors), (ref, ref_tensors) = fetched["cand"], fetched["ref"]
+        if cand.get("reused") and not ref.get("reused"):
+            result.error = f"timed calls: {cand['reused']}, but the reference returns new memory on every call"
+            raise _Stop("cheat_detected:output_reuses_buffer", f"case {self.case.name!r}: {result.error}")
+        for ref_item, cand_item in zip(ref["items"], cand["items"]):
+            devices: list[str] = []
+            verdict = compare_outputs(
+                decode(cand_item.get("output"), cand_tensors, devices),
+                decode(ref_item["output"], ref_tensors),
+                device=ev.target.device,
+                cand_devices=devices,
+            )
+            if not verdict.ok:
+                result.passed = False
+                result.error = f"timed call on seed {cand_item['seed']}: {verdict.message}"
+                ev.case_kinds[self.case.index] = "incorrect:timed_mismatch"
+                return False
+        return True
+
+
+def _renumber(desc: Any, tensors: list, own: list) -> Any:
+    if isinstance(desc, dict) and "t" in desc:
+        own.append(tensors[desc["t"]])
+        return {**desc, "t": len(own) - 1}
+    if isinstance(desc, dict) and "seq" in desc:
+        return {**desc, "seq": [_renumber(d, tensors, own) for d in desc["seq"]]}
+    return desc
+
+
+def _split_trials(trials: list[dict], tensors: list) -> list[tuple[dict, list]]:
+    """Each trial with only the tensors its output refers to (renumbered from 0)."""
+    out = []
+    for trial in trials:
+        own: list = []
+        out.append(({**trial, "output": _renumber(trial["output"], tensors, own)}, own))
+    return out
 
 
 def _join(*parts: str | None) -> str:

@@ -366,7 +366,7 @@ def digest(values: list[Any]) -> str:
             t = v.detach().to("cpu").contiguous()
             h.update(f"{t.dtype}{tuple(t.shape)}".encode())
             if t.numel():
-                h.update(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
+                h.update(t.reshape(-1).view(torch.uint8).numpy().data)
         else:
             h.update(repr(v).encode())
     return h.hexdigest()

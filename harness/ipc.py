@@ -18,7 +18,7 @@ import os
 import select
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -60,10 +60,10 @@ def tensor_bytes(t: torch.Tensor) -> memoryview:
     flat = t.detach().to("cpu").contiguous().reshape(-1)
     if flat.numel() == 0:
         return memoryview(b"")
-    return memoryview(flat.view(torch.uint8).numpy())
+    return flat.view(torch.uint8).numpy().data
 
 
-def write_message(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] = ()) -> None:
+def write_message(fd: int, header: dict[str, Any], tensors: Sequence[torch.Tensor] = ()) -> None:
     header = dict(header)
     payloads = [tensor_bytes(t) for t in tensors]
     header["tensors"] = [

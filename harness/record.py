@@ -1,7 +1,12 @@
 """The evaluation outcome: one typed record, serialised to ``kope.outcome/1`` JSON.
 
-Field names are a contract with ``kope`` (the lead's contract §3): they never
-change; absent values are ``None`` (JSON ``null``), never ``-1``.
+This module is the only definition of the record and its parts (``Outcome``,
+``CaseResult``, ``TimingStats``, ``Hardware``, ``GpuInfo``): the harness
+produces it, KOPE validates and stores this same type (``kope.memory.outcome``
+builds its validator from these dataclasses). Field names never change; new
+fields are optional; absent values are ``None`` (JSON ``null``), never ``-1``.
+``Outcome.violations()`` lists what a record breaks of the rules below the
+types (counts, positive speedups, lengths).
 
 ``status`` is one of ``STATUSES``. ``error_kind`` is a short stable string:
 the status, optionally followed by ``:`` and a detail. The details in use:
@@ -34,7 +39,11 @@ cheat_detected:<check>      an anti-cheat check fired: reference_call, input_mut
                             monkey_patch, leftover_thread, leftover_process,
                             lazy_output, output_aliases_input, tensor_subclass,
                             file_access, network_access, process_spawn,
-                            thread_count, forbidden_api
+                            thread_count, forbidden_api, output_reuses_buffer,
+                            missing_trials (fewer or other trials than asked for),
+                            input_mismatch (the candidate ran on other inputs),
+                            memory_access, sandbox_escape (the sandbox trapped a
+                            forbidden system call or a SIGSYS handler change)
 ==========================  ===================================================
 """
 
@@ -42,26 +51,30 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from enum import StrEnum
 from typing import Any
 
+from harness.vocabulary import STATUSES, Status
+
+__all__ = [
+    "EXCERPT_LIMIT",
+    "SCHEMA",
+    "STATUSES",
+    "CaseResult",
+    "GpuInfo",
+    "Hardware",
+    "Outcome",
+    "Status",
+    "TimingStats",
+    "excerpt",
+    "geometric_mean",
+]
+
 SCHEMA = "kope.outcome/1"
-
-
-class Status(StrEnum):
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    CHEAT_DETECTED = "cheat_detected"
-    FORMAT_ERROR = "format_error"
-
-
-STATUSES = tuple(s.value for s in Status)
-
-EXCERPT_LIMIT = 2000
+EXCERPT_LIMIT = 2000  # characters of error_excerpt (excerpt() keeps the first and last lines)
+HARDWARE_ID_LIMIT = 128
+HARDWARE_CLASS_LIMIT = 64
 
 
 def excerpt(text: str | None, limit: int = EXCERPT_LIMIT) -> str | None:
@@ -88,9 +101,11 @@ class TimingStats:
     iqr: float
     cv: float
     n: int
+    ci_low: float | None = None  # ~95 % confidence interval of the median (ms), where measured adaptively
+    ci_high: float | None = None
 
     @classmethod
-    def from_samples(cls, samples_ms: list[float]) -> TimingStats:
+    def from_samples(cls, samples_ms: list[float], ci: tuple[float, float] | None = None) -> TimingStats:
         if not samples_ms:
             raise ValueError("no timing samples")
         xs = sorted(samples_ms)
@@ -102,11 +117,26 @@ class TimingStats:
             iqr=_quantile(xs, 0.75) - _quantile(xs, 0.25),
             cv=(math.sqrt(var) / mean) if mean > 0 else 0.0,
             n=n,
+            ci_low=None if ci is None else ci[0],
+            ci_high=None if ci is None else ci[1],
         )
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> TimingStats | None:
-        return None if data is None else cls(**{f.name: data[f.name] for f in fields(cls)})
+    def from_dict(cls, data: Mapping[str, Any] | None) -> TimingStats | None:
+        if data is None:
+            return None
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data or f.default is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {k: v for k, v in data.items() if v is not None or k not in ("ci_low", "ci_high")}
+
+    def violations(self, where: str) -> list[str]:
+        return [
+            f"{where}.{name}: must be >= 0 (got {value})"
+            for name, value in asdict(self).items()
+            if value is not None and value < 0
+        ]
 
 
 def _quantile(sorted_xs: list[float], q: float) -> float:
@@ -136,7 +166,7 @@ class Hardware:
     cpu_model: str
     cores: int
     isa: list[str]
-    caches: dict[str, int]
+    caches: dict[str, int]  # bytes per cache level
     gpu: GpuInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,8 +174,18 @@ class Hardware:
         data["class"] = data.pop("class_")
         return {k: data[k] for k in ("id", "class", "vendor", "arch", "cpu_model", "cores", "isa", "caches", "gpu")}
 
+    def violations(self, where: str = "hardware") -> list[str]:
+        problems = []
+        if not 1 <= len(self.id) <= HARDWARE_ID_LIMIT:
+            problems.append(f"{where}.id: must be 1-{HARDWARE_ID_LIMIT} characters")
+        if not 1 <= len(self.class_) <= HARDWARE_CLASS_LIMIT:
+            problems.append(f"{where}.class: must be 1-{HARDWARE_CLASS_LIMIT} characters")
+        if self.cores < 0:
+            problems.append(f"{where}.cores: must be >= 0 (got {self.cores})")
+        return problems
+
     @classmethod
-    def from_dict(cls, data: dict) -> Hardware:
+    def from_dict(cls, data: Mapping[str, Any]) -> Hardware:
         gpu = data.get("gpu")
         return cls(
             id=data["id"],
@@ -178,13 +218,22 @@ class CaseResult:
             "params": self.params,
             "passed": self.passed,
             "error": self.error,
-            "ref_ms": asdict(self.ref_ms) if self.ref_ms else None,
-            "cand_ms": asdict(self.cand_ms) if self.cand_ms else None,
+            "ref_ms": self.ref_ms.to_dict() if self.ref_ms else None,
+            "cand_ms": self.cand_ms.to_dict() if self.cand_ms else None,
             "speedup": self.speedup,
         }
 
+    def violations(self, where: str) -> list[str]:
+        problems = [] if self.index >= 0 else [f"{where}.index: must be >= 0 (got {self.index})"]
+        if self.speedup is not None and not self.speedup > 0:
+            problems.append(f"{where}.speedup: must be > 0 (got {self.speedup})")
+        for name, stats in (("ref_ms", self.ref_ms), ("cand_ms", self.cand_ms)):
+            if stats is not None:
+                problems.extend(stats.violations(f"{where}.{name}"))
+        return problems
+
     @classmethod
-    def from_dict(cls, data: dict) -> CaseResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
         return cls(
             index=data["index"],
             name=data["name"],
@@ -199,7 +248,7 @@ class CaseResult:
 
 @dataclass
 class Outcome:
-    """What the target said about one candidate for one task (contract §3)."""
+    """What the target said about one candidate for one task."""
 
     status: Status
     task: str
@@ -213,7 +262,7 @@ class Outcome:
     error_excerpt: str | None
     compile_time_s: float | None
     timings_valid: bool
-    threads: int
+    threads: int | None  # None when nothing ran (a format error)
     duration_s: float
     hardware: Hardware
     cases: list[CaseResult] = field(default_factory=list)
@@ -227,6 +276,62 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.status is Status.CORRECT
+
+    @classmethod
+    def format_error(
+        cls,
+        error_kind: str,
+        message: str,
+        *,
+        task: str,
+        family: str,
+        level: int | None,
+        target: str,
+        hardware: Hardware,
+        cases: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> Outcome:
+        """The outcome of a response with no usable candidate (nothing was compiled or run).
+
+        ``cases`` are the task's (name, parameters); each fails with ``message``."""
+        return cls(
+            status=Status.FORMAT_ERROR,
+            task=task,
+            family=family,
+            level=level,
+            target=target,
+            cases_total=len(cases) or 1,
+            cases_passed=0,
+            speedup=None,
+            error_kind=error_kind,
+            error_excerpt=excerpt(message),
+            compile_time_s=None,
+            timings_valid=False,
+            threads=None,
+            duration_s=0.0,
+            hardware=hardware,
+            cases=[CaseResult(i, name, dict(params), False, message) for i, (name, params) in enumerate(cases)],
+        )
+
+    def violations(self) -> list[str]:
+        """What this record breaks of the rules its types do not say (empty: a valid record)."""
+        problems = []
+        for name in ("task", "target"):
+            if not getattr(self, name):
+                problems.append(f"{name}: must not be empty")
+        for name in ("cases_total", "cases_passed", "compile_time_s", "threads", "duration_s"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                problems.append(f"{name}: must be >= 0 (got {value})")
+        if self.cases_passed > self.cases_total:
+            problems.append(f"cases_passed ({self.cases_passed}) exceeds cases_total ({self.cases_total})")
+        if self.speedup is not None and not self.speedup > 0:
+            problems.append(f"speedup: must be > 0 (got {self.speedup})")
+        if self.error_excerpt is not None and len(self.error_excerpt) > EXCERPT_LIMIT:
+            problems.append(f"error_excerpt: at most {EXCERPT_LIMIT} characters (got {len(self.error_excerpt)})")
+        problems.extend(self.hardware.violations())
+        for i, case in enumerate(self.cases):
+            problems.extend(case.violations(f"cases.{i}"))
+        return problems
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -253,7 +358,7 @@ class Outcome:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: dict) -> Outcome:
+    def from_dict(cls, data: Mapping[str, Any]) -> Outcome:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} record (schema={data.get('schema')!r})")
         return cls(
@@ -280,7 +385,7 @@ class Outcome:
         return cls.from_dict(json.loads(text))
 
 
-def geometric_mean(values: list[float]) -> float | None:
+def geometric_mean(values: Sequence[float | None]) -> float | None:
     good = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     if not good:
         return None

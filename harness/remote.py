@@ -5,7 +5,7 @@ source (with its SHA-256, checked on arrival, and the ``level<N>`` folder its le
 comes from), the candidate's source and file name, and the evaluation options.
 Never a path on the sending machine, an environment variable or a credential.
 The options are the subset of ``EvalOptions`` a client may choose: the anti-cheat
-switches (``static_checks``, ``lazy_check``) and the resource limits are the
+switches (``static_checks``, ``lazy_check``), the sandbox and the resource limits are the
 evaluating host's, so a request cannot turn a check off.
 
 The receiving side writes the task under a content-addressed folder (the same task
@@ -74,7 +74,7 @@ class WireOptions(_Wire):
         from harness.evaluate import EvalOptions
 
         default = EvalOptions()
-        for name in ("static_checks", "lazy_check", "limits"):
+        for name in ("static_checks", "lazy_check", "limits", "sandbox"):
             if getattr(options, name) != getattr(default, name):
                 raise OptionsError(
                     f"{name} is the evaluating host's setting and cannot be sent to a remote evaluation",

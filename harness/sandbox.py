@@ -1,301 +1,470 @@
-"""Worker processes: fresh, spawned, limited, watched.
+"""The OS-level sandbox every harness worker (and every compiler run) lives in, on Linux.
 
-Each worker is ``python -m harness.worker ROLE FD_IN FD_OUT`` started with
-``subprocess.Popen`` (a new interpreter: nothing inherited but the
-environment), in its own session (so the whole process group can be killed),
-with its working directory in a private temporary folder and stdin closed.
-Requests and replies travel over two pipes (``harness.ipc``); stdout and
-stderr go to files that are read back truncated.
+Layers, each from the kernel or a well-kept tool, in the order they are set up:
 
-Limits:
+1. **Launch** (parent side, ``launcher()``): util-linux ``unshare`` puts the worker in new
+   user, PID, mount, network and IPC namespaces (``--kill-child``: when the launcher dies,
+   so does the namespace's PID 1 and with it every process in the namespace). The worker
+   gets an environment of its own (``clean_env``): ``PATH``, the locale, the thread-count
+   variables and its target's variables, nothing else (no credentials, no ``KOPE_*``).
+2. **View** (worker, at boot, before torch is imported, ``enter_view``): mount propagation
+   private; the whole file tree read-only (``mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)``);
+   a private ``tmpfs`` as the scratch directory (cwd, ``HOME``, ``TMPDIR``); an empty
+   ``tmpfs`` over every hidden path (the reference cache, credential folders, KOPE's data
+   folder); a fresh ``/proc`` that shows the namespace's processes only (no other process's
+   memory to read); an empty network namespace (only a down loopback).
+3. **Landlock** (at boot, ``restrict_writes``, where the kernel has it): writes, removals and
+   special files only beneath the scratch directory; TCP bind/connect denied; no signals or
+   abstract sockets outside the worker's domain.
+4. **Seccomp** (right before candidate code is imported, ``lock_down``; libseccomp through
+   ``pyseccomp``): process creation (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``),
+   ``execve``, sockets, ``ptrace`` and cross-process memory access, mounts and namespace
+   changes, ``bpf``/``perf_event_open``/``userfaultfd``/keyrings/modules *trap*: a native
+   ``SIGSYS`` handler of the harness (``_SIGSYS_SOURCE``) writes the syscall number to a
+   report pipe the parent reads, and the call fails with ``EPERM``. A candidate that installs
+   its own ``SIGSYS`` handler is killed by the filter (``SIGSYS``). ``clone3`` answers
+   ``ENOSYS`` so that the C library creates threads with ``clone`` (threads for OpenMP stay
+   allowed).
+5. **rlimits** (``harness.worker``): file size, no core dumps, address space.
 
-* wall clock: every request has a deadline; past it the process group is
-  killed (SIGKILL) and the caller gets ``WorkerTimeout``;
-* memory: the worker lowers its own ``RLIMIT_AS`` (soft and hard, so the
-  candidate cannot raise it) to its size after importing torch plus
-  ``Limits.memory_bytes`` (CPU targets; CUDA needs a huge address space); and
-  the parent polls the worker's resident set every 50 ms and kills it past
-  ``memory_bytes`` (all targets);
-* output: ``RLIMIT_FSIZE`` caps what the worker (and its compiler) can write
-  to one file, so a print loop cannot fill the disk; no core dumps.
+Why these: they need nothing beyond the base system (util-linux, libseccomp, which systemd
+already depends on) and PyPI (``pyseccomp``, a ctypes binding with libseccomp's own Python
+API), work without root (unprivileged user namespaces), and each closes a class of escape
+the Python audit hook cannot see (native code). bubblewrap would do layers 1-2 as well but
+needs a system package; gVisor/Firecracker are heavier than one evaluation deserves.
 
-A crash, ``os._exit``, a signal or a kill is ``WorkerDied`` with the exit
-code or signal name and the end of the captured output.
+``sandbox_status()`` says whether all of this works on this machine (``kope doctor`` shows it).
+Where it does not, the harness refuses to run candidates unless the user opts out explicitly:
+``EvalOptions(sandbox=False)`` or ``KOPE_HARNESS_SANDBOX=off``.
 """
 
 from __future__ import annotations
 
-import atexit
+import ctypes
+import ctypes.util
+import errno
+import functools
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
-import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import harness
-from harness.ipc import MessageReader, PeerClosed, ProtocolError, ReadTimeout, write_message
-from harness.record import excerpt
+SANDBOX_ENV = "KOPE_HARNESS_SANDBOX"  # "off" (or 0/false/no): run without the sandbox (an explicit opt-out)
 
-OUTPUT_KEEP = 4000
+# Folders an evaluation never needs and that hold secrets, relative to $HOME; hidden behind an empty tmpfs.
+HIDDEN_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config", ".netrc", ".local/share/kope/neo4j")
 
-
-@dataclass
-class Limits:
-    memory_bytes: int = 8 << 30  # resident set (and address space above the torch baseline on CPU)
-    file_bytes: int = 256 << 20  # largest file the worker may write (stdout/stderr, build outputs)
-    max_message_bytes: int = 8 << 30  # largest reply the parent accepts
+# Thread counts, locale and the runtime variables a target needs are passed; everything else is dropped.
+PASS_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "CXX", "CC")
 
 
-class WorkerError(Exception):
-    """Base for a worker that did not answer."""
-
-    def __init__(self, message: str, output: str = "") -> None:
-        super().__init__(message)
-        self.output = output
+# -- parent side ---------------------------------------------------------------------------------
 
 
-class WorkerDied(WorkerError):
-    def __init__(self, message: str, output: str, kind: str) -> None:
-        super().__init__(message, output)
-        self.kind = kind  # e.g. runtime_error:SIGSEGV, runtime_error:exit_code_3, runtime_error:out_of_memory
+@dataclass(frozen=True)
+class SandboxStatus:
+    """What the sandbox can do on this machine; ``available`` is the verdict."""
+
+    available: bool
+    layers: dict[str, str] = field(default_factory=dict)  # layer -> "ok" or why not
+    reason: str | None = None  # why not available (None when it is)
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{k}: {v}" for k, v in self.layers.items())
+        return ("available" if self.available else f"unavailable ({self.reason})") + (f" [{parts}]" if parts else "")
 
 
-class WorkerTimeout(WorkerError):
-    pass
+def opted_out() -> bool:
+    """True when the user switched the sandbox off with ``KOPE_HARNESS_SANDBOX=off``."""
+    return os.environ.get(SANDBOX_ENV, "").strip().lower() in ("off", "0", "false", "no")
 
 
-def _signal_name(number: int) -> str:
+def launcher() -> list[str]:
+    """The command prefix that starts a process in fresh namespaces (``unshare`` from util-linux)."""
+    unshare = shutil.which("unshare") or "unshare"
+    return [
+        unshare,
+        "--user",
+        "--map-root-user",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--net",
+        "--ipc",
+        "--mount",
+        "--mount-proc",
+        "--",
+    ]
+
+
+def clean_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a sandboxed process: the few variables in PASS_ENV, then ``extra``."""
+    env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    env.update(extra)
+    return {k: v for k, v in env.items() if not k.startswith("KOPE_")}
+
+
+def hidden_paths(extra: Iterable[str | Path] = ()) -> list[str]:
+    """Existing folders to hide from sandboxed processes (their contents are replaced by nothing)."""
+    home = Path.home()
+    found = [home / h for h in HIDDEN_HOME]
+    data = os.environ.get("KOPE_DATA_DIR")
+    if data:
+        found.append(Path(data) / "neo4j")  # the local server's data and password (run folders may live beside it)
+    found.extend(Path(p) for p in extra)
+    out = []
+    for p in found:
+        try:
+            if p.is_dir() and not p.is_symlink():
+                out.append(str(p.resolve()))
+        except OSError:
+            continue
+    return sorted(set(out))
+
+
+@functools.cache
+def sandbox_status() -> SandboxStatus:
+    """Probe every layer once per process (a namespaced ``true``, libseccomp, landlock)."""
+    layers: dict[str, str] = {}
+    if sys.platform != "linux":
+        return SandboxStatus(False, {"namespaces": "not Linux"}, f"the sandbox needs Linux, this is {sys.platform}")
+    if shutil.which("unshare") is None:
+        layers["namespaces"] = "no unshare command (util-linux)"
+    else:
+        try:
+            proc = subprocess.run(
+                [*launcher(), sys.executable, "-S", "-c", "import os; print(os.getpid())"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env=clean_env({}),
+            )
+            ok = proc.returncode == 0 and proc.stdout.strip() == "1"
+            layers["namespaces"] = "ok" if ok else (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            layers["namespaces"] = f"cannot run unshare: {exc}"
     try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"SIG{number}"
+        import pyseccomp  # type: ignore[import-untyped]  # noqa: F401
+
+        layers["seccomp"] = "ok"
+    except (ImportError, OSError) as exc:  # pyseccomp raises OSError when libseccomp.so.2 is missing
+        layers["seccomp"] = f"pyseccomp/libseccomp unavailable: {exc}"
+    abi = landlock_abi()
+    layers["landlock"] = f"ok (ABI {abi})" if abi > 0 else "not available in this kernel (optional)"
+    missing = [k for k in ("namespaces", "seccomp") if layers.get(k) != "ok"]
+    if missing:
+        reason = "; ".join(f"{k}: {layers[k]}" for k in missing)
+        return SandboxStatus(False, layers, reason)
+    return SandboxStatus(True, layers, None)
 
 
-class Worker:
-    _live: set[Worker] = set()  # every live worker is watched while the parent waits on any of them
+# -- worker side: the view -------------------------------------------------------------------------
 
-    def __init__(self, role: str, env: dict[str, str], limits: Limits, uses_rlimit_as: bool) -> None:
-        self.role = role
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"kope-{role}-"))  # its cwd and captured output; removed by close()
-        self.limits = limits
-        self.killed_for_memory = False
-        self.pending = 0  # requests sent and not yet answered
-        workdir = self.workdir
-        p2c_r, p2c_w = os.pipe()
-        c2p_r, c2p_w = os.pipe()
-        self._stdout = open(workdir / f"{role}.stdout", "wb")
-        self._stderr = open(workdir / f"{role}.stderr", "wb")
-        child_env = dict(env)
-        root = str(Path(harness.__file__).resolve().parent.parent)
-        child_env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-        child_env["KOPE_WORKER_MEMORY_BYTES"] = str(limits.memory_bytes)
-        child_env["KOPE_WORKER_FILE_BYTES"] = str(limits.file_bytes)
-        child_env["KOPE_WORKER_RLIMIT_AS"] = "1" if uses_rlimit_as else "0"
-        child_env["PYTHONDONTWRITEBYTECODE"] = "1"
-        child_env["PYTHONUNBUFFERED"] = "1"
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.worker", role, str(p2c_r), str(c2p_w)],
-                stdin=subprocess.DEVNULL,
-                stdout=self._stdout,
-                stderr=self._stderr,
-                cwd=workdir,
-                env=child_env,
-                pass_fds=(p2c_r, c2p_w),
-                start_new_session=True,
-                close_fds=True,
-            )
-        finally:
-            os.close(p2c_r)
-            os.close(c2p_w)
-        self._to_child = p2c_w
-        self._from_child = c2p_r
-        self._reader = MessageReader(c2p_r, max_bytes=limits.max_message_bytes)
-        self.started = time.monotonic()
-        Worker._live.add(self)
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+_NR = {  # syscall numbers (x86_64, aarch64)
+    "x86_64": {
+        "mount_setattr": 442,
+        "landlock_create_ruleset": 444,
+        "landlock_add_rule": 445,
+        "landlock_restrict_self": 446,
+    },
+    "aarch64": {
+        "mount_setattr": 442,
+        "landlock_create_ruleset": 444,
+        "landlock_add_rule": 445,
+        "landlock_restrict_self": 446,
+    },
+}
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 1, 2, 4, 16384, 1 << 18
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+MOUNT_ATTR_RDONLY = 0x1
 
-    # -- requests --------------------------------------------------------------------------------
-    def send(self, header: dict[str, Any], tensors: list[Any] = ()) -> None:
-        try:
-            write_message(self._to_child, header, list(tensors))
-        except (BrokenPipeError, OSError):
-            raise self._died() from None
-        self.pending += 1
 
-    def receive(self, timeout: float, what: str) -> tuple[dict[str, Any], list[Any]]:
-        try:
-            message = self._reader.read(timeout, on_wait=self._watch)
-            self.pending -= 1
-            return message
-        except ReadTimeout:
-            self.kill()
-            raise WorkerTimeout(f"{what} did not finish within {timeout:.0f} s", self.output()) from None
-        except PeerClosed:
-            raise self._died() from None
-        except ProtocolError as exc:
-            self.kill()
-            raise WorkerDied(
-                f"the {self.role} worker sent a malformed reply: {exc}", self.output(), "runtime_error:protocol"
-            ) from None
+class SandboxSetupError(RuntimeError):
+    """A layer of the sandbox could not be set up inside the worker."""
 
-    def request(
-        self, header: dict[str, Any], timeout: float, what: str, tensors: list[Any] = ()
-    ) -> tuple[dict[str, Any], list[Any]]:
-        self.send(header, tensors)
-        return self.receive(timeout, what)
 
-    # -- watching ----------------------------------------------------------------------------------
-    def rss_bytes(self) -> int:
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
-            pass
-        return 0
+def _nr(name: str) -> int:
+    machine = os.uname().machine
+    try:
+        return _NR[machine][name]
+    except KeyError:
+        raise SandboxSetupError(f"no syscall number for {name} on {machine}") from None
 
-    def _watch(self) -> None:
-        for worker in list(Worker._live):
-            if worker.proc.poll() is None and worker.rss_bytes() > worker.limits.memory_bytes:
-                worker.killed_for_memory = True
-                worker.kill()
 
-    def _died(self) -> WorkerDied:
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.returncode
-        output = self.output()
-        if self.killed_for_memory:
-            return WorkerDied(
-                f"the {self.role} worker went over the memory limit ({self.limits.memory_bytes >> 20} MiB resident) "
-                "and was killed",
-                output,
-                "runtime_error:out_of_memory",
-            )
-        if code is not None and code < 0:
-            name = _signal_name(-code)
-            if name == "SIGXFSZ":
-                return WorkerDied(
-                    f"the {self.role} worker wrote more than {self.limits.file_bytes >> 20} MiB to one file",
-                    output,
-                    "runtime_error:output_limit",
-                )
-            return WorkerDied(f"the {self.role} worker was killed by {name}", output, f"runtime_error:{name}")
-        return WorkerDied(
-            f"the {self.role} worker exited with code {code} in the middle of a request",
-            output,
-            f"runtime_error:exit_code_{code}",
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise SandboxSetupError(f"{what}: {os.strerror(err)} (errno {err})")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    result = _libc.mount(
+        source.encode(), target.encode(), fstype.encode() if fstype else None, flags, data.encode() if data else None
+    )
+    _check(result, f"mount {fstype or source} on {target}")
+
+
+def enter_view(scratch: str | None, hidden: Iterable[str], writable: Iterable[str] = ()) -> None:
+    """Make the file tree read-only, ``scratch`` a private tmpfs, ``hidden`` folders empty (needs a mount namespace).
+
+    ``writable`` folders keep their contents and stay writable (a compiler's output folder)."""
+    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
+    # Bind the folders that stay writable onto themselves first, so they survive the read-only pass.
+    keep = [w for w in writable if os.path.isdir(w)]
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    _check(
+        _libc.syscall(_nr("mount_setattr"), AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)),
+        "making the file tree read-only",
+    )
+    if scratch is not None:
+        _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=50%")
+    for path in keep:  # a writable bind of an existing folder (e.g. a compiler's output folder)
+        _mount(path, path, None, 4096 | MS_REC, None)  # MS_BIND
+        clear = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+        _check(
+            _libc.syscall(
+                _nr("mount_setattr"), AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(clear), ctypes.sizeof(clear)
+            ),
+            f"making {path} writable",
         )
+    inside = [p for p in (scratch, *keep) if p]
+    for path in hidden:
+        if os.path.isdir(path) and not any(p == path or p.startswith(path.rstrip("/") + "/") for p in inside):
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0500,size=4k")
+    if scratch is not None:
+        os.chdir(scratch)
+        os.environ["HOME"] = scratch
+        os.environ["TMPDIR"] = scratch
 
-    # -- ending ------------------------------------------------------------------------------------
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Ask politely, then kill the whole process group (left-over children included)."""
-        Worker._live.discard(self)
-        if self.proc.poll() is None:
+# -- worker side: landlock -------------------------------------------------------------------------
+
+_LL_FS_WRITE = {  # access right -> first ABI that has it
+    1 << 1: 1,  # WRITE_FILE
+    1 << 4: 1,  # REMOVE_DIR
+    1 << 5: 1,  # REMOVE_FILE
+    1 << 6: 1,  # MAKE_CHAR
+    1 << 7: 1,  # MAKE_DIR
+    1 << 8: 1,  # MAKE_REG
+    1 << 9: 1,  # MAKE_SOCK
+    1 << 10: 1,  # MAKE_FIFO
+    1 << 11: 1,  # MAKE_BLOCK
+    1 << 12: 1,  # MAKE_SYM
+    1 << 13: 2,  # REFER
+    1 << 14: 3,  # TRUNCATE
+}
+_LL_NET = (1 << 0) | (1 << 1)  # BIND_TCP, CONNECT_TCP (ABI 4)
+_LL_SCOPE = (1 << 0) | (1 << 1)  # ABSTRACT_UNIX_SOCKET, SIGNAL (ABI 6)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: not available)."""
+    try:
+        version = _libc.syscall(_nr("landlock_create_ruleset"), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    except SandboxSetupError:
+        return 0
+    return max(0, int(version))
+
+
+def restrict_writes(scratch: str) -> int:
+    """Landlock: file-system writes only beneath ``scratch``; no TCP; scoped signals. Returns the ABI used (0: none)."""
+    abi = landlock_abi()
+    if abi <= 0:
+        return 0
+    fs = sum(bit for bit, since in _LL_FS_WRITE.items() if abi >= since)
+    attr = _RulesetAttr(fs, _LL_NET if abi >= 4 else 0, _LL_SCOPE if abi >= 6 else 0)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = _libc.syscall(
+        _nr("landlock_create_ruleset"), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    )
+    if ruleset < 0:
+        raise SandboxSetupError(f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+    try:
+        for path, rights in ((scratch, fs), ("/dev/null", (1 << 1) | ((1 << 14) if abi >= 3 else 0))):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
-                self.send({"op": "exit"})
-                self.proc.wait(timeout=timeout)
-            except (WorkerError, subprocess.TimeoutExpired):
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.kill()
-        for fd in (self._to_child, self._from_child):
-            try:
+                rule = _PathBeneath(rights if os.path.isdir(path) else rights & ((1 << 1) | (1 << 14)), fd)
+                _check(
+                    _libc.syscall(_nr("landlock_add_rule"), ruleset, 1, ctypes.byref(rule), 0), f"landlock rule {path}"
+                )
+            finally:
                 os.close(fd)
-            except OSError:
-                pass
-        self._stdout.close()
-        self._stderr.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        _check(_libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        _check(_libc.syscall(_nr("landlock_restrict_self"), ruleset, 0), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
 
-    def output(self, limit: int = OUTPUT_KEEP) -> str:
-        """The captured stdout and stderr, each cut to its first and last lines."""
-        parts = []
-        for stream in ("stdout", "stderr"):
-            path = self.workdir / f"{self.role}.{stream}"
+
+# -- worker side: seccomp ----------------------------------------------------------------------------
+
+# Each trapped syscall reports under the anti-cheat check it belongs to.
+TRAPPED = {
+    "process_spawn": ("fork", "vfork", "execve", "execveat"),
+    "network_access": ("socket", "socketpair"),
+    "memory_access": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "userfaultfd"),
+    "sandbox_escape": (
+        "mount",
+        "umount2",
+        "pivot_root",
+        "chroot",
+        "unshare",
+        "setns",
+        "move_mount",
+        "open_tree",
+        "fsopen",
+        "fsmount",
+        "mount_setattr",
+        "bpf",
+        "perf_event_open",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "kexec_load",
+        "iopl",
+        "ioperm",
+        "personality",
+    ),
+}
+CLONE_THREAD = 0x00010000
+SIGSYS = 31
+
+# The report channel: one little-endian int32 syscall number per trapped call.
+_SIGSYS_SOURCE = r"""
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <ucontext.h>
+#include <unistd.h>
+static int report_fd = -1;
+static void on_sigsys(int, siginfo_t* info, void* context) {
+    int saved = errno;
+    int32_t nr = info->si_syscall;
+    if (report_fd >= 0) { ssize_t ignored = write(report_fd, &nr, sizeof nr); (void)ignored; }
+    ucontext_t* uc = static_cast<ucontext_t*>(context);
+#if defined(__x86_64__)
+    uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
+#elif defined(__aarch64__)
+    uc->uc_mcontext.regs[0] = static_cast<uint64_t>(-EPERM);
+#endif
+    errno = saved;
+}
+extern "C" int kope_install_sigsys(int fd) {
+    report_fd = fd;
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGSYS, &sa, nullptr);
+}
+"""
+
+
+def syscall_check(number: int) -> tuple[str, str]:
+    """(check name, syscall name) for a trapped syscall number reported by a worker."""
+    import pyseccomp
+
+    try:
+        name = pyseccomp.resolve_syscall(pyseccomp.system_arch(), number).decode()
+    except (OSError, ValueError):
+        name = f"syscall {number}"
+    if name == "clone":
+        return "process_spawn", name
+    for check, names in TRAPPED.items():
+        if name in names:
+            return check, name
+    return "sandbox_escape", name
+
+
+def lock_down(report_fd: int) -> list[str]:
+    """Install the SIGSYS reporter and the seccomp filter for every thread of this process (irreversible)."""
+    import pyseccomp as sc
+
+    from harness.cpu import compile_cpp
+
+    reporter = compile_cpp(_SIGSYS_SOURCE)
+    if reporter.kope_install_sigsys(report_fd) != 0:
+        raise SandboxSetupError("cannot install the SIGSYS reporter")
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    for names in TRAPPED.values():
+        for name in names:
             try:
-                size = path.stat().st_size
-                with open(path, "rb") as f:
-                    head = f.read(limit // 2)
-                    tail = b""
-                    if size > limit:
-                        f.seek(max(size - limit // 2, limit // 2))
-                        tail = f.read()
-            except OSError:
-                continue
-            text = head.decode(errors="replace")
-            if tail:
-                text += f"\n[... {size - len(head) - len(tail)} bytes elided ...]\n" + tail.decode(errors="replace")
-            if text.strip():
-                parts.append(f"--- {stream} ---\n{text.strip()}")
-        return excerpt("\n".join(parts), limit) or ""
+                f.add_rule(sc.TRAP, name)
+            except (OSError, ValueError, RuntimeError):
+                continue  # not a syscall on this architecture
+    f.add_rule(sc.TRAP, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    # A candidate's own SIGSYS handler would hide what it tried: the filter kills the process instead.
+    f.add_rule(sc.KILL_PROCESS, "rt_sigaction", sc.Arg(0, sc.EQ, SIGSYS))
+    f.set_attr(sc.Attr.CTL_TSYNC, 1)
+    f.load()
+    return ["seccomp"]
 
 
-class WorkerPool:
-    """Idle, loaded reference workers kept for the next evaluation of the same task.
-
-    A reference worker runs only the task's own code (never a candidate), so it can
-    serve several evaluations; reusing it saves a torch import and the task load
-    (about a second of CPU each time). ``take`` hands a worker to one evaluation at a
-    time; ``give`` returns a healthy one; at most ``size`` idle workers are kept and
-    all are closed at interpreter exit (or by ``close_all``).
-    """
-
-    def __init__(self, size: int = 2) -> None:
-        self.size = size
-        self._idle: list[tuple[tuple, Worker, dict]] = []
-        self._lock = threading.Lock()
-
-    def take(self, key: tuple) -> tuple[Worker, dict] | None:
-        with self._lock:
-            for i, (k, worker, info) in enumerate(self._idle):
-                if k == key:
-                    del self._idle[i]
-                    if worker.proc.poll() is None:
-                        return worker, info
-                    worker.close()
-                    return None
-        return None
-
-    def give(self, key: tuple, worker: Worker, info: dict) -> None:
-        if worker.pending or worker.proc.poll() is not None:  # an unread reply would answer the next evaluation
-            worker.close()
-            return
-        with self._lock:
-            self._idle.append((key, worker, info))
-            surplus = self._idle[: -self.size] if len(self._idle) > self.size else []
-            self._idle = self._idle[len(surplus) :]
-        for _, old, _ in surplus:
-            old.close()
-
-    def close_all(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for _, worker, _ in idle:
-            worker.close()
+# -- a sandboxed command (the compiler) ---------------------------------------------------------------
 
 
-REFERENCE_POOL = WorkerPool()
-atexit.register(REFERENCE_POOL.close_all)
+def exec_main(argv: list[str]) -> None:
+    """``python -m harness.sandbox exec --writable DIR [--hide DIR]... -- CMD...``: the view, then exec CMD."""
+    writable, hidden, i = [], [], 0
+    while i < len(argv) and argv[i] != "--":
+        if argv[i] == "--writable":
+            writable.append(argv[i + 1])
+        elif argv[i] == "--hide":
+            hidden.append(argv[i + 1])
+        i += 2
+    command = argv[i + 1 :]
+    enter_view(scratch=None, hidden=hidden, writable=writable)
+    os.chdir(writable[0] if writable else "/")
+    os.execvp(command[0], command)
+
+
+_MOVED = ("Limits", "Worker", "WorkerDied", "WorkerError", "WorkerTimeout", "WorkerPool", "REFERENCE_POOL")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - the worker classes moved to harness.worker_pool; old imports keep working
+    if name in _MOVED:
+        from harness import worker_pool
+
+        return getattr(worker_pool, name)
+    raise AttributeError(f"module 'harness.sandbox' has no attribute {name!r}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "exec":
+        try:
+            exec_main(sys.argv[2:])
+        except (SandboxSetupError, OSError) as exc:
+            sys.stderr.write(f"sandbox: {exc}\n")
+            os._exit(126)

@@ -1,4 +1,20 @@
-"""Timing: the reference and the candidate measured interleaved, in the same process.
+"""Timing: the statistics and the machine lock of the harness's timed phases, and the in-process loop.
+
+How the harness times a candidate (``harness.evaluate``): the *parent* drives both workers.
+Per repetition it has the reference worker and the candidate worker prepare the same fresh
+inputs (seeds it chooses, new every time) and flush their caches, then times each one's unit
+of ``n`` calls with its own clock around the request (``go``/``done``), minus the measured
+cost of an empty round trip; the order alternates every repetition. Fast kernels run in
+units of several calls (``calls_per_unit``) so the clock and the channel do not dominate,
+each call on its own fresh input set. Every output of every timed call is compared with the
+reference's output for the same inputs. Repetitions stop when the distribution-free 95 %
+confidence interval of both medians is within ``Budget.ci_target`` of the median
+(``median_ci``), or when the budget runs out; the achieved interval is recorded. Timed phases
+take ``machine_lock(exclusive=True)``: no two evaluations time at once on this machine and no
+warm worker starts meanwhile.
+
+``measure`` below is the older in-process loop (both implementations in one process), kept
+for tests and tools that time something without workers.
 
 Per repetition ``r``: fresh inputs (``make_inputs(r)``, new values every time,
 so an output cache keyed on anything cannot hit), then the two implementations
@@ -17,9 +33,14 @@ timed is caught (``incorrect:timed_mismatch``).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -52,11 +73,81 @@ extern "C" void kope_flush_lines(const void* p, int64_t nbytes) {
 
 @dataclass
 class Budget:
-    warmup_ms: float = 25.0
-    rep_ms: float = 100.0
+    warmup_ms: float = 25.0  # per implementation, before the first measured repetition
+    rep_ms: float = 100.0  # measured time each implementation gets at least (with min_reps)
     min_reps: int = 5
     max_reps: int = 100
-    max_wall_s: float = 60.0
+    max_wall_s: float = 60.0  # wall time for one case's timing, all included
+    ci_target: float = 0.015  # stop once both medians' 95 % intervals are within +-1.5 % (0: never early)
+    unit_ms: float = 2.0  # fast kernels are timed in units of calls lasting at least this long
+
+
+def median_ci(samples: Sequence[float], z: float = 1.96) -> tuple[float, float]:
+    """Distribution-free ~95 % confidence interval of the median (order statistics; the range below 6 samples)."""
+    xs = sorted(samples)
+    n = len(xs)
+    if n < 6:
+        return (xs[0], xs[-1]) if xs else (0.0, 0.0)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half) - 1)
+    hi = min(n - 1, math.ceil(n / 2 + half))
+    return xs[lo], xs[hi]
+
+
+def relative_halfwidth(samples: Sequence[float]) -> float:
+    """Half the width of ``median_ci`` divided by the median (inf when the median is 0)."""
+    lo, hi = median_ci(samples)
+    xs = sorted(samples)
+    median = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+    return (hi - lo) / (2 * median) if median > 0 else math.inf
+
+
+def calls_per_unit(call_ms: float, budget: Budget, cap: int = 256) -> int:
+    """How many calls one timed unit holds so that it lasts at least ``budget.unit_ms``."""
+    if call_ms <= 0 or not math.isfinite(call_ms):
+        return 1
+    return max(1, min(cap, math.ceil(budget.unit_ms / call_ms)))
+
+
+def enough(ref_ms: Sequence[float], cand_ms: Sequence[float], budget: Budget) -> bool:
+    """The stop rule: at least ``min_reps``, then both medians' intervals within ``ci_target``, or
+    ``rep_ms`` of measured time spent on each implementation (the budget; ``max_reps`` and
+    ``max_wall_s`` are the caller's caps)."""
+    n = min(len(ref_ms), len(cand_ms))
+    if n < budget.min_reps:
+        return False
+    if budget.ci_target > 0 and max(relative_halfwidth(ref_ms), relative_halfwidth(cand_ms)) <= budget.ci_target:
+        return True
+    return sum(ref_ms) >= budget.rep_ms and sum(cand_ms) >= budget.rep_ms
+
+
+def _lock_folder() -> Path:
+    from harness.cpu import cache_root
+
+    folder = cache_root() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def machine_lock(exclusive: bool) -> Iterator[None]:
+    """A machine-wide reader/writer lock (flock): timed phases are writers, warm-worker starts readers.
+
+    A writer first takes the turnstile, so a stream of readers cannot starve it."""
+    folder = _lock_folder()
+    turnstile = os.open(folder / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    main = os.open(folder / "timing.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if exclusive:
+            fcntl.flock(main, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+            fcntl.flock(main, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(main)
+        os.close(turnstile)
 
 
 @dataclass

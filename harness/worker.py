@@ -1,37 +1,42 @@
-"""Worker process entry point: ``python -m harness.worker ROLE FD_IN FD_OUT``.
+"""Worker process entry point: ``python -m harness.worker FD_IN FD_OUT FD_REPORT CONFIG_JSON``.
 
-Two roles. The *reference* worker loads only the task and computes reference
-outputs (it never sees the candidate). The *candidate* worker loads the task
-and the candidate, runs the candidate's forward under the run-time guards and
-times reference and candidate interleaved. Both answer one request at a time
-(``op`` in the JSON header); every exception, ``SystemExit`` included, becomes
-an error reply, so only a real crash, a kill or ``os._exit`` ends the process
-early. The worker never runs atexit handlers (it leaves through ``os._exit``).
+Boot (before any request, so that a warm worker is ready when an evaluation starts): rlimits
+on files and core dumps; inside the sandbox the read-only view with its scratch tmpfs and
+Landlock (``harness.sandbox``); torch and the harness imported; then one ``ready`` message.
+
+The first request is ``load`` with a ``role``. The *reference* worker loads only the task and
+computes reference outputs (it never sees a candidate). The *candidate* worker is locked down
+first (seccomp, address-space limit), then loads the task and the candidate and runs the
+candidate's forward under the run-time guards. Both answer one request at a time (``op`` in
+the JSON header); every exception, ``SystemExit`` included, becomes an error reply, so only a
+real crash, a kill or ``os._exit`` ends the process early. The worker never runs atexit
+handlers (it leaves through ``os._exit``).
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sys
 import traceback
 
 
-def _early_limits() -> None:
+def _early_limits(config: dict) -> None:
     import resource
 
-    file_bytes = int(os.environ.get("KOPE_WORKER_FILE_BYTES", str(256 << 20)))
+    file_bytes = int(config.get("file_bytes", 256 << 20))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def apply_memory_limit() -> None:
+def apply_memory_limit(config: dict) -> None:
     """Cap the address space at (size now) + the memory budget, soft and hard (the candidate cannot raise it)."""
-    if os.environ.get("KOPE_WORKER_RLIMIT_AS") != "1":
+    if not config.get("rlimit_as"):
         return
     import resource
 
-    budget = int(os.environ.get("KOPE_WORKER_MEMORY_BYTES", str(8 << 30)))
+    budget = int(config.get("memory_bytes", 8 << 30))
     size = 0
     with open("/proc/self/status") as f:
         for line in f:
@@ -81,22 +86,70 @@ def error_reply(exc: BaseException, phase: str) -> dict:
     return reply
 
 
-def main(argv: list[str]) -> None:
-    _early_limits()
-    role, fd_in, fd_out = argv[1], int(argv[2]), int(argv[3])
-    import torch  # noqa: F401  (before the limit: the baseline includes torch)
+def _boot(config: dict, report_fd: int) -> None:
+    if config.get("sandboxed"):
+        from harness import sandbox
 
-    apply_memory_limit()
+        sandbox.enter_view(config["scratch"], config.get("hidden", ()))
+        sandbox.restrict_writes(config["scratch"])
+    import torch  # noqa: F401  (before the memory limit: the baseline includes torch)
+
+    from harness import cpu
+
+    if config.get("cache_root"):
+        cpu.set_cache_root(config["cache_root"])
+    import harness.worker_candidate  # noqa: F401  (imported now, so that a job never waits for them)
+    import harness.worker_reference  # noqa: F401
+    from harness.guards import prime
+    from harness.targets import torch_ext
+
+    torch_ext.install()
+    prime()  # torch's lazy imports (torch._dynamo: ~2 s) happen here, not while an evaluation waits
+
+
+def _be_init(fd_in: int, fd_out: int, report_fd: int) -> None:
+    """As PID 1 of the sandbox's PID namespace: fork the worker, reap, and pass on how it ended.
+
+    PID 1 ignores signals it has no handler for (abort() would not end it), so the worker runs
+    as its child; when the worker dies of a signal, PID 1 reports it on the report channel
+    (as a negative number) and exits; the namespace, and everything left in it, dies with it."""
+    import struct
+
+    child = os.fork()
+    if child == 0:
+        return
+    os.close(fd_in)
+    os.close(fd_out)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(0)
+        except InterruptedError:
+            continue
+        if pid != child:
+            continue
+        if os.WIFSIGNALED(status):
+            os.write(report_fd, struct.pack("<i", -os.WTERMSIG(status)))
+            os._exit(128 + os.WTERMSIG(status))
+        os._exit(os.WEXITSTATUS(status))
+
+
+def main(argv: list[str]) -> None:
+    fd_in, fd_out, report_fd = int(argv[1]), int(argv[2]), int(argv[3])
+    config = json.loads(argv[4])
+    if config.get("sandboxed") and os.getpid() == 1:
+        _be_init(fd_in, fd_out, report_fd)
+    _early_limits(config)
     from harness.ipc import read_message_blocking, write_message
 
-    if role == "reference":
-        from harness.worker_reference import ReferenceWorker as Handler
-    elif role == "candidate":
-        from harness.worker_candidate import CandidateWorker as Handler
-    else:
-        sys.stderr.write(f"unknown worker role {role!r}\n")
-        os._exit(2)
-    handler = Handler()
+    try:
+        _boot(config, report_fd)
+    except BaseException as exc:  # noqa: BLE001 - say why in the greeting, then stop
+        write_message(fd_out, {"op": "failed", "message": f"{type(exc).__name__}: {exc}"})
+        raise
+    write_message(fd_out, {"op": "ready", "pid": os.getpid()})
+    handler = None
     while True:
         try:
             header, tensors = read_message_blocking(fd_in)
@@ -105,6 +158,12 @@ def main(argv: list[str]) -> None:
         op = header.get("op")
         if op == "exit":
             os._exit(0)
+        if handler is None:
+            try:
+                handler = _start_role(header, config, fd_in, fd_out, report_fd)
+            except BaseException as exc:  # noqa: BLE001
+                write_message(fd_out, error_reply(exc, "load"))
+                continue
         try:
             reply, out_tensors = handler.handle(op, header, tensors)
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything, SystemExit included
@@ -115,6 +174,29 @@ def main(argv: list[str]) -> None:
         except Exception:  # the candidate may have closed or replaced them
             pass
         write_message(fd_out, reply, out_tensors)
+
+
+def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: int):  # noqa: ANN202
+    role = header.get("role", "reference" if "candidate" not in header else "candidate")
+    from harness import cpu
+
+    if config.get("sandboxed"):
+        cpu.use_remote_compiler(fd_in, fd_out)
+    if role == "reference":
+        apply_memory_limit(config)
+        from harness.worker_reference import ReferenceWorker
+
+        return ReferenceWorker()
+    if role == "candidate":
+        if config.get("sandboxed"):
+            from harness import sandbox
+
+            sandbox.lock_down(report_fd)
+        apply_memory_limit(config)
+        from harness.worker_candidate import CandidateWorker
+
+        return CandidateWorker()
+    raise ValueError(f"unknown worker role {role!r}")
 
 
 if __name__ == "__main__":

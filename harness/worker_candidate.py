@@ -11,8 +11,9 @@ Requests:
   in this order: audit events, aten ops, output types, left-over threads and
   processes, thread count, output changing after return (first trial), input
   mutation, patched functions. Outputs go back to the parent, which compares them.
-* ``time`` {case, init_seed, seed_base, budget, keep}: interleaved timing (``harness.timing``);
-  the candidate outputs of the ``keep`` repetitions and of the last one go back for checking.
+* ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {}: one timed unit
+  (``harness.worker_timed``); the parent times ``go`` from outside and compares every output
+  ``fetch`` returns; the run-time guards run in ``fetch`` (outside the timed window).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from harness.guards import (
 from harness.targets import get_target, torch_ext
 from harness.targets.base import compile_seconds
 from harness.task import Task, load_task
-from harness.timing import Budget, measure
 from harness.worker_common import build, build_reference, encode, flat_tensors, init_inputs, make_inputs, model_tensors
+from harness.worker_timed import TimedCalls
 
 _clock = time.perf_counter
 
@@ -60,14 +61,18 @@ class CandidateWorker:
         self._case: tuple[int, int] | None = None
 
     def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
-        self.phase = {"load": "load", "run": "run", "time": "time"}.get(op, "run")
+        self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
             if op == "load":
                 return self.load(header), []
             if op == "run":
                 return self.run(header)
-            if op == "time":
-                return self.time(header)
+            if op == "prepare":
+                return self.prepare(header), []
+            if op == "go":
+                return {"ok": True, "n": self.timed.go(self.cand)}, []
+            if op == "fetch":
+                return self.fetch()
         except Cheat as cheat:
             return {
                 "ok": False,
@@ -115,12 +120,14 @@ class CandidateWorker:
             }
         self._prepare(header["case"], header["init_seed"])
         self._check_patches()
-        self.timer = None
-        return {"ok": True, "compile_time_s": compile_seconds()}
+        self.timed = TimedCalls(self.target, self.hardware)
+        return {"ok": True, "compile_time_s": compile_seconds(), "threads": native_thread_count()}
 
     def _prepare(self, index: int, init_seed: int) -> None:
         if self._case == (index, init_seed):
             return
+        if self.task is None:
+            raise RuntimeError("run before load: no task in this worker")
         case = self.task.cases[index]
         module = self.task.module_for_case(case)
         self.snapshot.add("task", module)
@@ -136,7 +143,8 @@ class CandidateWorker:
     def run(self, header: dict) -> tuple[dict, list]:
         self._prepare(header["case"], header["init_seed"])
         device = self.target.device
-        trials, out_tensors = [], []
+        trials: list[dict] = []
+        out_tensors: list[Any] = []
         previous: list[Any] | None = None
         native_base = None
         if self.target.warmup_forward:  # JIT targets compile on the first call: do it outside the guards
@@ -264,39 +272,35 @@ class CandidateWorker:
         if changes:
             raise Cheat("monkey_patch", "the candidate replaced functions it must not touch: " + "; ".join(changes))
 
-    # -- time ----------------------------------------------------------------------------------------
-    def time(self, header: dict) -> tuple[dict, list]:
+    # -- timed units ---------------------------------------------------------------------------------
+    def prepare(self, header: dict) -> dict:
         self._prepare(header["case"], header["init_seed"])
-        if self.timer is None:
-            self.timer = self.target.timer(self.hardware)
-        base, device = header["seed_base"], self.target.device
-        threads_before, children_before = python_threads(), set(child_processes())
-        with torch.no_grad():
-            measured = measure(
-                self.ref,
-                self.cand,
-                lambda rep: make_inputs(self.module, base + rep, device, self.case.name),
-                (model_tensors(self.ref), model_tensors(self.cand)),
-                self.timer,
-                Budget(**header["budget"]),
-                set(header.get("keep", [])),
-                self.target.synchronize,
-            )
-        self._check_leftovers(threads_before, children_before)
+        self._unit_threads, self._unit_children = python_threads(), set(child_processes())
+        self.timed.prepare(self.module, model_tensors(self.cand), header["seeds"], self.case.name)
+        return {"ok": True}
+
+    def fetch(self) -> tuple[dict, list]:
+        self._check_leftovers(self._unit_threads, self._unit_children)
+        for out in self.timed.outputs:
+            for i, value in enumerate(_flatten(out)):
+                if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
+                    raise Cheat(
+                        "tensor_subclass", f"timed output {i} is a {type(value).__name__}: return plain tensors"
+                    )
+        for inputs, out in zip(self.timed.inputs, self.timed.outputs):
+            alias = aliases(flat_tensors(out), inputs)
+            if alias:
+                raise Cheat("output_aliases_input", f"during timing, {alias}")
+        if torch.get_num_threads() != self.threads or os.environ.get("OMP_NUM_THREADS") != self.omp_env:
+            raise Cheat("thread_count", f"the thread count changed during timing (torch: {torch.get_num_threads()})")
         self._check_patches()
-        out_tensors: list[torch.Tensor] = []
-        kept = [
-            {"rep": rep, "seed": base + rep, "output": encode(out, out_tensors)}
-            for rep, out in sorted(measured.kept.items())
-        ]
+        items, tensors = self.timed.fetch()
         return {
             "ok": True,
-            "ref_ms": measured.ref_ms,
-            "cand_ms": measured.cand_ms,
-            "kept": kept,
-            "flush": getattr(self.timer, "method", None),
+            "items": items,
+            "reused": self.timed.reused_buffer(),
             "compile_time_s": compile_seconds(),
-        }, out_tensors
+        }, tensors
 
 
 def _flatten(value: Any) -> list[Any]:

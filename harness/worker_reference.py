@@ -8,6 +8,8 @@ Requests:
   replaced (up to ``retries`` times) and the seed actually used is reported.
 * ``time_reference`` {case, init_seed, seed, reps}: milliseconds per reference call (for
   checking that a task's sizes are sensible).
+* ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {}: one timed unit of reference
+  calls (``harness.worker_timed``), the same code the candidate worker runs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from harness.errors import HarnessError
 from harness.guards import aliases, digest
 from harness.targets import get_target
 from harness.task import Task, load_task
-from harness.worker_common import build_reference, encode, flat_tensors, init_inputs, make_inputs
+from harness.worker_common import build_reference, encode, flat_tensors, init_inputs, make_inputs, model_tensors
+from harness.worker_timed import TimedCalls
 
 SEED_STRIDE = 1_000_003
 
@@ -45,6 +48,16 @@ class ReferenceWorker:
                 return self.reference(header)
             if op == "time_reference":
                 return self.time_reference(header), []
+            if op == "prepare":
+                self._prepare(header["case"], header["init_seed"])
+                case = self.task.cases[header["case"]]
+                self.timed.prepare(self._module, model_tensors(self._model), header["seeds"], case.name)
+                return {"ok": True}, []
+            if op == "go":
+                return {"ok": True, "n": self.timed.go(self._model)}, []
+            if op == "fetch":
+                items, tensors = self.timed.fetch()
+                return {"ok": True, "items": items, "reused": self.timed.reused_buffer()}, tensors
         except HarnessError as exc:
             return {"ok": False, "reference_failed": str(exc)}, []
         except Exception as exc:  # the task's own code failed somewhere we did not wrap
@@ -55,7 +68,9 @@ class ReferenceWorker:
         self.target = get_target(header["target"], **header.get("target_options", {}))
         self.target.setup_worker(header["threads"])
         self.task = load_task(header["task"])
-        return {"ok": True, "hardware": self.target.describe_hardware().to_dict()}
+        hardware = self.target.describe_hardware()
+        self.timed = TimedCalls(self.target, hardware)
+        return {"ok": True, "hardware": hardware.to_dict()}
 
     def _prepare(self, index: int, init_seed: int) -> None:
         if self._case == (index, init_seed):
@@ -71,11 +86,11 @@ class ReferenceWorker:
         case = self.task.cases[index]
         self._prepare(index, init_seed)
         trials, out_tensors = [], []
-        for n, seed in enumerate(header["seeds"]):
+        for seed in header["seeds"]:
             for attempt in range(header.get("retries", 0) + 1):
                 used = seed + attempt * SEED_STRIDE
                 inputs = make_inputs(self._module, used, self.target.device, case.name)
-                before = digest(inputs) if n == 0 else None  # the first trial proves inputs are reproducible
+                before = digest(inputs)  # every trial's: any one of them may be the first of a later evaluation (cache)
                 try:
                     with torch.no_grad():
                         out = self.target.run(self._model, inputs)

@@ -289,7 +289,8 @@ def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    return _expand_env_refs(data, path.name, environ)
+    expanded: dict[str, Any] = _expand_env_refs(data, path.name, environ)
+    return expanded
 
 
 def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from kope.config import KopeConfig
 from kope.db.tools import docker_engine, find_java, find_maven
@@ -27,7 +27,7 @@ class Check:
     detail: str
     fix: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -100,7 +100,39 @@ def check_cxx() -> Check:
     return Check("C++ compiler + OpenMP", "ok", version)
 
 
-def _tool_check(name: str, finder: Callable, required_for: str) -> Check:
+def check_sandbox() -> Check:
+    """The OS sandbox candidates run in (``harness.sandbox``); without it they are refused unless opted out."""
+    from kope.boundary import sandbox_report
+
+    status = sandbox_report()
+    env = status.env
+    layers = ", ".join(f"{k} {v}" for k, v in status.layers.items())
+    if status.available:
+        if status.opted_out:
+            return Check(
+                "Candidate sandbox",
+                "optional",
+                f"works here but switched off ({env}=off): candidates run without it",
+                f"unset {env} to run candidates (untrusted code) in the sandbox",
+            )
+        return Check("Candidate sandbox", "ok", layers)
+    if status.opted_out:
+        return Check(
+            "Candidate sandbox",
+            "optional",
+            f"unavailable ({status.reason}); switched off ({env}=off): candidates run without it",
+            "allow unprivileged user namespaces and install libseccomp2 (with pyseccomp) to sandbox candidates",
+        )
+    return Check(
+        "Candidate sandbox",
+        "missing",
+        f"unavailable: {status.reason}; candidates are refused [{layers}]",
+        "allow unprivileged user namespaces (kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) and "
+        f"install libseccomp2 (and pyseccomp); or set {env}=off to run candidates (untrusted code) without it",
+    )
+
+
+def _tool_check(name: str, finder: Callable[[], Any], required_for: str) -> Check:
     try:
         tool = finder()
     except KopeError as exc:
@@ -152,7 +184,7 @@ def check_llm(config: KopeConfig) -> Check:
 
 
 def run_checks(config: KopeConfig) -> list[Check]:
-    checks = [check_python(), *check_torch(), check_triton(), check_cxx()]
+    checks = [check_python(), *check_torch(), check_triton(), check_cxx(), check_sandbox()]
     java = _tool_check("Java 17+", find_java, "needed for the local Neo4j server")
     if config.uses_local_server and java.level != "ok":
         java.level = "missing"

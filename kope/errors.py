@@ -97,3 +97,9 @@ class InfrastructureError(KopeError):
 
 class EvaluatorAuthError(ConfigError):
     """A worker rejected the key (HTTP 401): KOPE_WORKER_KEY is missing or not the worker's key."""
+
+
+class NothingAttemptedError(KopeError):
+    """A run or bench ended without a single attempt for any selected operator (no template, no candidate)."""
+
+    exit_code = 12

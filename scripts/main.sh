@@ -7,6 +7,7 @@
 # Neo4j keeps running afterwards; `.venv/bin/kope db stop` stops it.
 # Override the selection with KOPE_MAIN_FAMILY / KOPE_MAIN_TASKS / KOPE_MAIN_STEPS.
 source "$(dirname "$0")/bootstrap.sh" test
+started=$(date +%s)  # after installation: the job itself
 kope db start
 kope doctor
 family="${KOPE_MAIN_FAMILY:-elementwise}"
@@ -14,3 +15,4 @@ echo
 echo "KOPE main job: ${KOPE_MAIN_TASKS:-3} built-in ${family} operators, offline proposer, cpu target"
 kope optimize --suite builtin --family "$family" --limit "${KOPE_MAIN_TASKS:-3}" \
     --steps "${KOPE_MAIN_STEPS:-6}" --proposer offline --target cpu --out kope-out
+echo "main job: $(( $(date +%s) - started )) s (after installation)"

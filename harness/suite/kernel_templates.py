@@ -19,6 +19,14 @@ A template module defines::
         ...
     ]
     def render(operator: str, settings: dict) -> str: ...   # the candidate file text
+    PATTERNS = [pattern("relu", ("unary:relu", ["x"]), call=...)]  # optional: the structures it computes
+
+``PATTERNS`` (``harness.structure.patterns``) declare what the template computes, so
+any task whose traced reference does the same is served by it (the offline proposer
+chooses templates by structure, not by name: ``harness.structure.match``), with a
+``call`` that adapts the kernels to that task's conventions; ``render_task(match,
+settings)`` renders a matched task. A composite template (``pipeline``) defines
+``render_match(match, settings)`` instead. See docs/templates.md.
 
 Templates are trusted code shipped with KOPE: loading one imports it (they
 only build strings; they must not import torch at module level).
@@ -72,6 +80,8 @@ class KernelTemplate:
     knobs: tuple[Knob, ...]
     path: Path
     _render: Callable[[str, dict[str, Any]], str]
+    patterns: tuple[Any, ...] = ()  # harness.structure.patterns.Pattern: the structures it computes
+    _render_match: Callable[[Any, dict[str, Any]], str] | None = None  # composite templates: render(match, ...)
 
     def knob(self, name: str) -> Knob:
         for knob in self.knobs:
@@ -106,6 +116,26 @@ class KernelTemplate:
         if not isinstance(source, str) or "class ModelNew" not in source:
             raise TemplateError(f"template {self.name!r} rendered no ModelNew for {operator!r} with {full}")
         return source
+
+    def render_task(self, match: Any, settings: dict[str, Any] | None = None) -> str:
+        """The candidate for a task matched by structure (``harness.structure.match``).
+
+        A task that is one of this template's own operators gets ``render(operator, ...)``;
+        any other gets this template's kernels called with the task's own conventions
+        (``harness.structure.codegen``); a composite template renders the whole match.
+        Raises ``TemplateError`` when the matched task cannot be given a candidate.
+        """
+        from harness.structure.codegen import AdaptError, render_single
+
+        full = self.check_settings(settings or {})
+        try:
+            if match.native and match.operator in self.operators:
+                return self.render(match.operator, full)
+            if self._render_match is not None:
+                return self._render_match(match, dict(full))
+            return render_single(match, self.render, full)
+        except AdaptError as exc:
+            raise TemplateError(f"template {self.name!r}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,7 +190,16 @@ def _parse(path: Path) -> KernelTemplate:
         raise TemplateError(f"{where}: KNOBS is empty; a template needs at least one knob")
     if len({k.name for k in knobs}) != len(knobs):
         raise TemplateError(f"{where}: knob names repeat")
-    return KernelTemplate(path.stem, family, target, tuple(operators), tuple(knobs), path, render)
+    patterns = tuple(getattr(module, "PATTERNS", None) or ())
+    for p in patterns:
+        if getattr(p, "operator", None) not in operators:
+            raise TemplateError(
+                f"{where}: a pattern names operator {getattr(p, 'operator', p)!r}, not one of OPERATORS"
+            )
+    render_match = getattr(module, "render_match", None)
+    return KernelTemplate(
+        path.stem, family, target, tuple(operators), tuple(knobs), path, render, patterns, render_match
+    )
 
 
 def template_files(target: str = "cpu") -> list[Path]:

@@ -6,6 +6,12 @@ options under the harness cache, so the same source is compiled once per
 machine (a rebuild takes ~30 s here; reuse takes milliseconds), the time is
 added to ``compile_time_s``, and a build failure raises ``CompileError`` with
 the compiler output.
+
+Inside the sandbox the worker cannot run ninja or a compiler: the wrapper sends the call to the
+parent (``serve``), which runs the real ``load_inline``/``load`` in a sandboxed builder process
+(``python -m harness.targets.torch_ext build``: no network, read-only file tree except the
+build folder) and records the SHA-256 of the built library; the worker then only imports the
+library from the (read-only) build folder.
 """
 
 from __future__ import annotations
@@ -13,9 +19,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import platform
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from harness.errors import CompileError
@@ -43,11 +52,17 @@ def _key(kind: str, args: tuple, kwargs: dict) -> str:
 def _wrap(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from harness import cpu
         from harness.cpu import cache_root
 
         started = time.perf_counter()
         STATS["calls"] += 1
         key = _key(kind, args, kwargs)
+        if cpu._REMOTE is not None:
+            try:
+                return _remote(kind, args, kwargs)
+            finally:
+                STATS["seconds"] += time.perf_counter() - started
         build = cache_root() / "torch_ext" / key[:24]
         build.mkdir(parents=True, exist_ok=True)
         kwargs["build_directory"] = str(build)
@@ -72,3 +87,97 @@ def install() -> None:
             continue
         _originals[kind] = current
         setattr(ext, kind, _wrap(kind, current))
+
+
+def _call_spec(kind: str, args: tuple, kwargs: dict) -> dict[str, Any]:
+    names = ("name", "cpp_sources") if kind == "load_inline" else ("name", "sources")
+    spec = dict(zip(names, args))
+    spec.update({k: v for k, v in kwargs.items() if k not in ("verbose", "build_directory")})
+    for k, v in spec.items():
+        if isinstance(v, tuple):
+            spec[k] = list(v)
+    return spec
+
+
+def _remote(kind: str, args: tuple, kwargs: dict) -> Any:
+    """Worker side: the parent builds; this process imports the result from the read-only build folder."""
+    from torch.utils.cpp_extension import _import_module_from_library
+
+    from harness.cpu import ask_parent
+
+    spec = _call_spec(kind, args, kwargs)
+    try:
+        json.dumps(spec)
+    except (TypeError, ValueError) as exc:
+        raise CompileError(f"torch.utils.cpp_extension.{kind}: arguments must be plain data here: {exc}") from None
+    reply = ask_parent({"kind": "torch_ext", "call": kind, "spec": spec, "timeout": _timeout()})
+    if not reply.get("ok"):
+        raise CompileError(str(reply.get("message")), timed_out=bool(reply.get("timed_out")))
+    try:
+        return _import_module_from_library(reply["name"], reply["build_directory"], spec.get("is_python_module", True))
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise CompileError(f"torch.utils.cpp_extension.{kind} failed: {exc}") from None
+
+
+def _timeout() -> float:
+    from harness.cpu import _default_timeout
+
+    return _default_timeout()
+
+
+def serve(request: dict[str, Any]) -> dict[str, Any]:
+    """Parent side: build a worker's load_inline/load call in the compile sandbox (cached by content)."""
+    from harness.cpu import cache_root, file_sha256, run_with_timeout, sandboxed_command
+
+    kind, spec = request.get("call"), request.get("spec")
+    if kind not in ("load_inline", "load") or not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        return {"ok": False, "message": "malformed torch extension request"}
+    key = _key(kind, (), spec)
+    build = cache_root() / "torch_ext" / key[:24]
+    name = spec["name"]
+    library = build / f"{name}.so"
+    manifest = build / "kope-manifest.json"
+    try:
+        if library.is_file() and json.loads(manifest.read_text()).get("sha256") == file_sha256(library):
+            return {"ok": True, "build_directory": str(build), "name": name, "cached": True}
+    except (OSError, ValueError, AttributeError):
+        pass
+    build.mkdir(parents=True, exist_ok=True)
+    (build / "kope-request.json").write_text(json.dumps({"call": kind, "spec": spec}))
+    root = str(Path(__file__).resolve().parent.parent.parent)
+    cmd, env = sandboxed_command([sys.executable, "-m", "harness.targets.torch_ext", "build", str(build)], [str(build)])
+    env["PYTHONPATH"] = root
+    for var in ("TORCH_CUDA_ARCH_LIST", "MAX_JOBS"):
+        if var in os.environ:
+            env[var] = os.environ[var]
+    limit = float(request.get("timeout") or 300.0)
+    code, output = run_with_timeout(cmd, limit, env=env)
+    if code is None:
+        return {
+            "ok": False,
+            "message": f"torch.utils.cpp_extension.{kind} timed out after {limit:g} s",
+            "timed_out": True,
+        }
+    if code != 0 or not library.is_file():
+        return {"ok": False, "message": f"torch.utils.cpp_extension.{kind} failed:\n{output.strip()[-4000:]}"}
+    manifest.write_text(json.dumps({"sha256": file_sha256(library)}))
+    return {"ok": True, "build_directory": str(build), "name": name, "cached": False}
+
+
+def _build_main(build: str) -> None:
+    """The sandboxed builder: run the real call with the build folder forced, then exit."""
+    import torch.utils.cpp_extension as ext
+
+    request = json.loads(Path(build, "kope-request.json").read_text())
+    spec = dict(request["spec"])
+    spec["build_directory"] = build
+    getattr(ext, request["call"])(**spec)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "build":
+        try:
+            _build_main(sys.argv[2])
+        except Exception as exc:  # noqa: BLE001 - the parent reports it as the candidate's compile error
+            sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+            sys.exit(1)

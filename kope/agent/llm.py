@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from kope.errors import KopeError
@@ -94,7 +95,7 @@ class OpenAIChat:
                     return min(float(value), self.backoff_cap)
             except ValueError:
                 pass
-        return min(self.backoff_base * (2**attempt), self.backoff_cap)
+        return float(min(self.backoff_base * (2**attempt), self.backoff_cap))
 
     def complete(self, messages: Sequence[BaseMessage]) -> ChatResult:
         oa = self._openai
@@ -148,7 +149,7 @@ class OpenAIChat:
 class LangChainChat:
     """Any langchain-core chat model (``BaseChatModel``) passed in by a library user."""
 
-    def __init__(self, chat_model: Any, *, model: str | None = None) -> None:
+    def __init__(self, chat_model: BaseChatModel, *, model: str | None = None) -> None:
         self.chat_model = chat_model
         self.model = (
             model

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from langchain_core.language_models import BaseChatModel
+
 from kope.agent.llm import ChatBackend, LangChainChat, OpenAIChat
 from kope.agent.proposal import Proposal, ProposalRequest
+from kope.config import KopeConfig
 from kope.context.protocol import FormatProblem, parse_response
 from kope.errors import ConfigError
 
@@ -16,7 +19,7 @@ class LLMProposer:
         self.model = chat.model
 
     @classmethod
-    def from_config(cls, config) -> LLMProposer:
+    def from_config(cls, config: KopeConfig) -> LLMProposer:
         llm = config.llm
         if not llm.model:
             raise ConfigError(
@@ -36,7 +39,7 @@ class LLMProposer:
         )
 
     @classmethod
-    def from_langchain(cls, chat_model, model: str | None = None) -> LLMProposer:
+    def from_langchain(cls, chat_model: BaseChatModel, model: str | None = None) -> LLMProposer:
         return cls(LangChainChat(chat_model, model=model))
 
     def propose(self, request: ProposalRequest) -> Proposal:

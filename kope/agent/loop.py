@@ -7,7 +7,9 @@ state by downstream score d(v): the next decision's FROM points at that state
 (an alternative branch) while NEXT keeps time order. The run stops on the step
 budget, the token budget, the wall-clock budget, a target speedup, or when the
 proposer has nothing left to try. Everything a step needs is read back from
-the graph, so a run resumes from the graph alone (``resume=RUN_ID``).
+the graph, once per step, into a typed ``StepState`` (``Memory.step_state``)
+that the step's context assembly and proposer share, so a run resumes from the
+graph alone (``resume=RUN_ID``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kope.agent.evaluation import evaluate_code, format_error_outcome
 from kope.agent.proposal import ParentState, PastAttempt, Proposal, ProposalRequest, Proposer, ProposerExhausted
+from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code
 from kope.config import KopeConfig
+from kope.context.assemble import AssembledContext
 from kope.context.budget import Budget
 from kope.context.knowledge import load_knowledge
-from kope.context.state import TaskView, build_context
+from kope.context.state import build_context
 from kope.errors import KopeError, UsageError
 from kope.evaluators import Evaluator, LocalEvaluator
+from kope.memory import Attempt, DecisionParams, Memory, RunSpec, TaskSpec, UsedItem
+from kope.memory.records import DecisionRecord
+from kope.memory.state import AttemptState, RunState, StepState
 
 
 @dataclass
@@ -39,7 +45,7 @@ class LoopOptions:
     token_budget: int | None = None
     time_budget_s: float | None = None
     target_speedup: float | None = None
-    cases: Any = None  # harness case selection; None = all
+    cases: CaseSelection = None  # harness case selection; None = all
     k: int = 8
     out_dir: Path = Path("kope-out")
 
@@ -54,8 +60,8 @@ class StepReport:
     status: str
     error_kind: str | None
     speedup: float | None
-    label: str
-    r: float
+    label: str | None  # None: the attempt is only in the journal so far (in_graph false)
+    r: float | None
     incumbent_id: str | None
     improved: bool
     backtracked: bool
@@ -106,31 +112,29 @@ class Optimizer:
     def __init__(
         self,
         config: KopeConfig,
-        graph: Any,
+        memory: Memory,
         proposer: Proposer,
         options: LoopOptions,
         progress: Progress = _quiet,
         evaluator: Evaluator | None = None,
     ) -> None:
         self.config = config
-        self.evaluator = evaluator or LocalEvaluator()  # where candidates are evaluated (kope.evaluators)
-        self.graph = graph
+        self.evaluator: Evaluator = evaluator or LocalEvaluator()  # where candidates are evaluated (kope.evaluators)
+        self.memory = memory
         self.proposer = proposer
         self.options = options
         self.progress = progress
         self.budget = Budget.from_settings(config.context)
 
     # -- run setup -----------------------------------------------------------------------------
-    def _start(self, task: TaskView, hardware: dict[str, Any], resume: str | None) -> tuple[str, int | None]:
-        from kope.memory import HardwareInfo, RunSpec, TaskSpec
-
+    def _start(self, task: TaskView, hardware: Hardware, resume: str | None) -> tuple[str, int | None]:
         if resume:
-            run = self.graph.run(resume)  # raises a clear error for an unknown run
+            run = self.memory.run(resume)  # raises a clear error for an unknown run
             if run.operator != task.operator or run.target != self.options.target:
                 raise UsageError(
                     f"run {resume} is for {run.operator} on {run.target}, not {task.operator} on {self.options.target}"
                 )
-            return resume, self.graph.run_state(resume).next_step
+            return resume, self.memory.run_state(resume).next_step
         spec = RunSpec(
             task=TaskSpec(
                 operator=task.operator,
@@ -139,7 +143,7 @@ class Optimizer:
                 level=task.level,
                 cases=tuple(str(c.get("name")) for c in task.cases),
             ),
-            hardware=HardwareInfo.model_validate(hardware),
+            hardware=hardware,
             proposer=self.proposer.name,
             model=self.proposer.model,
             context_policy=self.options.policy,
@@ -152,7 +156,7 @@ class Optimizer:
                 "B_k": self.budget.total,
             },
         )
-        result = self.graph.start_run(spec)
+        result = self.memory.start_run(spec)
         if not result.in_graph:
             raise KopeError(
                 f"could not start the run in the Experience Graph: {result.pending_reason}",
@@ -160,15 +164,14 @@ class Optimizer:
             )
         return result.run_id, None
 
-    def _history(self, run_id: str) -> tuple[list[PastAttempt], Any]:
-        state = self.graph.run_state(run_id)
-        history = [
+    @staticmethod
+    def _history(state: RunState) -> list[PastAttempt]:
+        return [
             PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params)
             for d in state.decisions
         ]
-        return history, state
 
-    def _parent(self, state: Any, stale: int) -> tuple[Any, bool]:
+    def _parent(self, state: RunState, stale: int) -> tuple[DecisionRecord | None, bool]:
         """The state this step starts from, and whether it is a backtrack."""
         incumbent = state.incumbent
         if incumbent is not None and stale >= self.options.patience:
@@ -179,11 +182,12 @@ class Optimizer:
             return incumbent, False
         return state.last, False
 
-    def _stale_steps(self, state: Any) -> int:
+    @staticmethod
+    def _stale_steps(state: RunState) -> int:
         """Steps since the incumbent last changed (or since the last backtrack)."""
         count = 0
         for d in reversed(state.decisions):
-            if (state.incumbent is not None and d.id == state.incumbent.id) or (d.params or {}).get("backtracked"):
+            if (state.incumbent is not None and d.id == state.incumbent.id) or d.params.backtracked:
                 break
             count += 1
         return count
@@ -194,7 +198,7 @@ class Optimizer:
         hardware = self.evaluator.hardware(opts.target)  # the run is filed under the hardware that evaluates it
         memory_before = self._memory_counts()
         run_id, resumed_at = self._start(task, hardware, resume)
-        self.graph.upsert_knowledge(
+        self.memory.upsert_knowledge(
             [
                 {"id": d.id, "title": d.title, "text": d.body, "targets": list(d.targets), "families": list(d.families)}
                 for d in load_knowledge()
@@ -221,7 +225,7 @@ class Optimizer:
         except (KopeError, KeyboardInterrupt) as exc:
             # an outage or Ctrl-C is not an attempt: end the run as interrupted (resumable) and re-raise
             try:
-                self.graph.finish_run(run_id, "interrupted", distill=False)
+                self.memory.finish_run(run_id, "interrupted", distill=False)
             except KopeError:
                 pass
             self.progress("interrupted", {"run_id": run_id, "error": str(exc)})
@@ -236,14 +240,14 @@ class Optimizer:
         task: TaskView,
         task_path: Path,
         run_id: str,
-        hardware: dict[str, Any],
+        hardware: Hardware,
         summary: RunSummary,
         run_dir: Path,
         began: float,
     ) -> None:
         opts = self.options
         while True:
-            history, state = self._history(run_id)
+            state = self.memory.step_state(run_id, history_code=opts.policy == "passive")
             step = state.next_step
             summary.prompt_tokens = state.run.prompt_tokens
             summary.completion_tokens = state.run.completion_tokens
@@ -254,14 +258,12 @@ class Optimizer:
             stale = self._stale_steps(state)
             parent_record, backtracked = self._parent(state, stale)
             parent = None
-            override = None
+            start: AttemptState | None = None  # shown as the incumbent when the step does not start from it
             if parent_record is not None:
-                code = self.graph.kernel_source(parent_record.id)
-                parent = ParentState(
-                    parent_record.id, code, parent_record.params, parent_record.a, parent_record.status
-                )
+                at = state.attempt(parent_record.id)
+                parent = ParentState(at.id, at.code, at.params, parent_record.a, parent_record.status)
                 if backtracked or (state.incumbent is None and parent_record.status == "correct"):
-                    override = (parent_record.id, code, self._outcome_dict(parent_record.id))
+                    start = at
             started = time.monotonic()
             context, retrieval = build_context(
                 task,
@@ -269,17 +271,17 @@ class Optimizer:
                 hardware=hardware,
                 budget=self.budget,
                 policy=opts.policy,
-                graph=self.graph,
-                run_id=run_id,
+                graph=self.memory,
+                state=state,
+                start=start,
                 model=self.config.llm.model,
                 encoding_fallback=self.config.context.encoding_fallback,
                 k=opts.k,
                 step=step,
-                incumbent_override=override,
                 use_memory=opts.memory,
             )
             request = ProposalRequest(
-                task, opts.target, step, hardware, context, retrieval, parent, history, backtracked
+                task, opts.target, step, hardware, context, retrieval, parent, self._history(state), backtracked
             )
             try:
                 proposal = self.proposer.propose(request)
@@ -298,8 +300,8 @@ class Optimizer:
             "time_budget": "budget_exhausted",
             "exhausted": "finished",
         }.get(summary.status, summary.status)
-        end = self.graph.finish_run(run_id, graph_status)
-        final = self.graph.run_state(run_id)
+        end = self.memory.finish_run(run_id, graph_status)
+        final = self.memory.run_state(run_id)
         summary.prompt_tokens = final.run.prompt_tokens
         summary.completion_tokens = final.run.completion_tokens
         summary.context_tokens = sum(s.context_tokens for s in summary.steps)
@@ -315,7 +317,7 @@ class Optimizer:
         self.progress("done", summary)
         return summary
 
-    def _should_stop(self, step: int, summary: RunSummary, state: Any, began: float) -> tuple[str, str] | None:
+    def _should_stop(self, step: int, summary: RunSummary, state: StepState, began: float) -> tuple[str, str] | None:
         opts = self.options
         best = state.incumbent.a if state.incumbent is not None else None
         if opts.target_speedup is not None and best is not None and best >= opts.target_speedup:
@@ -337,25 +339,26 @@ class Optimizer:
         step: int,
         parent: ParentState | None,
         proposal: Proposal,
-        context: Any,
-        hardware: dict[str, Any],
+        context: AssembledContext,
+        hardware: Hardware,
         run_dir: Path,
         backtracked: bool,
         started: float,
     ) -> StepReport:
-        from kope.memory import Attempt, UsedItem, parse_outcome
-
         opts = self.options
+        outcome: Outcome
         if proposal.code is None:
-            assert proposal.format_problem is not None  # a proposal without code says why
-            outcome = format_error_outcome(
-                proposal.format_problem,
-                operator=task.operator,
+            problem = proposal.format_problem
+            assert problem is not None  # a proposal without code says why
+            outcome = Outcome.format_error(
+                problem.error_kind,
+                problem.message,
+                task=task.operator,
                 family=task.family,
                 level=task.level,
                 target=opts.target,
                 hardware=hardware,
-                cases=task.cases,
+                cases=task.case_params(),
             )
         else:
             outcome = evaluate_code(
@@ -370,11 +373,10 @@ class Optimizer:
             UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)
             for i in context.evidence()
         )
-        params = dict(proposal.params or {})
-        if backtracked:
-            params["backtracked"] = True
-        if proposal.cited:
-            params["cited"] = list(proposal.cited)
+        extension = dict(proposal.params or {})
+        if proposal.structure:  # the offline proposer's structure match, kept with its template choice
+            extension["structure"] = dict(proposal.structure)
+        params = DecisionParams(backtracked=backtracked, cited=tuple(proposal.cited), extension=extension)
         context_tokens = context.tokens["prompt"] + context.tokens["system"]
         attempt = Attempt(
             run_id=run_id,
@@ -384,23 +386,23 @@ class Optimizer:
             thought=proposal.thought,
             parent_id=parent.id if parent else None,
             code=proposal.code,
-            outcome=parse_outcome(outcome),
+            outcome=outcome,
             used=used,
             # the offline proposer sends its context nowhere: record what an LLM would have been sent
             prompt_tokens=proposal.prompt_tokens if self.proposer.name == "llm" else context_tokens,
             completion_tokens=proposal.completion_tokens,
-            params=params or None,
+            params=params,
         )
-        result = self.graph.record_attempt(attempt)
+        result = self.memory.record_attempt(attempt)
         return StepReport(
             step=step,
             decision_id=result.decision_id,
             parent_id=attempt.parent_id,
             title=proposal.title,
             layer=proposal.layer,
-            status=outcome["status"],
-            error_kind=outcome.get("error_kind"),
-            speedup=outcome.get("speedup"),
+            status=outcome.status.value,
+            error_kind=outcome.error_kind,
+            speedup=outcome.speedup,
             label=result.label,
             r=result.r,
             incumbent_id=result.incumbent_id,
@@ -414,22 +416,17 @@ class Optimizer:
             in_graph=result.in_graph,
         )
 
-    def _outcome_dict(self, decision_id: str) -> dict[str, Any]:
-        from kope.context.state import outcome_dict
-
-        return outcome_dict(self.graph, decision_id)
-
     def _write_best(self, run_dir: Path, decision_id: str) -> Path:
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / "best.py"
-        path.write_text(self.graph.kernel_source(decision_id) or "", encoding="utf-8")
-        record = self.graph.outcome(decision_id)
+        path.write_text(self.memory.kernel_source(decision_id) or "", encoding="utf-8")
+        record = self.memory.outcome(decision_id)
         (run_dir / "best_outcome.json").write_text(
             json.dumps(
                 {
                     "decision_id": decision_id,
                     **{k: v for k, v in record.to_dict().items() if k != "cases_json"},
-                    "cases": record.cases,
+                    "cases": [case.to_json() for case in record.cases],
                 },
                 indent=2,
                 default=str,
@@ -439,7 +436,7 @@ class Optimizer:
         return path
 
     def _memory_counts(self) -> dict[str, int]:
-        stats = self.graph.stats()
+        stats = self.memory.stats()
         counts = {label: n for label, n in stats.nodes.items() if n}
         counts["relationships"] = sum(stats.relationships.values())
         return counts

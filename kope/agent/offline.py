@@ -1,8 +1,12 @@
 """The offline proposer: explores the suite's expert kernel templates, guided by memory.
 
 It needs no LLM, so KOPE's main job runs on a fresh machine with no API key.
-For a built-in operator with a template (``harness/suite/templates/<target>``)
-each step is one decision on the template's knobs:
+The template is chosen by the *structure* of the task's reference, not its name
+(``kope.boundary.task_structure``: the reference is traced on its own inputs and matched against
+what each template computes), so a KernelBench file named ``19_ReLU.py``, a user's
+own operator or a built-in task all get the template that computes what they
+compute, adapted to their constructor, parameter names and output shapes. Each
+step is one decision on that template's knobs:
 
 * first step: the best settings that memory holds for the same template on
   the same or similar hardware (the warm lineages that made it into the
@@ -14,28 +18,81 @@ each step is one decision on the template's knobs:
 * when every single-knob change from every good state was tried, an untried
   combination; when the whole space was tried, it says it is exhausted.
 
-A task without a template gets only generic decisions: the suite's
-hand-written example kernel when one ships. The proposer says plainly in every
-thought that it is the offline proposer.
+A task whose structure no template computes ends the run at once with the
+explanation (the ops nothing covers), except that a built-in task with a
+hand-written example kernel gets that example. The proposer says plainly in
+every thought that it is the offline proposer.
+
+What it records with each decision (the extension of its ``DecisionParams``)
+is a ``TemplateChoice``: the template, its knob settings, the one-knob change,
+or that it used the example kernel; the loop adds the structure match
+(``structure``: template, stages and their bindings, or the explanation).
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.suite import find_candidate
-from harness.suite.kernel_templates import KernelTemplate, template_for
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
+from kope.boundary import (
+    KernelTemplate,
+    TaskError,
+    builtin_task_path,
+    find_candidate,
+    is_match,
+    render_for_task,
+    structure_summary,
+    task_structure,
+    templates_for_target,
+)
+from kope.memory.params import DecisionParams
 
 PREFIX = "[offline proposer]"
 GOOD_LABELS = ("effective", "partial")
+EXAMPLE = "example"  # TemplateChoice.generic: the suite's hand-written example kernel
 
 
 def _key(settings: Mapping[str, Any]) -> str:
     return json.dumps(dict(settings), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class TemplateChoice:
+    """The offline proposer's facts about one decision (stored as its ``DecisionParams.extension``)."""
+
+    template: str | None = None  # the kernel template rendered
+    settings: Mapping[str, Any] = field(default_factory=dict)  # its knob values
+    change: Mapping[str, Any] | None = None  # the one knob changed: {"knob", "from", "to"}
+    generic: str | None = None  # a decision without a template ("example": the shipped example kernel)
+
+    @classmethod
+    def of(cls, params: DecisionParams | Mapping[str, Any] | None) -> TemplateChoice:
+        """Read it back from a decision's parameters (typed, or their stored JSON)."""
+        if not isinstance(params, DecisionParams):
+            params = DecisionParams.from_json(params)
+        ext = params.extension
+        settings = ext.get("settings")
+        return cls(
+            template=ext.get("template"),
+            settings=dict(settings) if isinstance(settings, Mapping) else {},
+            change=ext.get("change"),
+            generic=ext.get("generic"),
+        )
+
+    def to_extension(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.template is not None:
+            data["template"] = self.template
+            data["settings"] = dict(self.settings)
+        if self.change:
+            data["change"] = dict(self.change)
+        if self.generic is not None:
+            data["generic"] = self.generic
+        return data
 
 
 class OfflineProposer:
@@ -58,35 +115,50 @@ class OfflineProposer:
             hit = lineage.hit
             if hit.id not in in_prompt:
                 continue
-            params = hit.params or {}
-            settings = {k: v for k, v in (params.get("settings") or {}).items() if k in knobs and v in knobs[k].values}
+            choice = TemplateChoice.of(hit.params)
+            settings = {k: v for k, v in choice.settings.items() if k in knobs and v in knobs[k].values}
             if not settings:
                 continue
             prior.append(
                 {
                     "id": hit.id,
                     "operator": hit.operator,
-                    "same_template": params.get("template") == template.name,
+                    "same_template": choice.template == template.name,
                     "settings": settings,
-                    "full": params.get("template") == template.name and len(settings) == len(knobs),
+                    "full": choice.template == template.name and len(settings) == len(knobs),
                     "status": hit.status,
                     "label": hit.label,
                     "a": hit.a or 0.0,
                     "r": hit.r,
                     "hardware": lineage.relevance.hardware_tier,
-                    "change": params.get("change"),
+                    "change": choice.change,
                 }
             )
         return sorted(prior, key=lambda p: (p["status"] != "correct", -(p["a"] or 0.0), p["id"]))
 
     # -- the decision -------------------------------------------------------------------------
+    @staticmethod
+    def _task_path(request: ProposalRequest) -> str:
+        path = getattr(request.task, "path", "") or ""
+        if path:
+            return path
+        builtin = builtin_task_path(request.task.operator)  # a view without its file: the built-in task
+        return str(builtin) if builtin is not None else ""
+
+    def _template(self, request: ProposalRequest) -> tuple[KernelTemplate | None, Any]:
+        """The template serving the task's traced structure (None when nothing serves it), and the match."""
+        match = task_structure(self._task_path(request), request.task.operator, request.target)
+        if not is_match(match):
+            return None, match
+        return templates_for_target(request.target).get(match.template), match
+
     def propose(self, request: ProposalRequest) -> Proposal:
-        template = template_for(request.task.operator, request.target)
+        template, match = self._template(request)
+        self._match = match
         if template is None:
-            return self._generic(request)
-        tried = {
-            _key(h.params.get("settings", {})) for h in request.history if h.params.get("template") == template.name
-        }
+            return self._generic(request, match)
+        history = [TemplateChoice.of(h.params) for h in request.history]
+        tried = {_key(c.settings) for c in history if c.template == template.name}
         prior = self._prior(request, template)
         failed_elsewhere = {
             _key({**template.default_settings(), **p["settings"]}): p
@@ -94,9 +166,10 @@ class OfflineProposer:
             if p["status"] != "correct" and p["same_template"]
         }
         parent = request.parent
-        if parent is None or parent.params.get("template") != template.name:
+        start = TemplateChoice.of(parent.params) if parent is not None else None
+        if start is None or start.template != template.name:
             return self._start(request, template, prior, tried)
-        base = template.check_settings(dict(parent.params.get("settings", {})))
+        base = template.check_settings(dict(start.settings))
         preference = self._preference(template, prior)
         for knob, value in self._neighbours(template, base, preference):
             settings = {**base, knob.name: value}
@@ -238,39 +311,46 @@ class OfflineProposer:
         layer: str,
         thought: str,
         *,
-        change: dict | None = None,
-        cited: list[str] | tuple = (),
+        change: dict[str, Any] | None = None,
+        cited: Sequence[str] = (),
     ) -> Proposal:
-        code = template.render(request.task.operator, settings)
-        params: dict[str, Any] = {"template": template.name, "settings": settings}
-        if change:
-            params["change"] = change
+        try:
+            code = render_for_task(template, self._match, settings)
+        except TaskError as exc:
+            raise ProposerExhausted(
+                f"the task's structure matches template '{template.name}' ({self._match.structure}), but no "
+                f"candidate can be made for it: {exc.message}"
+            ) from None
+        choice = TemplateChoice(template=template.name, settings=settings, change=change)
         return Proposal(
             title=title,
             layer=layer,
             thought=thought,
             code=code,
-            params=params,
+            params=choice.to_extension(),
             cited=tuple(cited),
             prompt_tokens=0,
             completion_tokens=0,
+            structure=structure_summary(self._match),
         )
 
-    def _generic(self, request: ProposalRequest) -> Proposal:
+    def _generic(self, request: ProposalRequest, match: Any) -> Proposal:
         operator = request.task.operator
-        example = find_candidate(operator, request.target)
-        if example is not None and not any(h.params.get("generic") == "example" for h in request.history):
+        builtin = builtin_task_path(operator)
+        example = find_candidate(operator, request.target) if str(builtin) == self._task_path(request) else None
+        if example is not None and not any(TemplateChoice.of(h.params).generic == EXAMPLE for h in request.history):
             return Proposal(
                 title="use the shipped example kernel",
                 layer="other",
-                thought=f"{PREFIX} No kernel template covers {operator}, so only generic decisions are possible: "
-                "start from the suite's hand-written example candidate.",
+                thought=f"{PREFIX} No kernel template computes {operator}'s structure ({match.explanation()}), so "
+                "only generic decisions are possible: start from the suite's hand-written example candidate.",
                 code=example.read_text(),
-                params={"generic": "example"},
+                params=TemplateChoice(generic=EXAMPLE).to_extension(),
+                structure=structure_summary(match),
             )
         raise ProposerExhausted(
-            f"the offline proposer has no kernel template for {operator!r} on {request.target} "
-            f"{'and already tried the example kernel' if example else 'and no example kernel ships for it'}; "
-            "for such tasks its only generic decision is the suite's example kernel. Use --proposer llm with an "
-            "LLM endpoint"
+            f"the offline proposer has no kernel template for {operator!r} on {request.target}: "
+            f"{match.explanation()}"
+            + ("; it already tried the shipped example kernel" if example else "")
+            + ". Use --proposer llm with an LLM endpoint"
         )

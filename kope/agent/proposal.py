@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kope.boundary import Hardware, TaskView
 from kope.context.assemble import AssembledContext
 from kope.context.protocol import FormatProblem
-from kope.context.state import TaskView
+from kope.memory.params import DecisionParams
+from kope.memory.retrieval import RetrievalResult
 
 
 @dataclass(frozen=True)
@@ -17,7 +19,7 @@ class ParentState:
 
     id: str
     code: str | None
-    params: Mapping[str, Any]
+    params: DecisionParams
     speedup: float | None
     status: str
 
@@ -34,7 +36,7 @@ class PastAttempt:
     status: str
     label: str
     a: float | None
-    params: Mapping[str, Any]
+    params: DecisionParams
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,9 @@ class ProposalRequest:
     task: TaskView
     target: str
     step: int
-    hardware: Mapping[str, Any]
+    hardware: Hardware
     context: AssembledContext
-    retrieval: Any | None  # kope.memory.RetrievalResult, or None without memory
+    retrieval: RetrievalResult | None  # None without memory (or a policy that retrieves nothing)
     parent: ParentState | None
     history: Sequence[PastAttempt]
     backtracked: bool = False
@@ -56,6 +58,8 @@ class Proposal:
     layer: str
     thought: str
     code: str | None  # None: the response had no usable candidate (see format_problem)
+    # The proposer's own facts about the decision, stored with it as the extension of its
+    # DecisionParams (JSON values; e.g. the offline proposer's TemplateChoice). The loop adds its own.
     params: Mapping[str, Any] | None = None
     format_problem: FormatProblem | None = None
     prompt_tokens: int = 0
@@ -63,6 +67,7 @@ class Proposal:
     model: str | None = None
     cited: tuple[str, ...] = ()  # evidence ids the proposer said it used
     notes: tuple[str, ...] = field(default_factory=tuple)
+    structure: Mapping[str, Any] | None = None  # the offline proposer: the task's structure match and bindings
 
 
 class Proposer(Protocol):

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from kope.agent import PROPOSERS
 from kope.agent.loop import LoopOptions, Optimizer, Progress, RunSummary
 from kope.agent.proposal import Proposer
+from kope.boundary import load_task_view
+from kope.boundary import suite_tasks as builtin_tasks
 from kope.config import KopeConfig
 from kope.errors import UsageError
-from kope.targets import harness_error, load_task_view
+from kope.evaluators import Evaluator
+from kope.memory import Memory, open_memory
 
 
 def make_proposer(config: KopeConfig, name: str | None) -> Proposer:
@@ -23,18 +26,11 @@ def make_proposer(config: KopeConfig, name: str | None) -> Proposer:
         return LLMProposer.from_config(config)
     if name == "offline":
         return OfflineProposer()
-    raise UsageError(f"unknown proposer {name!r} (llm or offline)")
+    raise UsageError(f"unknown proposer {name!r} ({' or '.join(PROPOSERS)})")
 
 
 def suite_tasks(levels: Sequence[int] = (), family: str | None = None, limit: int | None = None) -> list[str]:
-    from harness.errors import HarnessError
-    from harness.suite import list_tasks
-
-    try:
-        tasks = list_tasks(family)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
-    names = [t.operator for t in tasks if not levels or t.level in levels]
+    names = [t.operator for t in builtin_tasks(family) if not levels or t.level in levels]
     if limit is not None:
         names = names[:limit]
     if not names:
@@ -50,17 +46,15 @@ def optimize_tasks(
     *,
     resume: str | None = None,
     progress: Progress | None = None,
-    graph: Any = None,
-    evaluator: Any = None,
+    memory: Memory | None = None,
+    evaluator: Evaluator | None = None,
 ) -> list[RunSummary]:
-    """Optimize each task in order with one Experience Graph, so later tasks see earlier ones' experience;
+    """Optimize each task in order with one memory, so later tasks see earlier ones' experience;
     candidates are evaluated by ``evaluator`` (``kope.evaluators``; default local)."""
-    from kope.memory.connect import open_memory
-
-    own = graph is None
-    graph = graph or open_memory(config)
+    own = memory is None
+    memory = memory or open_memory(config)
     try:
-        optimizer = Optimizer(config, graph, proposer, options, progress or (lambda *_: None), evaluator)
+        optimizer = Optimizer(config, memory, proposer, options, progress or (lambda *_: None), evaluator)
         summaries = []
         for name in tasks:
             view, path = load_task_view(name)
@@ -68,4 +62,4 @@ def optimize_tasks(
         return summaries
     finally:
         if own:
-            graph.close()
+            memory.close()

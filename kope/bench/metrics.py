@@ -57,7 +57,7 @@ def best_attempt(attempts: Sequence[Mapping[str, Any]], universe: Sequence[str])
     """The attempt a pair is judged by: most passing cases (of the selected cases), then highest
     speedup (the outcome's geometric mean; a missing speedup ranks lowest), then the earliest step."""
 
-    def key(attempt: Mapping[str, Any]) -> tuple:
+    def key(attempt: Mapping[str, Any]) -> tuple[int, float, int]:
         passed = sum(1 for c in case_view(attempt, universe).values() if c["passed"])
         speed = attempt.get("speedup")
         return (-passed, -(speed if positive(speed) else 0.0), attempt.get("step", 0))

@@ -16,9 +16,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kope.boundary import TaskError, load_task_view
+from kope.config import KopeConfig
 from kope.errors import KopeError
+from kope.memory import Memory, open_memory
+
+if TYPE_CHECKING:
+    from kope.evaluators import Evaluator
 
 Progress = Callable[[str, Any], None]
 
@@ -46,22 +52,8 @@ class PairSpec:
         return dict(self.__dict__)
 
 
-def task_problem(exc: BaseException) -> bool:
-    """Whether ``exc`` came from the harness refusing the task or target (not from the memory or the LLM)."""
-    from harness.errors import HarnessError
-
-    seen = exc
-    for _ in range(8):
-        seen = seen.__context__ or seen.__cause__  # type: ignore[assignment]
-        if seen is None:
-            return False
-        if isinstance(seen, HarnessError):
-            return True
-    return False
-
-
-def memory_size(graph: Any) -> dict[str, int]:
-    stats = graph.stats()
+def memory_size(memory: Memory) -> dict[str, int]:
+    stats = memory.stats()
     return {
         "nodes": sum(stats.nodes.values()),
         "decisions": stats.nodes.get("Decision", 0),
@@ -69,12 +61,12 @@ def memory_size(graph: Any) -> dict[str, int]:
     }
 
 
-def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
-    """Every attempt of the run as the graph holds it, with its outcome's per-case results."""
-    state = graph.run_state(run_id)
+def collect_attempts(memory: Memory, run_id: str) -> list[dict[str, Any]]:
+    """Every attempt of the run as the graph holds it, with its outcome's per-case results (one read)."""
+    state = memory.step_state(run_id)
     attempts = []
     for d in state.decisions:
-        outcome = graph.outcome(d.id)
+        outcome = state.outcome(d.id)
         attempts.append(
             {
                 "step": d.step,
@@ -93,12 +85,12 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
                 "completion_tokens": d.completion_tokens or 0,
                 "cases": [
                     {
-                        "name": c.get("name"),
-                        "passed": bool(c.get("passed")),
-                        "speedup": c.get("speedup"),
-                        "ref_ms": c.get("ref_ms"),
-                        "cand_ms": c.get("cand_ms"),
-                        "error": c.get("error"),
+                        "name": c.name,
+                        "passed": c.passed,
+                        "speedup": c.speedup,
+                        "ref_ms": c.ref_ms,
+                        "cand_ms": c.cand_ms,
+                        "error": c.error,
                     }
                     for c in outcome.cases
                 ],
@@ -109,26 +101,24 @@ def collect_attempts(graph: Any, run_id: str) -> list[dict[str, Any]]:
 
 def run_pair(
     spec: PairSpec,
-    config: Any,
+    config: KopeConfig,
     *,
     on_started: Callable[[str], None],
     progress: Progress,
-    evaluator: Any = None,
+    evaluator: Evaluator | None = None,
 ) -> dict[str, Any]:
     """Run one pair to its end and return its result record (see ``store`` for where it goes); candidates are
     evaluated by ``evaluator`` (default: a new one for ``spec.evaluator``, closed at the end)."""
     from kope.agent.loop import LoopOptions, Optimizer
     from kope.agent.runner import make_proposer
     from kope.evaluators import make_evaluator
-    from kope.memory.connect import open_memory
     from kope.memory.errors import UnknownRunError
-    from kope.targets import load_task_view
 
     started_at = time.time()
     began = time.monotonic()
     own_evaluator = evaluator is None
     evaluator = evaluator or make_evaluator(config, spec.evaluator)
-    graph = open_memory(config, namespace=spec.namespace)
+    memory = open_memory(config, namespace=spec.namespace)
     try:
         proposer = make_proposer(config, spec.proposer)
         options = LoopOptions(
@@ -142,7 +132,7 @@ def run_pair(
         resume = spec.resume_run_id
         if resume is not None:
             try:
-                graph.run(resume)
+                memory.run(resume)
             except UnknownRunError:
                 resume = None  # started but never reached the graph: start over
         run_id: list[str] = []
@@ -154,7 +144,7 @@ def run_pair(
             progress(kind, data)
 
         view, path = load_task_view(spec.task_path)
-        optimizer = Optimizer(config, graph, proposer, options, event, evaluator)
+        optimizer = Optimizer(config, memory, proposer, options, event, evaluator)
         error = None
         status = stop_reason = None
         resumed_at = None
@@ -162,11 +152,11 @@ def run_pair(
             summary = optimizer.run(view, path, resume=resume)
             status, stop_reason, resumed_at = summary.status, summary.stop_reason, summary.resumed_at
         except KopeError as exc:
-            if not (run_id and task_problem(exc)):
+            if not (run_id and isinstance(exc, TaskError)):  # the harness refused the task or target
                 raise
             error = exc.message
             status, stop_reason = "error", exc.message
-        attempts = collect_attempts(graph, run_id[0])
+        attempts = collect_attempts(memory, run_id[0])
         return {
             "config": spec.config,
             "operator": spec.operator,
@@ -184,9 +174,9 @@ def run_pair(
             "attempts": attempts,
             "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
             "completion_tokens": sum(a["completion_tokens"] for a in attempts),
-            "memory_after": memory_size(graph),
+            "memory_after": memory_size(memory),
         }
     finally:
-        graph.close()
+        memory.close()
         if own_evaluator:
             evaluator.close()

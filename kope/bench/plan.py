@@ -33,6 +33,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kope.boundary import (
+    FAMILIES,
+    UNKNOWN_FAMILY,
+    TaskError,
+    TaskInfo,
+    level_from_path,
+    load_task,
+    read_task_info,
+    select_cases,
+    suite_tasks,
+)
 from kope.errors import UsageError
 
 
@@ -180,15 +191,19 @@ class TaskEntry:
     level: int | None
     path: str
     cases: tuple[str, ...]  # the selected case names: every case the metrics count
+    error: str | None = None  # the task file cannot be loaded: its pairs are recorded as errors, not run
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "operator": self.operator,
             "family": self.family,
             "level": self.level,
             "path": self.path,
             "cases": list(self.cases),
         }
+        if self.error is not None:
+            data["error"] = self.error
+        return data
 
 
 @dataclass(frozen=True)
@@ -234,27 +249,26 @@ def _task_files(folder: Path) -> list[Path]:
     )
 
 
-def _suite_infos(suite: str, family: str | None) -> list[Any]:
-    from harness.errors import HarnessError
-    from harness.suite import list_tasks
-    from harness.task import FAMILIES, read_task_info
-    from kope.targets import harness_error
-
-    if family is not None and family not in FAMILIES and family != "unknown":
+def _suite_infos(suite: str, family: str | None, levels: tuple[int, ...] = ()) -> list[TaskInfo]:
+    if family is not None and family not in FAMILIES and family != UNKNOWN_FAMILY:
         raise UsageError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
-    try:
-        if suite == "builtin":
-            return list_tasks(family)
-        folder = Path(suite)
-        if not folder.exists():
-            raise UsageError(
-                f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files"
-            )
-        if not folder.is_dir():
-            raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
-        infos = [read_task_info(p) for p in _task_files(folder)]
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+    if suite == "builtin":
+        return suite_tasks(family)
+    folder = Path(suite)
+    if not folder.exists():
+        raise UsageError(f"suite folder not found: {folder}", hint="--suite takes `builtin` or a folder of task files")
+    if not folder.is_dir():
+        raise UsageError(f"--suite must be `builtin` or a folder of task files, not a file: {folder}")
+    infos = []
+    for path in _task_files(folder):
+        level = level_from_path(path)
+        if levels and level is not None and level not in levels:
+            try:
+                infos.append(read_task_info(path))
+            except TaskError:
+                continue  # a broken file of a level --levels leaves out does not stop the bench
+        else:
+            infos.append(read_task_info(path))
     if not infos:
         raise UsageError(f"no task files (*.py) in {suite}")
     order = {f: i for i, f in enumerate(FAMILIES)}
@@ -267,18 +281,24 @@ def _natural(name: str) -> list[Any]:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name) if part]
 
 
+def _broken_entry(operator: str, level: int | None, path: Path, error: str, info: Any) -> TaskEntry:
+    """A task that does not load (it imports a missing package, say): its cases as written, else one."""
+    cases = tuple(c.name for c in info.cases) if info.cases else ("default",)
+    return TaskEntry(operator, info.family, level, str(Path(path).resolve()), cases, error)
+
+
 def build_plan(options: BenchOptions) -> Plan:
     """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench)."""
-    from harness.errors import HarnessError
-    from harness.task import load_task, select_cases
-    from kope.targets import harness_error
-
     if options.steps < 1:
         raise UsageError("--steps must be at least 1")
     if options.workers < 1:
         raise UsageError("--workers must be at least 1")
     check_name(options.name)
-    infos = [i for i in _suite_infos(options.suite, options.family) if not options.levels or i.level in options.levels]
+    infos = [
+        i
+        for i in _suite_infos(options.suite, options.family, options.levels)
+        if not options.levels or i.level in options.levels
+    ]
     if options.limit is not None:
         infos = infos[: options.limit]
     if not infos:
@@ -294,9 +314,12 @@ def build_plan(options: BenchOptions) -> Plan:
         seen[info.operator] = info.path
         try:
             task = load_task(info.path) if options.suite != "builtin" else info
-            cases = select_cases(task, options.cases)
-        except HarnessError as exc:
-            raise harness_error(exc) from None
+        except TaskError as exc:
+            # The file reads as a task (its source has Model, get_inputs, valid metadata) but running it fails,
+            # e.g. it imports a package this machine lacks: an error pair, and the bench goes on.
+            tasks.append(_broken_entry(info.operator, info.level, info.path, exc.message, info))
+            continue
+        cases = select_cases(task, options.cases)
         tasks.append(
             TaskEntry(
                 info.operator, info.family, info.level, str(Path(info.path).resolve()), tuple(c.name for c in cases)

@@ -25,7 +25,7 @@ STYLES = {"active": "-", "passive": "-", "none": "--", "no-memory": ":"}
 PNG_METADATA = {"Software": "kope bench"}
 
 
-def _figure(width: float = 8.0, height: float = 4.5):
+def _figure(width: float = 8.0, height: float = 4.5) -> Any:  # a matplotlib Figure (matplotlib is imported lazily)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -34,13 +34,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kope.bench.metrics import bench_metrics
 from kope.bench.pair import PairSpec, run_pair
 from kope.bench.plan import CONFIGURATIONS, BenchOptions, Pair, Plan, TaskEntry, default_baseline
 from kope.bench.store import RESULTS_SCHEMA, BenchStore, read_json, write_json
+from kope.config import KopeConfig
 from kope.errors import KopeError, UsageError
+from kope.memory import Memory, open_memory
+
+if TYPE_CHECKING:
+    from kope.evaluators import Evaluator
 
 Progress = Callable[[str, Any], None]
 
@@ -62,17 +67,17 @@ def resume_hint(out: Path) -> str:
 @dataclass
 class BenchRunner:
     plan: Plan
-    config: Any  # KopeConfig
+    config: KopeConfig
     command: str
     progress: Progress
-    _evaluator: Any = None
+    _evaluator: Evaluator | None = None
 
     @property
     def store(self) -> BenchStore:
         return BenchStore(self.plan.options.out)
 
     @property
-    def evaluator(self) -> Any:
+    def evaluator(self) -> Evaluator:
         """This process's evaluator (``plan.options.evaluator``): the hardware, and the pairs it runs itself."""
         if self._evaluator is None:
             from kope.evaluators import make_evaluator
@@ -106,16 +111,14 @@ class BenchRunner:
                 "command": self.command,
                 "options": opts.to_dict(),
                 "created_at": _now(),
-                "hardware": self.evaluator.hardware(opts.target),
+                "hardware": self.evaluator.hardware(opts.target).to_dict(),
                 "operators": [t.to_dict() for t in self.plan.tasks],
                 "imports": imports,
                 "memory_start": memory_start,
             },
         )
 
-    def _graph(self, namespace: str, journal: bool = False) -> Any:
-        from kope.memory.connect import open_memory
-
+    def _graph(self, namespace: str, journal: bool = False) -> Memory:
         return open_memory(self.config, namespace=namespace, journal=journal)
 
     def _wipe_namespace(self, namespace: str) -> int:
@@ -158,10 +161,10 @@ class BenchRunner:
         plan = self.store.read_plan()
         opts = self.plan.options
         now = self.evaluator.hardware(opts.target)
-        if now["id"] != plan["hardware"]["id"]:
+        if now.id != plan["hardware"]["id"]:
             raise UsageError(
                 f"--resume: the bench ran on {plan['hardware']['class']} [{plan['hardware']['id']}], but the evaluator "
-                f"{opts.evaluator} evaluates on {now['class']} [{now['id']}]",
+                f"{opts.evaluator} evaluates on {now.class_} [{now.id}]",
                 hint="resume with an evaluator on the same hardware (--evaluator), or start a new bench",
             )
         plan.setdefault("resumes", []).append(
@@ -194,8 +197,56 @@ class BenchRunner:
             evaluator=opts.evaluator,
         )
 
+    def _record_broken(self, pending: list[Pair]) -> list[Pair]:
+        """Pairs of tasks that did not load are recorded as errors with the loader's message; the rest run."""
+        runnable = []
+        for pair in pending:
+            task = self.plan.task(pair.operator)
+            if task.error is None:
+                runnable.append(pair)
+                continue
+            now = time.time()
+            self._finish_pair(
+                {
+                    "config": pair.config,
+                    "operator": pair.operator,
+                    "index": pair.index,
+                    "namespace": self.plan.namespace(pair.config),
+                    "run_id": None,
+                    "status": "error",
+                    "stop_reason": f"the task file does not load: {task.error}",
+                    "error": task.error,
+                    "resumed_from": None,
+                    "resumed_at": None,
+                    "started_at": now,
+                    "ended_at": now,
+                    "seconds": 0.0,
+                    "attempts": [],
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                },
+                [],
+            )
+        return runnable
+
+    def _trace_all(self, pending: list[Pair]) -> None:
+        """The offline proposer matches every task by its traced structure: trace them in one worker process
+        up front (cached; a task that fails here is reported by its own pair)."""
+        from kope.boundary import TaskError, trace_tasks
+
+        paths: list[str | Path] = sorted({self.plan.task(p.operator).path for p in pending})
+        if self.plan.options.proposer == "offline" and paths:
+            try:
+                traced = trace_tasks(paths)
+            except TaskError as exc:
+                self.progress("info", f"tracing the tasks up front failed ({exc.message}); each pair traces its own")
+                return
+            if traced:
+                self.progress("info", f"traced {traced} task(s) for the offline proposer's structure match")
+
     def run(self) -> dict[str, Any]:
-        pending = self.pending()
+        pending = self._record_broken(self.pending())
+        self._trace_all(pending)
         total = len(self.plan.pairs())
         self.progress("plan", {"total": total, "pending": len(pending), "workers": self.plan.options.workers})
         try:
@@ -242,7 +293,7 @@ class BenchRunner:
         store = self.store
         workers = self.plan.options.workers
         queue = list(pending)
-        running: dict[subprocess.Popen, tuple[Pair, list[str], Any]] = {}
+        running: dict[subprocess.Popen[bytes], tuple[Pair, list[str], IO[str]]] = {}
         failure: dict[str, Any] | None = None
         try:
             while queue or running:
@@ -296,7 +347,7 @@ class BenchRunner:
             error.exit_code = int(failure.get("exit_code") or 1)
             raise error
 
-    def _spawn(self, pair: Pair) -> tuple[subprocess.Popen, Any]:
+    def _spawn(self, pair: Pair) -> tuple[subprocess.Popen[bytes], IO[str]]:
         store = self.store
         spec_file = store.work_file(pair.config, pair.operator, "spec")
         write_json(spec_file, {**self.spec(pair).to_dict(), "bench_dir": str(store.root)})
@@ -317,7 +368,7 @@ class BenchRunner:
         return proc, log
 
     @staticmethod
-    def _stop(running: dict[subprocess.Popen, Any]) -> None:
+    def _stop(running: dict[subprocess.Popen[bytes], tuple[Pair, list[str], IO[str]]]) -> None:
         for proc in running:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
@@ -378,7 +429,8 @@ def plan_from_store(store: BenchStore, options: BenchOptions) -> Plan:
     """The plan of an existing bench (its stored operator list), with this invocation's workers/baseline."""
     stored = store.read_plan()
     tasks = [
-        TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"])) for t in stored["operators"]
+        TaskEntry(t["operator"], t["family"], t["level"], t["path"], tuple(t["cases"]), t.get("error"))
+        for t in stored["operators"]
     ]
     return Plan(options, tasks)
 

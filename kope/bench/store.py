@@ -62,7 +62,10 @@ class BenchStore:
         return self.plan_file.is_file()
 
     def read_plan(self) -> dict[str, Any]:
-        return read_json(self.plan_file, "bench plan")
+        plan = read_json(self.plan_file, "bench plan")
+        if not isinstance(plan, dict):
+            raise UsageError(f"the bench plan {self.plan_file} is not a JSON object")
+        return plan
 
     def finished(self, config: str, operator: str) -> dict[str, Any] | None:
         path = self.pair_file(config, operator)

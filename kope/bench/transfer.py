@@ -133,5 +133,5 @@ def relabel_export(source: Path, target: Path, *, hw_class: str, vendor: str) ->
     return {"hardware": len(mapping), "nodes": rewritten}
 
 
-def _remap(end: list, mapping: Mapping[str, str]) -> list:
+def _remap(end: list[Any], mapping: Mapping[str, str]) -> list[Any]:
     return [end[0], mapping.get(end[1], end[1])] if end[0] == "Hardware" else end

@@ -80,7 +80,7 @@ def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def server_options(func: Callable) -> Callable:
+def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options that select and shape the local Neo4j server."""
 
     @click.option("--data-dir", type=click.Path(file_okay=False), help="KOPE data directory (KOPE_DATA_DIR).")

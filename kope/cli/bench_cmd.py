@@ -5,15 +5,21 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
+from kope.agent import PROPOSERS
+from kope.bench.plan import CONFIG_ORDER
+from kope.boundary import TARGETS
 from kope.cli._common import KopeGroup, State, err, evaluator_option, out, pass_state, print_json
 from kope.errors import UsageError
 
-DEFAULT_CONFIGS = "active,passive,none,no-memory"
+if TYPE_CHECKING:
+    from kope.bench.options import BenchRequest
+
+DEFAULT_CONFIGS = ",".join(CONFIG_ORDER)
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -59,128 +65,6 @@ class Printer:
             )
 
 
-def _options_from_args(ctx: click.Context, state: State, args: dict[str, Any]):
-    from kope.bench.plan import BenchOptions, check_name, default_name, file_digest, parse_configs, parse_levels
-
-    configs = parse_configs(args["configs"])
-    levels = parse_levels(args["levels"])
-    suite = args["suite"]
-    if suite != "builtin":
-        path = Path(suite)
-        if not path.exists():
-            raise UsageError(
-                f"suite folder not found: {suite}", hint="--suite takes `builtin` or a folder of task files"
-            )
-        suite = str(path.resolve())
-    imports = []
-    for file in args["import_memory"]:
-        path = Path(file)
-        if not path.is_file():
-            raise UsageError(
-                f"--import-memory file not found: {file}", hint="make one with `kope memory export -o FILE`"
-            )
-        imports.append({"file": str(path.resolve()), "sha256": file_digest(path)})
-    if args["baseline"] is not None and args["baseline"] not in configs:
-        raise UsageError(f"--baseline {args['baseline']!r} is not one of the configurations run ({', '.join(configs)})")
-    model = state.config.llm.model if args["proposer"] == "llm" else None
-    return BenchOptions(
-        suite=suite,
-        levels=levels,
-        family=args["family"],
-        limit=args["limit"],
-        cases=args["cases"],
-        target=args["target"],
-        proposer=args["proposer"],
-        model=model,
-        steps=args["steps"],
-        configs=configs,
-        workers=args["workers"],
-        evaluator=_evaluator(state, args),
-        out=args["out"],
-        name=check_name(args["name"] or default_name(args["out"])),
-        imports=tuple(imports),
-        baseline=args["baseline"],
-    )
-
-
-def _evaluator(state: State, args: dict[str, Any]) -> str:
-    """The evaluator this invocation uses (--evaluator, else the configuration's), validated."""
-    from kope.evaluators import parse_evaluator
-
-    return str(parse_evaluator(args["evaluator"] or state.config.evaluator.backend))
-
-
-def _normalise(key: str, value: Any) -> Any:
-    """An option as the stored plan holds it (to compare a resumed bench's options with the stored ones)."""
-    from kope.bench.plan import parse_configs, parse_levels
-
-    if key == "suite":
-        return value if value == "builtin" else str(Path(value).resolve())
-    if key == "levels":
-        return parse_levels(value)
-    if key == "configs":
-        return parse_configs(value)
-    if key == "import_memory":
-        return tuple(str(Path(f).resolve()) for f in value)
-    return value
-
-
-def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
-    from kope.bench.runner import stored_options
-    from kope.bench.store import BenchStore
-
-    store = BenchStore(args["out"])
-    if not store.exists():
-        raise UsageError(f"no bench to resume in {args['out']} (no plan.json)", hint="start one without --resume")
-    stored = stored_options(store)
-    kept = {
-        **stored.to_dict(),
-        "import_memory": tuple(i["file"] for i in stored.imports),
-        "levels": tuple(stored.levels),
-        "configs": tuple(stored.configs),
-    }
-    differ = [
-        k
-        for k in (
-            "suite",
-            "levels",
-            "family",
-            "limit",
-            "cases",
-            "target",
-            "proposer",
-            "steps",
-            "configs",
-            "name",
-            "import_memory",
-        )
-        if _given(ctx, k) and _normalise(k, args[k]) != kept[k]
-    ]
-    if differ:
-        raise UsageError(
-            f"--resume: the bench in {args['out']} was started with other options "
-            f"({'; '.join(f'{k}: started with {kept[k]!r}, given {_normalise(k, args[k])!r}' for k in differ)})",
-            hint="resume with the same options (or only --out and --resume), or start a new bench",
-        )
-    if stored.proposer == "llm" and state.config.llm.model != stored.model:
-        raise UsageError(
-            f"--resume: the bench used model {stored.model!r}, the configuration now says {state.config.llm.model!r}",
-            hint="set KOPE_LLM_MODEL as it was",
-        )
-    stored.out = args["out"]
-    if _given(ctx, "workers"):
-        stored.workers = args["workers"]
-    if _given(ctx, "evaluator"):
-        stored.evaluator = _evaluator(state, args)
-    if _given(ctx, "baseline"):
-        if args["baseline"] not in stored.configs:
-            raise UsageError(
-                f"--baseline {args['baseline']!r} is not one of the configurations run ({', '.join(stored.configs)})"
-            )
-        stored.baseline = args["baseline"]
-    return stored
-
-
 @click.group("bench", cls=KopeGroup, invoke_without_command=True)
 @click.option(
     "--suite", default="builtin", show_default=True, help="`builtin` or a folder of KernelBench-format task files."
@@ -189,8 +73,8 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
 @click.option("--family", default=None, help="Only operators of this family.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many operators (in suite order).")
 @click.option("--cases", default=None, help="Case selection for every operator (indices, ranges, names), e.g. 0-2.")
-@click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
-@click.option("--proposer", type=click.Choice(["offline", "llm"]), default="offline", show_default=True)
+@click.option("--target", type=click.Choice(TARGETS), default="cpu", show_default=True)
+@click.option("--proposer", type=click.Choice(PROPOSERS), default="offline", show_default=True)
 @click.option("--steps", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Steps per run.")
 @click.option("--configs", default=DEFAULT_CONFIGS, show_default=True, help="Configurations to compare.")
 @click.option(
@@ -229,41 +113,83 @@ def _resume_options(ctx: click.Context, state: State, args: dict[str, Any]):
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON instead of the table.")
 @click.pass_context
-def command(ctx: click.Context, **args: Any) -> None:
+def command(
+    ctx: click.Context,
+    suite: str,
+    levels: str | None,
+    family: str | None,
+    limit: int | None,
+    cases: str | None,
+    target: str,
+    proposer: str,
+    steps: int,
+    configs: str,
+    workers: int,
+    out: Path,
+    name: str | None,
+    import_memory: tuple[str, ...],
+    baseline: str | None,
+    evaluator: str | None,
+    resume: bool,
+    fresh: bool,
+    as_json: bool,
+) -> None:
     """Run every operator of a suite under each configuration and report the paper's metrics.
 
     Subcommands: `kope bench report DIR` (regenerate summary.md and plots from results.json),
     `kope bench compare DIR...` (benches side by side, e.g. a memory-transfer comparison),
     `kope bench relabel-hardware` (simulate another machine's memory on one machine)."""
+    given = [p.name for p in ctx.command.params if p.name is not None and _given(ctx, p.name)]
     if ctx.invoked_subcommand is not None:
-        given = [p.name for p in ctx.command.params if _given(ctx, p.name)]
         if given:
             raise UsageError(
                 f"`kope bench {ctx.invoked_subcommand}` takes its own options; "
                 f"remove {', '.join('--' + g.replace('_', '-') for g in given)}"
             )
         return
-    _run(ctx, ctx.ensure_object(State), args)
+    from kope.bench.options import BenchRequest
+
+    state = ctx.ensure_object(State)
+    request = BenchRequest(
+        suite=suite,
+        levels=levels,
+        family=family,
+        limit=limit,
+        cases=cases,
+        target=target,
+        proposer=proposer,
+        steps=steps,
+        configs=configs,
+        workers=workers,
+        out=out,
+        name=name,
+        import_memory=import_memory,
+        baseline=baseline,
+        evaluator=evaluator or state.config.evaluator.backend,
+    )
+    _run(state, request, set(given), resume=resume, fresh=fresh, as_json=as_json)
 
 
-def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
+def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, fresh: bool, as_json: bool) -> None:
     from kope.agent.runner import make_proposer
+    from kope.bench.options import fresh_options, resume_options
     from kope.bench.plan import build_plan
     from kope.bench.report import summary_table, with_metrics, write_report
     from kope.bench.runner import BenchRunner, plan_from_store
     from kope.bench.store import BenchStore
 
-    if args["resume"] and args["fresh"]:
+    if resume and fresh:
         raise UsageError("--resume continues a bench and --fresh starts over: choose one")
-    store = BenchStore(args["out"])
-    if args["resume"]:
-        options = _resume_options(ctx, state, args)
+    store = BenchStore(request.out)
+    model = state.config.llm.model
+    if resume:
+        options = resume_options(request, given, model)
         plan = plan_from_store(store, options)
     else:
-        options = _options_from_args(ctx, state, args)
-        if store.exists() and not args["fresh"]:
+        options = fresh_options(request, model)
+        if store.exists() and not fresh:
             raise UsageError(
-                f"{args['out']} already holds a bench",
+                f"{request.out} already holds a bench",
                 hint="continue it with --resume, start over with --fresh, or choose another --out",
             )
         plan = build_plan(options)
@@ -273,7 +199,7 @@ def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
     command_line = "kope " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "kope bench"
     runner = BenchRunner(plan, state.config, command_line, Printer())
     try:
-        if args["resume"]:
+        if resume:
             runner.note_resume()
         else:
             runner.start_fresh()
@@ -282,13 +208,28 @@ def _run(ctx: click.Context, state: State, args: dict[str, Any]) -> None:
         runner.close()
     paths = write_report(options.out, data)
     data = with_metrics(data)
-    if args["as_json"]:
+    if as_json:
         print_json({"results": str(store.results_file), "baseline": data["baseline"], "metrics": data["metrics"]})
-        return
-    out.print(summary_table(data), markup=False)
-    out.print(f"results: {store.results_file}", markup=False)
-    for path in paths:
-        out.print(f"report: {path}", markup=False)
+    else:
+        out.print(summary_table(data), markup=False)
+        out.print(f"results: {store.results_file}", markup=False)
+        for path in paths:
+            out.print(f"report: {path}", markup=False)
+    _fail_if_nothing_attempted(data)
+
+
+def _fail_if_nothing_attempted(data: dict[str, Any]) -> None:
+    """Exit 12 when no pair of the bench made a single attempt (the results are written all the same)."""
+    from kope.errors import NothingAttemptedError
+
+    pairs = data.get("pairs") or []
+    if pairs and not any(p.get("attempts") for p in pairs):
+        errors = sorted({p.get("stop_reason") or p.get("error") or p.get("status") or "?" for p in pairs})
+        raise NothingAttemptedError(
+            f"no attempt was made for any of the {len({p['operator'] for p in pairs})} operators "
+            f"({'; '.join(errors[:3])}{'; ...' if len(errors) > 3 else ''})",
+            hint="see the stop reasons in results.json",
+        )
 
 
 @command.command("report")

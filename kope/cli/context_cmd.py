@@ -5,16 +5,17 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from kope.boundary import TARGETS, hardware_for, load_task_view
 from kope.cli._common import State, out, pass_state, print_json
-from kope.targets import hardware_for, harness_error
+from kope.context import POLICIES
 
 
 @click.command("context")
 @click.argument("task")
-@click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
+@click.option("--target", type=click.Choice(TARGETS), default="cpu", show_default=True)
 @click.option(
     "--policy",
-    type=click.Choice(["active", "passive", "none"]),
+    type=click.Choice(POLICIES),
     default="active",
     show_default=True,
     help="active: hot+warm+cold from the graph; passive: the full history; none: hot only.",
@@ -46,31 +47,22 @@ def command(
     quiet: bool,
 ) -> None:
     """Show the prompt KOPE would send for TASK (a built-in operator or a task file)."""
-    from harness.errors import HarnessError
-    from harness.suite import find_task
-    from harness.task import load_task
     from kope.context.budget import Budget
-    from kope.context.state import TaskView, build_context
+    from kope.context.state import build_context
     from kope.errors import UsageError
+    from kope.memory import Memory, open_memory
 
     config = state.config
-    try:
-        info = load_task(find_task(task).path)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+    view, _ = load_task_view(task)  # a file without FAMILY gets its traced structure's family
     plan = Budget.from_settings(config.context)
     if budget is not None:
         plan = plan.with_total(budget)
     if run_id and no_memory:
         raise UsageError("--run reads the run from the Experience Graph; it cannot be combined with --no-memory")
-    graph = None
-    if not no_memory:
-        from kope.memory.connect import open_memory
-
-        graph = open_memory(config, journal=False)
+    graph: Memory | None = None if no_memory else open_memory(config, journal=False)
     try:
         context, retrieval = build_context(
-            TaskView.from_info(info),
+            view,
             target=target,
             hardware=hardware_for(target),
             budget=plan,
@@ -94,7 +86,7 @@ def command(
         out.print(context.human_text, markup=False, highlight=False)
     b = context.budget
     table = Table(
-        title=f"context for {info.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
+        title=f"context for {view.operator} ({policy}); B_k = {b.total} = W {b.window} - S {b.system} - "
         f"G {b.generation} - R {b.recency}",
         title_justify="left",
     )

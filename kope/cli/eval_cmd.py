@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 from rich.table import Table
 
+from kope.boundary import TARGETS, Outcome, TimingStats, evaluate_candidate
 from kope.cli._common import out, print_json
-from kope.targets import harness_error
-
-if TYPE_CHECKING:
-    from harness.record import Outcome, TimingStats
 
 STATUS_STYLE = {
     "correct": "green",
@@ -29,7 +24,7 @@ STATUS_STYLE = {
 @click.argument("candidate", type=click.Path(dir_okay=False))
 @click.option(
     "--target",
-    type=click.Choice(["cpu", "triton", "cuda"]),
+    type=click.Choice(TARGETS),
     default="cpu",
     show_default=True,
     help="Where the kernel runs.",
@@ -88,23 +83,19 @@ def command(
     (incorrect, compile_error, runtime_error, timeout, cheat_detected, format_error), 2 or 3 when the
     task, candidate, options or target are unusable.
     """
-    from harness.errors import HarnessError
-    from harness.evaluate import EvalOptions, evaluate
-    from harness.timing import Budget
-
-    try:
-        options = EvalOptions(
-            target=target,
-            cases=cases,
-            seeds=seeds,
-            threads=threads,
-            timing=not no_timing,
-            budget=Budget(warmup_ms=warmup_ms, rep_ms=rep_ms),
-            seed=seed,
-        )
-        outcome = evaluate(task, candidate, options)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+    outcome = evaluate_candidate(
+        task,
+        candidate,
+        target=target,
+        cases=cases,
+        seeds=seeds,
+        threads=threads,
+        timing=not no_timing,
+        warmup_ms=warmup_ms,
+        rep_ms=rep_ms,
+        seed=seed,
+        one_shot=True,  # one evaluation, then the process exits: no warm worker booted for a next one
+    )
     if as_json:
         print_json(outcome.to_dict())
     else:

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -17,8 +17,12 @@ from rich.tree import Tree
 from kope.cli._common import KopeGroup, State, err, out, pass_state, print_json, progress
 from kope.errors import KopeError, UsageError
 
+if TYPE_CHECKING:
+    from kope.memory import Memory
+    from kope.memory.inspect import TreeNode
 
-def namespace_option(func: Callable) -> Callable:
+
+def namespace_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--namespace``: which memory to work on (KOPE_NAMESPACE, config memory.namespace)."""
 
     @click.option("--namespace", "-n", "namespace", help="Memory namespace (KOPE_NAMESPACE; default: default).")
@@ -30,8 +34,8 @@ def namespace_option(func: Callable) -> Callable:
     return wrapper
 
 
-def _graph(state: State):
-    from kope.memory.connect import open_memory
+def _graph(state: State) -> Memory:
+    from kope.memory import open_memory
 
     return open_memory(state.config)
 
@@ -249,7 +253,7 @@ def lineage(state: State, decision_id: str, limit: int) -> None:
     with _graph(state) as graph:
         tree_data = graph.lineage(decision_id, limit)
 
-    def add(branch: Tree, node) -> None:
+    def add(branch: Tree, node: TreeNode) -> None:
         for child in node.children:
             add(branch.add(_tree_label(child.data, tree_data.focus, child.on_path)), child)
 

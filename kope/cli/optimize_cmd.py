@@ -11,7 +11,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from kope.agent import PROPOSERS
+from kope.boundary import TARGETS
 from kope.cli._common import State, err, evaluator_option, out, pass_state, print_json
+from kope.context import POLICIES
 from kope.errors import UsageError
 
 
@@ -96,10 +99,10 @@ def _summary_table(summaries: list[Any]) -> Table:
 
 @click.command("optimize")
 @click.argument("task", required=False)
-@click.option("--target", type=click.Choice(["cpu", "triton", "cuda"]), default="cpu", show_default=True)
+@click.option("--target", type=click.Choice(TARGETS), default="cpu", show_default=True)
 @click.option(
     "--proposer",
-    type=click.Choice(["llm", "offline"]),
+    type=click.Choice(PROPOSERS),
     default=None,
     help="Default: llm when an LLM endpoint is configured, else offline.",
 )
@@ -110,7 +113,7 @@ def _summary_table(summaries: list[Any]) -> Table:
     show_default=True,
     help="Steps per run (total, also when resuming).",
 )
-@click.option("--policy", type=click.Choice(["active", "passive", "none"]), default="active", show_default=True)
+@click.option("--policy", type=click.Choice(POLICIES), default="active", show_default=True)
 @click.option("--no-memory", is_flag=True, help="Do not retrieve experience (attempts are still recorded).")
 @click.option("--team", default=None, help="Team recorded on the run (KOPE_TEAM).")
 @click.option("--namespace", default=None, help="Memory namespace (KOPE_NAMESPACE).")
@@ -173,10 +176,10 @@ def command(
     state.override(**{"memory.team": team, "memory.namespace": namespace, "evaluator.backend": evaluator})
     config = state.config
     if resume and task is None and suite is None:
-        from kope.memory.connect import open_memory
+        from kope.memory import open_memory
 
-        with open_memory(config, journal=False) as graph:
-            task = graph.run(resume).operator
+        with open_memory(config, journal=False) as memory:
+            task = memory.run(resume).operator
     if (task is None) == (suite is None):
         raise UsageError(
             "give either a TASK or --suite builtin",
@@ -218,15 +221,27 @@ def command(
         chosen_evaluator.close()
     if as_json:
         print_json([s.to_dict() for s in summaries])
-        return
-    out.print(_summary_table(summaries))
-    for s in summaries:
-        out.print(
-            f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
-            soft_wrap=True,
-            highlight=False,
+    else:
+        out.print(_summary_table(summaries))
+        for s in summaries:
+            out.print(
+                f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
+                soft_wrap=True,
+                highlight=False,
+            )
+        _memory_and_browser(config, summaries)
+    _fail_if_nothing_attempted(summaries)
+
+
+def _fail_if_nothing_attempted(summaries: list[Any]) -> None:
+    """Exit 12 when not one attempt was made for any selected operator (a run that did nothing says so)."""
+    from kope.errors import NothingAttemptedError
+
+    if summaries and all(not s.steps and not s.resumed_at for s in summaries):  # resumed_at: attempts before
+        reasons = "; ".join(f"{s.operator}: {s.stop_reason}" for s in summaries)
+        raise NothingAttemptedError(
+            f"no attempt was made for {'the operator' if len(summaries) == 1 else 'any of the operators'} ({reasons})"
         )
-    _memory_and_browser(config, summaries)
 
 
 def _memory_and_browser(config: Any, summaries: list[Any]) -> None:

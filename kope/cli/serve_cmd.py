@@ -18,7 +18,7 @@ def _registry_path(state: State, explicit: str | None) -> Path:
     return Path(explicit) if explicit else Path(state.config.data_dir) / "server" / "registry.sqlite3"
 
 
-def registry_option(func: Callable) -> Callable:
+def registry_option(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option(
         "--registry",
         "registry_file",
@@ -115,7 +115,7 @@ def _registry() -> Any:
 
 
 # -- keys --------------------------------------------------------------------------------------------
-@command.group("keys", cls=KopeGroup)
+@click.group("keys", cls=KopeGroup)
 def keys() -> None:
     """Bearer keys of teams: create (the token is printed once), list, revoke."""
 
@@ -167,7 +167,7 @@ def keys_revoke(key_id: str) -> None:
 
 
 # -- namespaces --------------------------------------------------------------------------------------
-@command.group("namespaces", cls=KopeGroup)
+@click.group("namespaces", cls=KopeGroup)
 def namespaces() -> None:
     """Namespaces: their owner team and who may read them."""
 
@@ -261,3 +261,8 @@ def audit(team: str | None, namespace: str | None, since_hours: float | None, li
             detail[:80] or "-",
         )
     out.print(table)
+
+
+# click.Group.group is typed to return a union (decorator or group); add_command keeps the subgroups typed
+command.add_command(keys)
+command.add_command(namespaces)

@@ -8,10 +8,19 @@ from typing import Any
 import click
 from rich.table import Table
 
+from kope.boundary import (
+    FAMILIES,
+    check_task,
+    find_candidate,
+    find_task,
+    is_match,
+    list_candidates,
+    structure_summary,
+    suite_tasks,
+    task_structure,
+    template_for,
+)
 from kope.cli._common import KopeGroup, out, print_json
-from kope.targets import harness_error
-
-FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
 
 
 @click.group("tasks", cls=KopeGroup)
@@ -19,25 +28,13 @@ def command() -> None:
     """The built-in operator suite: tasks (KernelBench-format references with cases) and example candidates."""
 
 
-def _suite():
-    from harness import suite
-
-    return suite
-
-
 @command.command("list")
 @click.option("--family", type=click.Choice(FAMILIES), default=None, help="Only this family.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def list_cmd(family: str | None, as_json: bool) -> None:
     """List every built-in task: operator, family, level, cases, and whether a cpu example candidate ships."""
-    from harness.errors import HarnessError
-
-    suite = _suite()
-    try:
-        tasks = suite.list_tasks(family)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
-    candidates = suite.list_candidates("cpu")
+    tasks = suite_tasks(family)
+    candidates = list_candidates("cpu")
     if as_json:
         print_json(
             [
@@ -48,8 +45,6 @@ def list_cmd(family: str | None, as_json: bool) -> None:
         return
     table = Table(title=f"{len(tasks)} built-in tasks", title_justify="left")
     # One line per task: the description is cut to the terminal's width (`kope tasks show` has it whole).
-    from harness.suite.kernel_templates import template_for
-
     rows = []
     for t in tasks:
         template = template_for(t.operator, "cpu")
@@ -82,16 +77,14 @@ def list_cmd(family: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def show_cmd(task: str, source: bool, as_json: bool) -> None:
     """Show one task (a built-in operator name or a task file): metadata, cases, files."""
-    from harness.errors import HarnessError
-
-    suite = _suite()
-    try:
-        info = suite.find_task(task)
-    except HarnessError as exc:
-        raise harness_error(exc) from None
-    candidate = suite.find_candidate(info.operator)
+    info = find_task(task)
+    candidate = find_candidate(info.operator)
+    structure = task_structure(info.path, info.operator)
     if as_json:
-        print_json(info.to_dict() | {"cpu_candidate": str(candidate) if candidate else None})
+        print_json(
+            info.to_dict()
+            | {"cpu_candidate": str(candidate) if candidate else None, "structure": structure_summary(structure)}
+        )
         return
     out.print(f"[bold]{info.operator}[/bold] · {info.family} · level {info.level}")
     out.print(info.description)
@@ -104,8 +97,27 @@ def show_cmd(task: str, source: bool, as_json: bool) -> None:
     for c in info.cases:
         table.add_row(str(c.index), c.name, json.dumps(c.params))
     out.print(table)
+    _print_structure(structure)
     if source:
         out.print(info.path.read_text(), markup=False, highlight=False)
+
+
+def _print_structure(match: Any) -> None:
+    """The traced structure: the template that serves it and every binding, or why nothing does."""
+    if not is_match(match):
+        out.print(f"structure: no kernel template serves it: {match.explanation()}", markup=False)
+        return
+    how = "its own built-in candidate" if match.native else "adapted to the task's constructor and shapes"
+    out.print(f"structure: {match.structure} · template {match.template} ({how}) · family {match.family}", markup=False)
+    table = Table(title="bindings", title_justify="left")
+    for name in ("stage", "what", "tensors", "scalars"):
+        table.add_column(name, overflow="fold")
+    for i, stage in enumerate(match.stages):
+        what = f"{stage.template}.{stage.operator}" if stage.kind == "template" else stage.kind
+        tensors = ", ".join(f"{k}={v.source}:{v.name}" for k, v in stage.tensors.items())
+        scalars = ", ".join(f"{k}={v.expr} ({v.source})" for k, v in stage.scalars.items())
+        table.add_row(str(i), what, tensors or "-", scalars or "-")
+    out.print(table)
 
 
 @command.command("check")
@@ -114,20 +126,13 @@ def show_cmd(task: str, source: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def check_cmd(tasks: tuple[str, ...], measure: bool, as_json: bool) -> None:
     """Validate task files and run every case's reference once in a fresh process (default: all built-in tasks)."""
-    from harness.errors import HarnessError
-    from harness.task_check import check_task
-
-    suite = _suite()
     report: list[dict[str, Any]] = []
     failed = 0
-    try:
-        names = list(tasks) or [t.operator for t in suite.list_tasks()]
-        for name in names:
-            task, checks = check_task(suite.find_task(name).path, measure=measure)
-            failed += sum(not c.ok for c in checks)
-            report.append({"task": task.operator, "path": str(task.path), "cases": [c.to_dict() for c in checks]})
-    except HarnessError as exc:
-        raise harness_error(exc) from None
+    names = list(tasks) or [t.operator for t in suite_tasks()]
+    for name in names:
+        task, checks = check_task(find_task(name).path, measure=measure)
+        failed += sum(not c.ok for c in checks)
+        report.append({"task": task.operator, "path": str(task.path), "cases": [c.to_dict() for c in checks]})
     if as_json:
         print_json(report)
     else:

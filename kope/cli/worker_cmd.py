@@ -16,6 +16,6 @@ def command(args: tuple[str, ...]) -> None:
 
     The same service as `python -m harness serve`: bearer-key auth (KOPE_WORKER_KEY), 127.0.0.1 by default,
     one evaluation running on each device at a time, /health with the queue and the hardware."""
-    from harness.serve.cli import main
+    from kope.boundary import serve_worker
 
-    raise SystemExit(main(list(args), prog="kope worker"))
+    raise SystemExit(serve_worker(args, prog="kope worker"))

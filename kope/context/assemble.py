@@ -26,8 +26,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from kope.context import POLICIES
 from kope.context.budget import Budget
-from kope.context.hot import ContextBudgetError, HotState, fit_hot, join_sections
+from kope.context.hot import ContextBudgetError, HotSections, HotState, fit_hot, join_sections
 from kope.context.items import (
     ContextItem,
     HistoryEntry,
@@ -37,11 +38,11 @@ from kope.context.items import (
     lineage_item,
     rule_item,
 )
+from kope.context.knowledge import KnowledgeDoc
 from kope.context.templates import render_messages, render_system
 from kope.context.tokens import TokenCounter
 from kope.errors import UsageError
-
-POLICIES = ("active", "passive", "none")
+from kope.memory.retrieval import RetrievalResult
 
 # Relevance bases: warm experience above cold material; inside a tier, rank order.
 RELEVANCE_RULE = 3.0
@@ -123,8 +124,8 @@ class ContextAssembler:
     def candidates(
         self,
         state: HotState,
-        retrieval: Any | None,
-        knowledge: Sequence[tuple[Any, float]],
+        retrieval: RetrievalResult | None,
+        knowledge: Sequence[tuple[KnowledgeDoc, float]],
         history: Sequence[HistoryEntry],
     ) -> list[ContextItem]:
         items: list[ContextItem] = []
@@ -149,8 +150,8 @@ class ContextAssembler:
         state: HotState,
         *,
         policy: str = "active",
-        retrieval: Any | None = None,
-        knowledge: Sequence[tuple[Any, float]] = (),
+        retrieval: RetrievalResult | None = None,
+        knowledge: Sequence[tuple[KnowledgeDoc, float]] = (),
         history: Sequence[HistoryEntry] = (),
     ) -> AssembledContext:
         if policy not in POLICIES:
@@ -268,7 +269,7 @@ class ContextAssembler:
         return out
 
     def _compose(
-        self, hot: Any, chosen: list[tuple[ContextItem, str]], limit: int, dropped: list[tuple[str, str]]
+        self, hot: HotSections, chosen: list[tuple[ContextItem, str]], limit: int, dropped: list[tuple[str, str]]
     ) -> tuple[str, list[tuple[ContextItem, str]]]:
         """Join head + items + tail; drop the least relevant items while the whole exceeds B_k."""
         chosen = list(chosen)
@@ -287,8 +288,8 @@ def assemble(
     *,
     policy: str = "active",
     model: str | None = None,
-    retrieval: Any | None = None,
-    knowledge: Sequence[tuple[Any, float]] = (),
+    retrieval: RetrievalResult | None = None,
+    knowledge: Sequence[tuple[KnowledgeDoc, float]] = (),
     history: Sequence[HistoryEntry] = (),
     encoding_fallback: str = "cl100k_base",
 ) -> AssembledContext:

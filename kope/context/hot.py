@@ -1,8 +1,9 @@
 """The hot tier: what every prompt must hold, and how it is compressed.
 
 Hot sections, in prompt order: the objective, the task (operator, family,
-description, reference source), its cases, the target and hardware (these
-open the prompt); the incumbent kernel, the latest feedback and the next-step
+description, reference source), its cases, the target and hardware, the
+target's candidate recipe (how to write and build ``ModelNew`` there, with a
+complete example; ``kope.context.recipes``) (these open the prompt); the incumbent kernel, the latest feedback and the next-step
 instruction (these close it). All are always present.
 
 When hot is too big it is compressed in this order, one level at a time, each
@@ -27,7 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kope.boundary import Hardware
+from kope.context.recipes import recipe
 from kope.errors import KopeError
+from kope.memory.records import OutcomeNodeRecord, StoredCase
 
 MAX_LEVEL = 4
 
@@ -47,16 +51,16 @@ class HotState:
     target: str
     reference_source: str
     cases: tuple[Mapping[str, Any], ...]
-    hardware: Mapping[str, Any]
+    hardware: Hardware
     level: int | None = None
     description: str = ""
     objective: str = ""
     step: int = 0
     incumbent_id: str | None = None
     incumbent_code: str | None = None
-    incumbent_outcome: Mapping[str, Any] | None = None  # kope.outcome/1 fields
+    incumbent_outcome: OutcomeNodeRecord | None = None
     latest_title: str | None = None
-    latest_outcome: Mapping[str, Any] | None = None  # the previous attempt's outcome (kope.outcome/1 fields)
+    latest_outcome: OutcomeNodeRecord | None = None  # the previous attempt's outcome, as the graph holds it
     latest_note: str | None = None  # e.g. a format problem of the last response
 
     def default_objective(self) -> str:
@@ -65,7 +69,7 @@ class HotState:
                 f"Write a first correct `{self.target}` kernel for `{self.operator}` that passes every case, "
                 "then make it fast. Correctness first."
             )
-        speed = _fmt_speedup((self.incumbent_outcome or {}).get("speedup"))
+        speed = _fmt_speedup(self.incumbent_outcome.speedup if self.incumbent_outcome else None)
         return (
             f"Make the incumbent `{self.operator}` kernel faster on this hardware (now {speed} vs PyTorch) "
             "without breaking any case. One focused change per attempt."
@@ -80,14 +84,12 @@ class HotSections:
     level: int = 0
 
 
-def _fmt_speedup(value: Any) -> str:
+def _fmt_speedup(value: float | None) -> str:
     return f"{value:.2f}x" if isinstance(value, (int, float)) else "n/a"
 
 
-def _ms(stats: Any) -> str:
-    if isinstance(stats, Mapping) and isinstance(stats.get("median"), (int, float)):
-        return f"{stats['median']:.3f}"
-    return "-"
+def _ms(median: float | None) -> str:
+    return "-" if median is None else f"{median:.3f}"
 
 
 def trim_lines(text: str, keep: int) -> tuple[str, int]:
@@ -169,43 +171,43 @@ def cases_text(cases: Sequence[Mapping[str, Any]], compact: bool) -> str:
     return f"{len(cases)} cases (every one must pass; summarised): {names}\nParameters: " + "; ".join(ranges)
 
 
-def hardware_text(target: str, hw: Mapping[str, Any]) -> str:
-    parts = [f"target: {target}", f"hardware class: {hw.get('class', 'unknown')}"]
-    if hw.get("cpu_model"):
-        parts.append(f"CPU: {hw['cpu_model']} ({hw.get('cores', '?')} cores)")
-    if hw.get("isa"):
-        parts.append("ISA: " + ", ".join(hw["isa"]))
-    caches = hw.get("caches") or {}
-    if caches:
-        parts.append("caches: " + ", ".join(f"{k} {v // 1024} KiB" for k, v in caches.items() if isinstance(v, int)))
-    gpu = hw.get("gpu")
+def hardware_text(target: str, hw: Hardware) -> str:
+    parts = [f"target: {target}", f"hardware class: {hw.class_ or 'unknown'}"]
+    if hw.cpu_model:
+        parts.append(f"CPU: {hw.cpu_model} ({hw.cores} cores)")
+    if hw.isa:
+        parts.append("ISA: " + ", ".join(hw.isa))
+    if hw.caches:
+        parts.append("caches: " + ", ".join(f"{k} {v // 1024} KiB" for k, v in hw.caches.items() if isinstance(v, int)))
+    gpu = hw.gpu
     if gpu:
-        parts.append(f"GPU: {gpu.get('name')} (sm {gpu.get('compute_capability')}, {gpu.get('sms')} SMs)")
+        parts.append(f"GPU: {gpu.name} (sm {gpu.compute_capability}, {gpu.sms} SMs)")
     return "\n".join(parts)
 
 
-def _case_table(cases: Sequence[Mapping[str, Any]]) -> str:
+def _case_table(cases: Sequence[StoredCase]) -> str:
     rows = ["| case | passed | ref ms | cand ms | speedup | error |", "|---|---|---|---|---|---|"]
     for case in cases:
-        error = (case.get("error") or "").replace("\n", " ")[:160]
+        error = (case.error or "").replace("\n", " ")[:160]
         rows.append(
-            f"| {case.get('name')} | {'yes' if case.get('passed') else 'no'} | {_ms(case.get('ref_ms'))} | "
-            f"{_ms(case.get('cand_ms'))} | {_fmt_speedup(case.get('speedup'))} | {error} |"
+            f"| {case.name} | {'yes' if case.passed else 'no'} | {_ms(case.ref_ms)} | "
+            f"{_ms(case.cand_ms)} | {_fmt_speedup(case.speedup)} | {error} |"
         )
     return "\n".join(rows)
 
 
-def _case_summary(cases: Sequence[Mapping[str, Any]]) -> str:
-    passed = [c for c in cases if c.get("passed")]
-    failed = [c for c in cases if not c.get("passed")]
-    speeds = [c["speedup"] for c in passed if isinstance(c.get("speedup"), (int, float))]
+def _case_summary(cases: Sequence[StoredCase]) -> str:
+    passed = [c for c in cases if c.passed]
+    failed = [c for c in cases if not c.passed]
+    speeds = [c.speedup for c in passed if c.speedup is not None]
     line = f"{len(passed)}/{len(cases)} cases passed"
     if speeds:
-        worst = min(passed, key=lambda c: c.get("speedup") or 0)
-        line += f"; speedups {min(speeds):.2f}x..{max(speeds):.2f}x (slowest case: {worst.get('name')})"
+        worst = min(passed, key=lambda c: c.speedup or 0)
+        line += f"; speedups {min(speeds):.2f}x..{max(speeds):.2f}x (slowest case: {worst.name})"
     if failed:
         first = failed[0]
-        line += f"; first failing case {first.get('name')}: {(first.get('error') or '').splitlines()[0][:160] if first.get('error') else 'failed'}"
+        reason = first.error.splitlines()[0][:160] if first.error else "failed"
+        line += f"; first failing case {first.name}: {reason}"
     return line
 
 
@@ -217,13 +219,13 @@ def feedback_text(state: HotState, level: int, notes: list[str]) -> str:
     title = f' ("{state.latest_title}")' if state.latest_title else ""
     if outcome is not None:
         lines.append(
-            f"Previous attempt{title}: {outcome.get('status')}"
-            + (f" [{outcome.get('error_kind')}]" if outcome.get("error_kind") else "")
-            + f", {outcome.get('cases_passed')}/{outcome.get('cases_total')} cases passed"
-            + f", speedup {_fmt_speedup(outcome.get('speedup'))}"
-            + ("" if outcome.get("timings_valid", True) else " (timings not valid on this target)")
+            f"Previous attempt{title}: {outcome.status}"
+            + (f" [{outcome.error_kind}]" if outcome.error_kind else "")
+            + f", {outcome.cases_passed}/{outcome.cases_total} cases passed"
+            + f", speedup {_fmt_speedup(outcome.speedup)}"
+            + ("" if outcome.timings_valid else " (timings not valid on this target)")
         )
-        excerpt = outcome.get("error_excerpt")
+        excerpt = outcome.error_excerpt
         if excerpt:
             keep = {0: None, 1: 15}.get(level, 5)
             if keep is not None:
@@ -231,7 +233,7 @@ def feedback_text(state: HotState, level: int, notes: list[str]) -> str:
                 if removed:
                     notes.append(f"error log trimmed by {removed} lines (first/last {keep} kept)")
             lines.append("Error output:\n```\n" + excerpt + "\n```")
-        cases = outcome.get("cases") or []
+        cases = outcome.cases
         if cases:
             if level >= 2:
                 lines.append("Per case: " + _case_summary(cases))
@@ -267,14 +269,13 @@ def build_hot(state: HotState, level: int) -> HotSections:
         ),
         ("hot:cases", "## Cases\n" + cases_text(state.cases, compact=level >= 3)),
         ("hot:target", "## Target and hardware\n" + hardware_text(state.target, state.hardware)),
+        ("hot:recipe", recipe(state.target)),
     ]
     if incumbent:
         summary = ""
         if state.incumbent_outcome:
             o = state.incumbent_outcome
-            summary = (
-                f" ({o.get('cases_passed')}/{o.get('cases_total')} cases, {_fmt_speedup(o.get('speedup'))} vs PyTorch)"
-            )
+            summary = f" ({o.cases_passed}/{o.cases_total} cases, {_fmt_speedup(o.speedup)} vs PyTorch)"
         ident = f" [{state.incumbent_id}]" if state.incumbent_id else ""
         incumbent_text = (
             f"## Incumbent kernel{ident}{summary}\nStart from this file:\n```python\n{incumbent.strip()}\n```"

@@ -8,11 +8,13 @@ sibling branches as one line each.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kope.context.hot import trim_lines
+from kope.context.knowledge import KnowledgeDoc
+from kope.memory.records import InsightRecord, OutcomeNodeRecord
+from kope.memory.retrieval import BranchSummary, Lineage, StepSummary
 
 MAX_DIFF_LINES = 40
 MAX_THOUGHT_CHARS = 400
@@ -34,16 +36,16 @@ class ContextItem:
     dedup_key: str | None = None  # items with the same key are duplicates (e.g. same kernel)
 
 
-def _num(value: Any, fmt: str) -> str:
+def _num(value: float | None, fmt: str) -> str:
     return format(value, fmt) if isinstance(value, (int, float)) else "n/a"
 
 
-def _step_line(step: Any) -> str:
+def _step_line(step: StepSummary | BranchSummary) -> str:
     ratio = "" if step.status != "correct" else f", r {_num(step.r, '.2f')}"
     return f'"{step.title}" ({step.status}, {step.label}{ratio}, a {_num(step.a, ".2f")}x)'
 
 
-def _branches(lineage: Any, compact: bool) -> str | None:
+def _branches(lineage: Lineage, compact: bool) -> str | None:
     if not lineage.sibling_total:
         return None
     counts = ", ".join(f"{label} {n}" for label, n in lineage.sibling_counts.items() if n)
@@ -57,8 +59,8 @@ def _branches(lineage: Any, compact: bool) -> str | None:
     return "\n".join(lines)
 
 
-def lineage_item(lineage: Any, tier: str, relevance: float) -> ContextItem:
-    """A retrieved lineage (kope.memory.retrieval.Lineage) as a prompt item."""
+def lineage_item(lineage: Lineage, tier: str, relevance: float) -> ContextItem:
+    """A retrieved lineage as a prompt item."""
     h, rel = lineage.hit, lineage.relevance
     where = f"{rel.operator_tier} match: {h.operator} ({h.family}); hardware: {rel.hardware_tier} ({h.hw_class})"
     header = f'### Experience [{h.id}] "{h.title}"\n{where}'
@@ -99,8 +101,8 @@ def lineage_item(lineage: Any, tier: str, relevance: float) -> ContextItem:
     )
 
 
-def rule_item(rule: Any, relevance: float) -> ContextItem:
-    """A validity rule or pattern (kope.memory.records.InsightRecord)."""
+def rule_item(rule: InsightRecord, relevance: float) -> ContextItem:
+    """A validity rule or pattern."""
     kind = "validity rule" if rule.kind == "rule" else "pattern"
     text = (
         f"### {kind.capitalize()} [{rule.id}] (support {rule.support}, confidence {_num(rule.confidence, '.2f')}, "
@@ -117,8 +119,8 @@ def rule_item(rule: Any, relevance: float) -> ContextItem:
     )
 
 
-def knowledge_item(doc: Any, score: float, relevance: float) -> ContextItem:
-    """A shipped knowledge document (kope.context.knowledge.KnowledgeDoc)."""
+def knowledge_item(doc: KnowledgeDoc, score: float, relevance: float) -> ContextItem:
+    """A shipped knowledge document."""
     body = doc.body.strip()
     text = f"### Knowledge [{doc.id}] {doc.title}\n{body}"
     paragraphs = [p for p in body.split("\n\n") if p.strip()]
@@ -151,7 +153,7 @@ class HistoryEntry:
     speedup: float | None = None
     thought: str = ""
     code: str | None = None
-    outcome: Mapping[str, Any] | None = None
+    outcome: OutcomeNodeRecord | None = None  # what the target said (passive history only)
 
 
 def digest_item(entries: Sequence[HistoryEntry], relevance: float) -> ContextItem | None:
@@ -176,14 +178,15 @@ def history_item(entry: HistoryEntry) -> ContextItem:
     lines = [f'### Attempt step {entry.step} [{entry.id}] "{entry.title}" ({entry.layer})']
     if entry.thought:
         lines.append(f"thought: {entry.thought}")
-    o = entry.outcome or {}
+    o = entry.outcome
+    counts = f"{o.cases_passed}/{o.cases_total}" if o is not None else "?/?"
     lines.append(
         f"result: {entry.status}"
-        + (f" [{o.get('error_kind')}]" if o.get("error_kind") else "")
-        + f", {o.get('cases_passed', '?')}/{o.get('cases_total', '?')} cases, speedup {_num(entry.speedup, '.2f')}x"
+        + (f" [{o.error_kind}]" if o is not None and o.error_kind else "")
+        + f", {counts} cases, speedup {_num(entry.speedup, '.2f')}x"
     )
-    if o.get("error_excerpt"):
-        lines.append("error output:\n```\n" + str(o["error_excerpt"]).strip() + "\n```")
+    if o is not None and o.error_excerpt:
+        lines.append("error output:\n```\n" + o.error_excerpt.strip() + "\n```")
     if entry.code:
         code, _ = trim_lines(entry.code.strip(), MAX_HISTORY_CODE_LINES // 2)
         lines.append("code:\n```python\n" + code + "\n```")

@@ -29,24 +29,10 @@ from typing import Any
 
 import yaml
 
+from kope.boundary import FAMILIES, LAYERS, TARGETS, UNKNOWN_FAMILY
 from kope.errors import KopeError
 
-TARGETS = ("cpu", "triton", "cuda")
-FAMILIES = ("elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block")
-LAYERS = (
-    "parallelization",
-    "tiling",
-    "vectorization",
-    "memory_layout",
-    "fusion",
-    "algorithm",
-    "instruction",
-    "unrolling",
-    "scheduling",
-    "other",
-)
 ALL_FAMILIES = "all"
-UNKNOWN_FAMILY = "unknown"  # tasks without FAMILY metadata (plain KernelBench files)
 
 # Relevance score parts. An exact-family document always outranks an 'all'
 # document: the bonuses together (0.75) stay below the family gap (1.0).

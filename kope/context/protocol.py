@@ -30,19 +30,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Optimization layers: the shared vocabulary of Decision.layer.
-LAYERS = (
-    "parallelization",
-    "tiling",
-    "vectorization",
-    "memory_layout",
-    "fusion",
-    "algorithm",
-    "instruction",
-    "unrolling",
-    "scheduling",
-    "other",
-)
+from kope.boundary import LAYERS
+
+# What models write instead of a layer name of the vocabulary (harness.vocabulary.LAYERS).
 _LAYER_ALIASES = {
     "parallelism": "parallelization",
     "threading": "parallelization",

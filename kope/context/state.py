@@ -1,58 +1,38 @@
-"""Building the inputs of assembly from a task file and the Experience Graph.
+"""Building the inputs of assembly from a task and a step's state, then assembling.
 
-``build_context(...)`` is what ``kope context`` and the optimization loop call:
-it loads the task (harness), reads the run's incumbent, latest attempt and
-history from the graph when a run is given, retrieves ranked experience,
-selects knowledge documents, and assembles the prompt for a policy.
+``build_context(...)`` is what ``kope context`` and the optimization loop call.
+The hot tier (incumbent with its outcome and kernel, the latest feedback, the
+step) comes from the run's ``StepState``: the loop hands over the one it read
+for the step; with only a ``run_id``, it is read here (one read transaction).
+Experience comes from a ``Retriever`` (the memory's ranked retrieval), unless
+memory is off; knowledge documents are selected for the target, family, layer
+and hardware; then the assembler packs the prompt for the policy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from kope.boundary import FAMILIES, LAYERS, UNKNOWN_FAMILY, Hardware, TaskView
 from kope.context.assemble import AssembledContext, ContextAssembler
 from kope.context.budget import Budget
 from kope.context.hot import HotState
 from kope.context.items import HistoryEntry
-from kope.context.knowledge import load_knowledge, select_knowledge
+from kope.context.knowledge import KnowledgeDoc, load_knowledge, select_knowledge
+from kope.memory.outcome import parse_hardware
+from kope.memory.protocol import ContextMemory
+from kope.memory.records import OutcomeNodeRecord
+from kope.memory.retrieval import RetrievalQuery, RetrievalResult
+from kope.memory.state import AttemptState, StepState
+
+__all__ = ["TaskView", "build_context", "history_entries"]
 
 
-@dataclass(frozen=True)
-class TaskView:
-    """What the context needs of a task (from harness.task.TaskInfo)."""
-
-    operator: str
-    family: str
-    level: int | None
-    description: str
-    source: str
-    cases: tuple[Mapping[str, Any], ...]
-
-    @classmethod
-    def from_info(cls, info: Any) -> TaskView:
-        cases = tuple({"name": c.name, **dict(c.params)} for c in info.cases)
-        return cls(info.operator, info.family, info.level, info.description or "", info.path.read_text(), cases)
-
-
-def history_from_graph(graph: Any, run_id: str, *, with_code: bool) -> list[HistoryEntry]:
-    """Every attempt of a run, oldest first (code and outcome only when ``with_code``)."""
-    state = graph.run_state(run_id)
+def history_entries(state: StepState) -> list[HistoryEntry]:
+    """Every attempt of the run, oldest first (code only when the state was read with every kernel)."""
     entries = []
     for d in state.decisions:
-        outcome = code = None
-        if with_code:
-            record = graph.outcome(d.id)
-            outcome = {
-                "status": record.status,
-                "error_kind": record.error_kind,
-                "error_excerpt": record.error_excerpt,
-                "cases_total": record.cases_total,
-                "cases_passed": record.cases_passed,
-                "speedup": record.speedup,
-            }
-            code = graph.kernel_source(d.id)
         entries.append(
             HistoryEntry(
                 id=d.id,
@@ -64,81 +44,70 @@ def history_from_graph(graph: Any, run_id: str, *, with_code: bool) -> list[Hist
                 r=d.r,
                 speedup=d.a,
                 thought=d.thought,
-                code=code,
-                outcome=outcome,
+                code=state.kernels.get(d.id) if state.history_code else None,
+                outcome=state.outcomes.get(d.id) if state.history_code else None,
             )
         )
     return sorted(entries, key=lambda e: e.step)
-
-
-def outcome_dict(graph: Any, decision_id: str) -> dict[str, Any]:
-    record = graph.outcome(decision_id)
-    return {
-        "status": record.status,
-        "error_kind": record.error_kind,
-        "error_excerpt": record.error_excerpt,
-        "cases_total": record.cases_total,
-        "cases_passed": record.cases_passed,
-        "speedup": record.speedup,
-        "timings_valid": record.timings_valid,
-        "cases": record.cases,
-    }
 
 
 def build_context(
     task: TaskView,
     *,
     target: str,
-    hardware: Mapping[str, Any],
+    hardware: Hardware | Mapping[str, Any],
     budget: Budget,
     policy: str = "active",
-    graph: Any | None = None,
+    graph: ContextMemory | None = None,
     run_id: str | None = None,
+    state: StepState | None = None,
+    start: AttemptState | None = None,
     model: str | None = None,
     encoding_fallback: str = "cl100k_base",
     k: int = 8,
     step: int | None = None,
     latest_note: str | None = None,
-    incumbent_override: tuple[str | None, str | None, Mapping[str, Any] | None] | None = None,
     exclude: Sequence[str] = (),
     use_memory: bool = True,
-) -> tuple[AssembledContext, Any]:
+) -> tuple[AssembledContext, RetrievalResult | None]:
     """(assembled context, retrieval result or None).
 
-    With a ``run_id`` the hot tier (incumbent, latest feedback, step) comes from
-    the run in the graph; ``use_memory=False`` still reads the run itself but
-    retrieves no experience (the ``--no-memory`` ablation)."""
-    from kope.memory import RetrievalQuery
-
+    ``graph`` is where experience is retrieved from (and, given only ``run_id``, where the run's state is
+    read); ``state`` is the step's state when the caller read it already (the loop). ``start`` replaces the
+    incumbent in the hot tier when the step starts elsewhere (a backtrack, or a repair before there is an
+    incumbent). ``use_memory=False`` still shows the run itself but retrieves no experience (the
+    ``--no-memory`` ablation)."""
+    hw = hardware if isinstance(hardware, Hardware) else parse_hardware(hardware)
+    if state is None and graph is not None and run_id is not None:
+        state = graph.step_state(run_id, history_code=policy == "passive")
     incumbent_id: str | None = None
     incumbent_code: str | None = None
-    incumbent_outcome: Mapping[str, Any] | None = None
-    latest_title = latest_outcome = None
+    incumbent_outcome: OutcomeNodeRecord | None = None
+    latest_title: str | None = None
+    latest_outcome: OutcomeNodeRecord | None = None
     history: list[HistoryEntry] = []
     next_step = step if step is not None else 0
     layer = error_kind = None
-    if graph is not None and run_id is not None:
-        state = graph.run_state(run_id)
+    if state is not None:
         next_step = step if step is not None else state.next_step
-        if state.incumbent is not None:
-            incumbent_id = state.incumbent.id
-            incumbent_code = graph.kernel_source(incumbent_id)
-            incumbent_outcome = outcome_dict(graph, incumbent_id)
-            layer = state.incumbent.layer
+        incumbent = state.incumbent_attempt
+        if incumbent is not None:
+            incumbent_id, incumbent_code, incumbent_outcome = incumbent.id, incumbent.code, incumbent.outcome
+            layer = incumbent.decision.layer
         if state.last is not None:
             latest_title = state.last.title
-            latest_outcome = outcome_dict(graph, state.last.id)
+            latest_outcome = state.outcome(state.last.id)
             error_kind = state.last.error_kind
-        history = history_from_graph(graph, run_id, with_code=policy == "passive")
-    if incumbent_override is not None:
-        incumbent_id, incumbent_code, incumbent_outcome = incumbent_override
+        history = history_entries(state)
+    if start is not None:
+        incumbent_id, incumbent_code, incumbent_outcome = start.id, start.code, start.outcome
     hot = HotState(
         operator=task.operator,
-        family=task.family,
+        family=task.family if task.family_source == "file" else f"{task.family}, inferred from the traced structure",
         target=target,
         reference_source=task.source,
         cases=task.cases,
-        hardware=hardware,
+        hardware=hw,
         level=task.level,
         description=task.description,
         step=next_step,
@@ -150,37 +119,29 @@ def build_context(
         latest_note=latest_note,
     )
     retrieval = None
-    knowledge: list = []
+    knowledge: list[tuple[KnowledgeDoc, float]] = []
     if policy == "active":
         if graph is not None and use_memory:
             query = RetrievalQuery(
                 operator=task.operator,
                 family=task.family,
                 target=target,
-                hardware_id=hardware.get("id"),
-                hardware_class=hardware.get("class"),
-                vendor=hardware.get("vendor"),
+                hardware_id=hw.id,
+                hardware_class=hw.class_,
+                vendor=hw.vendor,
                 layer=layer,
                 error_kind=error_kind,
                 exclude=tuple(exclude) + ((incumbent_id,) if incumbent_id else ()),
             )
             retrieval = graph.retrieve(query, k=k)
-        family = task.family if task.family in _families() else "unknown"
+        family = task.family if task.family in FAMILIES else UNKNOWN_FAMILY
         knowledge = select_knowledge(
-            load_knowledge(), target, family, layer=_layer(layer), hardware_class=hardware.get("class")
+            load_knowledge(),
+            target,
+            family,
+            layer=layer if layer in LAYERS else None,
+            hardware_class=hw.class_,
         )
     assembler = ContextAssembler(budget, model=model, encoding_fallback=encoding_fallback)
     context = assembler.assemble(hot, policy=policy, retrieval=retrieval, knowledge=knowledge, history=history)
     return context, retrieval
-
-
-def _families() -> tuple[str, ...]:
-    from kope.context.knowledge import FAMILIES
-
-    return FAMILIES
-
-
-def _layer(layer: str | None) -> str | None:
-    from kope.context.knowledge import LAYERS
-
-    return layer if layer in LAYERS else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import neo4j
@@ -138,7 +138,7 @@ class GraphClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _errors(self):
+    def _errors(self) -> AbstractContextManager[None]:
         return translate_errors(self.uri, self.user, password_hint=self._password_hint)
 
     def verify(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from kope._resources import resource_dir
@@ -23,7 +24,7 @@ def compose_file() -> Path:
 class DockerNeo4j:
     """Runs neo4j:5.26-community with Docker Compose; password handling as for the local server."""
 
-    def __init__(self, config: KopeConfig, progress=lambda _m: None) -> None:
+    def __init__(self, config: KopeConfig, progress: Callable[[str], None] = lambda _m: None) -> None:
         self.config = config
         self.progress = progress
         self.local = LocalNeo4j(config, progress)  # for the password file and status queries

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kope.config import KopeConfig
 from kope.db.ports import port_answers, port_is_free, port_owner
@@ -91,7 +92,7 @@ class ServerStatus:
     reused: bool = False
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -376,7 +377,7 @@ class LocalNeo4j:
         self.initialized_marker.write_text(f"{s.version}\n", encoding="utf-8")
         return self.status()
 
-    def _wait_for_bolt(self, pid: int, port: int, child: subprocess.Popen | None = None) -> None:
+    def _wait_for_bolt(self, pid: int, port: int, child: subprocess.Popen[bytes] | None = None) -> None:
         from kope.db.client import GraphClient
 
         deadline = time.monotonic() + self.settings.start_timeout

@@ -2,10 +2,10 @@
 
 Each evaluation goes to the least busy worker that serves the target (its ``/health``
 says so), as one ``POST /evaluate`` carrying the candidate's source, the task file's
-content and hash, and the options (``harness.remote.EvalRequest``), with the workers'
+content and hash, and the options (``kope.boundary.remote_request``), with the workers'
 bearer key (``KOPE_WORKER_KEY``). What comes back is the worker's ``kope.outcome/1``.
 
-Infrastructure faults are their own kind (``harness.vocabulary.INFRASTRUCTURE_KINDS``):
+Infrastructure faults are their own kind (``kope.boundary.INFRASTRUCTURE_KINDS``):
 no connection (``unreachable``; httpx's transport retries the connection first), the
 worker or its evaluator process died during the evaluation (``worker_lost``), its
 device is quarantined (``quarantined``), its queue is full (``busy``), no answer in
@@ -20,13 +20,17 @@ from __future__ import annotations
 import itertools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from kope.boundary import INFRASTRUCTURE_KINDS, Hardware, Outcome, remote_error, remote_request
 from kope.errors import EvaluatorAuthError, InfrastructureError, UsageError
 from kope.evaluators.spec import EvaluatorSpec
+
+if TYPE_CHECKING:
+    from kope.boundary import EvalOptions
 
 log = logging.getLogger("kope.evaluators")
 CONNECT_TIMEOUT_S = 10.0
@@ -57,7 +61,7 @@ class HttpEvaluator:
             transport=httpx.HTTPTransport(retries=2),  # connection attempts only: a refused or reset connect
         )
         self._turn = itertools.count()
-        self._hardware: dict[str, dict[str, Any]] = {}
+        self._hardware: dict[str, Hardware] = {}
 
     def close(self) -> None:
         self.client.close()
@@ -113,7 +117,7 @@ class HttpEvaluator:
             )
         return serving
 
-    def hardware(self, target: str) -> dict[str, Any]:
+    def hardware(self, target: str) -> Hardware:
         if target not in self._hardware:
             try:
                 serving = self._serving(target)
@@ -130,7 +134,7 @@ class HttpEvaluator:
                     f"the workers for {target} run on different hardware ({listed})",
                     hint="one run's speedups must come from one kind of hardware: give workers of one kind",
                 )
-            self._hardware[target] = next(iter(kinds.values()))[1]
+            self._hardware[target] = Hardware.from_dict(next(iter(kinds.values()))[1])
         return self._hardware[target]
 
     def _choose(self, target: str, tried: list[str]) -> str:
@@ -146,11 +150,9 @@ class HttpEvaluator:
         return min(serving, key=load)[0]
 
     # -- one evaluation ------------------------------------------------------------------------------
-    def evaluate(self, task_path: Path, candidate: Path, options: Any) -> Any:
-        from harness.remote import request_for
-
-        payload = request_for(task_path, candidate, options).to_payload()
-        expected = self.hardware(options.target)["id"]
+    def evaluate(self, task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
+        payload = remote_request(task_path, candidate, options)
+        expected = self.hardware(options.target).id
         tried: list[str] = []
         failures: list[TransportFailure] = []
 
@@ -191,10 +193,7 @@ class HttpEvaluator:
             )
         return outcome
 
-    def _post(self, url: str, payload: dict[str, Any]) -> Any:
-        from harness.record import Outcome
-        from harness.remote import error_from_payload
-
+    def _post(self, url: str, payload: dict[str, Any]) -> Outcome:
         try:
             response = self.client.post(f"{url}/evaluate", json=payload)
         except httpx.TimeoutException as exc:
@@ -209,13 +208,11 @@ class HttpEvaluator:
         if response.status_code == 200 and "outcome" in body:
             return Outcome.from_dict(body["outcome"])
         if response.status_code == 422 and "error" in body:
-            raise error_from_payload(body["error"])
+            raise remote_error(body["error"])
         if response.status_code == 413:
             raise UsageError(f"worker {url} refused the request: {body.get('message', 'too large')}")
         kind = str(body.get("kind"))
         if response.status_code >= 500:
-            from harness.vocabulary import INFRASTRUCTURE_KINDS
-
             if kind not in INFRASTRUCTURE_KINDS:
                 kind = "infrastructure:server_error"
             raise TransportFailure(url, kind, str(body.get("message") or response.reason_phrase))

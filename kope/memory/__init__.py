@@ -1,51 +1,71 @@
 """The Experience Graph memory: every attempt journaled, then kept in Neo4j.
 
-Public API (see ``graph.ExperienceGraph`` for the methods)::
+Everything above this package uses the memory through ``Memory``
+(``kope.memory.protocol``), opened by ``open_memory``::
 
-    from kope.memory import ExperienceGraph, RunSpec, TaskSpec, Attempt, UsedItem, RetrievalQuery
+    from kope.memory import Attempt, RetrievalQuery, RunSpec, TaskSpec, UsedItem, open_memory
 
-    graph = ExperienceGraph.from_config(config)
-    graph.start_run(RunSpec(task=TaskSpec(...), hardware=outcome.hardware, ...))
-    result = graph.record_attempt(Attempt(run_id=..., step=..., title=..., layer=..., parent_id=...,
-                                          code=..., outcome=outcome_dict_or_record, used=[UsedItem(...)]))
-    found = graph.retrieve(RetrievalQuery.from_outcome(outcome, layer=...), k=8)
-    state = graph.run_state(run_id)   # resume from the graph alone
+    with open_memory(config) as memory:
+        memory.start_run(RunSpec(task=TaskSpec(...), hardware=outcome.hardware, ...))
+        result = memory.record_attempt(Attempt(run_id=..., step=..., title=..., layer=..., parent_id=...,
+                                               code=..., outcome=outcome, used=[UsedItem(...)]))
+        found = memory.retrieve(RetrievalQuery.from_outcome(outcome, layer=...), k=8)
+        state = memory.step_state(run_id)   # what the next step reads; run_state(run_id) to resume
+
+``open_memory`` (``kope.memory.connect``) chooses the implementation: ``ExperienceGraph`` (Bolt,
+straight to Neo4j) or ``RemoteMemory`` (``kope.memory.remote``, a shared memory server).
 """
+
+from __future__ import annotations
 
 import logging as _logging
 
-from kope.memory.graph import ExperienceGraph, RunState
+from kope.memory.connect import open_memory
+from kope.memory.graph import ExperienceGraph
 from kope.memory.journal import Journal
-from kope.memory.outcome import HardwareInfo, OutcomeRecord, parse_outcome
+from kope.memory.outcome import parse_hardware, parse_outcome
+from kope.memory.params import DecisionParams
+from kope.memory.protocol import ContextMemory, Memory, Retriever, StateReader
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
 from kope.memory.recorder import RecordResult, RunResult
-from kope.memory.records import DecisionRecord, InsightRecord, RunRecord
+from kope.memory.records import DecisionRecord, InsightRecord, OutcomeNodeRecord, RunRecord, StoredCase
 from kope.memory.retrieval import Lineage, RetrievalQuery, RetrievalResult
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec, TaskSpec, UsedItem
+from kope.memory.state import AttemptState, RunState, StepState
 
 __all__ = [
-    "Attempt",
     "DEFAULT_WEIGHTS",
+    "Attempt",
+    "AttemptState",
+    "ContextMemory",
+    "DecisionParams",
     "DecisionRecord",
     "ExperienceGraph",
-    "HardwareInfo",
     "InsightRecord",
     "Journal",
     "KnowledgeDoc",
     "Lineage",
-    "OutcomeRecord",
+    "Memory",
+    "OutcomeNodeRecord",
     "RankingWeights",
     "RecordResult",
     "RetrievalQuery",
     "RetrievalResult",
+    "Retriever",
     "RunRecord",
     "RunResult",
     "RunSpec",
     "RunState",
+    "StateReader",
+    "StepState",
+    "StoredCase",
     "TaskSpec",
     "UsedItem",
+    "open_memory",
+    "parse_hardware",
     "parse_outcome",
 ]
+
 
 # The driver logs server notifications (e.g. "property key does not exist" on a
 # fresh database) as warnings; without a handler Python would print them on

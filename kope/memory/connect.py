@@ -2,16 +2,23 @@
 
 With ``[memory] url`` (``KOPE_MEMORY_URL``) set: ``RemoteMemory``, the shared memory server
 (``kope serve``) with the key in ``[memory] token`` (``KOPE_MEMORY_TOKEN``); otherwise
-``ExperienceGraph``, direct to Neo4j over Bolt. Both journal locally first and offer the same
-operations, so the loop, the context, the bench and ``kope memory ...`` do not care which.
+``ExperienceGraph``, direct to Neo4j over Bolt. Both implement ``kope.memory.protocol.Memory``
+and journal locally first, so the loop, the context, the bench and ``kope memory ...`` do not
+care which.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kope.config import KopeConfig
+    from kope.memory.protocol import Memory
 
 
-def open_memory(config: Any = None, *, namespace: str | None = None, journal: bool = True) -> Any:
+def open_memory(config: KopeConfig | None = None, *, namespace: str | None = None, journal: bool = True) -> Memory:
+    """The memory of ``config`` (default: ``load_config()``), journaling under ``<data dir>/memory``
+    unless ``journal`` is false."""
     from kope.config import load_config
 
     config = config or load_config()

@@ -14,9 +14,12 @@ writes what it holds back as soon as the graph answers again, and
 ``kope memory sync`` (``graph.sync()``) replays whatever the graph lacks from
 the log, in any later process.
 
-Read path: ``retrieve(query, k)`` (lineages + rules), ``run_state(run_id)``
+Read path: ``retrieve(query, k)`` (lineages + rules), ``step_state(run_id)``
+(what one optimization step reads, in one transaction), ``run_state(run_id)``
 (resume from the graph alone), ``kernel_source(decision_id)``, and the
-maintenance views used by the CLI.
+maintenance views used by the CLI. ``ExperienceGraph`` implements
+``kope.memory.protocol.Memory``, the interface everything above the memory
+uses.
 
 Everything is confined to one namespace (``config.memory.namespace``); runs
 carry ``team`` as provenance.
@@ -28,10 +31,9 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from kope.db.client import GraphClient, Tx
 from kope.errors import DatabaseUnavailableError, KopeError, UsageError
@@ -44,42 +46,21 @@ from kope.memory.errors import UnknownDecisionError, UnknownRunError
 from kope.memory.ids import uid
 from kope.memory.journal import Journal, JournalEntry
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
-from kope.memory.recorder import RecordResult, RunResult, write_attempts, write_runs
+from kope.memory.recorder import RecordResult, RunResult, finish_run_tx, write_attempts, write_runs
 from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
 from kope.memory.schema import SchemaReport, apply_schema
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.state import RunState, StepState
+from kope.memory.sync import GraphSync, SyncReport, sync_journal
 
+if TYPE_CHECKING:
+    from kope.config import KopeConfig
+
+T = TypeVar("T")
 log = logging.getLogger("kope.memory")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 RUN_STATUSES = ("finished", "interrupted", "failed", "budget_exhausted", "target_reached")
-
-
-@dataclass(frozen=True)
-class RunState:
-    """A run as the graph holds it: enough to resume it with nothing else."""
-
-    run: RunRecord
-    decisions: tuple[DecisionRecord, ...]  # in step order
-
-    @property
-    def next_step(self) -> int:
-        return (self.decisions[-1].step + 1) if self.decisions else 0
-
-    @property
-    def last(self) -> DecisionRecord | None:
-        return self.decisions[-1] if self.decisions else None
-
-    @property
-    def incumbent(self) -> DecisionRecord | None:
-        return next((d for d in self.decisions if d.id == self.run.incumbent_id), None)
-
-    def best_by_downstream(self, exclude: Iterable[str] = ()) -> DecisionRecord | None:
-        """The most promising state to backtrack to: highest d(v) * confidence among
-        correct decisions (earliest step among equals)."""
-        skip = set(exclude)
-        pool = [d for d in self.decisions if d.status == "correct" and d.id not in skip]
-        return min(pool, key=lambda d: (-(d.d * d.conf), d.step)) if pool else None
 
 
 class ExperienceGraph:
@@ -112,7 +93,7 @@ class ExperienceGraph:
     @classmethod
     def from_config(
         cls,
-        config: Any = None,
+        config: KopeConfig | None = None,
         *,
         namespace: str | None = None,
         team: str | None = None,
@@ -165,7 +146,7 @@ class ExperienceGraph:
         """Items this object journaled that are not in the graph yet."""
         return sum(len(item) if kind == "attempts" else 1 for kind, item in self._pending)
 
-    def _write(self, work: Any) -> Any:
+    def _write(self, work: Callable[[Tx], T]) -> T:
         """A graph write; first the items held back while Neo4j was unreachable."""
         if self._offline is not None:
             self.client.verify()  # fails fast (no retry loop) while the server is still down
@@ -184,15 +165,15 @@ class ExperienceGraph:
         self._offline = None
         return result
 
-    def _work_for(self, kind: str, item: Any) -> Any:
+    def _work_for(self, kind: str, item: Any) -> Callable[[Tx], Any]:
         ns = self.namespace
         if kind == "run":
             spec, run_team = item
-            return lambda tx: write_runs(tx, ns, run_team, [spec])
+            return functools.partial(write_runs, ns=ns, team=run_team, specs=[spec])
         if kind == "attempts":
-            return lambda tx: write_attempts(tx, ns, item)
+            return functools.partial(write_attempts, ns=ns, attempts=item)
         run_id, status, ended_at = item
-        return lambda tx: self._finish_tx(tx, run_id, status, ended_at)
+        return functools.partial(finish_run_tx, ns=ns, run_id=run_id, status=status, ended_at=ended_at)
 
     def _unavailable(self, exc: DatabaseUnavailableError, kind: str, item: Any) -> str:
         if self.journal is None:
@@ -206,10 +187,10 @@ class ExperienceGraph:
         return reason
 
     # -- runs ------------------------------------------------------------------------------------
-    def start_run(self, spec: RunSpec | dict) -> RunResult:
+    def start_run(self, spec: RunSpec | dict[str, Any]) -> RunResult:
         return self.start_runs([spec])[0]
 
-    def start_runs(self, specs: Sequence[RunSpec | dict]) -> list[RunResult]:
+    def start_runs(self, specs: Sequence[RunSpec | dict[str, Any]]) -> list[RunResult]:
         """Start runs (journal, then one graph transaction)."""
         parsed = [RunSpec.parse(s) for s in specs]
         for spec in parsed:
@@ -250,19 +231,15 @@ class ExperienceGraph:
                 [entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))]
             )
         try:
-            family = self._write(lambda tx: self._finish_tx(tx, run_id, status, ended_at))
+            family = self._write(
+                functools.partial(finish_run_tx, ns=self.namespace, run_id=run_id, status=status, ended_at=ended_at)
+            )
         except DatabaseUnavailableError as exc:
             self._unavailable(exc, "run_end", (run_id, status, ended_at))
             return None
         if distill and family:
             self.distill(family)
         return self.run(run_id)
-
-    def _finish_tx(self, tx: Tx, run_id: str, status: str, ended_at: float) -> str | None:
-        rows = tx.run("memory/run/finish", uid=self.uid(run_id), status=status, ended_at=ended_at)
-        if not rows:
-            raise UnknownRunError(f"run {run_id} is not in the graph (namespace {self.namespace})")
-        return rows[0]["family"]
 
     def _operator_of(self, run_id: str) -> str:
         try:
@@ -280,17 +257,50 @@ class ExperienceGraph:
         """The run and its decisions from the graph alone (what ``--resume`` reads)."""
         run = self.run(run_id)
         rows = self.client.execute("memory/run/decisions", ns=self.namespace, run_id=run_id)
-        decisions = tuple(DecisionRecord.from_record(r) for r in rows)
-        self._run_operator[run_id] = run.operator
-        for d in decisions:
+        state = RunState(run, tuple(DecisionRecord.from_record(r) for r in rows))
+        self._remember(state)
+        return state
+
+    def step_state(self, run_id: str, *, history_code: bool = False) -> StepState:
+        """What one optimization step reads, in one read transaction of two statements: the run with every
+        decision and its outcome, then the kernels of the states a step can start from (``start_candidates``;
+        every attempt's kernel with ``history_code``)."""
+
+        def work(tx: Tx) -> StepState:
+            rows = tx.run("memory/run/state", uid=self.uid(run_id), ns=self.namespace, run_id=run_id)
+            if not rows:
+                raise UnknownRunError(f"no run {run_id!r} in namespace {self.namespace!r}")
+            attempts = rows[0]["attempts"]
+            decisions = tuple(DecisionRecord.from_record(a["decision"]) for a in attempts)
+            outcomes = {
+                a["decision"]["id"]: OutcomeNodeRecord.from_record(a["outcome"])
+                for a in attempts
+                if a["outcome"] is not None
+            }
+            partial = RunState(RunRecord.from_record(rows[0]["run"]), decisions)
+            wanted = [d.id for d in decisions] if history_code else partial.start_candidates()
+            kernels: dict[str, str | None] = {}
+            if wanted:
+                found = tx.run("memory/kernel/by_decisions", uids=[self.uid(i) for i in wanted])
+                kernels = {row["id"]: row["source"] for row in found}
+            return StepState(partial.run, decisions, outcomes, kernels, history_code)
+
+        state = self.client.read(work)
+        self._remember(state)
+        return state
+
+    def _remember(self, state: RunState) -> None:
+        self._run_operator[state.run.id] = state.run.operator
+        for d in state.decisions:
             self._known_a[d.id] = d.a
-        return RunState(run, decisions)
 
     # -- attempts --------------------------------------------------------------------------------
-    def record_attempt(self, attempt: Attempt | dict) -> RecordResult:
+    def record_attempt(self, attempt: Attempt | dict[str, Any]) -> RecordResult:
         return self.record_attempts([attempt])[0]
 
-    def record_attempts(self, attempts: Sequence[Attempt | dict], *, batch_size: int = 500) -> list[RecordResult]:
+    def record_attempts(
+        self, attempts: Sequence[Attempt | dict[str, Any]], *, batch_size: int = 500
+    ) -> list[RecordResult]:
         parsed = [Attempt.parse(a) for a in attempts]
         if self.journal is not None:
             self._journal_attempts(parsed)
@@ -346,7 +356,8 @@ class ExperienceGraph:
         rows = self.client.execute("memory/kernel/by_decision", uid=self.uid(decision_id))
         if not rows:
             raise UnknownDecisionError(f"no decision {decision_id!r} in namespace {self.namespace!r}")
-        return rows[0]["source"]
+        source: str | None = rows[0]["source"]
+        return source
 
     def candidates(self) -> list[dict[str, Any]]:
         """Every decision with its ranking fields (the naive ranking's input)."""
@@ -357,7 +368,7 @@ class ExperienceGraph:
         self._ensure_schema()
         return insights_mod.distill(self.client, self.namespace, family)
 
-    def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict]) -> int:
+    def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict[str, Any]]) -> int:
         rows = []
         for doc in docs:
             doc = KnowledgeDoc.parse(doc)
@@ -375,13 +386,15 @@ class ExperienceGraph:
         if not rows:
             return 0
         self._ensure_schema()
-        return self.client.write(lambda tx: tx.run("memory/knowledge/upsert", rows=rows))[0]["written"]
+        written: int = self.client.write(lambda tx: tx.run("memory/knowledge/upsert", rows=rows))[0]["written"]
+        return written
 
     # -- maintenance -----------------------------------------------------------------------------
-    def sync(self, operator: str | None = None, *, dry_run: bool = False):
-        from kope.memory.sync import sync_journal
-
-        return sync_journal(self, operator=operator, dry_run=dry_run)
+    def sync(self, operator: str | None = None, *, dry_run: bool = False) -> SyncReport:
+        if self.journal is None:
+            raise UsageError("this ExperienceGraph has no journal to sync from")
+        target = GraphSync(self.client, self.namespace, self._ensure_schema)
+        return sync_journal(target, self.journal, operator=operator, dry_run=dry_run)
 
     def verify(self) -> None:
         """Fail with a typed error unless the graph answers (``DatabaseUnavailableError`` when it does not)."""
@@ -392,19 +405,7 @@ class ExperienceGraph:
         the graph holds: what ``sync`` asks before it replays."""
         if kind not in ("run", "attempt"):
             raise UsageError(f"present: kind must be run or attempt (got {kind!r})")
-        return self.client.execute(f"memory/{kind}/present", uids=list(uids))
-
-    def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
-        self._ensure_schema()
-        for spec, team in items:
-            self.client.write(functools.partial(write_runs, ns=self.namespace, team=team, specs=[spec]))
-
-    def _replay_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
-        self._ensure_schema()
-        return self.client.write(lambda tx: write_attempts(tx, self.namespace, batch))
-
-    def _replay_end(self, run_id: str, status: str, ended_at: float) -> str | None:
-        return self.client.write(lambda tx: self._finish_tx(tx, run_id, status, ended_at))
+        return GraphSync(self.client, self.namespace).present(kind, uids)
 
     def journal_dir(self) -> Path | None:
         return self.journal.root if self.journal else None

@@ -52,10 +52,12 @@ def _first_line(text: str | None, limit: int = 160) -> str | None:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def build_insights(ns: str, failures: list[dict], effective: list[dict], totals: list[dict]) -> list[dict[str, Any]]:
+def build_insights(
+    ns: str, failures: list[dict[str, Any]], effective: list[dict[str, Any]], totals: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Pure: rows from the three grouping statements -> insight rows to write."""
-    per_class: Counter = Counter()
-    per_layer: Counter = Counter()
+    per_class: Counter[tuple[str, str]] = Counter()
+    per_layer: Counter[tuple[str, str, str]] = Counter()
     for row in totals:
         per_class[(row["family"], row["hw_class"])] += row["attempts"]
         per_layer[(row["family"], row["hw_class"], row["layer"])] += row["attempts"]
@@ -121,7 +123,7 @@ def _row(
     ns: str,
     local: str,
     kind: str,
-    g: dict,
+    g: dict[str, Any],
     support: int,
     conf: float,
     text: str,

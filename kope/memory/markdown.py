@@ -29,7 +29,7 @@ def run_block(spec: RunSpec, team: str) -> str:
     return (
         f"## Run {spec.run_id} started {_when(spec.started_at)}\n\n"
         f"- task `{spec.task.id}` ({spec.task.family}, target {spec.task.target}, {len(spec.task.cases)} cases)\n"
-        f"- hardware `{hw.id}` ({hw.hw_class}, {hw.vendor}{', ' + hw.cpu_model if hw.cpu_model else ''})\n"
+        f"- hardware `{hw.id}` ({hw.class_}, {hw.vendor}{', ' + hw.cpu_model if hw.cpu_model else ''})\n"
         f"- proposer {spec.proposer}{' / ' + spec.model if spec.model else ''}, context {spec.context_policy}, "
         f"memory {'on' if spec.memory_enabled else 'off'}, team {team}\n\n"
     )
@@ -62,7 +62,7 @@ def attempt_block(attempt: Attempt, parent_a: float | None, parent_known: bool) 
         measures.append(f"compile {o.compile_time_s:.2f} s")
     if o.threads is not None:
         measures.append(f"{o.threads} threads")
-    measures.append(f"hardware {o.hardware.id} ({o.hardware.hw_class})")
+    measures.append(f"hardware {o.hardware.id} ({o.hardware.class_})")
     lines.append(f"- **Measurements**: {', '.join(measures)}")
     if o.error_excerpt:
         lines.append(f"- **Error**: `{_one_line(o.error_excerpt, 240)}`")
@@ -72,7 +72,7 @@ def attempt_block(attempt: Attempt, parent_a: float | None, parent_known: bool) 
 
 def interpretation(attempt: Attempt, a: float | None, parent_a: float | None, parent_known: bool) -> str:
     o = attempt.outcome
-    if not o.correct:
+    if not o.ok:
         return f"not usable ({o.status}): a = 0, r = 0, label negative; evidence for what fails here"
     if a is None:
         head = "correct, speed unknown (no valid timing)"

@@ -132,7 +132,7 @@ def relevance(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_
     return op + ((hw + layer) + error)  # the order the Cypher pool statements add in
 
 
-def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> tuple:
+def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> tuple[Any, ...]:
     return (-relevance(row, q, w), LABEL_RANK[row["label"]], -(row["d"] * row["conf"]), row["id"])
 
 

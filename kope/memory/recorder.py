@@ -29,6 +29,7 @@ the same namespace.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import secrets
@@ -43,7 +44,6 @@ from kope.memory.ids import content_hash, kernel_id, uid
 from kope.memory.specs import Attempt, RunSpec
 
 MAX_DIFF_CHARS = 12_000
-MAX_EXCERPT_CHARS = 2_000
 
 
 @dataclass(frozen=True)
@@ -102,14 +102,14 @@ def run_rows(ns: str, team: str, spec: RunSpec) -> dict[str, Any]:
             "uid": uid(ns, hw.id),
             "ns": ns,
             "id": hw.id,
-            "hw_class": hw.hw_class,
+            "hw_class": hw.class_,
             "vendor": hw.vendor,
             "arch": hw.arch,
             "cpu_model": hw.cpu_model,
             "cores": hw.cores,
             "isa": list(hw.isa),
             "caches_json": json.dumps(hw.caches, sort_keys=True),
-            "gpu_json": json.dumps(hw.gpu.model_dump(mode="json")) if hw.gpu else None,
+            "gpu_json": json.dumps(dataclasses.asdict(hw.gpu)) if hw.gpu else None,
         },
         "task": {
             "uid": uid(ns, task.id),
@@ -134,7 +134,7 @@ def run_rows(ns: str, team: str, spec: RunSpec) -> dict[str, Any]:
             "target": task.target,
             "case_names": case_names,
             "hw_id": hw.id,
-            "hw_class": hw.hw_class,
+            "hw_class": hw.class_,
             "vendor": hw.vendor,
             "proposer": spec.proposer,
             "model": spec.model,
@@ -168,6 +168,15 @@ def write_runs(tx: Tx, ns: str, team: str, specs: Sequence[RunSpec]) -> list[Run
     if rows:
         tx.run("memory/run/create", rows=rows)
     return results
+
+
+def finish_run_tx(tx: Tx, ns: str, run_id: str, status: str, ended_at: float) -> str | None:
+    """End a run (status, end time); returns its family, whose insights the caller may distil."""
+    rows = tx.run("memory/run/finish", uid=uid(ns, run_id), status=status, ended_at=ended_at)
+    if not rows:
+        raise UnknownRunError(f"run {run_id} is not in the graph (namespace {ns})")
+    family: str | None = rows[0]["family"]
+    return family
 
 
 # -- attempts --------------------------------------------------------------------------------
@@ -235,13 +244,15 @@ def _compact(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def _params_json(at: Attempt) -> str | None:
+    params = at.params.to_json()
+    return None if params is None else json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
 def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
     """One attempt as statement parameters (attempt/create fills in ns, uids, run facts)."""
     at, o = p.attempt, p.attempt.outcome
     code_hash = kernel_id(at.code) if at.code is not None else None
-    excerpt = o.error_excerpt
-    if excerpt is not None and len(excerpt) > MAX_EXCERPT_CHARS:
-        excerpt = excerpt[: MAX_EXCERPT_CHARS // 2] + "\n...\n" + excerpt[-MAX_EXCERPT_CHARS // 2 :]
     decision = _compact(
         {
             "id": at.id,
@@ -253,7 +264,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
             "code_hash": code_hash,
             "diff": _diff(parent_code, at.code),
             "attempt_hash": at.content_hash(),
-            "status": o.status,
+            "status": o.status.value,
             "label": p.label,
             "a": p.a,
             "r": p.r,
@@ -263,7 +274,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
             "created_at": at.created_at,
             "prompt_tokens": at.prompt_tokens,
             "completion_tokens": at.completion_tokens,
-            "params_json": json.dumps(at.params, sort_keys=True, separators=(",", ":")) if at.params else None,
+            "params_json": _params_json(at),
         }
     )
     cases = [
@@ -282,7 +293,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
             "cases_total": o.cases_total,
             "cases_passed": o.cases_passed,
             "speedup_measured": o.speedup,
-            "error_excerpt": excerpt,
+            "error_excerpt": o.error_excerpt,  # at most EXCERPT_LIMIT characters (validated)
             "compile_time_s": o.compile_time_s,
             "timings_valid": o.timings_valid,
             "threads": o.threads,
@@ -413,7 +424,7 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
     for at in _topological(new):
         run = runs[uid(ns, at.run_id)]
         _check_against_run(at, run)
-        correct = at.outcome.correct
+        correct = at.outcome.ok
         a = scoring.absolute_speedup(at.outcome)
         if at.parent_id is None:
             a_parent, parent_code = None, None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from kope.errors import KopeError
+from kope.memory.params import DecisionParams
 
 R = TypeVar("R", bound="GraphRecord")
 
@@ -126,8 +127,34 @@ class DecisionRecord(GraphRecord):
     params_json: str | None = None
 
     @property
-    def params(self) -> dict[str, Any]:
-        return json.loads(self.params_json) if self.params_json else {}
+    def params(self) -> DecisionParams:
+        return DecisionParams.from_json(self.params_json)
+
+
+@dataclass(frozen=True)
+class StoredCase:
+    """One case of an outcome as the graph keeps it (timings as medians, in ms)."""
+
+    name: str
+    passed: bool
+    speedup: float | None = None
+    error: str | None = None
+    ref_ms: float | None = None
+    cand_ms: float | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StoredCase:
+        return cls(
+            name=str(data["name"]),
+            passed=bool(data["passed"]),
+            speedup=data.get("speedup"),
+            error=data.get("error"),
+            ref_ms=data.get("ref_ms"),
+            cand_ms=data.get("cand_ms"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -150,8 +177,8 @@ class OutcomeNodeRecord(GraphRecord):
     cases_json: str | None = None  # per case: name, passed, speedup, error, ref_ms, cand_ms (medians)
 
     @property
-    def cases(self) -> list[dict[str, Any]]:
-        return json.loads(self.cases_json) if self.cases_json else []
+    def cases(self) -> tuple[StoredCase, ...]:
+        return tuple(StoredCase.from_json(c) for c in json.loads(self.cases_json)) if self.cases_json else ()
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,12 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx
 
 from kope import __version__
+from kope.boundary import harness_version
 from kope.errors import DatabaseUnavailableError, KopeError, UsageError
 from kope.memory import markdown, scoring, wire
 from kope.memory.errors import (
@@ -40,7 +41,7 @@ from kope.memory.errors import (
     UnknownDecisionError,
     UnknownRunError,
 )
-from kope.memory.graph import RUN_STATUSES, RunState
+from kope.memory.graph import RUN_STATUSES
 from kope.memory.ids import uid
 from kope.memory.insights import DistillReport
 from kope.memory.inspect import LineageTree, MemoryStats
@@ -51,8 +52,11 @@ from kope.memory.records import OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult
 from kope.memory.schema import SchemaReport
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.state import RunState, StepState
+from kope.memory.sync import SyncReport, sync_journal
 from kope.memory.transfer import TransferReport
 
+T = TypeVar("T")
 log = logging.getLogger("kope.memory")
 MAX_RATE_WAIT_S = 30.0
 
@@ -123,7 +127,7 @@ class RemoteMemory:
         self.scopes: tuple[str, ...] = tuple(who["scopes"])
         self.namespace: str = namespace or who["home"]
         self.journal = Journal(journal_root, self.namespace) if journal_root is not None else None
-        self.harness_version = _harness_version()
+        self.harness_version = harness_version()
         self._offline: str | None = None
         self._pending: list[tuple[str, Any]] = []
         self._known_a: dict[str, float | None] = {}
@@ -202,10 +206,10 @@ class RemoteMemory:
     def _post(self, path: str, body: Any) -> Any:
         return self._request("POST", path, json=body).json()
 
-    def _get_record(self, kind: Any, path: str, **params: Any) -> Any:
+    def _get_record(self, kind: type[T], path: str, **params: Any) -> T:
         return wire.load_json(kind, self._request("GET", path, params=params or None).content)
 
-    def _post_record(self, kind: Any, path: str, body: Any) -> Any:
+    def _post_record(self, kind: type[T], path: str, body: Any) -> T:
         return wire.load_json(kind, self._request("POST", path, json=body).content)
 
     # -- plumbing --------------------------------------------------------------------------------
@@ -281,10 +285,10 @@ class RemoteMemory:
         return wire.load(RunRecord, data["run"]), data["family"]
 
     # -- runs ------------------------------------------------------------------------------------
-    def start_run(self, spec: RunSpec | dict) -> RunResult:
+    def start_run(self, spec: RunSpec | dict[str, Any]) -> RunResult:
         return self.start_runs([spec])[0]
 
-    def start_runs(self, specs: Sequence[RunSpec | dict]) -> list[RunResult]:
+    def start_runs(self, specs: Sequence[RunSpec | dict[str, Any]]) -> list[RunResult]:
         parsed = [RunSpec.parse(s) for s in specs]
         for spec in parsed:
             self._run_operator[spec.run_id] = spec.task.operator
@@ -302,7 +306,8 @@ class RemoteMemory:
                 [(s.task.operator, markdown.run_block(s, self.team)) for s in parsed],
             )
         try:
-            return self._write("run", parsed)
+            started: list[RunResult] = self._write("run", parsed)
+            return started
         except DatabaseUnavailableError as exc:
             reason = self._unavailable(exc, "run", parsed)
             return [RunResult(s.run_id, in_graph=False, pending_reason=reason) for s in parsed]
@@ -320,11 +325,11 @@ class RemoteMemory:
                 [entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))]
             )
         try:
-            run, _family = self._write("run_end", (run_id, status, ended_at, distill))
+            ended: tuple[RunRecord, str | None] = self._write("run_end", (run_id, status, ended_at, distill))
         except DatabaseUnavailableError as exc:
             self._unavailable(exc, "run_end", (run_id, status, ended_at, False))
             return None
-        return run
+        return ended[0]
 
     def _operator_of(self, run_id: str) -> str:
         try:
@@ -336,17 +341,29 @@ class RemoteMemory:
         return self._get_record(RunRecord, self._path(f"/runs/{run_id}"))
 
     def run_state(self, run_id: str) -> RunState:
-        state = self._get_record(RunState, self._path(f"/runs/{run_id}/state"))
-        self._run_operator[run_id] = state.run.operator
-        for d in state.decisions:
-            self._known_a[d.id] = d.a
+        state: RunState = self._get_record(RunState, self._path(f"/runs/{run_id}/state"))
+        self._remember(state)
         return state
 
+    def step_state(self, run_id: str, *, history_code: bool = False) -> StepState:
+        """What one optimization step reads: one request (the server reads it in one transaction)."""
+        path = self._path(f"/runs/{run_id}/step_state")
+        state: StepState = self._get_record(StepState, path, history_code="true" if history_code else "false")
+        self._remember(state)
+        return state
+
+    def _remember(self, state: RunState) -> None:
+        self._run_operator[state.run.id] = state.run.operator
+        for d in state.decisions:
+            self._known_a[d.id] = d.a
+
     # -- attempts --------------------------------------------------------------------------------
-    def record_attempt(self, attempt: Attempt | dict) -> RecordResult:
+    def record_attempt(self, attempt: Attempt | dict[str, Any]) -> RecordResult:
         return self.record_attempts([attempt])[0]
 
-    def record_attempts(self, attempts: Sequence[Attempt | dict], *, batch_size: int = 500) -> list[RecordResult]:
+    def record_attempts(
+        self, attempts: Sequence[Attempt | dict[str, Any]], *, batch_size: int = 500
+    ) -> list[RecordResult]:
         parsed = [Attempt.parse(a) for a in attempts]
         if self.journal is not None:
             self._journal_attempts(parsed)
@@ -364,9 +381,11 @@ class RemoteMemory:
             parent_a = local_a.get(at.parent_id) if at.parent_id else None
             blocks.append((at.outcome.task, markdown.attempt_block(at, parent_a, known)))
             local_a[at.id] = scoring.absolute_speedup(at.outcome)
-        self.journal.append(entries, blocks)  # type: ignore[union-attr]
+        assert self.journal is not None  # the caller journals only when there is a journal
+        self.journal.append(entries, blocks)
 
     def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
+        results: list[RecordResult]
         try:
             try:
                 results = self._write("attempts", batch)
@@ -393,37 +412,43 @@ class RemoteMemory:
         return self._get_record(OutcomeNodeRecord, self._path(f"/decisions/{decision_id}/outcome"))
 
     def kernel_source(self, decision_id: str) -> str | None:
-        return self._get(self._path(f"/decisions/{decision_id}/kernel"))["source"]
+        source: str | None = self._get(self._path(f"/decisions/{decision_id}/kernel"))["source"]
+        return source
 
     def present(self, kind: str, uids: Sequence[str]) -> list[dict[str, Any]]:
         prefix = f"{self.namespace}/"
         ids = [u[len(prefix) :] if u.startswith(prefix) else u for u in uids]
-        return self._post(self._path("/present"), {"kind": kind, "ids": ids})
+        rows: list[dict[str, Any]] = self._post(self._path("/present"), {"kind": kind, "ids": ids})
+        return rows
 
     # -- insights and knowledge ------------------------------------------------------------------
     def distill(self, family: str | None = None) -> DistillReport:
         return self._post_record(DistillReport, self._path("/distill"), {"family": family})
 
-    def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict]) -> int:
+    def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict[str, Any]]) -> int:
         parsed = [KnowledgeDoc.parse(d).model_dump(mode="json") for d in docs]
         if not parsed:
             return 0
         return int(self._post(self._path("/knowledge"), {"docs": parsed})["written"])
 
     # -- maintenance -----------------------------------------------------------------------------
-    def sync(self, operator: str | None = None, *, dry_run: bool = False):
-        from kope.memory.sync import sync_journal
+    def sync(self, operator: str | None = None, *, dry_run: bool = False) -> SyncReport:
+        if self.journal is None:
+            raise UsageError("this RemoteMemory has no journal to sync from")
+        return sync_journal(self, self.journal, operator=operator, dry_run=dry_run)
 
-        return sync_journal(self, operator=operator, dry_run=dry_run)  # type: ignore[arg-type]
-
-    def _replay_runs(self, items: list[tuple[RunSpec, str]]) -> None:
+    # -- kope.memory.sync.SyncTarget -------------------------------------------------------------
+    def replay_runs(self, items: Sequence[tuple[RunSpec, str]]) -> None:
         self._send_runs([spec for spec, _team in items])  # the server stamps the key's team
 
-    def _replay_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
-        return self._send_attempts(batch)
+    def replay_attempts(self, batch: Sequence[Attempt]) -> list[RecordResult]:
+        return self._send_attempts(list(batch))
 
-    def _replay_end(self, run_id: str, status: str, ended_at: float) -> str | None:
+    def replay_end(self, run_id: str, status: str, ended_at: float) -> str | None:
         return self._send_end(run_id, status, ended_at)[1]
+
+    def distill_family(self, family: str) -> None:
+        self.distill(family)
 
     def journal_dir(self) -> Path | None:
         return self.journal.root if self.journal else None
@@ -439,7 +464,8 @@ class RemoteMemory:
         return MemoryStats(**{**stats.__dict__, "journal_entries": entries})
 
     def run_evidence(self, run_id: str) -> dict[str, dict[str, int]]:
-        return self._get(self._path(f"/runs/{run_id}/evidence"))
+        evidence: dict[str, dict[str, int]] = self._get(self._path(f"/runs/{run_id}/evidence"))
+        return evidence
 
     def lineage(self, decision_id: str, limit: int = 200) -> LineageTree:
         return self._get_record(LineageTree, self._path(f"/decisions/{decision_id}/lineage"), limit=limit)
@@ -488,9 +514,3 @@ def _retry_after(response: httpx.Response) -> float:
         return max(0.0, float(response.headers.get("Retry-After", "1")))
     except ValueError:
         return 1.0
-
-
-def _harness_version() -> str:
-    from harness import __version__ as version
-
-    return version

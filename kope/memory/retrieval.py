@@ -17,15 +17,15 @@ on the decision id).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kope.boundary import Outcome
 from kope.db.client import GraphClient, Tx
 from kope.memory.ids import uid
-from kope.memory.outcome import OutcomeRecord
+from kope.memory.params import DecisionParams
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights, RankQuery, diversify, hardware_tier, operator_tier
 from kope.memory.records import InsightRecord
 from kope.memory.scoring import LABELS
@@ -47,9 +47,7 @@ class RetrievalQuery:
     exclude: tuple[str, ...] = ()  # decision ids not to return (e.g. the incumbent, already in the hot tier)
 
     @classmethod
-    def from_outcome(
-        cls, outcome: OutcomeRecord, *, layer: str | None = None, exclude: Sequence[str] = ()
-    ) -> RetrievalQuery:
+    def from_outcome(cls, outcome: Outcome, *, layer: str | None = None, exclude: Sequence[str] = ()) -> RetrievalQuery:
         """The query for the state after ``outcome`` (the latest attempt's record)."""
         hw = outcome.hardware
         return cls(
@@ -57,7 +55,7 @@ class RetrievalQuery:
             outcome.family,
             outcome.target,
             hw.id,
-            hw.hw_class,
+            hw.class_,
             hw.vendor,
             layer,
             outcome.error_kind,
@@ -138,8 +136,8 @@ class Hit:
     params_json: str | None = None
 
     @property
-    def params(self) -> dict[str, Any]:
-        return json.loads(self.params_json) if self.params_json else {}
+    def params(self) -> DecisionParams:
+        return DecisionParams.from_json(self.params_json)
 
 
 @dataclass(frozen=True)
@@ -357,7 +355,9 @@ def retrieve(
         raise ValueError("k must be >= 1")
     began = time.perf_counter()
 
-    def work(tx: Tx) -> tuple:
+    def work(
+        tx: Tx,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
         pool = fetch_pool(tx, ns, q, k, w)
         hits = select_hits(pool, k, w)
         return pool, hits, fetch_lineages(tx, ns, hits, w), fetch_rules(tx, ns, q, w)

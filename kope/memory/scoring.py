@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from kope.memory.outcome import OutcomeRecord
+from kope.boundary import Outcome
 
 EFFECTIVE_MIN = 1.05
 PARTIAL_MIN = 1.0
@@ -60,8 +60,8 @@ LABELS: tuple[str, ...] = ("effective", "partial", "ineffective", "negative")
 UNKNOWN_SPEED_CONFIDENCE = 0.5
 
 
-def absolute_speedup(outcome: OutcomeRecord) -> float | None:
-    if not outcome.correct:
+def absolute_speedup(outcome: Outcome) -> float | None:
+    if not outcome.ok:
         return 0.0
     if outcome.speedup is None or not outcome.timings_valid:
         return None
@@ -94,8 +94,8 @@ def downstream(r: float, child_scores: Iterable[float]) -> float:
     return SELF_WEIGHT * r + CHILD_WEIGHT * math.fsum(child_scores)
 
 
-def confidence(outcome: OutcomeRecord) -> float:
-    if not outcome.correct:
+def confidence(outcome: Outcome) -> float:
+    if not outcome.ok:
         return 1.0
     if outcome.speedup is None or not outcome.timings_valid:
         return UNKNOWN_SPEED_CONFIDENCE

@@ -10,15 +10,31 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    PlainSerializer,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from kope.memory import ids
 from kope.memory.errors import InvalidRecordError
-from kope.memory.outcome import HardwareInfo, OutcomeRecord, parse_outcome
+from kope.memory.outcome import HardwareField, OutcomeField
+from kope.memory.params import DecisionParams
 
 Tier = Literal["hot", "warm", "cold"]
+ParamsField = Annotated[
+    InstanceOf[DecisionParams],
+    BeforeValidator(lambda value: value if isinstance(value, DecisionParams) else DecisionParams.from_json(value)),
+    PlainSerializer(lambda params: params.to_json()),
+]
 EvidenceKind = Literal["decision", "insight", "knowledge"]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
@@ -27,7 +43,7 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     @classmethod
-    def parse(cls, data: Any) -> Any:
+    def parse(cls, data: Any) -> Self:
         if isinstance(data, cls):
             return data
         try:
@@ -68,7 +84,7 @@ class RunSpec(_Spec):
     """One optimization session of one task on one machine."""
 
     task: TaskSpec
-    hardware: HardwareInfo
+    hardware: HardwareField
     run_id: str = Field(default_factory=ids.new_run_id)
     proposer: str = "unknown"
     model: str | None = None
@@ -108,21 +124,16 @@ class Attempt(_Spec):
     thought: str = Field(default="", max_length=20_000)
     parent_id: str | None = None
     code: str | None = None
-    outcome: OutcomeRecord
+    outcome: OutcomeField
     used: tuple[UsedItem, ...] = ()
     prompt_tokens: int | None = Field(default=None, ge=0)
     completion_tokens: int | None = Field(default=None, ge=0)
-    # Structured facts about the decision a proposer wants to find again (e.g. the
-    # offline proposer's template and knob settings); JSON scalars, stored as params_json.
-    params: dict[str, Any] | None = None
+    # The loop's facts (backtracked, cited) and the proposer's own (e.g. the offline
+    # proposer's template and knob settings); stored as params_json (see kope.memory.params).
+    params: ParamsField = Field(default_factory=DecisionParams)
     created_at: float = Field(default_factory=time.time)
     _hash: str | None = PrivateAttr(default=None)
     _json: dict[str, Any] | None = PrivateAttr(default=None)
-
-    @field_validator("outcome", mode="before")
-    @classmethod
-    def _outcome(cls, value: Any) -> OutcomeRecord:
-        return parse_outcome(value)
 
     @field_validator("layer")
     @classmethod

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kope.memory.outcome import OutcomeRecord, parse_outcome
+from kope.boundary import CaseResult, Outcome, Status, TimingStats
+from kope.memory.outcome import parse_hardware, parse_outcome
 from kope.memory.specs import Attempt, RunSpec, TaskSpec
 
 ERROR_KINDS = {
@@ -33,7 +34,7 @@ def hardware(
         "cpu_model": f"synthetic {vendor}",
         "cores": cores,
         "isa": [hw_class.split("-")[-1]],
-        "caches": {"l1d": 49152, "l2": 1048576, "l3": None},
+        "caches": {"l1d": 49152, "l2": 1048576},
         "gpu": None,
     }
 
@@ -50,47 +51,41 @@ def outcome(
     cv: float = 0.02,
     error_kind: str | None = None,
     excerpt: str | None = None,
-) -> OutcomeRecord:
+) -> Outcome:
     correct = status == "correct"
     passed = cases if correct else max(0, cases - 1)
-    return parse_outcome(
-        {
-            "schema": "kope.outcome/1",
-            "status": status,
-            "task": task,
-            "family": family,
-            "level": 1,
-            "target": target,
-            "cases_total": cases,
-            "cases_passed": passed,
-            "speedup": speedup if correct else None,
-            "error_kind": None if correct else (error_kind or ERROR_KINDS.get(status, status)),
-            "error_excerpt": None if correct else (excerpt or f"{status}: synthetic failure\n  at line 12"),
-            "compile_time_s": 0.5,
-            "timings_valid": True,
-            "threads": 2,
-            "duration_s": 1.0,
-            "hardware": hw or hardware(),
-            "cases": [
-                {
-                    "index": i,
-                    "name": f"case{i}",
-                    "params": {"n": 1024 * (i + 1)},
-                    "passed": correct or i < passed,
-                    "error": None,
-                    "ref_ms": {"median": 1.0, "iqr": 0.01, "cv": cv, "n": 20},
-                    "cand_ms": {
-                        "median": 1.0 / speedup if (correct and speedup) else 1.0,
-                        "iqr": 0.01,
-                        "cv": cv,
-                        "n": 20,
-                    },
-                    "speedup": speedup if correct else None,
-                }
-                for i in range(cases)
-            ],
-        }
+    cand_median = 1.0 / speedup if (correct and speedup) else 1.0
+    record = Outcome(
+        status=Status(status),
+        task=task,
+        family=family,
+        level=1,
+        target=target,
+        cases_total=cases,
+        cases_passed=passed,
+        speedup=speedup if correct else None,
+        error_kind=None if correct else (error_kind or ERROR_KINDS.get(status, status)),
+        error_excerpt=None if correct else (excerpt or f"{status}: synthetic failure\n  at line 12"),
+        compile_time_s=0.5,
+        timings_valid=True,
+        threads=2,
+        duration_s=1.0,
+        hardware=parse_hardware(hw or hardware()),
+        cases=[
+            CaseResult(
+                index=i,
+                name=f"case{i}",
+                params={"n": 1024 * (i + 1)},
+                passed=correct or i < passed,
+                error=None,
+                ref_ms=TimingStats(median=1.0, iqr=0.01, cv=cv, n=20),
+                cand_ms=TimingStats(median=cand_median, iqr=0.01, cv=cv, n=20),
+                speedup=speedup if correct else None,
+            )
+            for i in range(cases)
+        ],
     )
+    return parse_outcome(record)  # validated like any record from outside
 
 
 def run_spec(
@@ -131,7 +126,7 @@ def attempt(
     hw: dict[str, Any] | None = None,
     code: str | None = None,
     error_kind: str | None = None,
-    used: tuple = (),
+    used: tuple[Any, ...] = (),
     created_at: float | None = None,
     params: dict[str, Any] | None = None,
     **kw: Any,

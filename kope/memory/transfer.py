@@ -142,11 +142,13 @@ def _check_value(value: Any, where: str) -> None:
     raise ExportFormatError(f"{where}: property values must be strings, numbers, booleans or lists of them")
 
 
-def _parse(stream: IO[str], source: str) -> tuple[dict[str, Any], list[dict], list[dict], dict[str, Any]]:
+def _parse(
+    stream: IO[str], source: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     header: dict[str, Any] | None = None
     trailer: dict[str, Any] | None = None
-    nodes: list[dict] = []
-    rels: list[dict] = []
+    nodes: list[dict[str, Any]] = []
+    rels: list[dict[str, Any]] = []
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue

@@ -11,12 +11,11 @@ line) on a response that does not have the record's shape.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from kope.errors import KopeError
-from kope.memory.graph import RunState
 from kope.memory.insights import DistillReport
 from kope.memory.inspect import LineageTree, MemoryStats
 from kope.memory.prune import PruneReport
@@ -24,8 +23,11 @@ from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult
 from kope.memory.schema import SchemaReport
+from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport
 from kope.memory.transfer import TransferReport
+
+T = TypeVar("T")
 
 # Every record type that crosses the wire (the server's responses, the client's requests).
 TYPES: tuple[type, ...] = (
@@ -34,6 +36,7 @@ TYPES: tuple[type, ...] = (
     RunRecord,
     DecisionRecord,
     RunState,
+    StepState,
     OutcomeNodeRecord,
     RetrievalQuery,
     RetrievalResult,
@@ -54,8 +57,12 @@ class WireFormatError(KopeError):
 
 
 @cache
-def _adapter(kind: Any) -> TypeAdapter:
+def _adapter(kind: Any) -> TypeAdapter[Any]:
     return TypeAdapter(kind)
+
+
+def _adapter_for(kind: Any) -> TypeAdapter[Any]:
+    return _adapter(kind)
 
 
 def dump(value: Any, kind: Any = None) -> Any:
@@ -70,10 +77,11 @@ def dump_json(value: Any, kind: Any = None) -> bytes:
     return _adapter(chosen).dump_json(value)
 
 
-def load_json(kind: Any, raw: bytes) -> Any:
+def load_json(kind: type[T], raw: bytes) -> T:
     """``load`` from JSON bytes in one step (what the client receives)."""
     try:
-        return _adapter(kind).validate_json(raw)
+        value: T = _adapter_for(kind).validate_json(raw)
+        return value
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "record"
@@ -81,10 +89,11 @@ def load_json(kind: Any, raw: bytes) -> Any:
         raise WireFormatError(f"the memory server sent a malformed {name}: {where}: {first['msg']}") from None
 
 
-def load(kind: Any, data: Any) -> Any:
+def load(kind: type[T], data: Any) -> T:
     """The record ``kind`` from JSON data; ``WireFormatError`` names the first bad field."""
     try:
-        return _adapter(kind).validate_python(data)
+        value: T = _adapter_for(kind).validate_python(data)
+        return value
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "record"

@@ -18,11 +18,12 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from kope.memory import wire
-from kope.memory.graph import RUN_STATUSES, RunState
+from kope.memory.graph import RUN_STATUSES
 from kope.memory.ids import check_local_id
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.retrieval import RetrievalQuery
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.state import RunState, StepState
 from kope.server import acl
 from kope.server.auth import Identity
 from kope.server.errors import ForbiddenError
@@ -50,7 +51,7 @@ class AttemptsBody(_Body):
 
 
 class FinishBody(_Body):
-    status: Literal[RUN_STATUSES] = "finished"  # type: ignore[valid-type]
+    status: Literal[RUN_STATUSES] = "finished"  # type: ignore[valid-type]  # Literal of a tuple: pydantic accepts it, mypy does not
     ended_at: float | None = Field(default=None, gt=0)
     distill: bool = True
 
@@ -115,7 +116,8 @@ def json_response(data: Any, status: int = 200) -> Response:
 
 
 def identity(request: Request) -> Identity:
-    return request.scope["kope.identity"]
+    who: Identity = request.scope["kope.identity"]
+    return who
 
 
 def note(request: Request, **detail: Any) -> None:
@@ -220,6 +222,12 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
         allow(who, ns, "read")
         return record_response(store.graph(ns).run_state(check_local_id(run_id, "run id")), RunState)
 
+    @r.get("/namespaces/{ns}/runs/{run_id}/step_state", name="step_state")
+    def step_state(who: Who, ns: NS, run_id: LocalId, history_code: Annotated[bool, Query()] = False) -> Response:
+        allow(who, ns, "read")
+        state = store.graph(ns).step_state(check_local_id(run_id, "run id"), history_code=history_code)
+        return record_response(state, StepState)
+
     @r.get("/namespaces/{ns}/runs/{run_id}/evidence", name="run_evidence")
     def run_evidence(who: Who, ns: NS, run_id: LocalId) -> Response:
         allow(who, ns, "read")
@@ -275,7 +283,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
         return record_response(report)
 
     @r.post("/namespaces/{ns}/distill", name="distill")
-    def distill(who: Who, ns: NS, body: Annotated[DistillBody, Body()] = DistillBody()) -> Response:  # noqa: B008
+    def distill(who: Who, ns: NS, body: Annotated[DistillBody, Body()] = DistillBody()) -> Response:  # noqa: B008 - FastAPI's way to default a body
         allow(who, ns, "write")
         return record_response(store.graph(ns).distill(body.family))
 

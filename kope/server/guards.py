@@ -19,7 +19,7 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +36,11 @@ from kope.server.registry import Registry
 log = logging.getLogger("kope.server")
 PUBLIC = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
 UNAUDITED = frozenset({"/metrics"})
-Scope = dict[str, Any]
-ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ def error_body(status: int, code: str, message: str, hint: str | None = None) ->
 
 
 async def send_error(
-    send: Callable, status: int, code: str, message: str, hint: str | None = None, headers: dict | None = None
+    send: Send, status: int, code: str, message: str, hint: str | None = None, headers: dict[str, str] | None = None
 ) -> None:
     body = error_body(status, code, message, hint)
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -148,7 +151,7 @@ class Guard:
         self._rate: RateLimitItem = parse(settings.rate_limit)
         self._auth_rate: RateLimitItem = parse(settings.auth_failure_limit)
 
-    async def __call__(self, scope: Scope, receive: Callable, send: Callable) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -159,7 +162,7 @@ class Guard:
         began = time.perf_counter()
         status_box = {"status": 500}
 
-        async def send_counted(message: dict[str, Any]) -> None:
+        async def send_counted(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box["status"] = message["status"]
             await send(message)
@@ -212,7 +215,7 @@ class Guard:
                         status_box["status"] = 500
         self._account(scope, identity, header, client, status_box["status"], time.perf_counter() - began)
 
-    async def _read_body(self, scope: Scope, receive: Callable) -> Callable:
+    async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
         """Read the whole body (up to the limit) and hand a receive that replays it."""
         if scope["method"] not in ("POST", "PUT", "PATCH"):
             return receive
@@ -239,12 +242,13 @@ class Guard:
         body = b"".join(chunks)
         sent = False
 
-        async def replay() -> dict[str, Any]:
+        async def replay() -> Message:
             nonlocal sent
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+            message: Message = await receive()
+            return message
 
         return replay
 
@@ -280,5 +284,6 @@ class Guard:
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", ()):
         if key == name:
-            return value.decode("latin-1")
+            text: str = value.decode("latin-1")
+            return text
     return None

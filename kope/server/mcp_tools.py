@@ -25,9 +25,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from kope.errors import KopeError
 from kope.memory import wire
-from kope.memory.graph import RunState
 from kope.memory.retrieval import RetrievalQuery
 from kope.memory.specs import Attempt, RunSpec, TaskSpec
+from kope.memory.state import RunState
 from kope.server import acl
 from kope.server.auth import Identity
 from kope.server.registry import Registry
@@ -45,9 +45,9 @@ INSTRUCTIONS = (
 
 def _call(ctx: Context, action: str, namespace: str | None) -> tuple[Identity, str]:
     request = ctx.request_context.request
-    who: Identity = request.scope["kope.identity"]  # type: ignore[union-attr]
+    who: Identity = request.scope["kope.identity"]  # type: ignore[union-attr]  # the SDK types request as optional; over HTTP it is set
     ns = namespace or who.home
-    request.scope["kope.audit"] = {"action": f"mcp:{action}", "namespace": ns}  # type: ignore[union-attr]
+    request.scope["kope.audit"] = {"action": f"mcp:{action}", "namespace": ns}  # type: ignore[union-attr]  # as above
     return who, ns
 
 

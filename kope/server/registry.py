@@ -238,7 +238,7 @@ class Registry:
                 (name, owner, visibility, time.time(), by or None),
             )
             self._set_shares(db, name, shared_with)
-        return self.namespace(name)  # type: ignore[return-value]
+        return self.namespace(name)  # type: ignore[return-value]  # written in this transaction, so not None
 
     def set_sharing(self, name: str, visibility: str, shared_with: Sequence[str] = ()) -> Namespace:
         """Replace the namespace's read ACL: private, shared with these teams, or public."""
@@ -249,7 +249,7 @@ class Registry:
             db.execute("UPDATE namespaces SET visibility = ? WHERE name = ?", (visibility, name))
             db.execute("DELETE FROM shares WHERE namespace = ?", (name,))
             self._set_shares(db, name, shared_with)
-        return self.namespace(name)  # type: ignore[return-value]
+        return self.namespace(name)  # type: ignore[return-value]  # written in this transaction, so not None
 
     @staticmethod
     def _check_visibility(visibility: str, shared_with: Sequence[str]) -> None:
@@ -297,7 +297,7 @@ class Registry:
                 raise RegistryError(f"no key {key_id!r}")
             if row["revoked_at"] is None:
                 db.execute("UPDATE keys SET revoked_at = ? WHERE id = ?", (time.time(), key_id))
-        return self.key(key_id)  # type: ignore[return-value]
+        return self.key(key_id)  # type: ignore[return-value]  # checked to exist above, so not None
 
     @staticmethod
     def _key(row: sqlite3.Row) -> KeyRecord:

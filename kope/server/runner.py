@@ -14,14 +14,19 @@ import errno
 import socket
 import ssl
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kope.db.client import GraphClient
 from kope.errors import PortInUseError
 from kope.server.errors import ServeError
 from kope.server.guards import GuardSettings
 from kope.server.registry import Registry
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class ServeOptions:
     log_level: str = "warning"
 
 
-def _server_class():
+def _server_class() -> type[uvicorn.Server]:
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -42,7 +47,7 @@ def _server_class():
         (uvicorn re-raises the signal after its graceful shutdown, so the process would die of it)."""
 
         @contextlib.contextmanager
-        def capture_signals(self):
+        def capture_signals(self) -> Iterator[None]:
             with super().capture_signals():
                 try:
                     yield

@@ -11,6 +11,7 @@ namespaced uid the server builds from validated local ids.
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from kope.db.client import GraphClient, Tx
 from kope.memory.graph import ExperienceGraph
 from kope.memory.ids import check_local_id, uid
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
-from kope.memory.recorder import RecordResult, RunResult, write_attempts, write_runs
+from kope.memory.recorder import RecordResult, RunResult, finish_run_tx, write_attempts, write_runs
 from kope.memory.records import RunRecord
 from kope.memory.schema import SchemaReport, apply_schema
 from kope.memory.specs import Attempt, RunSpec
@@ -85,7 +86,9 @@ class MemoryStore:
         """End the run (idempotent); distil its family's insights; the run and its family."""
         check_local_id(run_id, "run id")
         graph = self.graph(ns)
-        family = graph._replay_end(run_id, status, ended_at)
+        family = self.client.write(
+            functools.partial(finish_run_tx, ns=ns, run_id=run_id, status=status, ended_at=ended_at)
+        )
         if distill and family:
             graph.distill(family)
         return graph.run(run_id), family

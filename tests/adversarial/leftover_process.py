@@ -7,7 +7,7 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-EXPECT_RUNTIME = ("cheat_detected:leftover_process",)
+EXPECT_RUNTIME = ("cheat_detected:leftover_process", "cheat_detected:process_spawn")  # process_spawn: the sandbox
 
 _lib = compile_cpp(r"""
 #include <cmath>

@@ -53,6 +53,21 @@ def test_doctor_reports_the_reachable_server(kope_cli, neo4j_server):
             assert check["fix"], check
 
 
+def test_doctor_reports_the_candidate_sandbox_and_its_layers(kope_cli, neo4j_server):
+    from harness.sandbox import sandbox_status
+
+    proc = kope_cli("doctor", "--json", env=neo4j_server.env(), check=True)
+    sandbox = {c["name"]: c for c in json.loads(proc.stdout)}["Candidate sandbox"]
+    assert sandbox["level"] == ("ok" if sandbox_status().available else "missing")
+    assert "namespaces" in sandbox["detail"] and "seccomp" in sandbox["detail"]
+
+
+def test_doctor_says_when_the_sandbox_is_switched_off(kope_cli, neo4j_server):
+    proc = kope_cli("doctor", "--json", env=neo4j_server.env(KOPE_HARNESS_SANDBOX="off"), check=True)
+    sandbox = {c["name"]: c for c in json.loads(proc.stdout)}["Candidate sandbox"]
+    assert sandbox["level"] == "optional" and "KOPE_HARNESS_SANDBOX=off" in sandbox["detail"] and sandbox["fix"]
+
+
 def test_unknown_command_is_a_usage_error(kope_cli):
     proc = kope_cli("frobnicate")
     assert proc.returncode == 2 and "No such command" in proc.stderr

@@ -1,14 +1,15 @@
 """Crashes, aborts, hangs, huge allocations, exits and floods become outcomes within their timeouts."""
 
 import re
+import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from harness.evaluate import EvalOptions, evaluate
-from harness.sandbox import Limits
+from harness.worker_pool import Limits, live_workers
+from tests.support.processes import descendants, running
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_copy.py"
@@ -49,26 +50,31 @@ def test_every_broken_fixture_declares_its_outcome():
 
 
 @pytest.mark.slow
-def test_no_candidate_process_is_left_behind_by_a_hanging_candidate(monkeypatch):
-    # workers inherit the environment: a marker tells this test's workers from those of other jobs on the machine
-    mark = f"KOPE_TEST_ISOLATION_MARK={uuid.uuid4().hex}"
-    monkeypatch.setenv(*mark.split("="))
-    outcome = evaluate(TASK, ROOT / "fixtures" / "broken" / "hang_native.py", OPTIONS)
-    assert outcome.error_kind == "timeout"
-    time.sleep(0.5)
-    leftovers = [
-        p.name
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and "harness.worker candidate" in _read(p, "cmdline") and mark in _read(p, "environ")
-    ]
-    assert leftovers == []
+def test_no_candidate_process_is_left_behind_by_a_hanging_candidate():
+    # the candidate's processes (the worker, and in the sandbox its namespace's PID 1 and launcher), as seen
+    # from here while it hangs; after the timeout every one of them must be gone
+    seen: set[int] = set()
+    done = threading.Event()
 
+    def watch() -> None:
+        while not done.is_set():
+            for worker in live_workers():
+                if worker.role == "candidate":
+                    seen.add(worker.proc.pid)
+                    seen.update(descendants(worker.proc.pid))
+            time.sleep(0.05)
 
-def _read(proc: Path, name: str) -> str:
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
-        return (proc / name).read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+        outcome = evaluate(TASK, ROOT / "fixtures" / "broken" / "hang_native.py", OPTIONS)
+    finally:
+        done.set()
+        watcher.join()
+    assert outcome.error_kind == "timeout"
+    assert seen, "the candidate's worker was never seen running"
+    time.sleep(0.5)
+    assert [pid for pid in seen if running(pid)] == []
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from kope.agent.offline import TemplateChoice
 from kope.memory import ExperienceGraph
 
 pytestmark = pytest.mark.slow
@@ -50,18 +51,19 @@ def test_the_next_operator_of_a_family_starts_from_the_best_recorded_settings(
     # each later step changes exactly one knob of the state it starts from, and says so
     for decision in relu[1:]:
         parent = next(d for d in relu if d.id == decision.parent_id)
-        changed = {k for k, v in decision.params["settings"].items() if parent.params["settings"][k] != v}
-        assert changed == {decision.params["change"]["knob"]}
+        choice, parent_choice = TemplateChoice.of(decision.params), TemplateChoice.of(parent.params)
+        changed = {k for k, v in choice.settings.items() if parent_choice.settings[k] != v}
+        assert choice.change is not None and changed == {choice.change["knob"]}
         assert decision.thought.startswith("[offline proposer]")
     best_relu = max((d for d in relu if d.status == "correct"), key=lambda d: (d.a or 0.0, -d.step))
 
     second = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e", "leaky_relu", "--steps", "1")
     step0 = second["steps"][0]
     decision = memory.run_state(second["run_id"]).decisions[0]
-    assert decision.params["template"] == "pointwise"
+    assert TemplateChoice.of(decision.params).template == "pointwise"
     # memory held relu's lineage: the best correct settings recorded there are the starting point, cited
     assert step0["title"] == "start from the best recorded settings (relu)", step0
-    assert decision.params["settings"] == best_relu.params["settings"]
+    assert TemplateChoice.of(decision.params).settings == TemplateChoice.of(best_relu.params).settings
     assert f"({best_relu.id}:" in decision.thought
     records, _, _ = graph_client._driver.execute_query(
         "MATCH (d:Decision {ns: $ns, id: $id})-[:USED]->(e:Decision) RETURN e.operator AS op",

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from kope.memory import synthetic
+from kope.memory import ExperienceGraph, synthetic
 from kope.memory.remote import MemoryAccessError, RemoteMemory
 from tests.support.memory_server import KOPE, memory_server
 
@@ -100,7 +100,8 @@ def test_team_b_cannot_prune_or_import_into_team_a_namespace(server, teams, grap
 
 
 def test_an_unshared_namespace_is_not_readable_and_looks_like_a_missing_one(server, teams):
-    for path in ("/stats", "/runs/run-a", "/runs/run-a/state", "/decisions/run-a:s0/kernel", "/export"):
+    paths = ("/stats", "/runs/run-a", "/runs/run-a/state", "/runs/run-a/step_state", "/decisions/run-a:s0/kernel")
+    for path in (*paths, "/export"):
         denied = one_line_error(call(server, teams["b"], "GET", "/v1/namespaces/team-a" + path), 404)
         missing = one_line_error(call(server, teams["b"], "GET", "/v1/namespaces/no-such-ns" + path), 404)
         assert denied["code"] == missing["code"] == "unknown_namespace"
@@ -117,6 +118,16 @@ def test_a_namespace_shared_with_team_b_is_readable_by_it_but_still_not_writable
         with pytest.raises(MemoryAccessError, match="not team 'team-b'"):
             b.start_run(synthetic.run_spec(OP, run_id="run-b2"))
     assert graph_shape(graph_client, "team-a")["Run"] == 1
+
+
+@pytest.mark.parametrize("history_code", [False, True])
+def test_a_step_state_through_the_server_is_the_one_the_graph_reads(server, teams, graph_client, history_code):
+    # RemoteMemory is the second implementation of the memory protocol: the same StepState, one request
+    with RemoteMemory(server.url, teams["a"]) as a:
+        remote = a.step_state("run-a", history_code=history_code)
+    direct = ExperienceGraph(graph_client, namespace="team-a").step_state("run-a", history_code=history_code)
+    assert remote == direct
+    assert remote.attempt("run-a:s0").decision.a == 1.5 and remote.history_code is history_code
 
 
 def test_a_key_without_write_scope_can_read_its_namespace_but_not_write(server, teams):

@@ -51,7 +51,7 @@ def test_the_mcp_client_lists_the_tools_and_retrieves_and_records_with_a_key(neo
         with RemoteMemory(server.url, token) as memory:
             memory.start_run(synthetic.run_spec(OP, run_id="agent-run"))
             memory.record_attempt(synthetic.attempt("agent-run", 0, OP, speedup=1.4))
-        outcome = synthetic.outcome(OP, "correct", 2.1).to_contract()
+        outcome = synthetic.outcome(OP, "correct", 2.1).to_dict()
         calls = [
             ("retrieve_experience", {"operator": OP, "family": "normalization", "hardware_id": "cpu-test0001", "k": 4}),
             (

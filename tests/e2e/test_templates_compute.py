@@ -47,6 +47,9 @@ REPRESENTATIVE = {
     "transformer_layer": ["3x333x384h6", "1x129x320h5-f64"],
     "lstm_cell": ["33x1023x1025", "17x511x767-f64"],
     "gru_cell": ["512x257x255", "1x2047x2049-bf16"],
+    "cnn_stem": ["2x3x64-225x301", "1x3x33-149x151-f64"],
+    "residual_conv_block": ["16x33x31x31", "4x127x29x27-bf16"],
+    "tiny_cnn": ["8x65x63-w24", "2x57x59-w16-f64"],
 }
 
 

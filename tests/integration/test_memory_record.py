@@ -202,7 +202,7 @@ def test_the_outcome_of_a_decision_reads_back_with_its_cases(memory):
     outcome = memory.outcome("r1:s0")
     assert outcome.status == "incorrect" and outcome.error_kind == "incorrect:mismatch" and outcome.label == "negative"
     assert outcome.error_excerpt == "mismatch at [3]: 1.0 vs 2.0" and outcome.cases_passed == 3
-    assert [c["name"] for c in outcome.cases] == ["case0", "case1", "case2", "case3"]
+    assert [c.name for c in outcome.cases] == ["case0", "case1", "case2", "case3"]
 
 
 def test_finish_run_records_the_end(memory):
@@ -247,7 +247,7 @@ def test_decision_params_round_trip_through_run_state_and_retrieval(graph_client
     memory.start_run(synthetic.run_spec("softmax", run_id="pr"))
     params = {"template": "rowwise", "settings": {"block": 64, "isa": "avx512"}}
     memory.record_attempt(synthetic.attempt("pr", 0, "softmax", params=params))
-    assert memory.run_state("pr").decisions[0].params == params
+    assert memory.run_state("pr").decisions[0].params.to_json() == params
     hw = synthetic.hardware()
     found = memory.retrieve(RetrievalQuery("softmax", "normalization", "cpu", hw["id"], hw["class"], hw["vendor"]), k=1)
-    assert found.lineages[0].hit.params == params
+    assert found.lineages[0].hit.params.to_json() == params

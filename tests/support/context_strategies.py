@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import strategies as st
 
+from harness.record import Hardware
+from harness.vocabulary import LAYERS as ALL_LAYERS
+from harness.vocabulary import STATUSES as ALL_STATUSES
 from kope.context.budget import Budget
 from kope.context.hot import HotState
 from kope.context.items import HistoryEntry
 from kope.context.knowledge import load_knowledge
-from kope.memory.records import InsightRecord
+from kope.memory.records import InsightRecord, OutcomeNodeRecord
 from kope.memory.retrieval import BranchSummary, Hit, Lineage, Relevance, RetrievalQuery, RetrievalResult, StepSummary
 
 LABELS = ("effective", "partial", "ineffective", "negative")
-STATUSES = ("correct", "incorrect", "compile_error", "runtime_error", "timeout")
-LAYERS = ("parallelization", "tiling", "vectorization", "fusion", "algorithm")
+STATUSES = tuple(s for s in ALL_STATUSES if s not in ("cheat_detected", "format_error"))
+LAYERS = ALL_LAYERS
 words = st.text(alphabet=st.sampled_from("abcdefghij klmnop\n{}()=+*;#"), min_size=0, max_size=400)
 short = st.text(alphabet="abcdefghijklmnopqrstuvwxyz _-", min_size=1, max_size=40)
 
@@ -31,28 +36,32 @@ def outcome(draw):
     n = draw(st.integers(1, 12))
     cases = [
         {
-            "index": i,
             "name": f"c{i}",
-            "params": {},
             "passed": status == "correct",
-            "error": None if status == "correct" else draw(words),
-            "ref_ms": {"median": 1.0},
-            "cand_ms": {"median": 0.5},
             "speedup": 2.0 if status == "correct" else None,
+            "error": None if status == "correct" else draw(words),
+            "ref_ms": 1.0,
+            "cand_ms": 0.5,
         }
         for i in range(n)
     ]
     log_lines = draw(st.integers(0, 300))
-    return {
-        "status": status,
-        "error_kind": None if status == "correct" else status,
-        "error_excerpt": "\n".join(f"error line {i}" for i in range(log_lines)) or None,
-        "cases_total": n,
-        "cases_passed": n if status == "correct" else 0,
-        "speedup": 1.5 if status == "correct" else None,
-        "timings_valid": True,
-        "cases": cases,
-    }
+    correct = status == "correct"
+    return OutcomeNodeRecord(
+        id="o",
+        status=status,
+        cases_total=n,
+        cases_passed=n if correct else 0,
+        speedup=1.5 if correct else None,
+        speedup_measured=1.5 if correct else None,
+        error_kind=None if correct else status,
+        error_excerpt="\n".join(f"error line {i}" for i in range(log_lines)) or None,
+        timings_valid=True,
+        confidence=1.0,
+        r=1.0,
+        label="partial" if correct else "negative",
+        cases_json=json.dumps(cases),
+    )
 
 
 @st.composite
@@ -65,7 +74,16 @@ def hot_state(draw):
         target="cpu",
         reference_source=draw(code(max_lines=60)).replace("ModelNew", "Model"),
         cases=tuple({"name": f"case{i}", "n": 1000 + i} for i in range(n_cases)),
-        hardware={"class": "x86_64-avx512", "cpu_model": "Test CPU", "cores": 2, "isa": ["avx2", "avx512f"]},
+        hardware=Hardware(
+            id="cpu-test",
+            class_="x86_64-avx512",
+            vendor="intel",
+            arch="x86_64",
+            cpu_model="Test CPU",
+            cores=2,
+            isa=["avx2", "avx512f"],
+            caches={},
+        ),
         step=draw(st.integers(0, 40)),
         incumbent_id="r:s1" if has_incumbent else None,
         incumbent_code=draw(code()) if has_incumbent else None,

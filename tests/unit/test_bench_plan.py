@@ -180,3 +180,22 @@ def test_a_plain_kernelbench_folder_takes_levels_from_its_folders_and_keeps_nume
     assert [t.operator for t in build_plan(BenchOptions(suite=str(tmp_path), levels=(2,), name="kb")).tasks] == [
         "12_gemm_multiply_leakyrelu"
     ]
+
+
+def test_a_task_file_that_fails_to_import_is_planned_as_an_error_with_the_message(tmp_path):
+    write_task(tmp_path, "a1")
+    source = TASK.format(operator="needs_einops", family="fused", level="LEVEL = 3")
+    (tmp_path / "needs_einops.py").write_text("import kope_no_such_module_einops\n" + source)
+    plan = build_plan(BenchOptions(suite=str(tmp_path), name="t"))
+    broken = plan.task("needs_einops")
+    assert "No module named 'kope_no_such_module_einops'" in broken.error
+    assert broken.cases == ("n64", "n128") and plan.task("a1").error is None  # the rest of the bench is intact
+
+
+def test_a_broken_file_in_a_level_the_selection_leaves_out_does_not_stop_the_bench(tmp_path):
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level3").mkdir()
+    write_task(tmp_path / "level1", "a1", level=None)
+    (tmp_path / "level3" / "broken.py").write_text("import torch\nclass Model:\n    pass\n")
+    plan = build_plan(BenchOptions(suite=str(tmp_path), levels=(1,), name="t"))
+    assert [t.operator for t in plan.tasks] == ["a1"]

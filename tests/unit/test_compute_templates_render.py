@@ -42,6 +42,10 @@ COVERED = {
         "transformer_layer",
         "lstm_cell",
         "gru_cell",
+        # the composite pipeline template: blocks of several kernels, rendered from their traced structure
+        "cnn_stem",
+        "residual_conv_block",
+        "tiny_cnn",
     },
 }
 TEMPLATES = [t for t in list_templates("cpu") if t.family in FAMILIES]

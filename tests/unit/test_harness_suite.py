@@ -4,7 +4,7 @@ import pytest
 
 from harness import suite
 from harness.errors import TaskNotFoundError
-from harness.task import FAMILIES
+from harness.vocabulary import FAMILIES
 
 MINE = {"relu", "sum_dim", "softmax", "layer_norm", "matmul", "conv2d", "gemm_bias_relu", "mlp_block"}
 

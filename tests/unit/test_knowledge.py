@@ -4,10 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.vocabulary import FAMILIES, TARGETS
 from kope.context.knowledge import (
-    FAMILIES,
     SCORE_EXACT_FAMILY,
-    TARGETS,
     KnowledgeDoc,
     KnowledgeError,
     load_knowledge,

@@ -12,13 +12,13 @@ from kope.memory.specs import Attempt
 
 
 def contract_dict():
-    return synthetic.outcome("softmax", "correct", 1.7).to_contract()
+    return synthetic.outcome("softmax", "correct", 1.7).to_dict()
 
 
 def test_contract_dict_round_trips_with_its_exact_field_names():
     data = contract_dict()
     assert data["schema"] == "kope.outcome/1" and data["hardware"]["class"] == "x86_64-avx2"
-    assert parse_outcome(json.dumps(data)).to_contract() == data
+    assert parse_outcome(json.dumps(data)).to_dict() == data
 
 
 def test_a_typed_record_with_to_dict_is_accepted():

@@ -1,5 +1,7 @@
 """Step ratio, labels, d(v) and confidence: the definitions in kope/memory/scoring.py."""
 
+import dataclasses
+
 import pytest
 
 from kope.memory import scoring, synthetic
@@ -39,7 +41,7 @@ def test_step_ratio_is_one_for_roots_non_positive_parents_and_unknown_speed():
 
 
 def test_a_correct_outcome_without_valid_timings_has_unknown_speed():
-    o = synthetic.outcome("softmax", "correct", 2.0).model_copy(update={"timings_valid": False})
+    o = dataclasses.replace(synthetic.outcome("softmax", "correct", 2.0), timings_valid=False)
     assert scoring.absolute_speedup(o) is None
     assert scoring.confidence(o) == scoring.UNKNOWN_SPEED_CONFIDENCE
 

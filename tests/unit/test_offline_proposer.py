@@ -92,6 +92,20 @@ def test_a_later_step_changes_one_knob_of_its_parent_preferring_values_effective
     assert changed == {"lanes"} and "b:s2" in proposal.cited
 
 
-def test_a_task_without_template_or_example_is_exhausted_with_the_reason():
-    with pytest.raises(ProposerExhausted, match="no kernel template for 'tiny_cnn'"):
-        OfflineProposer().propose(request("tiny_cnn"))
+def test_a_block_of_several_kernels_is_served_by_the_composite_template():
+    proposal = OfflineProposer().propose(request("tiny_cnn"))
+    assert proposal.params == {"template": "pipeline", "settings": template_for("tiny_cnn", "cpu").default_settings()}
+    assert proposal.structure["structure"].startswith("conv.conv2d -> channel_norm.batch_norm -> chain(relu)")
+
+
+def test_a_task_whose_structure_no_template_computes_is_exhausted_with_the_reason(tmp_path):
+    task = tmp_path / "sort_rows.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.sort(x, dim=1).values\n\n\ndef get_inputs():\n    return [torch.randn(4, 9)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    req = request("sort_rows")
+    req.task.path = str(task)
+    with pytest.raises(ProposerExhausted, match=r"no kernel template for 'sort_rows' on cpu: .*aten\.sort"):
+        OfflineProposer().propose(req)

@@ -1,7 +1,7 @@
 """The response protocol parser: robust to common deviations, explicit about failures."""
 
+from harness.vocabulary import LAYERS
 from kope.context.protocol import (
-    LAYERS,
     PROTOCOL_TEXT,
     FormatProblem,
     ProposedDecision,

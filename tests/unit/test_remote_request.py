@@ -38,7 +38,8 @@ def test_a_request_round_trips_to_the_same_evaluation_options():
 
 
 @pytest.mark.parametrize(
-    "override", [{"static_checks": False}, {"lazy_check": False}, {"limits": Limits(memory_bytes=1 << 40)}]
+    "override",
+    [{"static_checks": False}, {"lazy_check": False}, {"limits": Limits(memory_bytes=1 << 40)}, {"sandbox": False}],
 )
 def test_the_anti_cheat_switches_and_limits_cannot_be_sent(override):
     with pytest.raises(OptionsError, match="cannot be sent"):

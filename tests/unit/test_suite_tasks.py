@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.vocabulary import FAMILIES
+
 TASKS_DIR = Path(__file__).resolve().parents[2] / "harness" / "suite" / "tasks"
-FAMILIES = {"elementwise", "reduction", "normalization", "matmul", "convolution", "fused", "block"}
 TASK_FILES = sorted(p for p in TASKS_DIR.glob("*/*.py") if not p.name.startswith("_"))
 IDS = [f"{p.parent.name}/{p.stem}" for p in TASK_FILES]
 

@@ -17,6 +17,7 @@ BK applies to the online algorithm); ``parallel`` ('bh': a thread per
 so causal blocks of unequal cost balance).
 """
 
+from harness.structure.patterns import whole_graph
 from harness.suite.cpp_kit import attention as attn
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.blocks import BLOCKS
@@ -199,3 +200,38 @@ def render(operator: str, settings: dict) -> str:
         "harness/suite/cpp_kit/attention.py); the knobs are the #defines at the top of _SOURCE."
     )
     return module(doc, cpp, body)
+
+
+# -- structure: the built-in operators' traced graphs (this template serves only its own operators) ----------
+PATTERNS = [
+    whole_graph("sdpa_attention", "sdpa:sdpa"),
+    whole_graph(
+        "multi_head_attention",
+        "matmul:matmul",
+        "view:view",
+        "view:permute",
+        "other:aten.unbind.int",
+        "sdpa:sdpa",
+        "view:transpose",
+        "view:view",
+        "matmul:matmul",
+    ),
+    whole_graph(
+        "transformer_layer",
+        "layer_norm:layer_norm",
+        "matmul:matmul",
+        "view:view",
+        "view:permute",
+        "other:aten.unbind.int",
+        "sdpa:sdpa",
+        "view:transpose",
+        "view:view",
+        "matmul:matmul",
+        "binary:add",
+        "layer_norm:layer_norm",
+        "matmul:matmul",
+        "unary:gelu",
+        "matmul:matmul",
+        "binary:add",
+    ),
+]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import Acc, fold, indent
 
@@ -341,3 +342,45 @@ def render(operator: str, settings: dict) -> str:
     ]
     doc = describe("axis_reduce", operator, s, lines)
     return candidate(doc, source, s["vector_width"], kernel_table("_KERNELS", operator, SUFFIXES), _model(operator))
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    """Reduce dims ``dim`` (one dim, or consecutive dims, or all) viewed as (outer, R, inner); keepdim as traced."""
+    keep = bool(found.get("keepdim"))
+    out_dtype = "torch.int64" if found.pattern.operator == "argmax_dim" else "x.dtype"
+    body = f"""
+x = x.contiguous()
+dims = range(x.dim()) if dim is None else [d % x.dim() for d in ((dim,) if isinstance(dim, int) else dim)]
+lo, hi = min(dims), max(dims)
+outer, reduced, inner = math.prod(x.shape[:lo]), math.prod(x.shape[lo:hi + 1]), math.prod(x.shape[hi + 1:])
+kept = [1] * (hi + 1 - lo) if {keep} else []
+shape = list(x.shape[:lo]) + kept + list(x.shape[hi + 1:])
+if dim is None and not {keep}:
+    shape = []
+y = torch.empty(shape, dtype={out_dtype})
+_KERNELS[x.dtype](x, y, outer, reduced, inner)
+return y
+"""
+    return Call(("x", "dim"), body, imports=("math",))
+
+
+def _consecutive(found: Found) -> str | None:
+    dims, rank = found.get("dims"), len(found.shapes["x"])
+    if dims is None:
+        return None if found.pattern.operator != "argmax_dim" or not found.get("keepdim") else "argmax of all"
+    dims = sorted(d % rank for d in dims)
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        return f"reduced dims {tuple(dims)} are not consecutive (the kernel views x as (outer, R, inner))"
+    if found.pattern.operator == "argmax_dim" and len(dims) != 1:
+        return "argmax over several dims"
+    if found.pattern.operator == "vector_norm" and found.get("ord") not in (2, 2.0):
+        return f"a vector norm of order {found.get('ord')} (the kernel computes the L2 norm)"
+    return None
+
+
+_REDUCE = {"static": {"keepdim": "keepdim"}, "info": {"dims": "dims", "ord": "ord"}, "scalars": {"dim": "dim"}}
+PATTERNS = [
+    pattern(op, (f"reduce:{fn}", ["x"], _REDUCE), call=_call, where=_consecutive)
+    for op, fn in (("sum_dim", "sum"), ("mean_dim", "mean"), ("max_dim", "max"), ("argmax_dim", "argmax"))
+] + [pattern("vector_norm", ("reduce:norm", ["x"], _REDUCE), call=_call, where=_consecutive)]

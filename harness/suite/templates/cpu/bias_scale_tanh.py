@@ -17,6 +17,7 @@ As in the reference, bfloat16 intermediates are rounded after the add and
 after the multiply.
 """
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
 from harness.suite.cpp_kit.prelude import PRELUDE, isa_define
 
@@ -126,3 +127,35 @@ def render(operator: str, settings: dict) -> str:
         "plane (the knobs are the\n#defines at the top of _SOURCE and the compile flags)."
     )
     return module(doc, cpp, kernel_table("bias_scale_tanh") + BODY, vector_width=settings["vector_width"])
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    body = """
+x = x.contiguous()
+n, c = x.shape[0], x.shape[1]
+y = torch.empty_like(x)
+_KERNELS[x.dtype](x, bias.reshape(-1).contiguous(), y, n, c, x.numel() // (n * c), float(scale))
+return y
+"""
+    return Call(("x", "bias", "scale"), body)
+
+
+def _per_channel(found: Found) -> str | None:
+    x, b = found.shapes["x"], found.shapes["bias"]
+    if len(x) < 3 or b not in ((x[1],) + (1,) * (len(x) - 2), (1, x[1]) + (1,) * (len(x) - 2)):
+        return f"a bias of shape {b} for an input of shape {x} (one per channel is fused)"
+    return None
+
+
+PATTERNS = [
+    pattern(
+        "bias_scale_tanh",
+        ("binary:add", ["x", "bias"]),
+        ("binary:mul", ["$0", "-"], {"scalars": {"scale": "scalar"}}),
+        ("unary:tanh", ["$1"]),
+        call=_call,
+        where=_per_channel,
+        dtypes=("float32", "float64", "bfloat16"),
+    )
+]

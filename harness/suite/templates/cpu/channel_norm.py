@@ -19,6 +19,9 @@ b[c] = bias[c] - mean * a[c], leaving one multiply-add per element.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import LANES_KNOB, VECTOR_KNOB, indent, moments
 
@@ -240,3 +243,104 @@ def render(operator: str, settings: dict) -> str:
         kernel_table("_KERNELS", operator, SUFFIXES),
         MODELS[operator],
     )
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+_AFFINE = """
+x = x.contiguous()
+N, C = x.shape[0], x.shape[1]
+HW = x.numel() // (N * C)
+w = weight.contiguous() if weight is not None else torch.ones(C, dtype=x.dtype)
+b = bias.contiguous() if bias is not None else torch.zeros(C, dtype=x.dtype)
+"""
+
+
+def _batch_norm_call(found: Found) -> Call:
+    if found.get("training"):
+        # Batch statistics, as the reference computes them in training mode: per channel over (N, H, W),
+        # i.e. a group norm with one group per channel of the (1, C, N * HW) view of x with N moved inside.
+        body = (
+            _AFFINE
+            + """xt = x.reshape(N, C, HW).transpose(0, 1).contiguous()
+yt = torch.empty_like(xt)
+_KERNELS[x.dtype](xt, yt, 1, C, C, N * HW, w, b, float(eps))
+return yt.transpose(0, 1).reshape(x.shape).contiguous()
+"""
+        )
+        return Call(("x", "weight", "bias", "running_mean", "running_var", "eps"), body)
+    body = (
+        _AFFINE
+        + """y = torch.empty_like(x)
+_KERNELS[x.dtype](x, y, N, C, HW, running_mean.contiguous(), running_var.contiguous(), w, b, float(eps))
+return y
+"""
+    )
+    return Call(("x", "weight", "bias", "running_mean", "running_var", "eps"), body)
+
+
+def _group_call(groups: str) -> Callable[[Found], Call]:
+    def call(found: Found) -> Call:
+        body = (
+            _AFFINE
+            + f"""y = torch.empty_like(x)
+_KERNELS[x.dtype](x, y, N, C, {groups}, HW, w, b, float(eps))
+return y
+"""
+        )
+        return Call(
+            ("x", "weight", "bias", "groups", "eps") if groups == "groups" else ("x", "weight", "bias", "eps"), body
+        )
+
+    return call
+
+
+def _mode(training: bool) -> Callable[[Found], str | None]:
+    """Inference batch norm runs the batch_norm kernels; training mode (batch statistics) the group_norm ones."""
+
+    def where(found: Found) -> str | None:
+        if bool(found.get("training")) != training:
+            return "training-mode batch norm (the group_norm kernels)" if not training else "inference batch norm"
+        if not training and ("running_mean" not in found.tensors or "running_var" not in found.tensors):
+            return "an inference batch norm without running statistics"
+        if len(found.shapes["x"]) < 2:
+            return "a batch norm of a 1-D tensor"
+        return None
+
+    return where
+
+
+_BN = {"static": {"training": "training"}, "scalars": {"eps": "eps"}}
+PATTERNS = (
+    [
+        pattern(
+            "group_norm" if training else "batch_norm",
+            ("batch_norm:batch_norm", ["x", w, b, m, v], _BN),
+            call=_batch_norm_call,
+            where=_mode(training),
+            roles=("x", "weight", "bias", "running_mean", "running_var"),
+        )
+        for training in (False, True)
+        for w in ("weight", "-")
+        for b in ("bias", "-")
+        for m, v in (("running_mean", "running_var"), ("-", "-"))
+        if (w == "-") == (b == "-")
+    ]
+    + [
+        pattern(
+            "group_norm",
+            ("group_norm:group_norm", ["x", w, b], {"scalars": {"groups": "groups", "eps": "eps"}}),
+            call=_group_call("groups"),
+            roles=("x", "weight", "bias"),
+        )
+        for w, b in (("weight", "bias"), ("-", "-"))
+    ]
+    + [
+        pattern(
+            "instance_norm",
+            ("instance_norm:instance_norm", ["x", w, b], {"scalars": {"eps": "eps"}}),
+            call=_group_call("C"),
+            roles=("x", "weight", "bias"),
+        )
+        for w, b in (("weight", "bias"), ("-", "-"))
+    ]
+)

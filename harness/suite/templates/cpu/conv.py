@@ -10,6 +10,7 @@ number of output channels per task and, with unit stride, its NV x vector
 width the register-blocked run of outputs (``tiles`` does not apply).
 """
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.cpp_kit import conv as conv_kit
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.candidate import kernel_table, module, settings_line
@@ -94,3 +95,61 @@ def render(operator: str, settings: dict) -> str:
         "harness/suite/cpp_kit/conv.py); the knobs are the #defines at the top of _SOURCE."
     )
     return module(doc, conv_kit.source(settings), body)
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+
+
+def _conv_call(relu: int, fused: str) -> Call:
+    """A 1-D or 2-D convolution (1-D as one-row images) with optional bias, stride and padding per dim."""
+    body = f"""
+x = x.contiguous()
+w = weight.contiguous()
+b = bias.reshape(-1).contiguous() if bias is not None else None
+stride, padding = tuple(stride), tuple(padding)
+if x.dim() == 3:
+    n, c, length = x.shape
+    o, k = w.shape[0], w.shape[2]
+    out_len = (length + 2 * padding[0] - k) // stride[0] + 1
+    y = torch.empty(n, o, out_len, dtype=x.dtype)
+    _KERNELS[x.dtype](x, w, b, y, n, c, 1, length, o, 1, k, 1, stride[0], 0, padding[0], 1, out_len, {relu}, {fused})
+    return y
+n, c, h, wd = x.shape
+o, kh, kw = w.shape[0], w.shape[2], w.shape[3]
+oh = (h + 2 * padding[0] - kh) // stride[0] + 1
+ow = (wd + 2 * padding[1] - kw) // stride[1] + 1
+y = torch.empty(n, o, oh, ow, dtype=x.dtype)
+_KERNELS[x.dtype](x, w, b, y, n, c, h, wd, o, kh, kw, stride[0], stride[1], padding[0], padding[1], oh, ow, {relu}, {fused})
+return y
+"""
+    return Call(("x", "weight", "bias", "stride", "padding"), body)
+
+
+def _plain_conv(found: Found) -> str | None:
+    """Conditions of the conv2d kernel: groups 1, dilation 1, a 1-D or 2-D convolution."""
+    if found.get("groups") != 1:
+        return f"groups={found.get('groups')} (the kernel computes dense convolutions)"
+    if any(d != 1 for d in found.get("dilation") or ()):
+        return f"dilation={found.get('dilation')}"
+    if found.get("spatial") not in (1, 2):
+        return f"a {found.get('spatial')}-D convolution"
+    return None
+
+
+_DT = ("float32", "float64", "bfloat16")
+_CONV = {
+    "info": {"groups": "groups", "dilation": "dilation", "spatial": "spatial"},
+    "scalars": {"stride": "stride", "padding": "padding"},
+}
+PATTERNS = [
+    pattern(
+        op,
+        ("conv:conv", ["x", "weight", b], _CONV),
+        call=lambda found: _conv_call(0, "1"),
+        where=_plain_conv,
+        dtypes=_DT,
+        roles=("x", "weight", "bias"),
+    )
+    for op in ("conv2d", "conv2d_strided", "conv1d")
+    for b in ("bias", "-")
+]

@@ -17,6 +17,7 @@ The GEMM knobs (micro-kernel, instruction set, cache blocks) tune the GEMM;
 for 'direct' the micro-kernel's MR is the number of output channels per task.
 """
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
 from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
@@ -202,3 +203,56 @@ def render(operator: str, settings: dict) -> str:
         "from one GEMM's products\n(the knobs are the #defines at the top of _SOURCE)."
     )
     return module(doc, cpp, kernel_table("conv_transpose2d") + BODY)
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    body = """
+x = x.contiguous()
+w = weight.contiguous()  # (in, out, k, k)
+b = bias.reshape(-1).contiguous() if bias is not None else None
+n, c, h, wd = x.shape
+o, k = w.shape[1], w.shape[2]
+s, p, op = stride[0], padding[0], output_padding[0]
+oh, ow = (h - 1) * s - 2 * p + k + op, (wd - 1) * s - 2 * p + k + op
+y = torch.empty(n, o, oh, ow, dtype=x.dtype)
+_KERNELS[x.dtype](x, w, b, y, n, c, h, wd, o, k, s, p, oh, ow)
+return y
+"""
+    return Call(("x", "weight", "bias", "stride", "padding", "output_padding"), body)
+
+
+def _square(found: Found) -> str | None:
+    w = found.shapes["weight"]
+    if found.get("groups") != 1 or found.get("spatial") != 2:
+        return "grouped or non-2-D transposed convolution"
+    if any(d != 1 for d in found.get("dilation") or ()):
+        return "a dilated transposed convolution"
+    if len(w) != 4 or w[2] != w[3]:
+        return f"a non-square kernel {w[2:]}"
+    for name in ("stride", "padding", "output_padding"):
+        value = tuple(found.get(name) or ())
+        if len(set(value)) > 1:
+            return f"{name}={value} differs between height and width"
+    return None
+
+
+_DT = ("float32", "float64", "bfloat16")
+PATTERNS = [
+    pattern(
+        "conv_transpose2d",
+        (
+            "conv:conv_transpose",
+            ["x", "weight", b],
+            {
+                "info": {"groups": "groups", "dilation": "dilation", "spatial": "spatial"},
+                "scalars": {"stride": "stride", "padding": "padding", "output_padding": "output_padding"},
+            },
+        ),
+        call=_call,
+        where=_square,
+        dtypes=_DT,
+        roles=("x", "weight", "bias"),
+    )
+    for b in ("bias", "-")
+]

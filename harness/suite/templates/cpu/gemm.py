@@ -15,6 +15,9 @@ place, threads over row blocks); larger tiles with AVX-512, packing and a 2-D
 or K split are what the proposer should find.
 """
 
+from collections.abc import Callable
+
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
 from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
@@ -142,3 +145,129 @@ def render(operator: str, settings: dict) -> str:
         f"{core.SUMMARY}"
     )
     return module(doc, cpp, body)
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+_MATMUL = """
+def strided(t):
+    # (tensor to pass, batch, row and column strides): the kernel reads any strides of a contiguous buffer
+    bs, rs, cs = t.stride()
+    bs = 0 if t.shape[0] == 1 else bs
+    if t.is_contiguous():
+        return t, bs, rs, cs
+    if t.transpose(-2, -1).is_contiguous():
+        return t.transpose(-2, -1), bs, rs, cs
+    if bs == 0 and t[0].is_contiguous():
+        return t[0], 0, rs, cs
+    if bs == 0 and t[0].t().is_contiguous():
+        return t[0].t(), 0, rs, cs
+    t = t.contiguous()
+    bs, rs, cs = t.stride()
+    return t, 0 if t.shape[0] == 1 else bs, rs, cs
+
+
+vector_a, vector_b = a.dim() == 1, b.dim() == 1
+a = a.unsqueeze(0) if vector_a else a
+b = b.unsqueeze(-1) if vector_b else b
+batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+pa, a_bs, a_rs, a_cs = strided(a.expand(*batch_shape, m, k).reshape(-1, m, k))
+pb, b_bs, b_rs, b_cs = strided(b.expand(*batch_shape, k, n).reshape(-1, k, n))
+batch = 1
+for size in batch_shape:
+    batch *= size
+c = torch.empty(batch, m, n, dtype=a.dtype)
+bias = bias.reshape(-1).contiguous() if bias is not None else None
+_KERNELS[a.dtype](pa, pb, bias, c, batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs)
+c = c.reshape(*batch_shape, m, n)
+c = c.squeeze(-2) if vector_a else c
+return c.squeeze(-1) if vector_b else c
+"""
+
+
+def _call(found: Found) -> Call:
+    """torch.matmul semantics (1-D operands, broadcast batch dims, any strides) plus an optional bias per column."""
+    return Call(("a", "b", "bias"), _MATMUL)
+
+
+def _rank(a: int | None, b: int | None) -> Callable[[Found], str | None]:
+    def where(found: Found) -> str | None:
+        ra, rb = len(found.shapes["a"]), len(found.shapes["b"])
+        if (a is not None and ra != a) or (b is not None and rb != b):
+            return f"operands of rank {ra} and {rb}"
+        return None
+
+    return where
+
+
+_DT = ("float32", "float64", "bfloat16")
+PATTERNS = [
+    pattern("matmul", ("matmul", ["a", "b", "-"]), call=_call, where=_rank(2, 2), dtypes=_DT, roles=("a", "b", "bias")),
+    pattern(
+        "tall_skinny_matmul",
+        ("matmul", ["a", "b", "-"]),
+        call=_call,
+        where=_rank(2, 2),
+        dtypes=_DT,
+        roles=("a", "b", "bias"),
+    ),
+    pattern(
+        "batched_matmul",
+        ("matmul", ["a", "b", "-"]),
+        call=_call,
+        where=_rank(3, 3),
+        dtypes=_DT,
+        roles=("a", "b", "bias"),
+    ),
+    pattern("matvec", ("matmul", ["a", "b", "-"]), call=_call, where=_rank(2, 1), dtypes=_DT, roles=("a", "b", "bias")),
+    pattern(
+        "matmul_transposed_a",
+        ("matmul", ["a^T", "b", "-"]),
+        call=lambda found: Call(("a", "b", "bias"), "a = a.transpose(-2, -1)\n" + _MATMUL),
+        where=_rank(2, 2),
+        dtypes=_DT,
+        roles=("a", "b", "bias"),
+    ),
+    pattern(
+        "linear",
+        ("matmul", ["a", "b^T", "bias"]),
+        call=lambda found: Call(("a", "b", "bias"), "b = b.transpose(-2, -1)\n" + _MATMUL),
+        dtypes=_DT,
+    ),
+    pattern(
+        "linear",
+        ("matmul", ["a", "b^T", "-"]),
+        call=lambda found: Call(("a", "b", "bias"), "b = b.transpose(-2, -1)\n" + _MATMUL),
+        dtypes=_DT,
+        roles=("a", "b", "bias"),
+    ),
+    # any other operand layout: the transposes are views the forward passes in
+    pattern(
+        "matmul",
+        ("matmul", ["a^T", "b^T", "-"]),
+        call=lambda found: Call(("a", "b", "bias"), "a, b = a.transpose(-2, -1), b.transpose(-2, -1)\n" + _MATMUL),
+        dtypes=_DT,
+        roles=("a", "b", "bias"),
+    ),
+    pattern("matmul", ("matmul", ["a", "b", "-"]), call=_call, dtypes=_DT, roles=("a", "b", "bias")),
+    pattern("matmul", ("matmul", ["a", "b", "bias"]), call=_call, dtypes=_DT),
+    pattern(
+        "matmul",
+        ("matmul", ["a^T", "b", "bias"]),
+        call=lambda found: Call(("a", "b", "bias"), "a = a.transpose(-2, -1)\n" + _MATMUL),
+        dtypes=_DT,
+    ),
+    pattern(
+        "matmul",
+        ("matmul", ["a^T", "b^T", "bias"]),
+        call=lambda found: Call(("a", "b", "bias"), "a, b = a.transpose(-2, -1), b.transpose(-2, -1)\n" + _MATMUL),
+        dtypes=_DT,
+    ),
+    pattern(
+        "matmul",
+        ("matmul", ["a^T", "b", "-"]),
+        call=lambda found: Call(("a", "b", "bias"), "a = a.transpose(-2, -1)\n" + _MATMUL),
+        dtypes=_DT,
+        roles=("a", "b", "bias"),
+    ),
+]

@@ -14,6 +14,7 @@ leaves the micro-kernel, so C never goes to memory (or, for softmax, rows
 are normalised while still in cache when ``parallel`` is 'm').
 """
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
 from harness.suite.cpp_kit.prelude import ISA_DOC, PRELUDE, isa_define
@@ -259,3 +260,107 @@ def render(operator: str, settings: dict) -> str:
         "row piece to (see EPILOGUES in the source)."
     )
     return module(doc, cpp, body, extra_imports="import math\n" if operator == "matmul_softmax" else "")
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _linear_call(
+    extra: str = "", params: tuple[str, ...] = (), out: str = "y.reshape(*x.shape[:-1], n)", cols: str = "n"
+) -> Call:
+    """x (..., k) @ weight (n, k)^T + bias through the fused epilogue; leading dims of x are rows."""
+    body = f"""
+x2 = x.reshape(-1, x.shape[-1]).contiguous()
+w = weight.contiguous()
+m, k = x2.shape
+n = w.shape[0]
+b = bias.reshape(-1).contiguous() if bias is not None else torch.zeros(n, dtype=x.dtype)
+y = torch.empty(m, {cols}, dtype=x.dtype)
+_KERNELS[x.dtype](x2, w, b, y, m, n, k{extra}, _FUSED)
+return {out}
+"""
+    return Call(("x", "weight", "bias", *params), body)
+
+
+def _linear_where(found: Found) -> str | None:
+    w, b = found.shapes.get("weight", ()), found.shapes.get("bias")
+    if len(w) != 2 or (b is not None and b not in ((w[0],), (1, w[0]))):
+        return f"weight {w} / bias {b} are not a linear layer's"
+    return None
+
+
+def _sum_where(found: Found) -> str | None:
+    why = _linear_where(found)
+    if why:
+        return why
+    dims: tuple[int, ...] = found.get("dims") or ()
+    if len(found.shapes["x"]) != 2 or len(dims) != 1 or dims[0] % 2 != 1:
+        return "a sum over other than the output features of a 2-D linear layer"
+    return None
+
+
+def _softmax_where(found: Found) -> str | None:
+    q, k = found.shapes.get("q", ()), found.shapes.get("k", ())
+    if len(q) != 3 or len(k) != 3 or found.get("dim") not in (-1, 2):
+        return "not a batched q @ k^T scaled softmax over the last dim"
+    return None
+
+
+_DT = ("float32", "float64", "bfloat16")
+_BIAS_RELU = _linear_call()
+_SUM = {"static": {"keepdim": "keepdim"}, "info": {"dims": "dims"}}
+PATTERNS = [
+    # relu(x @ W^T + b): a bias-free linear layer and a separate bias, or the layer's own bias
+    pattern(
+        "gemm_bias_relu",
+        ("matmul", ["x", "weight^T", "-"]),
+        ("binary:add", ["$0", "bias"]),
+        ("unary:relu", ["$1"]),
+        call=lambda found: _BIAS_RELU,
+        where=_linear_where,
+        dtypes=_DT,
+    ),
+    pattern(
+        "gemm_bias_relu",
+        ("matmul", ["x", "weight^T", "bias"]),
+        ("unary:relu", ["$0"]),
+        call=lambda found: _BIAS_RELU,
+        where=_linear_where,
+        dtypes=_DT,
+    ),
+    pattern(
+        "gemm_gelu_scale",
+        ("matmul", ["x", "weight^T", "bias"]),
+        ("unary:gelu", ["$0"]),
+        ("binary:mul", ["$1", "-"], {"scalars": {"scale": "scalar"}}),
+        call=lambda found: _linear_call(", float(scale)", ("scale",)),
+        where=_linear_where,
+        dtypes=_DT,
+    ),
+    pattern(
+        "gemm_sigmoid_sum",
+        ("matmul", ["x", "weight^T", "bias"]),
+        ("unary:sigmoid", ["$0"]),
+        ("reduce:sum", ["$1"], _SUM),
+        call=lambda found: _linear_call("", (), "y" if found.get("keepdim") else "y.reshape(-1)", "1"),
+        where=_sum_where,
+        dtypes=_DT,
+    ),
+    pattern(
+        "matmul_softmax",
+        ("matmul", ["q", "k^T", "-"]),
+        ("binary:div", ["$0", "-"], {"scalars": {"denom": "scalar"}}),
+        ("softmax:softmax", ["$1"], {"static": {"dim": "dim"}}),
+        call=lambda found: Call(
+            ("q", "k", "denom"),
+            """
+q, k = q.contiguous(), k.contiguous()
+batch, m, d = q.shape
+n = k.shape[1]
+y = torch.empty(batch, m, n, dtype=q.dtype)
+_KERNELS[q.dtype](q, k, y, batch, m, n, d, float(denom), _FUSED)
+return y
+""",
+        ),
+        where=_softmax_where,
+        dtypes=_DT,
+    ),
+]

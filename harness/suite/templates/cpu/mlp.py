@@ -14,6 +14,7 @@ their own). The GEMM knobs are those of the gemm template. Intermediates
 are kept in the input's dtype, as in the reference.
 """
 
+from harness.structure.patterns import whole_graph
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.blocks import BLOCKS, FUSION_DOC, FUSION_VALUES
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
@@ -181,3 +182,27 @@ def render(operator: str, settings: dict) -> str:
         "are the #defines at the top of _SOURCE."
     )
     return module(doc, cpp, body)
+
+
+# -- structure: the built-in operators' traced graphs (this template serves only its own operators) ----------
+PATTERNS = [
+    whole_graph("mlp_block", "layer_norm:layer_norm", "matmul:matmul", "unary:gelu", "matmul:matmul", "binary:add"),
+    whole_graph(
+        "transformer_ffn", "layer_norm:layer_norm", "matmul:matmul", "unary:gelu", "matmul:matmul", "binary:add"
+    ),
+    whole_graph(
+        "rmsnorm_swiglu",
+        "unary:square",
+        "reduce:mean",
+        "binary:add",
+        "unary:rsqrt",
+        "binary:mul",
+        "binary:mul",
+        "matmul:matmul",
+        "unary:silu",
+        "matmul:matmul",
+        "binary:mul",
+        "matmul:matmul",
+        "binary:add",
+    ),
+]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.templates.cpu._cpp_blocks import (
     DTYPE_ENTRIES,
     DTYPES,
@@ -238,3 +239,67 @@ def render(operator: str, settings: dict) -> str:
     doc = describe("pointwise", operator, s, lines)
     tables = kernel_table("_KERNELS", operator, list(op.dtypes))
     return candidate(doc, _source(operator, op, s), s["vector_width"], tables, _model(operator, op))
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    op = OPS[found.pattern.operator]
+    scalars = [f"float({p})" for p in op.params] + ["0.0"] * (2 - len(op.params))
+    if op.binary:
+        body = f"""
+x, y = x.contiguous(), y.contiguous()
+out = torch.empty_like(x)
+_KERNELS[x.dtype](x, y, out, x.numel(), {", ".join(scalars)})
+return out
+"""
+        return Call(("x", "y", *op.params), body)
+    body = f"""
+x = x.contiguous()
+y = torch.empty_like(x)
+_KERNELS[x.dtype](x, y, x.numel(), {", ".join(scalars)})
+return y
+"""
+    return Call(("x", *op.params), body)
+
+
+def _clamp_bounds(found: Found) -> str | None:
+    if found.get("min_value") is None or found.get("max_value") is None:
+        return "a one-sided clamp (the kernel takes both bounds)"
+    return None
+
+
+def _plain_elu(found: Found) -> str | None:
+    if found.get("scale") != 1 or found.get("input_scale") != 1:
+        return "a scaled ELU (SELU); the kernel computes alpha * (exp(x) - 1) unscaled"
+    return None
+
+
+def _same_shapes(found: Found) -> str | None:
+    if found.shapes.get("x") != found.shapes.get("y"):
+        return f"operands of different shapes {found.shapes.get('x')} and {found.shapes.get('y')} (no broadcasting)"
+    return None
+
+
+PATTERNS = [
+    pattern(name, (f"unary:{name}", ["x"]), call=_call)
+    for name in ("relu", "hardswish", "gelu", "sigmoid", "silu", "tanh")
+] + [
+    pattern("leaky_relu", ("unary:leaky_relu", ["x"], {"scalars": {"negative_slope": "negative_slope"}}), call=_call),
+    pattern(
+        "clamp",
+        ("unary:clamp", ["x"], {"scalars": {"min_value": "min", "max_value": "max"}}),
+        call=_call,
+        where=_clamp_bounds,
+    ),
+    pattern(
+        "elu",
+        (
+            "unary:elu",
+            ["x"],
+            {"scalars": {"alpha": "alpha"}, "static": {"scale": "scale", "input_scale": "input_scale"}},
+        ),
+        call=_call,
+        where=_plain_elu,
+    ),
+    pattern("add_scaled", ("binary:add", ["x", "y"], {"scalars": {"alpha": "alpha"}}), call=_call, where=_same_shapes),
+]

@@ -20,6 +20,7 @@ on the CPU), so float32 rounding does not grow along a row of millions.
 
 from __future__ import annotations
 
+from harness.structure.patterns import Call, Found, last_dim_rows, pattern
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import SPLIT_KNOB, VECTOR_KNOB
 
@@ -177,3 +178,22 @@ def render(operator: str, settings: dict) -> str:
         kernel_table("_KERNELS", operator, SUFFIXES),
         model,
     )
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    """An inclusive prefix sum along any one dim (moved last, a copy, when it is not last)."""
+    before, after = last_dim_rows("x", "dim")
+    body = (
+        before
+        + """y = torch.empty_like(x)
+n = x.shape[-1]
+_KERNELS[x.dtype](x, y, x.numel() // n, n)
+"""
+        + after
+        + "return y\n"
+    )
+    return Call(("x", "dim"), body)
+
+
+PATTERNS = [pattern("cumsum", ("cumsum:cumsum", ["x"], {"scalars": {"dim": "dim"}}), call=_call)]

@@ -17,6 +17,7 @@ while it is in cache. Knobs:
 As in the reference, a bfloat16 sum is rounded to bfloat16 before it is normalised.
 """
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
 from harness.suite.cpp_kit.prelude import PRELUDE, isa_define
 
@@ -143,3 +144,38 @@ def render(operator: str, settings: dict) -> str:
         "one thread, in cache\n(the knobs are the #defines at the top of _SOURCE and the compile flags)."
     )
     return module(doc, cpp, kernel_table("residual_layer_norm") + BODY, vector_width=settings["vector_width"])
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    body = """
+x, residual = x.contiguous(), residual.contiguous()
+n = x.shape[-1]
+y = torch.empty_like(x)
+_KERNELS[x.dtype](x, residual, weight.contiguous(), bias.contiguous(), y, x.numel() // n, n, float(eps))
+return y
+"""
+    return Call(("x", "residual", "weight", "bias", "eps"), body)
+
+
+def _last_dim(found: Found) -> str | None:
+    shape = found.get("normalized_shape") or ()
+    if len(shape) != 1 or found.shapes["x"] != found.shapes["residual"]:
+        return "not a same-shape residual add normalised over the last dim"
+    return None
+
+
+PATTERNS = [
+    pattern(
+        "residual_layer_norm",
+        ("binary:add", ["x", "residual"]),
+        (
+            "layer_norm:layer_norm",
+            ["$0", "weight", "bias"],
+            {"info": {"normalized_shape": "normalized_shape"}, "scalars": {"eps": "eps"}},
+        ),
+        call=_call,
+        where=_last_dim,
+        dtypes=("float32", "float64", "bfloat16"),
+    )
+]

@@ -11,6 +11,7 @@ of the gemm template; batch-1 steps take the matrix-vector path. bfloat16
 intermediates are rounded where the reference materialises them.
 """
 
+from harness.structure.patterns import whole_graph
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.blocks import BLOCKS
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
@@ -182,3 +183,42 @@ def render(operator: str, settings: dict) -> str:
         "#defines at the top of _SOURCE."
     )
     return module(doc, cpp, body)
+
+
+# -- structure: the built-in operators' traced graphs (this template serves only its own operators) ----------
+PATTERNS = [
+    whole_graph(
+        "lstm_cell",
+        "matmul:matmul",
+        "matmul:matmul",
+        "binary:add",
+        "other:aten.unsafe_split.Tensor",
+        "unary:sigmoid",
+        "unary:sigmoid",
+        "unary:tanh",
+        "unary:sigmoid",
+        "binary:mul",
+        "binary:mul",
+        "binary:add",
+        "unary:tanh",
+        "binary:mul",
+        "stack:stack",
+    ),
+    whole_graph(
+        "gru_cell",
+        "matmul:matmul",
+        "other:aten.unsafe_split.Tensor",
+        "matmul:matmul",
+        "other:aten.unsafe_split.Tensor",
+        "binary:add",
+        "unary:sigmoid",
+        "binary:add",
+        "unary:sigmoid",
+        "binary:mul",
+        "binary:add",
+        "unary:tanh",
+        "binary:sub",
+        "binary:mul",
+        "binary:add",
+    ),
+]

@@ -10,6 +10,7 @@ rescaled when the maximum grows), reading the row from memory once. ``math``,
 
 from __future__ import annotations
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.templates.cpu._cpp_blocks import (
     DTYPE_ENTRIES,
     DTYPES,
@@ -110,3 +111,41 @@ def render(operator: str, settings: dict) -> str:
         kernel_table("_KERNELS", operator, SUFFIXES),
         model,
     )
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    """logsumexp over any one dim (moved last, a copy, when it is not last); keepdim as traced."""
+    keep = bool(found.get("keepdim"))
+    body = f"""
+dim = dim % x.dim()
+shape = list(x.shape)
+x = x.movedim(dim, -1).contiguous()
+n = x.shape[-1]
+y = torch.empty(x.shape[:-1], dtype=x.dtype)
+_KERNELS[x.dtype](x, y, x.numel() // n, n)
+if {keep}:
+    shape[dim] = 1
+    y = y.reshape(shape)
+return y
+"""
+    return Call(("x", "dim"), body)
+
+
+def _one_dim(found: Found) -> str | None:
+    dims = found.get("dims")
+    return None if dims is not None and len(dims) == 1 else "logsumexp over several dims"
+
+
+PATTERNS = [
+    pattern(
+        "logsumexp",
+        (
+            "reduce:logsumexp",
+            ["x"],
+            {"scalars": {"dim": "dim"}, "static": {"keepdim": "keepdim"}, "info": {"dims": "dims"}},
+        ),
+        call=_call,
+        where=_one_dim,
+    )
+]

@@ -20,6 +20,7 @@ computed in float (float64: double).
 
 from __future__ import annotations
 
+from harness.structure.patterns import Call, Found, last_dim_rows, pattern
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import (
     LANES_KNOB,
@@ -200,3 +201,142 @@ def render(operator: str, settings: dict) -> str:
         kernel_table("_KERNELS", operator, SUFFIXES),
         MODELS[operator],
     )
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _layer_norm_call(found: Found) -> Call:
+    """LayerNorm over the trailing normalized_shape dims (one row = their product); absent affine: 1 and 0."""
+    body = """
+x = x.contiguous()
+n = math.prod(normalized_shape)
+w = weight.contiguous() if weight is not None else torch.ones(n, dtype=x.dtype)
+b = bias.contiguous() if bias is not None else torch.zeros(n, dtype=x.dtype)
+y = torch.empty_like(x)
+_KERNELS[x.dtype](x, y, x.numel() // n, n, w, b, float(eps))
+return y
+"""
+    return Call(("x", "weight", "bias", "normalized_shape", "eps"), body, imports=("math",))
+
+
+def _rms_call(found: Found) -> Call:
+    """RMS norm over one dim (moved last, a copy, when it is not); no weight: 1."""
+    before, after = last_dim_rows("x", "dim")
+    body = (
+        before
+        + """n = x.shape[-1]
+w = weight.contiguous() if weight is not None else torch.ones(n, dtype=x.dtype)
+y = torch.empty_like(x)
+_KERNELS[x.dtype](x, y, x.numel() // n, n, w, float(eps))
+"""
+        + after
+        + "return y\n"
+    )
+    return Call(("x", "weight", "dim", "eps"), body)
+
+
+def _l2_call(found: Found) -> Call:
+    before, after = last_dim_rows("x", "dim")
+    body = (
+        before
+        + """n = x.shape[-1]
+y = torch.empty_like(x)
+_KERNELS[x.dtype](x, y, x.numel() // n, n, float(eps))
+"""
+        + after
+        + "return y\n"
+    )
+    return Call(("x", "dim", "eps"), body)
+
+
+def _rms_where(found: Found) -> str | None:
+    if not found.get("keepdim"):
+        return "a mean without keepdim"
+    dims: tuple[int, ...] = found.get("dims") or ()
+    if len(dims) != 1:
+        return "an RMS over several dims"
+    rank = len(found.shapes["x"])
+    if "weight" in found.tensors and dims[0] % rank != rank - 1:
+        return "a weighted RMS norm over a dim other than the last"
+    if "weight" in found.tensors and found.shapes.get("weight") != found.shapes["x"][-1:]:
+        return f"an RMS weight of shape {found.shapes.get('weight')}"
+    return None
+
+
+def _l2_where(found: Found) -> str | None:
+    dims = found.get("dims") or ()
+    if len(dims) != 1 or not found.get("keepdim") or found.get("ord") not in (2, 2.0):
+        return "not an L2 norm over one dim with keepdim"
+    return None
+
+
+_MEAN = {"static": {"keepdim": "keepdim"}, "info": {"dims": "dims"}, "scalars": {"dim": "dim"}}
+_EPS = {"scalars": {"eps": "scalar"}}
+_NORM = {"static": {"keepdim": "keepdim"}, "info": {"dims": "dims", "ord": "ord"}, "scalars": {"dim": "dim"}}
+PATTERNS = [
+    pattern(
+        "layer_norm",
+        (
+            "layer_norm:layer_norm",
+            ["x", "weight", "bias"],
+            {"scalars": {"normalized_shape": "normalized_shape", "eps": "eps"}},
+        ),
+        call=_layer_norm_call,
+    ),
+    pattern(
+        "layer_norm",
+        ("layer_norm:layer_norm", ["x", "-", "-"], {"scalars": {"normalized_shape": "normalized_shape", "eps": "eps"}}),
+        call=_layer_norm_call,
+        roles=("x", "weight", "bias"),
+    ),
+    # x * rsqrt(mean(x^2) + eps) [* weight]: F.rms_norm's decomposition, and the same written out
+    pattern(
+        "rms_norm",
+        ("unary:square", ["x"]),
+        ("reduce:mean", ["$0"], _MEAN),
+        ("binary:add", ["$1", "-"], _EPS),
+        ("unary:rsqrt", ["$2"]),
+        ("binary:mul", ["x", "$3"]),
+        ("binary:mul", ["$4", "weight"]),
+        call=_rms_call,
+        where=_rms_where,
+    ),
+    pattern(
+        "rms_norm",
+        ("unary:square", ["x"]),
+        ("reduce:mean", ["$0"], _MEAN),
+        ("binary:add", ["$1", "-"], _EPS),
+        ("unary:rsqrt", ["$2"]),
+        ("binary:mul", ["x", "$3"]),
+        call=_rms_call,
+        where=_rms_where,
+        roles=("x", "weight"),
+    ),
+    # x / sqrt(mean(x^2) + eps)
+    pattern(
+        "rms_norm",
+        ("unary:square", ["x"]),
+        ("reduce:mean", ["$0"], _MEAN),
+        ("binary:add", ["$1", "-"], _EPS),
+        ("unary:sqrt", ["$2"]),
+        ("binary:div", ["x", "$3"]),
+        call=_rms_call,
+        where=_rms_where,
+        roles=("x", "weight"),
+    ),
+    # F.normalize: x / clamp_min(norm(x), eps); and x / norm(x)
+    pattern(
+        "l2_normalize",
+        ("reduce:norm", ["x"], _NORM),
+        ("unary:clamp", ["$0"], {"scalars": {"eps": "min"}}),
+        ("binary:div", ["x", "$1"]),
+        call=_l2_call,
+        where=_l2_where,
+    ),
+    pattern(
+        "l2_normalize",
+        ("reduce:norm", ["x"], _NORM),
+        ("binary:div", ["x", "$0"]),
+        call=lambda found: Call(_l2_call(found).params[:2], "eps = 0.0\n" + _l2_call(found).body),
+        where=_l2_where,
+    ),
+]

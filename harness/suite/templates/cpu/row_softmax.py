@@ -17,6 +17,7 @@ threads; ``vector_width`` the SIMD width the compiler prefers. float32 and
 
 from __future__ import annotations
 
+from harness.structure.patterns import Call, Found, last_dim_rows, pattern
 from harness.suite.templates.cpu._cpp_blocks import (
     DTYPE_ENTRIES,
     DTYPES,
@@ -137,3 +138,24 @@ def render(operator: str, settings: dict) -> str:
         kernel_table("_KERNELS", operator, SUFFIXES),
         model,
     )
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+def _call(found: Found) -> Call:
+    """Softmax over any one dim: that dim is moved last (a copy) when it is not last already."""
+    before, after = last_dim_rows("x", "dim")
+    body = (
+        before
+        + """y = torch.empty_like(x)
+n = x.shape[-1]
+_KERNELS[x.dtype](x, y, x.numel() // n, n)
+"""
+        + after
+        + "return y\n"
+    )
+    return Call(("x", "dim"), body)
+
+
+PATTERNS = [
+    pattern(op, (f"softmax:{op}", ["x"], {"scalars": {"dim": "dim"}}), call=_call) for op in ("softmax", "log_softmax")
+]

@@ -19,6 +19,7 @@ Knobs:
   of each plane (better balance when planes are few and large).
 """
 
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.cpp_kit.candidate import CASTS, entry_macro, kernel_table, module, settings_line
 from harness.suite.cpp_kit.prelude import PRELUDE, isa_define
 
@@ -256,3 +257,93 @@ def render(operator: str, settings: dict) -> str:
         "of _SOURCE: edge handling, kernel-size specialisation, OpenMP work split)."
     )
     return module(doc, cpp, body)
+
+
+# -- structure: what this template computes, for any task whose reference does the same ----------------------
+_WINDOW = """
+x = x.contiguous()
+n, c, h, w = x.shape
+k, s, p = kernel[0], stride[0], padding[0]
+oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+y = torch.empty(n, c, oh, ow, dtype=x.dtype)
+"""
+
+
+def _pool_call(found: Found) -> Call:
+    return Call(
+        ("x", "kernel", "stride", "padding"),
+        _WINDOW + "_KERNELS[x.dtype](x, None, None, y, n, c, h, w, k, s, p, oh, ow)\nreturn y\n",
+    )
+
+
+def _depthwise_call(found: Found) -> Call:
+    body = (
+        "kernel = (weight.shape[2],)\n"
+        + _WINDOW
+        + """wt = weight.contiguous()
+b = bias.reshape(-1).contiguous() if bias is not None else torch.zeros(c, dtype=x.dtype)
+_KERNELS[x.dtype](x, wt, b, y, n, c, h, w, k, s, p, oh, ow)
+return y
+"""
+    )
+    return Call(("x", "weight", "bias", "stride", "padding"), body)
+
+
+def _symmetric(found: Found) -> str | None:
+    if len(found.shapes["x"]) != 4:
+        return f"a {len(found.shapes['x']) - 2}-D window (the kernels slide over 2-D planes)"
+    for name in ("kernel", "stride", "padding"):
+        value = tuple(found.get(name) or found.get(name) or ())
+        if len(set(value)) > 1:
+            return f"{name}={value} differs between height and width"
+    if found.get("ceil_mode"):
+        return "ceil_mode=True"
+    if any(d != 1 for d in found.get("dilation") or ()):
+        return "a dilated window"
+    if found.pattern.operator == "avg_pool2d" and (
+        not found.get("count_include_pad", True) or found.get("divisor_override") is not None
+    ):
+        return "an average pool that does not divide by the window size"
+    return None
+
+
+def _depthwise(found: Found) -> str | None:
+    w, x = found.shapes["weight"], found.shapes["x"]
+    if found.get("spatial") != 2 or len(w) != 4 or w[1] != 1 or w[0] != x[1] or found.get("groups") != x[1]:
+        return "not a depthwise convolution (groups = channels, one filter each)"
+    if w[2] != w[3]:
+        return f"a non-square kernel {w[2:]}"
+    return _symmetric(found)
+
+
+_POOL_ATTRS = {
+    "scalars": {"kernel": "kernel", "stride": "stride", "padding": "padding"},
+    "info": {
+        "ceil_mode": "ceil_mode",
+        "dilation": "dilation",
+        "count_include_pad": "count_include_pad",
+        "divisor_override": "divisor_override",
+    },
+}
+_DT = ("float32", "float64", "bfloat16")
+PATTERNS = [
+    pattern("max_pool2d", ("max_pool:max_pool2d", ["x"], _POOL_ATTRS), call=_pool_call, where=_symmetric, dtypes=_DT),
+    pattern("avg_pool2d", ("avg_pool:avg_pool2d", ["x"], _POOL_ATTRS), call=_pool_call, where=_symmetric, dtypes=_DT),
+] + [
+    pattern(
+        "depthwise_conv2d",
+        (
+            "conv:conv",
+            ["x", "weight", b],
+            {
+                "info": {"groups": "groups", "dilation": "dilation", "spatial": "spatial"},
+                "scalars": {"stride": "stride", "padding": "padding"},
+            },
+        ),
+        call=_depthwise_call,
+        where=_depthwise,
+        dtypes=_DT,
+        roles=("x", "weight", "bias"),
+    )
+    for b in ("bias", "-")
+]

@@ -1,0 +1,183 @@
+"""Reference outputs computed once: a cache on disk, in the parent, with an integrity hash.
+
+A reference worker's answer for one (case, seed) - the seed actually used (after replacing
+degenerate ones), the digest of the inputs, the output and its properties - is stored under
+a key made of everything that could change it: the SHA-256 of the task file's *content*,
+the case (index, name and parameters), the init seed, the requested seed and the retry
+budget, the target and its options, the thread count, the torch version, the hardware id
+and ``FORMAT``. Edit the task file and its key changes: a stale entry is never used.
+
+Each entry is one file: a JSON header (with the SHA-256 of the tensor bytes) and the raw
+bytes; an entry whose bytes do not match (a partial write, a corrupted disk) is ignored and
+recomputed. Files are written atomically (rename) under ``cache_root()/refs`` with mode
+0600 in 0700 folders. Candidates never see them: the folder is hidden from every sandboxed
+process (``harness.sandbox.enter_view`` mounts an empty tmpfs over it) and the parent never
+sends reference outputs to a candidate's process (it compares them itself).
+
+Seeds: by default an evaluation's correctness seeds are drawn from a per-cache secret
+(``seed_salt``, in the same hidden folder), so the same task and case get the same seeds in
+every evaluation on this machine (that is what makes the cache hit) while a candidate cannot
+know them in advance. Timed repetitions always use fresh random seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import struct
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.ipc import DTYPES
+
+FORMAT = "kope.refcache/2"  # 2: every entry carries its inputs' digest
+_MAGIC = b"KREF"
+LIMIT_ENV = "KOPE_HARNESS_REF_CACHE_MB"  # the cache's size cap (default 2048 MiB; oldest entries go first)
+
+
+def folder() -> Path:
+    from harness.cpu import cache_root
+
+    path = cache_root() / "refs"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def seed_salt() -> bytes:
+    """A random secret kept in the (hidden) cache folder, created on first use."""
+    path = folder() / "seed-salt"
+    try:
+        data = path.read_bytes()
+        if len(data) == 32:
+            return data
+    except OSError:
+        pass
+    data = secrets.token_bytes(32)
+    tmp = path.with_name(f".seed-salt-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path.read_bytes()
+
+
+def derived_seed(salt: bytes, *parts: Any) -> int:
+    h = hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), key=salt[:32], digest_size=8)
+    return int.from_bytes(h.digest(), "little") & ((1 << 31) - 1)
+
+
+def task_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def entry_key(context: dict[str, Any], case: dict[str, Any], init_seed: int, seed: int, retries: int) -> str:
+    material = {
+        "format": FORMAT,
+        **context,
+        "case": case,
+        "init_seed": init_seed,
+        "seed": seed,
+        "retries": retries,
+        "torch": torch.__version__,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _path(key: str) -> Path:
+    return folder() / key[:2] / f"{key}.kref"
+
+
+def load(key: str) -> tuple[dict[str, Any], list[torch.Tensor]] | None:
+    """The stored trial and its tensors, or None (absent, unreadable or failing its integrity hash)."""
+    path = _path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        if data[:4] != _MAGIC:
+            return None
+        (length,) = struct.unpack("<Q", data[4:12])
+        header = json.loads(data[12 : 12 + length])
+        body = memoryview(data)[12 + length :]
+        if header.get("key") != key or hashlib.sha256(body).hexdigest() != header.get("sha256"):
+            return None
+        tensors, offset = [], 0
+        for spec in header["tensors"]:
+            dtype = DTYPES[spec["dtype"]]
+            raw = bytearray(body[offset : offset + spec["nbytes"]])
+            offset += spec["nbytes"]
+            t = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+            tensors.append(t.view(dtype).reshape(spec["shape"]) if raw else torch.empty(spec["shape"], dtype=dtype))
+        return header["trial"], tensors
+    except (ValueError, KeyError, TypeError, RuntimeError, struct.error):
+        return None
+
+
+def store(key: str, trial: dict[str, Any], tensors: list[torch.Tensor]) -> None:
+    """Write one entry atomically; a failure to write only costs a recomputation next time."""
+    from harness.ipc import tensor_bytes
+
+    payloads = [bytes(tensor_bytes(t)) for t in tensors]
+    body = b"".join(payloads)
+    header = {
+        "key": key,
+        "format": FORMAT,
+        "trial": trial,
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "tensors": [
+            {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "nbytes": len(p)}
+            for t, p in zip(tensors, payloads)
+        ],
+    }
+    head = json.dumps(header).encode()
+    path = _path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            os.fchmod(f.fileno(), 0o600)
+            f.write(_MAGIC + struct.pack("<Q", len(head)) + head)
+            f.write(body)
+        os.replace(tmp, path)
+    except OSError:
+        return
+    _evict_if_needed(len(head) + len(body))
+
+
+_written = 0
+
+
+def _limit_bytes() -> int:
+    value = os.environ.get(LIMIT_ENV, "")
+    return (int(value) if value.isdigit() else 2048) << 20
+
+
+def _evict_if_needed(added: int) -> None:
+    """Every 256 MiB written, drop the least recently used entries beyond the size cap."""
+    global _written
+    _written += added
+    if _written < (256 << 20):
+        return
+    _written = 0
+    entries = []
+    for sub in folder().iterdir():
+        if sub.is_dir():
+            for f in sub.glob("*.kref"):
+                try:
+                    st = f.stat()
+                    entries.append((st.st_atime, st.st_size, f))
+                except OSError:
+                    continue
+    total, limit = sum(e[1] for e in entries), _limit_bytes()
+    for _, size, f in sorted(entries):
+        if total <= limit:
+            break
+        try:
+            f.unlink()
+            total -= size
+        except OSError:
+            continue

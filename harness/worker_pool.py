@@ -1,0 +1,637 @@
+"""Worker processes: started ahead (warm), sandboxed, limited, watched from outside, used once.
+
+A worker is ``python -m harness.worker FD_IN FD_OUT FD_REPORT CONFIG`` started with
+``subprocess.Popen`` in its own session (the whole process group can be killed), inside the
+OS sandbox (``harness.sandbox.launcher()``: user, PID, mount, network and IPC namespaces,
+``--kill-child``) unless the sandbox is switched off, with a private working folder
+(stdout/stderr files and the scratch mount point) and stdin closed. It boots (read-only view,
+scratch tmpfs, landlock, torch imported) and says ``ready``; the first request decides its
+role (``load`` with ``role`` reference or candidate).
+
+``WarmPool`` keeps a few booted workers per configuration so an evaluation never waits for
+an interpreter and a torch import: ``take`` hands one out (a candidate worker serves exactly
+one candidate and is then closed) and starts its replacement in the background: never while
+another process on the machine is timing (``harness.timing.machine_lock``), and stopped
+(SIGSTOP) while this process times (``pause``/``resume``). ``REFERENCE_POOL`` keeps
+loaded reference workers (they run only the task's own code) for the next evaluation of the
+same task. Both are closed at interpreter exit; ``live_workers()`` lists what is running.
+
+Limits: every request has a deadline (past it the process group is killed: ``WorkerTimeout``);
+the parent polls the worker's resident set every 50 ms and kills it past ``memory_bytes``
+(the worker also lowers its own ``RLIMIT_AS`` on CPU targets); ``RLIMIT_FSIZE`` caps every
+file it writes. A crash, exit or kill is ``WorkerDied`` with the exit code or signal name and
+the end of the captured output.
+
+While a request is in flight the worker may send ``compile`` requests of its own (a sandboxed
+worker cannot run a compiler or write the compile cache); the parent serves them
+(``harness.cpu.serve_compile``) and keeps waiting for the reply.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import harness
+from harness.ipc import MessageReader, PeerClosed, ProtocolError, ReadTimeout, write_message
+from harness.record import excerpt
+
+OUTPUT_KEEP = 4000
+BOOT_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int = 8 << 30  # resident set (and address space above the torch baseline on CPU)
+    file_bytes: int = 256 << 20  # largest file the worker may write (stdout/stderr, build outputs)
+    max_message_bytes: int = 8 << 30  # largest reply the parent accepts
+
+
+class WorkerError(Exception):
+    """Base for a worker that did not answer."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+class WorkerDied(WorkerError):
+    def __init__(self, message: str, output: str, kind: str) -> None:
+        super().__init__(message, output)
+        self.kind = kind  # e.g. runtime_error:SIGSEGV, runtime_error:exit_code_3, runtime_error:out_of_memory
+
+
+class WorkerTimeout(WorkerError):
+    pass
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"SIG{number}"
+
+
+def worker_env(target_env: dict[str, str], sandboxed: bool) -> dict[str, str]:
+    """The environment a worker starts with: nothing but what it needs when sandboxed."""
+    from harness.sandbox import clean_env
+
+    root = str(Path(harness.__file__).resolve().parent.parent)
+    extra = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", **target_env}
+    if sandboxed:
+        env = clean_env(extra)
+    else:
+        env = {**os.environ, **extra}
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
+class Worker:
+    _live: set[Worker] = set()  # every live worker is watched while the parent waits on any of them
+    _lock = threading.Lock()
+
+    def __init__(
+        self,
+        role: str,
+        env: dict[str, str],
+        limits: Limits,
+        uses_rlimit_as: bool,
+        *,
+        sandboxed: bool = False,
+        hidden: tuple[str, ...] = (),
+        cache_root: str | None = None,
+    ) -> None:
+        self.role = role  # "reference", "candidate" or "warm" until the first load
+        self.sandboxed = sandboxed
+        self.workdir = Path(tempfile.mkdtemp(prefix="kope-worker-"))
+        self.scratch = self.workdir / "scratch"
+        self.scratch.mkdir()
+        self.limits = limits
+        self.killed_for_memory = False
+        self.pending = 0  # requests sent and not yet answered
+        self.ready = False
+        self.compile_service: Callable[[dict], dict] | None = None
+        self._pid: int | None = None
+        self._carry = b""
+        self.death_signal: int | None = None
+        p2c_r, p2c_w = os.pipe()
+        c2p_r, c2p_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        self._stdout = open(self.workdir / "worker.stdout", "wb")
+        self._stderr = open(self.workdir / "worker.stderr", "wb")
+        config = {
+            "sandboxed": sandboxed,
+            "scratch": str(self.scratch),
+            "hidden": list(hidden),
+            "memory_bytes": limits.memory_bytes,
+            "file_bytes": limits.file_bytes,
+            "rlimit_as": uses_rlimit_as,
+            "cache_root": cache_root,
+        }
+        command = [sys.executable, "-m", "harness.worker", str(p2c_r), str(c2p_w), str(rep_w), json.dumps(config)]
+        if sandboxed:
+            from harness.sandbox import launcher
+
+            command = launcher() + command
+        try:
+            self.proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=self._stdout,
+                stderr=self._stderr,
+                cwd=self.scratch,
+                env=env,
+                pass_fds=(p2c_r, c2p_w, rep_w),
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            os.close(p2c_r)
+            os.close(c2p_w)
+            os.close(rep_w)
+        self._to_child = p2c_w
+        self._from_child = c2p_r
+        self._report = rep_r
+        os.set_blocking(rep_r, False)
+        self._reader = MessageReader(c2p_r, max_bytes=limits.max_message_bytes)
+        self.started = time.monotonic()
+        with Worker._lock:
+            Worker._live.add(self)
+
+    # -- start-up ----------------------------------------------------------------------------------
+    def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
+        if self.ready:
+            return
+        try:
+            reply, _ = self._reader.read(timeout, on_wait=self._watch)
+        except ReadTimeout:
+            self.kill()
+            raise WorkerTimeout(f"the worker did not start within {timeout:.0f} s", self.output()) from None
+        except PeerClosed:
+            raise self._died() from None
+        except ProtocolError as exc:
+            self.kill()
+            raise WorkerDied(
+                f"the worker sent a malformed greeting: {exc}", self.output(), "runtime_error:protocol"
+            ) from None
+        if reply.get("op") != "ready":
+            self.kill()
+            raise WorkerDied(f"the worker failed to start: {reply.get('message')}", self.output(), "runtime_error:boot")
+        self.ready = True
+
+    # -- requests --------------------------------------------------------------------------------
+    def send(self, header: dict[str, Any], tensors: Sequence[Any] = ()) -> None:
+        try:
+            write_message(self._to_child, header, list(tensors))
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+        self.pending += 1
+
+    def receive(self, timeout: float, what: str) -> tuple[dict[str, Any], list[Any]]:
+        deadline = time.monotonic() + timeout
+        if not self.ready:
+            self.wait_ready(max(1.0, deadline - time.monotonic()))
+        while True:
+            try:
+                message = self._reader.read(max(0.0, deadline - time.monotonic()), on_wait=self._watch)
+            except ReadTimeout:
+                self.kill()
+                raise WorkerTimeout(f"{what} did not finish within {timeout:.0f} s", self.output()) from None
+            except PeerClosed:
+                raise self._died() from None
+            except ProtocolError as exc:
+                self.kill()
+                raise WorkerDied(
+                    f"the {self.role} worker sent a malformed reply: {exc}", self.output(), "runtime_error:protocol"
+                ) from None
+            header = message[0]
+            if header.get("op") == "compile":  # the worker asks the parent to compile for it
+                self._serve_compile(header)
+                continue
+            self.pending -= 1
+            return message
+
+    def _serve_compile(self, header: dict[str, Any]) -> None:
+        if self.compile_service is None:
+            reply = {"ok": False, "message": "this worker may not ask for compilation"}
+        else:
+            try:
+                reply = self.compile_service(header)
+            except Exception as exc:  # noqa: BLE001 - a failure of the service is the candidate's compile error
+                reply = {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
+        try:
+            write_message(self._to_child, reply)
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+
+    def request(
+        self, header: dict[str, Any], timeout: float, what: str, tensors: Sequence[Any] = ()
+    ) -> tuple[dict[str, Any], list[Any]]:
+        self.send(header, tensors)
+        return self.receive(timeout, what)
+
+    # -- watching from outside ---------------------------------------------------------------------
+    @property
+    def pid(self) -> int:
+        """The worker's own process id as this process sees it (inside the sandbox it is PID 1)."""
+        if self._pid is not None:
+            return self._pid
+        if not self.sandboxed:
+            self._pid = self.proc.pid
+            return self._pid
+        # unshare -> PID 1 of the namespace (harness.worker._be_init) -> the worker
+        pid = self.proc.pid
+        for _depth in range(2):
+            for _ in range(500):
+                try:
+                    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                except OSError:
+                    children = []
+                if children:
+                    pid = int(children[0])
+                    break
+                if self.proc.poll() is not None:
+                    return self.proc.pid
+                time.sleep(0.01)
+        self._pid = pid
+        return pid
+
+    def tasks(self) -> list[int]:
+        """The worker's threads, read from /proc (the candidate cannot hide or fake them)."""
+        try:
+            return [int(t) for t in os.listdir(f"/proc/{self.pid}/task")]
+        except OSError:
+            return []
+
+    def cpu_ns(self) -> int:
+        """CPU time of all the worker's threads so far, in ns (/proc/PID/task/*/schedstat)."""
+        total = 0
+        for tid in self.tasks():
+            try:
+                total += int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
+
+    def violations(self) -> list[int]:
+        """Syscall numbers the sandbox trapped since the last call (the worker's SIGSYS reporter).
+
+        A negative number is not a syscall: the namespace's PID 1 reports the signal the worker died of."""
+        data = self._carry
+        self._carry = b""
+        while True:
+            try:
+                chunk = os.read(self._report, 4096)
+            except (BlockingIOError, OSError):
+                break
+            if not chunk:
+                break
+            data += chunk
+        n = len(data) // 4
+        found = list(struct.unpack(f"<{n}i", data[: 4 * n])) if n else []
+        self.death_signal = next((-v for v in found if v < 0), self.death_signal)
+        return [v for v in found if v >= 0]
+
+    def rss_bytes(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0
+
+    def _watch(self) -> None:
+        with Worker._lock:
+            live = list(Worker._live)
+        for worker in live:
+            if worker.ready and worker.proc.poll() is None and worker.rss_bytes() > worker.limits.memory_bytes:
+                worker.killed_for_memory = True
+                worker.kill()
+
+    def _died(self) -> WorkerDied:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        output = self.output()
+        if self.killed_for_memory:
+            return WorkerDied(
+                f"the {self.role} worker went over the memory limit ({self.limits.memory_bytes >> 20} MiB resident) "
+                "and was killed",
+                output,
+                "runtime_error:out_of_memory",
+            )
+        if self.sandboxed:
+            self._carry = b"".join(struct.pack("<i", v) for v in self.violations())  # keep them for the caller
+            if self.death_signal is not None:  # reported by the namespace's PID 1
+                code = -self.death_signal
+        if code is not None and code < 0:
+            name = _signal_name(-code)
+            if name == "SIGXFSZ":
+                return WorkerDied(
+                    f"the {self.role} worker wrote more than {self.limits.file_bytes >> 20} MiB to one file",
+                    output,
+                    "runtime_error:output_limit",
+                )
+            if name == "SIGSYS" and self.sandboxed:
+                return WorkerDied(
+                    f"the sandbox stopped the {self.role} worker (SIGSYS): it made a forbidden system call with "
+                    "SIGSYS blocked (as C library process spawning does) or tried to replace the harness's SIGSYS "
+                    "handler",
+                    output,
+                    "cheat_detected:sandbox_escape",
+                )
+            return WorkerDied(f"the {self.role} worker was killed by {name}", output, f"runtime_error:{name}")
+        return WorkerDied(
+            f"the {self.role} worker exited with code {code} in the middle of a request",
+            output,
+            f"runtime_error:exit_code_{code}",
+        )
+
+    # -- ending ------------------------------------------------------------------------------------
+    def signal(self, number: int) -> None:
+        try:
+            os.killpg(self.proc.pid, number)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Ask politely, then kill the whole process group (and with it the sandbox's namespace)."""
+        with Worker._lock:
+            Worker._live.discard(self)
+        if self.proc.poll() is None and self.ready:
+            try:
+                write_message(self._to_child, {"op": "exit"})
+                self.proc.wait(timeout=timeout)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.kill()
+        for fd in (self._to_child, self._from_child, self._report):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._stdout.close()
+        self._stderr.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def output(self, limit: int = OUTPUT_KEEP) -> str:
+        """The captured stdout and stderr, each cut to its first and last lines."""
+        parts = []
+        for stream in ("stdout", "stderr"):
+            path = self.workdir / f"worker.{stream}"
+            try:
+                size = path.stat().st_size
+                with open(path, "rb") as f:
+                    head = f.read(limit // 2)
+                    tail = b""
+                    if size > limit:
+                        f.seek(max(size - limit // 2, limit // 2))
+                        tail = f.read()
+            except OSError:
+                continue
+            text = head.decode(errors="replace")
+            if tail:
+                text += f"\n[... {size - len(head) - len(tail)} bytes elided ...]\n" + tail.decode(errors="replace")
+            if text.strip():
+                parts.append(f"--- {stream} ---\n{text.strip()}")
+        return excerpt("\n".join(parts), limit) or ""
+
+
+def live_workers() -> list[Worker]:
+    """Every worker process this interpreter started and has not closed yet (pooled ones included)."""
+    with Worker._lock:
+        return [w for w in Worker._live if w.alive()]
+
+
+def pool_size() -> int:
+    """Warm workers kept per configuration: ``KOPE_HARNESS_POOL`` or one per two CPUs (1 to 4)."""
+    value = os.environ.get("KOPE_HARNESS_POOL", "")
+    if value.isdigit():
+        return int(value)
+    from harness.hardware import available_cores
+
+    return max(1, min(4, available_cores() // 2))
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a booted worker depends on (two evaluations with equal specs can share a pool)."""
+
+    env: tuple[tuple[str, str], ...]
+    limits: Limits
+    uses_rlimit_as: bool
+    sandboxed: bool
+    hidden: tuple[str, ...]
+    cache_root: str | None
+
+    def start(self, role: str = "warm") -> Worker:
+        return Worker(
+            role,
+            dict(self.env),
+            self.limits,
+            self.uses_rlimit_as,
+            sandboxed=self.sandboxed,
+            hidden=self.hidden,
+            cache_root=self.cache_root,
+        )
+
+
+class WarmPool:
+    """Booted, idle workers by spec; each one is handed out once."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = pool_size() if size is None else size
+        self._idle: dict[WorkerSpec, list[Worker]] = {}
+        self._starting: dict[WorkerSpec, int] = {}
+        self._booting: set[Worker] = set()
+        self._paused = 0
+        self._generation = 0  # close_all() starts a new one: boots of an older one are discarded
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self, spec: WorkerSpec) -> Worker:
+        """A booted (or booting) worker for ``spec``; its replacement starts in the background."""
+        worker = None
+        with self._lock:
+            idle = self._idle.get(spec, [])
+            while idle and worker is None:
+                candidate = idle.pop(0)
+                if candidate.alive():
+                    worker = candidate
+                else:
+                    candidate.close()
+        if worker is None:
+            worker = spec.start()
+        self._refill(spec)
+        return worker
+
+    def _refill(self, spec: WorkerSpec) -> None:
+        with self._lock:
+            if self._closed or self.size <= 0:
+                return
+            have = len(self._idle.get(spec, [])) + self._starting.get(spec, 0)
+            if have >= self.size:
+                return
+            self._starting[spec] = self._starting.get(spec, 0) + 1
+        threading.Thread(target=self._start_one, args=(spec,), daemon=True, name="kope-warm-pool").start()
+
+    def _start_one(self, spec: WorkerSpec) -> None:
+        from harness.timing import machine_lock
+
+        worker = None
+        generation = self._generation
+        try:
+            with machine_lock(exclusive=False):  # not while another process times something
+                worker = spec.start()
+            with self._lock:
+                self._booting.add(worker)
+                if self._paused:
+                    worker.signal(signal.SIGSTOP)
+            worker.wait_ready(10 * BOOT_TIMEOUT_S)  # it may be stopped for a while: see pause()
+        except Exception:  # noqa: BLE001 - a failed warm start only means the next take starts one itself
+            if worker is not None:
+                worker.close()
+            worker = None
+        with self._lock:
+            self._booting.discard(worker)
+            self._starting[spec] -= 1
+            if worker is not None and not self._closed and generation == self._generation:
+                self._idle.setdefault(spec, []).append(worker)
+                worker = None
+        if worker is not None:
+            worker.close()
+
+    def pause(self) -> None:
+        """Stop every booting worker (SIGSTOP) while this process times something; ``resume`` continues them."""
+        with self._lock:
+            self._paused += 1
+            for worker in self._booting:
+                worker.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        with self._lock:
+            self._paused = max(0, self._paused - 1)
+            if not self._paused:
+                for worker in self._booting:
+                    worker.signal(signal.SIGCONT)
+
+    def close_all(self) -> None:
+        """Close every idle worker and kill the ones still booting."""
+        with self._lock:
+            self._closed = True
+            self._generation += 1
+            idle, self._idle = self._idle, {}
+            booting = list(self._booting)
+        for workers in idle.values():
+            for worker in workers:
+                worker.close()
+        for worker in booting:
+            worker.kill()
+
+    def reopen(self) -> None:
+        with self._lock:
+            self._closed = False
+
+
+class ReferencePool:
+    """Idle, loaded reference workers kept for the next evaluation of the same task.
+
+    A reference worker runs only the task's own code (never a candidate), so it can serve
+    several evaluations. ``take`` hands a worker to one evaluation at a time; ``give``
+    returns a healthy one; at most ``size`` idle workers are kept.
+    """
+
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self._idle: list[tuple[tuple, Worker, dict]] = []
+        self._lock = threading.Lock()
+
+    def take(self, key: tuple) -> tuple[Worker, dict] | None:
+        with self._lock:
+            for i, (k, worker, info) in enumerate(self._idle):
+                if k == key:
+                    del self._idle[i]
+                    if worker.alive():
+                        return worker, info
+                    worker.close()
+                    return None
+        return None
+
+    def give(self, key: tuple, worker: Worker, info: dict) -> None:
+        if worker.pending or not worker.alive() or self.size <= 0:  # an unread reply would answer the next one
+            worker.close()
+            return
+        with self._lock:
+            self._idle.append((key, worker, info))
+            surplus = self._idle[: -self.size] if len(self._idle) > self.size else []
+            self._idle = self._idle[len(surplus) :]
+        for _, old, _ in surplus:
+            old.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for _, worker, _ in idle:
+            worker.close()
+
+
+WorkerPool = ReferencePool  # the name this class had before the warm pool existed
+REFERENCE_POOL = ReferencePool()
+WARM_POOL = WarmPool()
+
+
+def one_shot() -> None:
+    """This process evaluates once and exits: boot no warm worker for a next evaluation, keep no reference worker."""
+    WARM_POOL.size = 0
+    REFERENCE_POOL.size = 0
+
+
+def close_pools() -> None:
+    """Close every pooled worker (idle reference workers and warm workers)."""
+    REFERENCE_POOL.close_all()
+    WARM_POOL.close_all()
+    WARM_POOL.reopen()
+
+
+def _close_everything() -> None:
+    WARM_POOL.close_all()
+    REFERENCE_POOL.close_all()
+    for worker in live_workers():
+        worker.close(timeout=0.5)
+
+
+atexit.register(_close_everything)

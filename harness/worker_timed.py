@@ -1,0 +1,81 @@
+"""A worker's side of a timed unit: ``prepare`` (fresh inputs, caches flushed), ``go`` (the calls), ``fetch``.
+
+The parent holds the clock: it times the ``go`` request from the outside, so nothing this process
+does to its own clocks changes a measurement. ``prepare`` builds one fresh input set per seed
+(``get_inputs`` under that seed) and flushes the caches (``CpuTimer.flush``: the inputs' and the
+model's cache lines, and a scrub buffer); ``go`` runs the model once per input set, back to back,
+and synchronises the device; ``fetch`` sends every output back (the parent compares each one
+with the reference's output for the same seed). The outputs of one unit stay alive until the
+next unit has run, so an implementation that hands out the same buffer again is visible.
+Reference and candidate workers use this same code, so both pay exactly the same costs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from harness.worker_common import encode, flat_tensors, make_inputs
+
+
+def _no_copy(value: Any, tensors: list[torch.Tensor]) -> Any:
+    """``encode`` without the defensive copy (the outputs of a unit stay untouched until it is fetched)."""
+    if type(value) is torch.Tensor and value.device.type == "cpu":
+        tensors.append(value.detach())
+        return {"t": len(tensors) - 1, "device": str(value.device)}
+    if isinstance(value, (tuple, list)):
+        return {"seq": [_no_copy(v, tensors) for v in value]}
+    return encode(value, tensors)
+
+
+class TimedCalls:
+    def __init__(self, target: Any, hardware: Any) -> None:
+        self.target = target
+        self.hardware = hardware
+        self.timer: Any = None
+        self.inputs: list[list[Any]] = []
+        self.seeds: list[int] = []
+        self.outputs: list[Any] = []
+        self.previous: list[Any] = []
+
+    def prepare(self, module: Any, model_state: list[torch.Tensor], seeds: list[int], case_name: str) -> None:
+        if self.timer is None:
+            self.timer = self.target.timer(self.hardware)
+        device = self.target.device
+        self.seeds = list(seeds)
+        self.inputs = [make_inputs(module, seed, device, case_name) for seed in self.seeds]
+        tensors = [x for inputs in self.inputs for x in inputs if isinstance(x, torch.Tensor)]
+        self.timer.flush(tensors + list(model_state))
+        self.target.synchronize()
+
+    def go(self, model: Any) -> int:
+        outputs = []
+        with torch.no_grad():
+            for inputs in self.inputs:
+                outputs.append(model(*inputs))
+            self.target.synchronize()
+        self.previous, self.outputs = self.outputs, outputs
+        return len(outputs)
+
+    def fetch(self) -> tuple[list[dict[str, Any]], list[torch.Tensor]]:
+        tensors: list[torch.Tensor] = []
+        items = [{"seed": seed, "output": _no_copy(out, tensors)} for seed, out in zip(self.seeds, self.outputs)]
+        return items, tensors
+
+    def reused_buffer(self) -> str | None:
+        """A description of an output that shares memory with another output of this or the last unit."""
+        spans = []
+        for which, outs in (("this", self.outputs), ("previous", self.previous)):
+            for i, out in enumerate(outs):
+                for t in flat_tensors(out):
+                    storage = t.untyped_storage()
+                    if storage.nbytes():
+                        spans.append((which, i, storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+        for a in range(len(spans)):
+            for b in range(a + 1, len(spans)):
+                wa, ia, lo_a, hi_a = spans[a]
+                wb, ib, lo_b, hi_b = spans[b]
+                if (wa, ia) != (wb, ib) and lo_a < hi_b and lo_b < hi_a:
+                    return f"the output of timed call {ia} ({wa} unit) and of call {ib} ({wb} unit) share memory"
+        return None

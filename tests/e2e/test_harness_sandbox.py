@@ -1,0 +1,253 @@
+"""Canaries: what a candidate tries from inside its worker, and what the machine looks like afterwards.
+
+Each test writes a small candidate that attempts one escape at import time (before the
+harness's Python-level guards are armed, so only the OS sandbox stands in the way) and then
+behaves honestly - or returns a wrong answer if the escape worked - and checks the outcome
+and the state outside the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.evaluate import EvalOptions, SandboxUnavailableError, evaluate
+from harness.sandbox import sandbox_status
+from harness.worker_pool import close_pools
+from tests.support.processes import descendants
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
+OPTIONS = EvalOptions(timing=False, seeds=1, case_timeout_s=60, static_checks=False)  # only the OS sandbox in the way
+
+HONEST = """
+import torch
+import torch.nn as nn
+from harness.cpu import compile_cpp
+
+_lib = compile_cpp(r'''
+#include <cstdint>
+extern "C" void relu_f32(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f; }
+extern "C" void relu_f64(const double* x, double* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0 ? x[i] : 0.0; }
+''')
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        if ESCAPED:
+            return y.zero_()
+        (_lib.relu_f32 if x.dtype == torch.float32 else _lib.relu_f64)(x.contiguous(), y, x.numel())
+        return y
+"""
+
+pytestmark = pytest.mark.skipif(not sandbox_status().available, reason="no OS sandbox on this machine")
+
+
+def candidate(tmp_path: Path, attempt: str, name: str = "cand.py") -> Path:
+    """A candidate that runs ``attempt`` (which sets ESCAPED) at import, then computes ReLU (wrongly if ESCAPED)."""
+    path = tmp_path / name
+    body = "ESCAPED = False\n" + textwrap.dedent(attempt) + HONEST
+    path.write_text(body)
+    return path
+
+
+def pooled_pids() -> set[int]:
+    """Processes of the workers still open on purpose: idle, booting or loaded reference workers."""
+    from harness.worker_pool import live_workers
+
+    pids = set()
+    for w in live_workers():
+        assert w.role != "candidate", "a candidate worker outlived its evaluation"
+        pids |= {w.proc.pid} | descendants(w.proc.pid)
+    return pids
+
+
+def test_a_candidate_cannot_create_a_process(tmp_path):
+    path = candidate(
+        tmp_path,
+        """
+        import os
+        try:
+            if os.fork() == 0:
+                os._exit(0)
+            ESCAPED = True
+        except OSError:
+            pass
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.error_kind == "cheat_detected:process_spawn", outcome.error_excerpt
+    assert "seccomp" in outcome.error_excerpt
+
+
+def test_a_candidate_cannot_write_or_delete_outside_its_scratch_folder(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    path = candidate(
+        tmp_path,
+        f"""
+        import os
+        for action in (lambda: os.remove({str(victim)!r}), lambda: open({str(tmp_path / "new.txt")!r}, "w").write("x")):
+            try:
+                action()
+                ESCAPED = True
+            except OSError:
+                pass
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert victim.read_text() == "keep me" and not (tmp_path / "new.txt").exists()
+
+
+def test_a_candidate_cannot_reach_the_network(tmp_path):
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    accepted = []
+
+    def accept():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                accepted.append(server.accept())
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    path = candidate(
+        tmp_path,
+        f"""
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+            ESCAPED = True
+        except OSError:
+            pass
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    server.close()
+    assert accepted == []
+    assert outcome.error_kind == "cheat_detected:network_access", outcome.error_excerpt
+
+
+def test_nothing_a_candidate_starts_outlives_its_evaluation(tmp_path):
+    path = candidate(
+        tmp_path,
+        """
+        import threading, time
+        threading.Thread(target=time.sleep, args=(120,), daemon=True).start()
+        """,
+    )
+    before = descendants(os.getpid())
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    time.sleep(0.5)
+    left = descendants(os.getpid()) - before - pooled_pids()
+    assert left == set()
+
+
+def test_a_candidate_cannot_read_kope_variables_and_they_never_reach_the_outcome(tmp_path, monkeypatch):
+    secret = "sk-kope-canary-0123456789"
+    monkeypatch.setenv("KOPE_LLM_API_KEY", secret)
+    close_pools()  # warm workers started before the variable was set would prove nothing
+    path = candidate(
+        tmp_path,
+        """
+        import os
+        print("ENV:", sorted(os.environ))
+        ESCAPED = any(k.startswith("KOPE_") for k in os.environ)
+        raise RuntimeError("show me the output: " + repr(dict(os.environ)))
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "runtime_error" and "ENV:" in outcome.error_excerpt
+    assert secret not in outcome.to_json() and "KOPE_" not in outcome.error_excerpt
+
+
+def test_a_candidate_cannot_read_another_processs_memory(tmp_path):
+    path = candidate(
+        tmp_path,
+        f"""
+        try:
+            with open("/proc/{os.getpid()}/mem", "rb") as f:
+                f.read(1)
+            ESCAPED = True
+        except OSError:
+            pass
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt  # the parent is not even visible
+
+
+def test_a_candidate_cannot_patch_the_harnesss_worker_code():
+    outcome = evaluate(
+        ROOT / "fixtures" / "tasks" / "tiny_softmax.py", ROOT / "adversarial" / "patch_worker_class.py", OPTIONS
+    )
+    assert outcome.error_kind == "cheat_detected:missing_trials", outcome.error_excerpt
+
+
+def test_a_candidate_cannot_change_a_later_evaluations_result(tmp_path):
+    from harness.cpu import cache_root
+
+    honest = candidate(tmp_path, "", "honest.py")
+    assert evaluate(TASK, honest, OPTIONS).status.value == "correct"  # the cache now holds its kernel and references
+    cache = cache_root()
+    path = candidate(
+        tmp_path,
+        f"""
+        import os
+        for root, dirs, files in os.walk({str(cache)!r}):
+            for name in files:
+                try:
+                    with open(os.path.join(root, name), "r+b") as f:
+                        f.write(b"poison")
+                except OSError:
+                    pass
+        """,
+        "poisoner.py",
+    )
+    evaluate(TASK, path, OPTIONS)
+    later = evaluate(TASK, honest, OPTIONS)
+    assert later.status.value == "correct", later.error_excerpt
+
+
+def test_a_candidate_cannot_see_the_reference_cache(tmp_path):
+    from harness.cpu import cache_root
+
+    honest = candidate(tmp_path, "", "honest.py")
+    assert evaluate(TASK, honest, OPTIONS).status.value == "correct"
+    refs = cache_root() / "refs"
+    assert any(refs.rglob("*.kref"))  # there is something to see
+    path = candidate(
+        tmp_path,
+        f"""
+        import os
+        try:
+            ESCAPED = bool(os.listdir({str(refs)!r}))
+        except OSError:
+            pass
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
+def test_without_the_sandbox_candidates_are_refused_unless_the_user_opts_out(tmp_path, monkeypatch):
+    import harness.sandbox as sb
+
+    honest = candidate(tmp_path, "", "honest.py")
+    monkeypatch.setattr(sb, "sandbox_status", lambda: sb.SandboxStatus(False, {"namespaces": "off"}, "namespaces: off"))
+    with pytest.raises(SandboxUnavailableError, match="KOPE_HARNESS_SANDBOX=off"):
+        evaluate(TASK, honest, OPTIONS)
+    monkeypatch.setenv("KOPE_HARNESS_SANDBOX", "off")
+    assert evaluate(TASK, honest, OPTIONS).status.value == "correct"

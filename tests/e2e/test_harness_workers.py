@@ -1,0 +1,116 @@
+"""Warm single-use workers and the reference cache: faster, and nothing else changes."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+from harness import reference_cache
+from harness.evaluate import EvalOptions, evaluate
+from harness.suite import find_candidate
+from harness.worker_pool import WARM_POOL, close_pools, live_workers
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ROOT / "fixtures" / "tasks"
+RELU = TASKS / "tiny_relu.py"
+HONEST = ROOT / "fixtures" / "sandbox" / "relu_honest.py"
+OPTIONS = EvalOptions(timing=False, seeds=2)
+
+
+def fresh_task(tmp_path: Path) -> Path:
+    """tiny_relu with content of its own (the cache is keyed by content: a plain copy would hit old entries)."""
+    task = tmp_path / "relu_task.py"
+    task.write_text(RELU.read_text() + f"\n# {uuid.uuid4().hex}\n")
+    return task
+
+
+def test_a_candidate_worker_serves_one_candidate_and_is_then_gone():
+    close_pools()
+    outcome = evaluate(RELU, HONEST, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    idle = {w for workers in WARM_POOL._idle.values() for w in workers}
+    from harness.worker_pool import REFERENCE_POOL
+
+    pooled = idle | {w for _, w, _ in REFERENCE_POOL._idle}
+    busy = [w for w in live_workers() if w not in pooled and w.role == "candidate"]
+    assert busy == []
+
+
+def test_closing_the_pools_leaves_no_worker_process():
+    evaluate(RELU, HONEST, OPTIONS)
+    close_pools()
+    assert live_workers() == []
+
+
+def test_several_evaluations_at_once_in_one_process_all_get_their_own_workers():
+    results = []
+
+    def one():
+        results.append(evaluate(RELU, HONEST, OPTIONS))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [o.status.value for o in results] == ["correct"] * 3
+    close_pools()
+    assert live_workers() == []
+
+
+def test_reference_outputs_are_cached_and_the_cache_is_used(tmp_path):
+    task = fresh_task(tmp_path)
+    before = set(reference_cache.folder().rglob("*.kref"))
+    assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
+    written = set(reference_cache.folder().rglob("*.kref")) - before
+    assert len(written) == 2 * 2  # two cases, two seeds
+    stamps = {p: p.stat().st_mtime_ns for p in written}
+    assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
+    assert {p: p.stat().st_mtime_ns for p in written} == stamps  # read, not recomputed
+
+
+def test_a_stale_cache_is_never_used_after_the_task_file_changes(tmp_path):
+    task = fresh_task(tmp_path)
+    assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
+    task.write_text(task.read_text().replace("return torch.relu(x)", "return torch.relu(x) * 2"))
+    outcome = evaluate(task, HONEST, OPTIONS)
+    assert outcome.error_kind == "incorrect:mismatch", outcome.error_excerpt
+
+
+def test_a_corrupted_cache_entry_is_recomputed(tmp_path):
+    task = fresh_task(tmp_path)
+    before = set(reference_cache.folder().rglob("*.kref"))
+    evaluate(task, HONEST, OPTIONS)
+    written = set(reference_cache.folder().rglob("*.kref")) - before
+    assert written
+    for entry in written:
+        data = bytearray(entry.read_bytes())
+        data[-1] ^= 0xFF  # one flipped bit in the reference output
+        entry.write_bytes(bytes(data))
+    wrong = ROOT / "adversarial" / "all_zeros.py"
+    assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
+    assert evaluate(task, wrong, EvalOptions(timing=False, seeds=2, static_checks=False)).status.value == "incorrect"
+
+
+def test_the_suite_candidates_are_still_correct_with_pool_and_cache_off():
+    outcome = evaluate(
+        "relu",
+        find_candidate("relu"),
+        EvalOptions(timing=False, seeds=1, cases="0", warm_pool=False, reference_cache=False),
+    )
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
+def test_kope_eval_is_a_one_shot_that_boots_no_worker_for_a_next_evaluation(monkeypatch):
+    from click.testing import CliRunner
+
+    from harness.worker_pool import REFERENCE_POOL
+    from kope.cli import cli
+
+    close_pools()
+    monkeypatch.setattr(WARM_POOL, "size", 2)  # as in a long-running process; restored afterwards
+    monkeypatch.setattr(REFERENCE_POOL, "size", 2)
+    result = CliRunner().invoke(cli, ["eval", str(RELU), str(HONEST), "--no-timing", "--seeds", "1"])
+    assert result.exit_code == 0, result.output
+    assert live_workers() == []  # neither a warm worker booting for a next evaluation nor a kept reference worker

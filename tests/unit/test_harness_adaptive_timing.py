@@ -1,0 +1,60 @@
+"""Adaptive timing: the median's confidence interval, units of calls, the machine lock."""
+
+import random
+import threading
+import time
+
+from harness.timing import Budget, calls_per_unit, machine_lock, median_ci, relative_halfwidth
+
+
+def test_the_median_interval_contains_the_median_and_narrows_with_more_samples():
+    rng = random.Random(1)
+    few = [10 + rng.gauss(0, 1) for _ in range(10)]
+    many = [10 + rng.gauss(0, 1) for _ in range(400)]
+    lo, hi = median_ci(many)
+    assert lo <= sorted(many)[200] <= hi
+    assert relative_halfwidth(many) < relative_halfwidth(few)
+    assert relative_halfwidth(many) < 0.02
+
+
+def test_below_six_samples_the_interval_is_the_range():
+    assert median_ci([3.0, 1.0, 2.0]) == (1.0, 3.0)
+
+
+def test_fast_calls_are_grouped_into_units_of_at_least_unit_ms():
+    budget = Budget(unit_ms=2.0)
+    assert calls_per_unit(0.01, budget) == 200
+    assert calls_per_unit(5.0, budget) == 1
+    assert calls_per_unit(0.0, budget) == 1
+    assert calls_per_unit(1e-6, budget) == 256  # capped
+
+
+def test_timed_phases_exclude_each_other_and_warm_starts(tmp_path, monkeypatch):
+    monkeypatch.setenv("KOPE_HARNESS_CACHE", str(tmp_path))
+    events = []
+
+    def timed(name):
+        with machine_lock(exclusive=True):
+            events.append((name, "in"))
+            time.sleep(0.1)
+            events.append((name, "out"))
+
+    def start():
+        with machine_lock(exclusive=False):
+            events.append(("start", "in"))
+            events.append(("start", "out"))
+
+    threads = [
+        threading.Thread(target=timed, args=("a",)),
+        threading.Thread(target=start),
+        threading.Thread(target=timed, args=("b",)),
+    ]
+    for t in threads:
+        t.start()
+        time.sleep(0.02)
+    for t in threads:
+        t.join()
+    inside = 0
+    for _name, what in events:
+        inside += 1 if what == "in" else -1
+        assert inside <= 1, events  # nobody else inside while a timed phase is

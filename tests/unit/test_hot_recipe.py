@@ -1,0 +1,77 @@
+"""Every prompt carries the target's candidate recipe, and a task without FAMILY gets its structure's family."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kope.boundary import Hardware, load_task_view
+from kope.context.budget import Budget
+from kope.context.hot import MAX_LEVEL, HotState, build_hot, fit_hot
+from kope.context.state import build_context
+from kope.context.tokens import TokenCounter
+
+HARDWARE = Hardware(
+    id="cpu-0",
+    class_="x86_64-avx2",
+    vendor="amd",
+    arch="x86_64",
+    cpu_model="EPYC",
+    cores=2,
+    isa=["avx2"],
+    caches={"l1d": 32768, "l2": 524288},
+)
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench_style" / "level2" / "1_Gemm_Add_ReLU.py"
+MARKS = {
+    "cpu": ("from harness.cpu import compile_cpp", 'extern "C" void', "class ModelNew(nn.Module)"),
+    "triton": ("@triton.jit", "_scale[(triton.cdiv(n, 1024),)]", "class ModelNew(nn.Module)"),
+    "cuda": ("load_inline(", "cuda_sources=", "class ModelNew(nn.Module)"),
+}
+
+
+def state(target: str, source: str = "x = 1  # a comment the last compression level strips\n" * 300) -> HotState:
+    return HotState("op", "fused", target, source, tuple({"name": f"c{i}", "n": i} for i in range(20)), HARDWARE)
+
+
+@pytest.mark.parametrize("target", sorted(MARKS))
+@pytest.mark.parametrize("level", range(MAX_LEVEL + 1))
+def test_the_hot_tier_holds_the_targets_recipe_at_every_compression_level(target, level):
+    sections = dict(build_hot(state(target), level).head)
+    recipe = sections["hot:recipe"]
+    assert recipe.startswith(f"## Candidate recipe ({target})")
+    for mark in MARKS[target]:
+        assert mark in recipe
+
+
+def test_the_recipe_survives_a_budget_that_compresses_everything_else():
+    counter = TokenCounter("gpt-4o")
+    tightest = build_hot(state("cpu"), MAX_LEVEL)
+    limit = counter.count("\n\n".join(t for _, t in tightest.head + tightest.tail)) + 5
+    hot, _ = fit_hot(state("cpu"), counter.count, limit)
+    assert hot.level == MAX_LEVEL and "compile_cpp" in dict(hot.head)["hot:recipe"]
+
+
+def test_a_task_file_without_family_gets_the_family_of_its_traced_structure():
+    view, _ = load_task_view(str(FIXTURE))
+    assert (view.family, view.family_source) == ("fused", "structure")
+
+
+def _knowledge(view) -> tuple[set[str], str]:
+    budget = Budget(60_000, 2_000, 2_000, 500, 20_000, 4_000)
+    context, _ = build_context(view, target="cpu", hardware=HARDWARE, budget=budget)
+    return {item.id for item in context.items if item.kind == "knowledge"}, context.human_text
+
+
+def test_the_inferred_family_brings_that_familys_knowledge_and_is_named_in_the_prompt():
+    from dataclasses import replace
+
+    from kope.context.knowledge import load_knowledge
+
+    family_docs = {d.id for d in load_knowledge() if "fused" in d.families}
+    view, _ = load_task_view(str(FIXTURE))
+    knowledge, text = _knowledge(view)
+    assert knowledge & family_docs  # documents of the `fused` family are retrieved
+    assert "(fused, inferred from the traced structure" in text and "## Candidate recipe (cpu)" in text
+    unknown, _ = _knowledge(replace(view, family="unknown", family_source="file"))
+    assert not unknown & family_docs  # what a family-less task got before
