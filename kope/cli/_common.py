@@ -101,7 +101,7 @@ def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def evaluator_option(func: Callable) -> Callable:
+def evaluator_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--evaluator``: where candidates are evaluated (the configuration's evaluator.backend, KOPE_EVALUATOR)."""
     return click.option(
         "--evaluator",

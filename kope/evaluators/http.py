@@ -82,7 +82,10 @@ class HttpEvaluator:
         self._check_auth(url, response)
         if response.status_code != 200:
             raise TransportFailure(url, "infrastructure:server_error", f"/health answered {response.status_code}")
-        return response.json()
+        health = _json(response)
+        if not all(key in health for key in ("devices", "targets", "hardware")):
+            raise TransportFailure(url, "infrastructure:server_error", "/health answered without devices and targets")
+        return health
 
     @staticmethod
     def _check_auth(url: str, response: httpx.Response) -> None:
