@@ -11,6 +11,9 @@ echo "› ruff check, ruff format --check, mypy" >&2
 ruff check --quiet .
 ruff format --check --quiet .
 mypy
+# headless Chromium for tests/browser/: quiet when installed; when it cannot be installed it says why
+# in one line and those tests fail (they never skip)
+"$REPO/scripts/install_browser.sh" || true
 
 KOPE_TEST_HOME="$(mktemp -d -t kope-test-XXXXXX)"
 export KOPE_DATA_DIR="$KOPE_TEST_HOME/data"

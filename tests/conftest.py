@@ -36,6 +36,7 @@ class Neo4jEndpoint:
     password: str
     database: str
     source: str
+    http_url: str | None = None  # the server's HTTP root (Neo4j Browser at /browser/), where known
 
     def env(self, **extra: str) -> dict[str, str]:
         """Environment for a `kope` subprocess that talks to this server."""
@@ -60,7 +61,9 @@ def _from_env() -> Neo4jEndpoint | None:
     password = config.neo4j_password()
     if not password:
         pytest.fail("KOPE_NEO4J_URI is set but no password is known: set KOPE_NEO4J_PASSWORD")
-    return Neo4jEndpoint(uri, config.neo4j.user, password, config.neo4j.database, "KOPE_NEO4J_URI")
+    http_port = os.environ.get("KOPE_NEO4J_HTTP_PORT")  # scripts/test.sh starts the server with it
+    http_url = f"http://127.0.0.1:{http_port}" if http_port and "://127.0.0.1:" in uri else None
+    return Neo4jEndpoint(uri, config.neo4j.user, password, config.neo4j.database, "KOPE_NEO4J_URI", http_url)
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +83,12 @@ def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jEndp
         container.start()
         try:
             yield Neo4jEndpoint(
-                container.get_connection_url(), "neo4j", "kope-test-password", "neo4j", "testcontainers"
+                container.get_connection_url(),
+                "neo4j",
+                "kope-test-password",
+                "neo4j",
+                "testcontainers",
+                f"http://{container.get_container_host_ip()}:{container.get_exposed_port(7474)}",
             )
         finally:
             container.stop()
@@ -104,7 +112,14 @@ def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jEndp
             f"no Neo4j server for the tests: KOPE_NEO4J_URI unset, no Docker engine, and the local server failed: {exc}"
         )
     try:
-        yield Neo4jEndpoint(config.neo4j_uri, "neo4j", config.neo4j_password() or "", "neo4j", "maven-provisioned")
+        yield Neo4jEndpoint(
+            config.neo4j_uri,
+            "neo4j",
+            config.neo4j_password() or "",
+            "neo4j",
+            "maven-provisioned",
+            f"http://127.0.0.1:{config.server.http_port}",
+        )
     finally:
         server.stop()
 

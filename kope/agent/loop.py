@@ -30,6 +30,7 @@ from kope.context.knowledge import load_knowledge
 from kope.context.state import build_context
 from kope.errors import KopeError, UsageError
 from kope.evaluators import Evaluator, LocalEvaluator
+from kope.hints import kope_command
 from kope.memory import Attempt, DecisionParams, Memory, RunSpec, TaskSpec, UsedItem
 from kope.memory.records import DecisionRecord
 from kope.memory.state import AttemptState, RunState, StepState
@@ -160,7 +161,11 @@ class Optimizer:
         if not result.in_graph:
             raise KopeError(
                 f"could not start the run in the Experience Graph: {result.pending_reason}",
-                hint="start Neo4j (`kope db start`); the run was journaled and `kope memory sync` replays it",
+                hint=(
+                    f"start Neo4j (`{kope_command(self.config, 'db', 'start', scoped=False)}`); the run was "
+                    f"journaled and `{kope_command(self.config, 'memory', 'sync', namespace=self.memory.namespace)}` "
+                    "replays it"
+                ),
             )
         return result.run_id, None
 
@@ -230,7 +235,8 @@ class Optimizer:
                 pass
             self.progress("interrupted", {"run_id": run_id, "error": str(exc)})
             if isinstance(exc, KopeError):
-                resume_hint = f"the run is kept: continue it with `kope optimize --resume {run_id}`"
+                resume = kope_command(self.config, "optimize", "--resume", run_id, namespace=self.memory.namespace)
+                resume_hint = f"the run is kept: continue it with `{resume}`"
                 exc.hint = f"{exc.hint}; {resume_hint}" if exc.hint else resume_hint
             raise
         return self._finish(run_id, summary, run_dir)

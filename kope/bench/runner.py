@@ -42,6 +42,7 @@ from kope.bench.plan import CONFIGURATIONS, BenchOptions, Pair, Plan, TaskEntry,
 from kope.bench.store import RESULTS_SCHEMA, BenchStore, read_json, write_json
 from kope.config import KopeConfig
 from kope.errors import KopeError, UsageError
+from kope.hints import kope_command
 from kope.memory import Memory, open_memory
 
 if TYPE_CHECKING:
@@ -60,8 +61,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def resume_hint(out: Path) -> str:
-    return f"continue it with `kope bench --resume --out {out}`"
+def resume_hint(out: Path, config: KopeConfig) -> str:
+    """The bench's namespaces are in its plan (under ``out``); the server is named like every hint's."""
+    return f"continue it with `{kope_command(config, 'bench', '--resume', '--out', str(out), scoped=False)}`"
 
 
 @dataclass
@@ -257,13 +259,14 @@ class BenchRunner:
         except KeyboardInterrupt:
             self.write_results()
             raise BenchInterrupted(
-                f"bench interrupted: {self._done()} of {total} pairs finished", hint=resume_hint(self.plan.options.out)
+                f"bench interrupted: {self._done()} of {total} pairs finished",
+                hint=resume_hint(self.plan.options.out, self.config),
             ) from None
         except KopeError as exc:
             self.write_results()
             # the loop's own hint names `kope optimize --resume`; a bench resumes as a whole
             own = (exc.hint or "").partition("the run is kept:")[0].strip("; ")
-            exc.hint = "; ".join(filter(None, [own, resume_hint(self.plan.options.out)]))
+            exc.hint = "; ".join(filter(None, [own, resume_hint(self.plan.options.out, self.config)]))
             raise
         return self.write_results()
 

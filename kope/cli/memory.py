@@ -19,6 +19,7 @@ from kope.errors import KopeError, UsageError
 
 if TYPE_CHECKING:
     from kope.memory import Memory
+    from kope.memory.graph import ExperienceGraph
     from kope.memory.inspect import TreeNode
 
 
@@ -40,6 +41,17 @@ def _graph(state: State) -> Memory:
     return open_memory(state.config)
 
 
+def _direct_graph(state: State, what: str) -> ExperienceGraph:
+    """The memory as Neo4j itself, for what reads the graph's presentation (not served by ``kope serve``)."""
+    from kope.memory.graph import ExperienceGraph
+
+    graph = _graph(state)
+    if not isinstance(graph, ExperienceGraph):
+        graph.close()
+        raise UsageError(f"{what} reads Neo4j directly, not the memory server: unset KOPE_MEMORY_URL")
+    return graph
+
+
 def _fmt(value: Any, digits: int = 3) -> str:
     if value is None:
         return "-"
@@ -57,11 +69,19 @@ def command() -> None:
 @namespace_option
 @pass_state
 def init(state: State) -> None:
-    """Create the graph's constraints and indexes (idempotent)."""
+    """Create the graph's constraints and indexes, and label and caption every attempt for people (idempotent)."""
+    from kope.memory.graph import ExperienceGraph
+
     with _graph(state) as graph:
         report = graph.init_schema()
+        shown = graph.refresh_presentation() if isinstance(graph, ExperienceGraph) else None
     what = "created" if report.created else "already present"
     out.print(f"schema {what}: {len(report.constraints)} uniqueness constraints, {len(report.indexes)} indexes")
+    if shown is not None:  # through the memory server, the server keeps its graph's presentation
+        out.print(
+            f"namespace {graph.namespace}: outcome classes, captions and datetimes of {shown['Decision']} decisions, "
+            f"{shown['Run']} runs and {shown['Kernel']} kernels derived from their facts"
+        )
 
 
 @command.command("sync")
@@ -263,6 +283,41 @@ def lineage(state: State, decision_id: str, limit: int) -> None:
     out.print(tree)
     if tree_data.shown < tree_data.total:
         out.print(f"({tree_data.total - tree_data.shown} more members not shown; raise --limit)")
+
+
+@command.command("report")
+@namespace_option
+@click.option(
+    "-o",
+    "--output",
+    default="lineage.html",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="HTML file to write.",
+)
+@click.option("--operator", help="Only this operator's lineages.")
+@pass_state
+def report(state: State, output: str, operator: str | None) -> None:
+    """Write the lineage page (decision trees, per-run speedups, details on click) as one offline HTML file."""
+    import time
+
+    from kope.memory.lineage_page import render_page
+
+    with _direct_graph(state, "kope memory report") as graph:
+        groups = graph.lineages(operator)
+        namespace = graph.namespace
+    if operator and not groups:
+        raise UsageError(f"no decisions of operator {operator!r} in namespace {namespace!r}")
+    path = Path(output)
+    if not path.parent.is_dir():
+        raise UsageError(f"cannot write {path}: folder {path.parent} does not exist")
+    page = render_page(namespace, groups, generated_at=time.time())
+    fd, tmp = tempfile.mkstemp(prefix=".kope-report-", suffix=".html", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(page)
+    os.replace(tmp, path)
+    decisions = sum(len(g.nodes) for g in groups)
+    out.print(f"wrote {path}: {decisions} decisions of {len(groups)} operators (namespace {namespace})")
 
 
 @command.command("prune")

@@ -245,7 +245,8 @@ def _fail_if_nothing_attempted(summaries: list[Any]) -> None:
 
 
 def _memory_and_browser(config: Any, summaries: list[Any]) -> None:
-    from kope.memory.browser import GUIDE_PATH
+    from kope.hints import kope_command
+    from kope.memory.browser import GUIDE_PATH, LINEAGE_PATH
 
     before, after = summaries[0].memory_before, summaries[-1].memory_after
 
@@ -259,5 +260,14 @@ def _memory_and_browser(config: Any, summaries: list[Any]) -> None:
     out.print(f"                          after  {describe(after)}")
     out.print(f"Inspect the lineages in Neo4j Browser: {config.browser_url}")
     if config.uses_local_server:
-        out.print(f"  (connect as {config.neo4j.user}; the password is in {config.password_file})")
-    out.print(f"  run `kope browser --port 7476`, then in Browser: :play http://127.0.0.1:7476{GUIDE_PATH}")
+        out.print(
+            f"  (connect to {config.neo4j_uri} as {config.neo4j.user}; the password is in {config.password_file})"
+        )
+    else:
+        out.print(f"  (connect to {config.neo4j_uri} as {config.neo4j.user})")
+    out.print(
+        f"  run `{kope_command(config, 'browser', '--port', '7476')}`, then in Browser: "
+        f":play http://127.0.0.1:7476{GUIDE_PATH}"
+    )
+    out.print(f"  the lineage page is then at http://127.0.0.1:7476{LINEAGE_PATH}")
+    out.print(f"  or write it to a file: `{kope_command(config, 'memory', 'report', '-o', 'lineage.html')}`")

@@ -1,9 +1,11 @@
-"""Neo4j Browser inspection: the style file and a guide served on 127.0.0.1.
+"""Neo4j Browser inspection: the style file, a guide and the lineage page, served on 127.0.0.1.
 
 The guide is generated from ``cypher/browser/guide/*.cypher``: each file is
-one slide (``// title:``, ``// text:`` header lines, then one runnable,
-parameterised query). The same files are catalog statements, so the tests run
-every guide query against a real graph. Browser fetches remote guides and
+one slide (``// title:``, ``// text:`` and ``// param:`` header lines, then one
+parameterised query). Each slide sets its own parameters in a first runnable
+block (``:params {ns: '<namespace>', decision: null}``: a null one is
+defaulted by the query), so every slide runs on its own, in any order. The same files are
+catalog statements, so the tests run every guide query against a real graph. Browser fetches remote guides and
 styles with XHR from its own origin, so every response carries CORS headers
 (and answers the pre-flight that Browser's no-cache headers trigger); the host
 must be in the server's ``browser.remote_content_hostname_whitelist``, which
@@ -15,14 +17,17 @@ from __future__ import annotations
 import html
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from kope.db.catalog import cypher_root
+from kope.errors import KopeError
 
 GUIDE_PATH = "/kope.html"
 STYLE_PATH = "/kope.grass"
+LINEAGE_PATH = "/lineage.html"
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,17 @@ class Slide:
     title: str
     paragraphs: tuple[str, ...]  # trusted HTML from the repository's own files
     query: str
-    needs_param: bool
+    params: tuple[str, ...]  # in order; ``ns`` is the served namespace, every other one defaults to null
+
+    def params_command(self, namespace: str) -> str:
+        """``:params {ns: 'NS', decision: null}``: sets every parameter the query reads (and only those).
+        A separate block: run in one block with the query, Browser shows a multi-statement summary, not the graph."""
+        values = ", ".join(f"{name}: {repr(namespace) if name == 'ns' else 'null'}" for name in self.params)
+        return f":params {{{values}}}"
+
+
+_HEADER = re.compile(r"^//\s*(title|text|param):\s*(.*)$")
+_PARAM = re.compile(r"^(ns|[a-z_]+\s*=>\s*null)$")
 
 
 def browser_dir() -> Path:
@@ -45,10 +60,10 @@ def style_file() -> Path:
 def load_slides() -> list[Slide]:
     slides = []
     for path in sorted((browser_dir() / "guide").glob("*.cypher")):
-        title, texts, param, body = path.stem, [], False, []
+        title, texts, params, body = path.stem, [], [], []
         for line in path.read_text(encoding="utf-8").splitlines():
             stripped = line.strip()
-            match = re.match(r"^//\s*(title|text|param):\s*(.*)$", stripped)
+            match = _HEADER.match(stripped)
             if match:
                 key, value = match.groups()
                 if key == "title":
@@ -56,23 +71,23 @@ def load_slides() -> list[Slide]:
                 elif key == "text":
                     texts.append(value)
                 else:
-                    param = value.lower() == "true"
+                    if not _PARAM.match(value.strip()):
+                        raise ValueError(f"{path.name}: a guide parameter is `ns` or `name => null` (got {value!r})")
+                    params.append(value.split("=>")[0].strip())
             elif not stripped.startswith("//"):
                 body.append(line)
-        slides.append(Slide(f"browser/guide/{path.stem}", title, tuple(texts), "\n".join(body).strip(), param))
+        slides.append(Slide(f"browser/guide/{path.stem}", title, tuple(texts), "\n".join(body).strip(), tuple(params)))
     return slides
 
 
 def render_guide(namespace: str, slides: list[Slide] | None = None) -> str:
-    """The guide as Neo4j Browser expects it: ``<slide>`` elements with runnable ``<pre>`` blocks."""
+    """The guide as Neo4j Browser expects it: ``<slide>`` elements, each with two runnable ``<pre>`` blocks:
+    the slide's parameters, then its query."""
     parts = []
     for slide in slides if slides is not None else load_slides():
         body = [f"<h3>{html.escape(slide.title)}</h3>"]
         body += [f"<p>{text}</p>" for text in slide.paragraphs]
-        if slide.needs_param:
-            body.append(
-                f'<pre class="pre-scrollable code runnable">:param ns =&gt; {html.escape(repr(namespace))}</pre>'
-            )
+        body.append(f'<pre class="pre-scrollable code runnable">{html.escape(slide.params_command(namespace))}</pre>')
         body.append(f'<pre class="pre-scrollable code runnable">{html.escape(slide.query)}</pre>')
         parts.append('<slide class="row-fluid">\n<div class="col-sm-12">\n' + "\n".join(body) + "\n</div>\n</slide>")
     return (
@@ -83,9 +98,12 @@ def render_guide(namespace: str, slides: list[Slide] | None = None) -> str:
     )
 
 
+Page = Callable[[], tuple[str, bytes]]  # -> (content type, body), built on every request
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "kope-browser-guide"
-    routes: dict[str, tuple[str, bytes]] = {}
+    routes: dict[str, Page] = {}
 
     def _cors(self) -> None:
         requested = self.headers.get("Access-Control-Request-Headers")
@@ -108,8 +126,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._cors()
             self.end_headers()
             return
-        content_type, payload = self.routes[path]
-        self.send_response(200)
+        status = 200
+        try:
+            content_type, payload = self.routes[path]()
+        except KopeError as exc:  # e.g. Neo4j went away: say so on the page, keep serving
+            status, content_type = 503, "text/plain; charset=utf-8"
+            payload = f"error: {exc.message}\n".encode()
+        self.send_response(status)
         self._cors()
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
@@ -122,13 +145,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class GuideServer:
-    """Serves the guide and the style on 127.0.0.1 (port 0: any free port)."""
+    """Serves the guide, the style and (given a page builder) the lineage page on 127.0.0.1
+    (port 0: any free port)."""
 
-    def __init__(self, namespace: str, port: int = 0) -> None:
-        routes = {
-            GUIDE_PATH: ("text/html; charset=utf-8", render_guide(namespace).encode("utf-8")),
-            STYLE_PATH: ("text/plain; charset=utf-8", style_file().read_bytes()),
+    def __init__(self, namespace: str, port: int = 0, *, lineage: Callable[[], str] | None = None) -> None:
+        guide = render_guide(namespace).encode("utf-8")
+        style = style_file().read_bytes()
+        routes: dict[str, Page] = {
+            GUIDE_PATH: lambda: ("text/html; charset=utf-8", guide),
+            STYLE_PATH: lambda: ("text/plain; charset=utf-8", style),
         }
+        if lineage is not None:
+            routes[LINEAGE_PATH] = lambda: ("text/html; charset=utf-8", lineage().encode("utf-8"))
         handler = type("KopeGuideHandler", (_Handler,), {"routes": routes})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.port = int(self.httpd.server_address[1])
@@ -141,6 +169,10 @@ class GuideServer:
     @property
     def style_url(self) -> str:
         return f"http://127.0.0.1:{self.port}{STYLE_PATH}"
+
+    @property
+    def lineage_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{LINEAGE_PATH}"
 
     def start(self) -> GuideServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="kope-guide", daemon=True)

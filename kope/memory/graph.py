@@ -39,12 +39,13 @@ from kope.db.client import GraphClient, Tx
 from kope.errors import DatabaseUnavailableError, KopeError, UsageError
 from kope.memory import insights as insights_mod
 from kope.memory import inspect as inspect_mod
-from kope.memory import markdown, scoring
+from kope.memory import markdown, present, scoring
 from kope.memory import prune as prune_mod
 from kope.memory import transfer as transfer_mod
 from kope.memory.errors import UnknownDecisionError, UnknownRunError
 from kope.memory.ids import uid
 from kope.memory.journal import Journal, JournalEntry
+from kope.memory.lineage import OperatorLineages, load_lineages
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
 from kope.memory.recorder import RecordResult, RunResult, finish_run_tx, write_attempts, write_runs
 from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
@@ -132,6 +133,12 @@ class ExperienceGraph:
         self._schema_ready = True
         return report
 
+    def refresh_presentation(self) -> dict[str, int]:
+        """Derive the outcome-class labels, captions and datetimes of the whole namespace
+        again (``kope memory init``: for graphs recorded before KOPE wrote them)."""
+        self._ensure_schema()
+        return present.refresh_namespace(self.client, self.namespace)
+
     def _ensure_schema(self) -> None:
         if not self._schema_ready:
             self.init_schema()
@@ -181,7 +188,8 @@ class ExperienceGraph:
         self._offline = exc.message
         self._pending.append((kind, item))
         reason = (
-            f"{exc.message}; kept in the journal ({self.journal.wal_dir}), run `kope memory sync` once Neo4j is back"
+            f"{exc.message}; kept in the journal ({self.journal.wal_dir}), run "
+            f"`kope memory sync --namespace {self.namespace}` once Neo4j at {self.client.uri} is back"
         )
         log.warning("memory: %s", reason)
         return reason
@@ -418,6 +426,10 @@ class ExperienceGraph:
 
     def lineage(self, decision_id: str, limit: int = 200) -> inspect_mod.LineageTree:
         return inspect_mod.lineage_tree(self.client, self.namespace, decision_id, limit)
+
+    def lineages(self, operator: str | None = None) -> list[OperatorLineages]:
+        """Every decision, run and piece of evidence of the namespace (or one operator), per operator."""
+        return load_lineages(self.client, self.namespace, operator)
 
     def export_to(self, out: IO[str]) -> transfer_mod.TransferReport:
         return transfer_mod.export_namespace(self.client, self.namespace, out)

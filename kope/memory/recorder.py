@@ -14,7 +14,10 @@ bigger batches). Inside one write transaction it:
    PRODUCED, IN_RUN, WROTE, FROM, NEXT and USED edges;
 4. recomputes d(v) for the new decisions and all their ancestors from their
    children (after the locks, so every committed sibling is seen);
-5. recomputes each run's totals and incumbent.
+5. recomputes each run's totals and incumbent;
+6. writes what people read (``kope.memory.present``): outcome-class, ``:Root``
+   and ``:Backtrack`` labels, captions and datetimes of the new decisions and
+   outcomes, and moves ``:Incumbent`` with the run's incumbent.
 
 The driver retries the whole transaction on transient errors (deadlocks
 between writers that lock overlapping lineages in different orders included);
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kope.db.client import Tx
-from kope.memory import scoring
+from kope.memory import present, scoring
 from kope.memory.errors import InvalidRecordError, RecordConflictError, UnknownDecisionError, UnknownRunError
 from kope.memory.ids import content_hash, kernel_id, uid
 from kope.memory.specs import Attempt, RunSpec
@@ -80,7 +83,24 @@ class _Prepared:
     r: float
     label: str
     conf: float
+    a_parent: float | None = None
     rows: dict[str, Any] = field(default_factory=dict)
+
+    def facts(self) -> present.DecisionFacts:
+        at = self.attempt
+        return present.DecisionFacts(
+            self.uid,
+            at.outcome.task,
+            at.step,
+            at.title,
+            at.outcome.status,
+            self.a,
+            self.r,
+            at.parent_id is not None,
+            self.a_parent,
+            at.params.to_json(),
+            tuple(_cases(at)),
+        )
 
 
 # -- runs ------------------------------------------------------------------------------------
@@ -151,6 +171,11 @@ def run_rows(ns: str, team: str, spec: RunSpec) -> dict[str, Any]:
     }
 
 
+def _present_runs(tx: Tx, ns: str, specs: Sequence[RunSpec]) -> None:
+    rows = [{"uid": uid(ns, s.run_id), "caption": present.run_caption(s.task.operator, s.started_at)} for s in specs]
+    tx.run("memory/present/runs", rows=rows)
+
+
 def write_runs(tx: Tx, ns: str, team: str, specs: Sequence[RunSpec]) -> list[RunResult]:
     wanted = {uid(ns, s.run_id): s for s in specs}
     existing = {row["uid"]: row["spec_hash"] for row in tx.run("memory/run/existing", uids=list(wanted))}
@@ -167,6 +192,7 @@ def write_runs(tx: Tx, ns: str, team: str, specs: Sequence[RunSpec]) -> list[Run
             results.append(RunResult(spec.run_id, in_graph=True, created=True))
     if rows:
         tx.run("memory/run/create", rows=rows)
+        _present_runs(tx, ns, [s for s in specs if uid(ns, s.run_id) not in existing])
     return results
 
 
@@ -175,7 +201,10 @@ def finish_run_tx(tx: Tx, ns: str, run_id: str, status: str, ended_at: float) ->
     rows = tx.run("memory/run/finish", uid=uid(ns, run_id), status=status, ended_at=ended_at)
     if not rows:
         raise UnknownRunError(f"run {run_id} is not in the graph (namespace {ns})")
-    family: str | None = rows[0]["family"]
+    row = rows[0]
+    caption = present.run_caption(row["operator"], row["started_at"])
+    tx.run("memory/present/runs", rows=[{"uid": uid(ns, run_id), "caption": caption}])
+    family: str | None = row["family"]
     return family
 
 
@@ -244,6 +273,21 @@ def _compact(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def _cases(at: Attempt) -> list[dict[str, Any]]:
+    """Per-case results as stored in the Outcome's ``cases_json``."""
+    return [
+        {
+            "name": c.name,
+            "passed": c.passed,
+            "speedup": c.speedup,
+            "error": c.error,
+            "ref_ms": c.ref_ms.median if c.ref_ms else None,
+            "cand_ms": c.cand_ms.median if c.cand_ms else None,
+        }
+        for c in at.outcome.cases
+    ]
+
+
 def _params_json(at: Attempt) -> str | None:
     params = at.params.to_json()
     return None if params is None else json.dumps(params, sort_keys=True, separators=(",", ":"))
@@ -277,17 +321,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
             "params_json": _params_json(at),
         }
     )
-    cases = [
-        {
-            "name": c.name,
-            "passed": c.passed,
-            "speedup": c.speedup,
-            "error": c.error,
-            "ref_ms": c.ref_ms.median if c.ref_ms else None,
-            "cand_ms": c.cand_ms.median if c.cand_ms else None,
-        }
-        for c in o.cases
-    ]
+    cases = _cases(at)
     outcome = _compact(
         {
             "cases_total": o.cases_total,
@@ -302,8 +336,17 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
         }
     )
     kernel = None
-    if at.code is not None:
-        kernel = {"source": at.code, "bytes": len(at.code.encode("utf-8")), "lines": at.code.count("\n") + 1}
+    if at.code is not None and code_hash is not None:
+        template = (at.params.to_json() or {}).get("template")
+        kernel = _compact(
+            {
+                "source": at.code,
+                "bytes": len(at.code.encode("utf-8")),
+                "lines": at.code.count("\n") + 1,
+                "template": template if isinstance(template, str) else None,
+                "caption": present.kernel_caption(code_hash, template if isinstance(template, str) else None),
+            }
+        )
     return {"run_id": at.run_id, "decision": decision, "outcome": outcome, "kernel": kernel}
 
 
@@ -409,7 +452,10 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
         if ru not in runs:
             raise UnknownRunError(
                 f"run {ru.split('/', 1)[1]} is not in the graph (namespace {ns})",
-                hint="start the run first (ExperienceGraph.start_run), or `kope memory sync` if it is journaled",
+                hint=(
+                    "start the run first (ExperienceGraph.start_run), or "
+                    f"`kope memory sync --namespace {ns}` if it is journaled"
+                ),
             )
     new_ids = {at.id for at in new}
     external = sorted({uid(ns, at.parent_id) for at in new if at.parent_id and at.parent_id not in new_ids})
@@ -435,7 +481,7 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
             row = parents[uid(ns, at.parent_id)]
             a_parent, parent_code = row["a"], row["source"]
         r = scoring.step_ratio(a, correct, a_parent, at.parent_id is not None)
-        p = _Prepared(at, uid(ns, at.id), a, r, scoring.label_for(r, correct), scoring.confidence(at.outcome))
+        p = _Prepared(at, uid(ns, at.id), a, r, scoring.label_for(r, correct), scoring.confidence(at.outcome), a_parent)
         prepared[at.id] = p
         rows.append(_rows(p, parent_code))
     created = set(tx.run("memory/attempt/create", ns=ns, rows=rows, nonce=secrets.token_hex(8))[0]["created"])
@@ -451,6 +497,9 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
         row["uid"]: (row["previous"], row["incumbent"])
         for row in tx.run("memory/attempt/refresh_runs", run_uids=run_uids)
     }
+    if made:
+        tx.run("memory/present/decisions", rows=[present.decision_row(p.facts()) for p in made])
+    tx.run("memory/present/incumbents", run_uids=run_uids)
     results = {}
     for p in made:
         previous, current = incumbents[uid(ns, p.attempt.run_id)]

@@ -13,6 +13,10 @@ file twice changes nothing) and merges: two teams importing each other's
 exports end up with the union (run ids are unique per run; kernels, operators,
 hardware and tasks have content-derived ids and merge). Afterwards the
 namespace's insights are distilled again from the merged evidence.
+
+What only serves people reading the graph (``kope.memory.present``: outcome-class
+and other extra labels, captions, datetimes) is derived, not exported: the
+importer derives it again from the imported facts.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import IO, Any
 
 from kope import __version__
 from kope.db.client import GraphClient, Tx
+from kope.memory import present
 from kope.memory.errors import ExportFormatError
 from kope.memory.ids import uid
 
@@ -52,7 +57,7 @@ REL_KEYS = frozenset(
         ("ABOUT", "Insight", "Hardware"),
     }
 )
-INTERNAL = frozenset({"uid", "ns", "_lock"})
+INTERNAL = frozenset({"uid", "ns", "_lock"}) | present.DERIVED_PROPERTIES
 PAGE = 2000
 BATCH = 1000
 
@@ -85,10 +90,10 @@ def _public(props: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in sorted(props.items()) if k not in INTERNAL}
 
 
-def _pages(client: GraphClient, statement: str, prefix: str) -> Iterator[dict[str, Any]]:
+def _pages(client: GraphClient, statement: str, prefix: str, **params: Any) -> Iterator[dict[str, Any]]:
     after = ""
     while True:
-        rows = client.execute(statement, prefix=prefix, after=after, limit=PAGE)
+        rows = client.execute(statement, prefix=prefix, after=after, limit=PAGE, **params)
         yield from rows
         if len(rows) < PAGE:
             return
@@ -115,7 +120,7 @@ def export_namespace(client: GraphClient, ns: str, out: IO[str]) -> TransferRepo
             out.write(dumps({"node": label, "id": row["uid"][len(prefix) :], "props": _public(row["props"])}))
             report.nodes[label] = report.nodes.get(label, 0) + 1
     for label in REL_SOURCES:
-        for row in _pages(client, f"memory/transfer/rels_{label.lower()}", prefix):
+        for row in _pages(client, f"memory/transfer/rels_{label.lower()}", prefix, labels=list(NODE_LABELS)):
             source = row["uid"][len(prefix) :]
             for rel in row["rels"]:
                 out.write(
@@ -249,6 +254,7 @@ def import_namespace(client: GraphClient, ns: str, stream: IO[str], source: str 
         linked = client.write(functools.partial(_run_rows, "memory/transfer/import_rels", batch))[0]["linked"]
         if linked != len(batch):
             raise ExportFormatError(f"{source}: {len(batch) - linked} relationships could not be linked")
+    present.refresh_namespace(client, ns)
     return report
 
 

@@ -56,6 +56,10 @@ def test_memory_commands_show_what_was_recorded(kope_cli, neo4j_server, graph_cl
     lines = tree.splitlines()
     assert lines[0].startswith("r0:s0") and any("r0:s3" in ln for ln in lines) and len(lines) == 4
     assert "1 validity rules" in kope_cli("memory", "distill", env=env, check=True).stdout
+    report = kope_cli("memory", "report", "-o", str(tmp_path / "page.html"), env=env, check=True).stdout
+    assert "4 decisions of 1 operators (namespace default)" in report
+    page = (tmp_path / "page.html").read_text()
+    assert page.count('<g class="node') == 4 and 'data-operator="softmax"' in page
     journal = (tmp_path / "data" / "memory" / "default" / "journal" / "softmax.md").read_text()
     assert "### r0:s1" in journal and "**Interpretation**" in journal
 
@@ -97,6 +101,8 @@ def test_prune_through_the_cli(kope_cli, neo4j_server, graph_client, tmp_path):
         (("memory", "lineage", "nope:s1"), 2, "no decision 'nope:s1' in namespace 'default'"),
         (("memory", "import", "/does/not/exist.jsonl"), 2, "no such file: /does/not/exist.jsonl"),
         (("memory", "prune"), 2, "say what to prune"),
+        (("memory", "report", "--operator", "nope"), 2, "no decisions of operator 'nope' in namespace 'default'"),
+        (("memory", "report", "-o", "/does/not/exist/page.html"), 2, "folder /does/not/exist does not exist"),
         (("memory", "prune", "--all"), 2, "add --yes to confirm"),
         (("memory", "prune", "--run", "nope"), 2, "no run nope in namespace"),
         (("memory", "stats", "--namespace", "bad/name"), 2, "memory.namespace"),
@@ -126,7 +132,8 @@ def test_sync_without_a_server_says_so(kope_cli, tmp_path):
     assert_clean_error(kope_cli("memory", "sync", env=env), 7, "no Neo4j server answers")
 
 
-def test_kope_browser_serves_the_guide_and_prints_the_play_command(neo4j_server, tmp_path):
+def test_kope_browser_serves_the_guide_and_the_lineage_page_and_prints_their_urls(neo4j_server, graph_client, tmp_path):
+    recorded(neo4j_server, tmp_path / "data", ns="team-x")
     exe = Path(sys.executable).with_name("kope")
     env = env_for(neo4j_server, tmp_path)
     proc = subprocess.Popen(
@@ -138,7 +145,7 @@ def test_kope_browser_serves_the_guide_and_prints_the_play_command(neo4j_server,
     )
     try:
         lines = []
-        while not any(":style" in ln for ln in lines):
+        while not any(ln.startswith("Lineage page:") for ln in lines):
             line = proc.stdout.readline()
             assert line, proc.stderr.read()
             lines.append(line)
@@ -149,9 +156,49 @@ def test_kope_browser_serves_the_guide_and_prints_the_play_command(neo4j_server,
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.headers["Access-Control-Allow-Origin"] == "*"
             body = response.read().decode()
-        assert "<slide" in body and ":param ns =&gt; &#x27;team-x&#x27;" in body
+        assert "<slide" in body and ":params {ns: &#x27;team-x&#x27;}" in body
         with urllib.request.urlopen(style, timeout=10) as response:
             assert "node.Decision" in response.read().decode()
+        lineage = next(ln.split(None, 2)[2].strip() for ln in lines if ln.startswith("Lineage page:"))
+        with urllib.request.urlopen(lineage, timeout=30) as response:
+            page = response.read().decode()
+        assert "namespace team-x" in page and 'data-operator="softmax"' in page
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr.read()
+
+
+def test_kope_browser_without_a_server_still_serves_the_guide_and_says_why_there_is_no_lineage_page(tmp_path):
+    import urllib.error
+
+    from kope.db.ports import free_port
+
+    env = dict(
+        os.environ,
+        KOPE_DATA_DIR=str(tmp_path / "data"),
+        KOPE_NEO4J_URI=f"bolt://127.0.0.1:{free_port()}",
+        KOPE_NEO4J_PASSWORD="x",
+        NO_COLOR="1",
+    )
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("kope")), "browser"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        lines = []
+        while not any(ln.startswith("Lineage page:") for ln in lines):
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line)
+        play = next(re.search(r":play (\S+)", ln).group(1) for ln in lines if ":play" in ln)
+        with urllib.request.urlopen(play, timeout=10) as response:
+            assert b"<slide" in response.read()
+        lineage = next(ln.split(None, 2)[2].strip() for ln in lines if ln.startswith("Lineage page:"))
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(lineage, timeout=30)
+        assert caught.value.code == 503
+        assert caught.value.read().decode().startswith("error: no Neo4j server answers at bolt://127.0.0.1:")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(20)

@@ -12,6 +12,7 @@ import pytest
 
 from kope.memory import ExperienceGraph
 from tests.support import kernels
+from tests.support.hints import parse_hint
 from tests.support.llm_replay import Fail, ReplayLLM, Reply
 
 pytestmark = pytest.mark.slow
@@ -201,16 +202,20 @@ def test_interrupted_run_resumes_at_the_next_step_with_the_same_incumbent(
     assert "kept failing after 2 retries" in proc.stderr and "--resume" in proc.stderr
     assert "Traceback" not in proc.stderr
     memory = ExperienceGraph(graph_client, namespace="resume")
-    run_id = proc.stderr.split("--resume ")[1].split("`")[0].strip()
+    # the hint names the namespace and the server it was printed for
+    hint_env, hint_args = parse_hint(proc.stderr, "the run is kept: continue it with")
+    assert hint_env == {"KOPE_NEO4J_URI": neo4j_server.uri}
+    assert hint_args[:2] == ["optimize", "--resume"] and hint_args[3:] == ["--namespace", "resume"]
+    run_id = hint_args[2]
     before = memory.run_state(run_id)
     assert [d.step for d in before.decisions] == [0, 1] and before.incumbent.id == f"{run_id}:s0"
 
     with ReplayLLM([Reply("still thinking, no code")]) as server:
         env = env_for(neo4j_server, server, "resume", tmp_path)
+        del env["KOPE_NAMESPACE"], env["KOPE_NEO4J_URI"]  # what the hint carries must be enough
+        env.update(hint_env)
         proc = kope_cli(
-            "optimize",
-            "--resume",
-            run_id,
+            *hint_args,
             "--proposer",
             "llm",
             "--steps",

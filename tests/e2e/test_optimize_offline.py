@@ -8,11 +8,17 @@ next operator of a family (and that --no-memory does not).
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
 
 import pytest
 
 from kope.agent.offline import TemplateChoice
 from kope.memory import ExperienceGraph
+from tests.support.hints import parse_hint
 
 pytestmark = pytest.mark.slow
 CASES = "0"  # one case keeps each evaluation short
@@ -37,6 +43,31 @@ def optimize(kope_cli, neo4j_server, tmp_path, namespace, task, *args):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "offline" in proc.stderr and "Traceback" not in proc.stderr
     return json.loads(proc.stdout)[0]
+
+
+def serve(args, env):
+    """Start `kope ARGS` (kope browser), read its banner, fetch the guide and the lineage page, stop it."""
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("kope")), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env,
+    )  # fmt: skip
+    try:
+        lines = []
+        while not any(ln.startswith("Lineage page:") for ln in lines):
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            lines.append(line)
+        namespace = args[args.index("--namespace") + 1]
+        play = next(ln.split(":play ", 1)[1].strip() for ln in lines if ":play " in ln)
+        with urllib.request.urlopen(play, timeout=10) as response:
+            assert f":params {{ns: &#x27;{namespace}&#x27;" in response.read().decode()
+        lineage = next(ln.split(None, 2)[2].strip() for ln in lines if ln.startswith("Lineage page:"))
+        with urllib.request.urlopen(lineage, timeout=30) as response:
+            assert f"namespace {namespace}" in response.read().decode()
+        return lines
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
 
 
 def test_the_next_operator_of_a_family_starts_from_the_best_recorded_settings(
@@ -77,8 +108,40 @@ def test_the_next_operator_of_a_family_starts_from_the_best_recorded_settings(
     assert alone["memory"] is False
 
 
-def test_a_task_without_a_template_or_example_ends_exhausted_and_says_why(kope_cli, neo4j_server, tmp_path):
-    summary = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e-none", "tiny_cnn", "--steps", "2")
-    assert summary["status"] == "exhausted" and summary["steps"] == []
-    assert "no kernel template for 'tiny_cnn'" in summary["stop_reason"]
-    assert "--proposer llm" in summary["stop_reason"]
+def test_a_block_operator_is_served_by_the_composite_pipeline_template(kope_cli, neo4j_server, tmp_path):
+    # tiny_cnn had no template before structure matching; a task no template computes is tested in
+    # test_structure_cli (exit 12 with the ops that are not covered)
+    summary = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e-pipeline", "tiny_cnn", "--steps", "1")
+    assert summary["steps"][0]["title"] == "baseline: template pipeline"
+    assert summary["steps"][0]["status"] == "correct"
+
+
+def test_the_end_of_run_hints_open_this_runs_namespace_on_this_server(kope_cli, neo4j_server, tmp_path):
+    env = neo4j_server.env(KOPE_NAMESPACE="hint-e2e", KOPE_DATA_DIR=str(tmp_path / "data"))
+    proc = kope_cli(
+        "optimize", "relu", "--proposer", "offline", "--cases", CASES, "--steps", "1", "--out", str(tmp_path / "out"),
+        env=env, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"connect to {neo4j_server.uri}" in proc.stdout
+    hint_env, browser_args = parse_hint(proc.stdout, "Inspect the lineages in Neo4j Browser")
+    assert hint_env == {"KOPE_NEO4J_URI": neo4j_server.uri}
+    assert browser_args == ["browser", "--port", "7476", "--namespace", "hint-e2e"]
+    report_env, report_args = parse_hint(proc.stdout, "or write it to a file:")
+    assert report_env == hint_env and report_args == [
+        "memory",
+        "report",
+        "-o",
+        "lineage.html",
+        "--namespace",
+        "hint-e2e",
+    ]
+
+    # run as printed, from a shell that knows neither the namespace nor the server (only the password)
+    bare = {k: v for k, v in env.items() if k not in ("KOPE_NAMESPACE", "KOPE_NEO4J_URI")}
+    written = kope_cli(*report_args, env={**bare, **report_env}, check=True)
+    assert "namespace hint-e2e" in written.stdout
+    page = (tmp_path / "lineage.html").read_text()
+    assert "namespace hint-e2e" in page and 'data-operator="relu"' in page
+    lines = serve(browser_args[:2] + ["0"] + browser_args[3:], {**bare, **hint_env})
+    assert any(":play http://127.0.0.1:" in ln for ln in lines) and "(namespace hint-e2e)" in "".join(lines)

@@ -46,8 +46,11 @@ def test_optimize_gives_a_kernelbench_file_a_correct_candidate_and_records_the_m
     assert summary["family"] == "fused"  # inferred: the file declares no FAMILY
     assert summary["steps"][0]["status"] == "correct", summary["steps"]
     decision = ExperienceGraph(graph_client, namespace="structure-e2e").run_state(summary["run_id"]).decisions[0]
-    structure = decision.params["structure"]
-    assert decision.params["template"] == "gemm_epilogue" and structure["structure"] == "gemm_epilogue.gemm_bias_relu"
+    structure = decision.params.extension["structure"]
+    assert (
+        decision.params.extension["template"] == "gemm_epilogue"
+        and structure["structure"] == "gemm_epilogue.gemm_bias_relu"
+    )
     tensors = structure["stages"][0]["tensors"]
     assert tensors["bias"]["name"] == "bias" and tensors["weight"]["name"] == "gemm.weight"
 

@@ -40,7 +40,9 @@ SCRIPT = [
 ]
 STATE = ("memory/run/state", "memory/kernel/by_decisions")
 RETRIEVAL = "memory/retrieve/"
-RECORDING = "memory/attempt/"
+# what recording an attempt writes: the attempt itself and the Browser presentation of the run
+# (outcome-class labels and incumbent marks, refreshed after each attempt, #13); the rest are the step's reads
+RECORDING = ("memory/attempt/", "memory/present/")
 
 
 class Scripted:

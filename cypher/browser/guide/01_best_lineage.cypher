@@ -1,10 +1,13 @@
 // mode: read
 // title: Best lineage per operator
-// text: For each operator, the fastest correct attempt ever recorded and the chain of decisions that led to it, back to its root (the first attempt of that line). Click a Decision to read its title, thought, step ratio <code>r</code>, label and downstream score <code>d</code>.
+// text: For each operator, its fastest correct attempt (ringed red: the incumbent of its run) and the chain of attempts it grew from, back to the root, which names the operator. Each caption reads step, change and speedup over PyTorch, e.g. <code>s3 unroll 2→1 · 2.36×</code>; the colour is the class. The nodes are the attempts' <b>Outcomes</b> (status, speedup, per-case results); double-click one to open its <b>Decision</b> (thought, <code>diff</code>, d(v) score <code>d</code>).
+// text: Browser's setting <i>Connect result nodes</i> (on by default) draws every relationship between the nodes on screen, not only those a query returns. Between decisions that adds the NEXT (time order) and USED (cited as evidence) edges, which bury a lineage; between outcomes there are none, so this slide and the next draw the FROM chain of outcomes (the recorder mirrors each decision's FROM onto its outcome) and nothing else. Slides that draw decisions say what the setting adds.
+// param: ns
 MATCH (best:Decision)
 WHERE best.ns = $ns AND best.status = 'correct'
-WITH best ORDER BY best.a DESC, best.id
+WITH best ORDER BY coalesce(best.a, -1.0) DESC, best.step, best.id
 WITH best.operator AS operator, head(collect(best)) AS best
-MATCH path = (best)-[:FROM*0..]->(root:Decision)
+MATCH (best)-[:PRODUCED]->(o:Outcome)
+MATCH path = (o)-[:FROM*0..]->(root:Outcome)
 WHERE NOT (root)-[:FROM]->()
 RETURN path
