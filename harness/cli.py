@@ -4,6 +4,7 @@
     python -m harness tasks list [--family F] [--json]
     python -m harness tasks show OPERATOR [--json]
     python -m harness tasks check [TASK ...] [--time] [--json]
+    python -m harness serve [--host H] [--port P] [--devices auto|none|0,1] ...   (see harness.serve.cli)
 
 Exit codes: 0 the candidate is correct (or the command succeeded), 1 it is not
 (the outcome says why), 2 the task, candidate, target or options are invalid.
@@ -149,6 +150,8 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.serve.cli import add_parser as add_serve_parser
+
     parser = argparse.ArgumentParser(prog="python -m harness", description="KOPE's evaluation harness")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_eval_options(sub.add_parser("eval", help="compile, check and time a candidate against a task"))
@@ -164,12 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task", nargs="*", help="operator names or task files (default: every built-in task)")
     p.add_argument("--time", action="store_true", help="also time each case's reference")
     p.add_argument("--json", action="store_true")
+    add_serve_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "serve":
+            from harness.serve.cli import run
+
+            return run(args)
         return _cmd_eval(args) if args.command == "eval" else _cmd_tasks(args)
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.device_lock import device_lock
 from harness.errors import CandidateNotFoundError, HarnessError, OptionsError, ReferenceFailedError
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
@@ -176,11 +177,12 @@ class _Evaluation:
             self._static()
             try:
                 self._start_candidate()
-                self._correctness()
-                if self._should_time():
-                    self._timing()
-                    if self.options.physical_limit:
-                        self._physical_limit()
+                with device_lock():  # a worker service's device: one evaluation runs kernels at a time
+                    self._correctness()
+                    if self._should_time():
+                        self._timing()
+                        if self.options.physical_limit:
+                            self._physical_limit()
             finally:
                 if self.cand is not None:
                     self.cand.close()

@@ -23,6 +23,10 @@ Only the light harness modules (record, vocabulary, errors, the task and
 template types) are imported at module level; the rest (the suite scan,
 evaluation, hardware probing, which import torch) when a function needs them,
 so ``kope --help`` stays fast.
+
+Evaluation elsewhere (``kope.evaluators``) comes through here too: the wire form of a
+remote evaluation (``remote_request``, ``remote_error``), the infrastructure fault
+kinds, and the worker service ``kope worker`` runs (``serve_worker``).
 """
 
 from __future__ import annotations
@@ -40,15 +44,18 @@ from harness.errors import TargetUnavailableError as _HarnessTargetUnavailable
 from harness.record import EXCERPT_LIMIT, SCHEMA, CaseResult, GpuInfo, Hardware, Outcome, TimingStats
 from harness.suite.kernel_templates import KernelTemplate
 from harness.task import Case, Task, TaskInfo, visible_source
-from harness.vocabulary import FAMILIES, LAYERS, STATUSES, TARGETS, UNKNOWN_FAMILY, Status
+from harness.vocabulary import FAMILIES, INFRASTRUCTURE_KINDS, LAYERS, STATUSES, TARGETS, UNKNOWN_FAMILY, Status
 from kope.errors import ToolMissingError, UsageError
 
 if TYPE_CHECKING:
+    from harness.evaluate import EvalOptions as EvalOptions
     from harness.task_check import CaseCheck
+    from kope.evaluators import Evaluator
 
 __all__ = [
     "EXCERPT_LIMIT",
     "FAMILIES",
+    "INFRASTRUCTURE_KINDS",
     "LAYERS",
     "SCHEMA",
     "STATUSES",
@@ -70,8 +77,10 @@ __all__ = [
     "TimingStats",
     "SandboxReport",
     "check_task",
+    "eval_options",
     "evaluate_candidate",
     "evaluate_code",
+    "evaluate_local",
     "find_candidate",
     "find_task",
     "hardware_for",
@@ -83,12 +92,15 @@ __all__ = [
     "sandbox_report",
     "select_cases",
     "selected_cases",
+    "serve_worker",
     "suite_tasks",
     "template_for",
     "builtin_task_path",
     "inferred_family",
     "is_match",
     "level_from_path",
+    "remote_error",
+    "remote_request",
     "render_for_task",
     "structure_summary",
     "task_structure",
@@ -111,15 +123,19 @@ class TargetUnavailableError(TaskError, ToolMissingError):
     exit_code = 3
 
 
+def _kope_error(exc: HarnessError) -> TaskError:
+    if isinstance(exc, _HarnessTargetUnavailable):
+        return TargetUnavailableError(exc.message, hint=exc.hint)
+    return TaskError(exc.message, hint=exc.hint)
+
+
 @contextmanager
 def _translated() -> Iterator[None]:
     """The harness's typed errors as KOPE's (the only place they are translated)."""
     try:
         yield
-    except _HarnessTargetUnavailable as exc:
-        raise TargetUnavailableError(exc.message, hint=exc.hint) from exc
     except HarnessError as exc:
-        raise TaskError(exc.message, hint=exc.hint) from exc
+        raise _kope_error(exc) from exc
 
 
 # -- tasks ------------------------------------------------------------------------------------------
@@ -301,19 +317,70 @@ def evaluate_candidate(
         return evaluate(task, candidate, options)
 
 
+def eval_options(*, target: str, cases: CaseSelection = None, timing: bool = True) -> EvalOptions:
+    """The harness's evaluation options for ``target`` (everything else at its default)."""
+    from harness.evaluate import EvalOptions
+
+    with _translated():
+        return EvalOptions(target=target, cases=cases, timing=timing)
+
+
+def evaluate_local(task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
+    """Evaluate ``candidate`` against the task file ``task_path`` in this process's own workers."""
+    from harness.evaluate import evaluate
+
+    with _translated():
+        return evaluate(task_path, candidate, options)
+
+
 def evaluate_code(
-    task_path: Path, code: str, path: Path, *, target: str, cases: CaseSelection = None, timing: bool = True
+    task_path: Path,
+    code: str,
+    path: Path,
+    *,
+    target: str,
+    cases: CaseSelection = None,
+    timing: bool = True,
+    evaluator: Evaluator | None = None,
 ) -> Outcome:
-    """Write ``code`` to ``path`` and evaluate it on ``target``: what the optimization loop runs each step.
+    """Write ``code`` to ``path`` and evaluate it on ``target``: what the optimization loop runs each step,
+    on ``evaluator`` (``kope.evaluators``; default: this machine).
 
     Every problem with the candidate (it does not compile, crashes, is wrong, cheats, ...) is an outcome;
-    only a task or target the harness refuses raises (``TaskError``)."""
-    from harness.evaluate import EvalOptions, evaluate
-
+    a task or target the harness refuses raises (``TaskError``), and an evaluation the infrastructure could
+    not carry out ``InfrastructureError`` (never an outcome)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")
+    options = eval_options(target=target, cases=cases, timing=timing)
+    if evaluator is None:
+        return evaluate_local(task_path, path, options)
+    return evaluator.evaluate(task_path, path, options)
+
+
+# -- evaluation on worker services (kope.evaluators.http, kope worker) ------------------------------
+
+
+def remote_request(task_path: Path, candidate: Path, options: EvalOptions) -> dict[str, Any]:
+    """The wire form (``kope.eval-request/1``) of evaluating ``candidate`` on the task file ``task_path``:
+    the two files' sources and the options a client may choose (``TaskError`` for one that cannot be sent)."""
+    from harness.remote import request_for
+
     with _translated():
-        return evaluate(task_path, path, EvalOptions(target=target, cases=cases, timing=timing))
+        return request_for(task_path, candidate, options).to_payload()
+
+
+def remote_error(data: Mapping[str, Any]) -> TaskError:
+    """The error a worker reported for a request it refused (``{"type", "message", "hint"}``), as KOPE's."""
+    from harness.remote import error_from_payload
+
+    return _kope_error(error_from_payload(dict(data)))
+
+
+def serve_worker(argv: Sequence[str], prog: str) -> int:
+    """Run the evaluation worker service (``python -m harness serve``) with ``argv``; its exit code."""
+    from harness.serve.cli import main
+
+    return main(list(argv), prog=prog)
 
 
 @dataclass(frozen=True)

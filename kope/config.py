@@ -11,7 +11,7 @@ Precedence, highest first:
 String values in ``kope.toml`` may reference the environment as ``${NAME}``;
 an unset reference is an error, not an empty string.
 
-Secrets (Neo4j password, LLM API key) are never printed: ``masked()`` replaces
+Secrets (Neo4j password, LLM API key, evaluation workers' key) are never printed: ``masked()`` replaces
 them, and ``kope config show`` prints only the masked view.
 """
 
@@ -134,6 +134,28 @@ class MemorySettings(_Section):
         return self.url is not None
 
 
+class EvaluatorSettings(_Section):
+    """Where candidates are evaluated: ``local``, worker URLs (``http://HOST:PORT[,URL...]``), ``ray`` or ``ray://ADDRESS``."""
+
+    backend: str = "local"
+    key: str | None = Field(default=None, repr=False)  # the workers' bearer key (KOPE_WORKER_KEY)
+    timeout: float = Field(default=3600.0, gt=0)  # seconds one remote evaluation may take, queueing included
+    attempts: int = Field(
+        default=3, ge=1, le=20
+    )  # tries of one evaluation (on other workers) after infrastructure faults
+
+    @field_validator("backend")
+    @classmethod
+    def _check_backend(cls, value: str) -> str:
+        from kope.errors import UsageError
+        from kope.evaluators.spec import parse_evaluator
+
+        try:
+            return str(parse_evaluator(value))
+        except UsageError as exc:
+            raise ValueError(exc.message) from None
+
+
 class KopeConfig(_Section):
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir(APP)))
     cache_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_cache_dir(APP)))
@@ -142,6 +164,7 @@ class KopeConfig(_Section):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    evaluator: EvaluatorSettings = Field(default_factory=EvaluatorSettings)
     source_file: Path | None = Field(default=None, exclude=True)
 
     # -- derived values -------------------------------------------------------------
@@ -189,7 +212,7 @@ class KopeConfig(_Section):
         return data
 
 
-SECRETS = (("neo4j", "password"), ("llm", "api_key"), ("memory", "token"))
+SECRETS = (("neo4j", "password"), ("llm", "api_key"), ("memory", "token"), ("evaluator", "key"))
 
 # Environment variable -> (section or None for top level, key)
 ENV_VARS: dict[str, tuple[str | None, str]] = {
@@ -222,6 +245,10 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_TEAM": ("memory", "team"),
     "KOPE_MEMORY_URL": ("memory", "url"),
     "KOPE_MEMORY_TOKEN": ("memory", "token"),
+    "KOPE_EVALUATOR": ("evaluator", "backend"),
+    "KOPE_WORKER_KEY": ("evaluator", "key"),
+    "KOPE_EVALUATOR_TIMEOUT": ("evaluator", "timeout"),
+    "KOPE_EVALUATOR_ATTEMPTS": ("evaluator", "attempts"),
 }
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -83,6 +83,22 @@ class CatalogError(KopeError):
     exit_code = 9
 
 
+class InfrastructureError(KopeError):
+    """An evaluation could not be done because of the evaluation infrastructure (workers unreachable, killed or
+    quarantined, a cluster fault), after retrying elsewhere: never the candidate's failure, never recorded as one.
+    ``kind`` is one of ``harness.vocabulary.INFRASTRUCTURE_KINDS``."""
+
+    exit_code = 10
+
+    def __init__(self, message: str, *, kind: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.kind = kind
+
+
+class EvaluatorAuthError(ConfigError):
+    """A worker rejected the key (HTTP 401): KOPE_WORKER_KEY is missing or not the worker's key."""
+
+
 class NothingAttemptedError(KopeError):
     """A run or bench ended without a single attempt for any selected operator (no template, no candidate)."""
 

@@ -30,13 +30,14 @@ from kope.agent.proposal import (
     ProposerExhausted,
     UsesTuningRecords,
 )
-from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code, hardware_for, selected_cases
+from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code, selected_cases
 from kope.config import KopeConfig
 from kope.context.assemble import AssembledContext
 from kope.context.budget import Budget
 from kope.context.knowledge import load_knowledge
 from kope.context.state import build_context
 from kope.errors import KopeError, UsageError
+from kope.evaluators import Evaluator, LocalEvaluator
 from kope.hints import kope_command
 from kope.memory import Attempt, DecisionParams, Memory, RunSpec, TaskSpec, UsedItem
 from kope.memory.records import DecisionRecord
@@ -122,9 +123,16 @@ class Optimizer:
     """Runs one task with one proposer against one Experience Graph."""
 
     def __init__(
-        self, config: KopeConfig, memory: Memory, proposer: Proposer, options: LoopOptions, progress: Progress = _quiet
+        self,
+        config: KopeConfig,
+        memory: Memory,
+        proposer: Proposer,
+        options: LoopOptions,
+        progress: Progress = _quiet,
+        evaluator: Evaluator | None = None,
     ) -> None:
         self.config = config
+        self.evaluator: Evaluator = evaluator or LocalEvaluator()  # where candidates are evaluated (kope.evaluators)
         self.memory = memory
         self.proposer = proposer
         self.options = options
@@ -205,7 +213,7 @@ class Optimizer:
     # -- the loop --------------------------------------------------------------------------------
     def run(self, task: TaskView, task_path: Path, *, resume: str | None = None) -> RunSummary:
         opts = self.options
-        hardware = hardware_for(opts.target)
+        hardware = self.evaluator.hardware(opts.target)  # the run is filed under the hardware that evaluates it
         memory_before = self._memory_counts()
         run_id, resumed_at = self._start(task, hardware, resume)
         self.memory.upsert_knowledge(
@@ -400,6 +408,7 @@ class Optimizer:
                 run_dir / "candidates" / f"step-{step:03d}.py",
                 target=opts.target,
                 cases=opts.cases,
+                evaluator=self.evaluator,
             )
         used = tuple(
             UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)

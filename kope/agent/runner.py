@@ -11,6 +11,7 @@ from kope.boundary import load_task_view
 from kope.boundary import suite_tasks as builtin_tasks
 from kope.config import KopeConfig
 from kope.errors import UsageError
+from kope.evaluators import Evaluator
 from kope.memory import Memory, open_memory
 
 
@@ -47,12 +48,14 @@ def optimize_tasks(
     resume: str | None = None,
     progress: Progress | None = None,
     memory: Memory | None = None,
+    evaluator: Evaluator | None = None,
 ) -> list[RunSummary]:
-    """Optimize each task in order with one memory, so later tasks see earlier ones' experience."""
+    """Optimize each task in order with one memory, so later tasks see earlier ones' experience;
+    candidates are evaluated by ``evaluator`` (``kope.evaluators``; default local)."""
     own = memory is None
     memory = memory or open_memory(config)
     try:
-        optimizer = Optimizer(config, memory, proposer, options, progress or (lambda *_: None))
+        optimizer = Optimizer(config, memory, proposer, options, progress or (lambda *_: None), evaluator)
         summaries = []
         for name in tasks:
             view, path = load_task_view(name)

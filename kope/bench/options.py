@@ -4,7 +4,7 @@
 library caller's); ``given`` names those set explicitly (on the command line
 or in the environment), which matters when resuming: the stored plan decides,
 and an explicitly given option that contradicts it is an error, while
-``workers`` and ``baseline`` may change between invocations.
+``workers``, ``evaluator`` and ``baseline`` may change between invocations.
 """
 
 from __future__ import annotations
@@ -67,6 +67,14 @@ class BenchRequest:
     final_seeds: int = 5
     final_rep_ms: float = 300.0
     repeats: int = 1
+    evaluator: str = "local"  # local, worker URLs or ray[://ADDRESS] (kope.evaluators.spec)
+
+
+def _evaluator(request: BenchRequest) -> str:
+    """The request's evaluator, validated, as the plan stores it."""
+    from kope.evaluators.spec import parse_evaluator
+
+    return str(parse_evaluator(request.evaluator))
 
 
 def _check_baseline(baseline: str | None, configs: tuple[str, ...]) -> None:
@@ -107,6 +115,7 @@ def fresh_options(request: BenchRequest, model: str | None) -> BenchOptions:
         steps=request.steps,
         configs=configs,
         workers=request.workers,
+        evaluator=_evaluator(request),
         out=request.out,
         name=check_name(request.name or default_name(request.out)),
         imports=tuple(imports),
@@ -133,7 +142,7 @@ def _normalised(request: BenchRequest, key: str) -> Any:
 
 
 def resume_options(request: BenchRequest, given: Collection[str], model: str | None) -> BenchOptions:
-    """The stored options of the bench in ``request.out``, with this invocation's workers and baseline."""
+    """The stored options of the bench in ``request.out``, with this invocation's workers, evaluator and baseline."""
     store = BenchStore(request.out)
     if not store.exists():
         raise UsageError(f"no bench to resume in {request.out} (no plan.json)", hint="start one without --resume")
@@ -160,6 +169,8 @@ def resume_options(request: BenchRequest, given: Collection[str], model: str | N
     stored.out = request.out
     if "workers" in given:
         stored.workers = request.workers
+    if "evaluator" in given:  # another evaluator may resume the bench (note_resume checks its hardware)
+        stored.evaluator = _evaluator(request)
     if "baseline" in given:
         _check_baseline(request.baseline, stored.configs)
         stored.baseline = request.baseline

@@ -21,12 +21,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kope.boundary import TaskError, load_task_view
 from kope.config import KopeConfig
 from kope.errors import KopeError
 from kope.memory import Memory, open_memory
+
+if TYPE_CHECKING:
+    from kope.evaluators import Evaluator
 
 Progress = Callable[[str, Any], None]
 
@@ -51,6 +54,7 @@ class PairSpec:
     final: dict[str, Any] | None = None  # FinalSettings as a dict; None: no final evaluation
     repeat: int = 1  # which repeat of the bench (1-based)
     seed: int = 0  # the proposer's seed
+    evaluator: str = "local"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -109,15 +113,24 @@ def collect_attempts(memory: Memory, run_id: str) -> list[dict[str, Any]]:
 
 
 def run_pair(
-    spec: PairSpec, config: KopeConfig, *, on_started: Callable[[str], None], progress: Progress
+    spec: PairSpec,
+    config: KopeConfig,
+    *,
+    on_started: Callable[[str], None],
+    progress: Progress,
+    evaluator: Evaluator | None = None,
 ) -> dict[str, Any]:
-    """Run one pair to its end and return its result record (see ``store`` for where it goes)."""
+    """Run one pair to its end and return its result record (see ``store`` for where it goes); candidates are
+    evaluated by ``evaluator`` (default: a new one for ``spec.evaluator``, closed at the end)."""
     from kope.agent.loop import LoopOptions, Optimizer
     from kope.agent.runner import make_proposer
+    from kope.evaluators import make_evaluator
     from kope.memory.errors import UnknownRunError
 
     started_at = time.time()
     began = time.monotonic()
+    own_evaluator = evaluator is None
+    evaluator = evaluator or make_evaluator(config, spec.evaluator)
     memory = open_memory(config, namespace=spec.namespace)
     try:
         proposer = make_proposer(config, spec.proposer, seed=spec.seed)
@@ -144,7 +157,7 @@ def run_pair(
             progress(kind, data)
 
         view, path = load_task_view(spec.task_path)
-        optimizer = Optimizer(config, memory, proposer, options, event)
+        optimizer = Optimizer(config, memory, proposer, options, event, evaluator)
         error = None
         status = stop_reason = None
         resumed_at = None
@@ -195,3 +208,5 @@ def run_pair(
         }
     finally:
         memory.close()
+        if own_evaluator:
+            evaluator.close()

@@ -151,6 +151,7 @@ class BenchOptions:
     steps: int = 8
     configs: tuple[str, ...] = CONFIG_ORDER
     workers: int = 1
+    evaluator: str = "local"  # where candidates are evaluated (kope.evaluators): local, worker URLs, ray[://ADDRESS]
     out: Path = Path("kope-bench")
     name: str = ""
     imports: tuple[dict[str, Any], ...] = ()  # {"file": path, "sha256": digest}

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kope.bench.metrics import bench_metrics
 from kope.bench.pair import PairSpec, run_pair
@@ -42,9 +42,12 @@ from kope.bench.plan import CONFIGURATIONS, BenchOptions, Pair, Plan, TaskEntry,
 from kope.bench.repeats import for_repeat, memory_key, repeat_summary
 from kope.bench.store import RESULTS_SCHEMA, BenchStore, read_json, write_json
 from kope.config import KopeConfig
-from kope.errors import KopeError
+from kope.errors import KopeError, UsageError
 from kope.hints import kope_command
 from kope.memory import Memory, open_memory
+
+if TYPE_CHECKING:
+    from kope.evaluators import Evaluator
 
 Progress = Callable[[str, Any], None]
 
@@ -70,15 +73,28 @@ class BenchRunner:
     config: KopeConfig
     command: str
     progress: Progress
+    _evaluator: Evaluator | None = None
 
     @property
     def store(self) -> BenchStore:
         return BenchStore(self.plan.options.out)
 
+    @property
+    def evaluator(self) -> Evaluator:
+        """This process's evaluator (``plan.options.evaluator``): the hardware, and the pairs it runs itself."""
+        if self._evaluator is None:
+            from kope.evaluators import make_evaluator
+
+            self._evaluator = make_evaluator(self.config, self.plan.options.evaluator)
+        return self._evaluator
+
+    def close(self) -> None:
+        if self._evaluator is not None:
+            self._evaluator.close()
+            self._evaluator = None
+
     # -- preparing -----------------------------------------------------------------------------------
     def start_fresh(self) -> None:
-        from kope.boundary import hardware_for
-
         opts = self.plan.options
         store = self.store
         store.wipe()
@@ -99,7 +115,7 @@ class BenchRunner:
                 "command": self.command,
                 "options": opts.to_dict(),
                 "created_at": _now(),
-                "hardware": hardware_for(opts.target).to_dict(),
+                "hardware": self.evaluator.hardware(opts.target).to_dict(),
                 "operators": [t.to_dict() for t in self.plan.tasks],
                 "imports": imports,
                 "memory_start": memory_start,
@@ -144,10 +160,19 @@ class BenchRunner:
             return memory_size(graph)
 
     def note_resume(self) -> None:
-        """Record this invocation in plan.json (results.json lists every resume with its command)."""
+        """Record this invocation in plan.json (results.json lists every resume with its command).
+        The evaluator may change on resume, the hardware it evaluates on may not."""
         plan = self.store.read_plan()
+        opts = self.plan.options
+        now = self.evaluator.hardware(opts.target)
+        if now.id != plan["hardware"]["id"]:
+            raise UsageError(
+                f"--resume: the bench ran on {plan['hardware']['class']} [{plan['hardware']['id']}], but the evaluator "
+                f"{opts.evaluator} evaluates on {now.class_} [{now.id}]",
+                hint="resume with an evaluator on the same hardware (--evaluator), or start a new bench",
+            )
         plan.setdefault("resumes", []).append(
-            {"command": self.command, "at": _now(), "workers": self.plan.options.workers}
+            {"command": self.command, "at": _now(), "workers": opts.workers, "evaluator": opts.evaluator}
         )
         write_json(self.store.plan_file, plan)
 
@@ -176,6 +201,7 @@ class BenchRunner:
             repeat=pair.repeat,
             seed=pair.seed,
             final=opts.final_settings(),
+            evaluator=opts.evaluator,
         )
 
     def _record_broken(self, pending: list[Pair]) -> list[Pair]:
@@ -267,6 +293,7 @@ class BenchRunner:
                 self.config,
                 on_started=functools.partial(self.store.mark_started, pair.config, pair.operator, repeat=pair.repeat),
                 progress=self.progress,
+                evaluator=self.evaluator,
             )
             self._finish_pair(result, [])
 

@@ -41,6 +41,7 @@ def _register() -> None:
         optimize_cmd,
         serve_cmd,
         tasks_cmd,
+        worker_cmd,
     )
 
     for module in (
@@ -55,6 +56,7 @@ def _register() -> None:
         memory,
         browser,
         serve_cmd,
+        worker_cmd,
     ):
         cli.add_command(module.command)
 

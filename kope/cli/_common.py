@@ -99,3 +99,14 @@ def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(*args, **kwargs)
 
     return wrapper
+
+
+def evaluator_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--evaluator``: where candidates are evaluated (the configuration's evaluator.backend, KOPE_EVALUATOR)."""
+    return click.option(
+        "--evaluator",
+        default=None,
+        metavar="local|URL[,URL...]",
+        help="Where candidates are evaluated: local (default), or evaluation workers (`kope worker`) at "
+        "http://HOST:PORT[,...] with KOPE_WORKER_KEY (KOPE_EVALUATOR).",
+    )(func)

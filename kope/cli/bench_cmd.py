@@ -13,7 +13,7 @@ from click.core import ParameterSource
 from kope.agent import PROPOSERS
 from kope.bench.plan import CONFIG_ORDER
 from kope.boundary import TARGETS
-from kope.cli._common import KopeGroup, State, err, out, pass_state, print_json
+from kope.cli._common import KopeGroup, State, err, evaluator_option, out, pass_state, print_json
 from kope.errors import UsageError
 
 if TYPE_CHECKING:
@@ -146,6 +146,7 @@ class Printer:
     show_default=True,
     help="Measured time per implementation and case in the final evaluation.",
 )
+@evaluator_option
 @click.option("--resume", is_flag=True, help="Continue the bench in --out (finished pairs are skipped).")
 @click.option(
     "--fresh", is_flag=True, help="Start over even if --out holds a bench (its files and namespaces are wiped)."
@@ -172,6 +173,7 @@ def command(
     no_final: bool,
     final_seeds: int,
     final_rep_ms: float,
+    evaluator: str | None,
     resume: bool,
     fresh: bool,
     as_json: bool,
@@ -191,6 +193,7 @@ def command(
         return
     from kope.bench.options import BenchRequest
 
+    state = ctx.ensure_object(State)
     request = BenchRequest(
         suite=suite,
         levels=levels,
@@ -210,8 +213,9 @@ def command(
         final_seeds=final_seeds,
         final_rep_ms=final_rep_ms,
         repeats=repeats,
+        evaluator=evaluator or state.config.evaluator.backend,
     )
-    _run(ctx.ensure_object(State), request, set(given), resume=resume, fresh=fresh, as_json=as_json)
+    _run(state, request, set(given), resume=resume, fresh=fresh, as_json=as_json)
 
 
 def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, fresh: bool, as_json: bool) -> None:
@@ -242,11 +246,14 @@ def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, 
         err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
     command_line = "kope " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "kope bench"
     runner = BenchRunner(plan, state.config, command_line, Printer())
-    if resume:
-        runner.note_resume()
-    else:
-        runner.start_fresh()
-    data = runner.run()
+    try:
+        if resume:
+            runner.note_resume()
+        else:
+            runner.start_fresh()
+        data = runner.run()
+    finally:
+        runner.close()
     paths = write_report(options.out, data)
     data = with_metrics(data)
     if as_json:

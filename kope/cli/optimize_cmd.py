@@ -13,7 +13,7 @@ from rich.text import Text
 
 from kope.agent import PROPOSERS
 from kope.boundary import TARGETS
-from kope.cli._common import State, err, out, pass_state, print_json
+from kope.cli._common import State, err, evaluator_option, out, pass_state, print_json
 from kope.context import POLICIES
 from kope.errors import UsageError
 
@@ -170,6 +170,7 @@ def memory_contribution(summary: Any) -> str:
     show_default=True,
     help="Where candidates, the best kernel and its outcome are written.",
 )
+@evaluator_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run summaries as JSON.")
 @pass_state
 def command(
@@ -193,13 +194,14 @@ def command(
     time_budget: float | None,
     target_speedup: float | None,
     out_dir: Path,
+    evaluator: str | None,
     as_json: bool,
 ) -> None:
     """Optimize TASK (a built-in operator or a task file), or a suite with --suite builtin."""
     from kope.agent.loop import LoopOptions
     from kope.agent.runner import make_proposer, optimize_tasks, suite_tasks
 
-    state.override(**{"memory.team": team, "memory.namespace": namespace})
+    state.override(**{"memory.team": team, "memory.namespace": namespace, "evaluator.backend": evaluator})
     config = state.config
     if resume and task is None and suite is None:
         from kope.memory import open_memory
@@ -235,8 +237,16 @@ def command(
     else:
         assert task is not None  # checked above: exactly one of TASK and --suite
         tasks = [task]
-    with LiveView(enabled=not as_json and err.is_terminal) as view:
-        summaries = optimize_tasks(config, chosen, options, tasks, resume=resume, progress=view.event)
+    from kope.evaluators import make_evaluator
+
+    chosen_evaluator = make_evaluator(config)
+    try:
+        with LiveView(enabled=not as_json and err.is_terminal) as view:
+            summaries = optimize_tasks(
+                config, chosen, options, tasks, resume=resume, progress=view.event, evaluator=chosen_evaluator
+            )
+    finally:
+        chosen_evaluator.close()
     if as_json:
         print_json([s.to_dict() for s in summaries])
     else:

@@ -1,0 +1,72 @@
+"""``python -m harness.serve.probe cpu|cuda``: check a device in a fresh process and report it.
+
+Runs a small computation on the device (on a GPU: allocate, compute, synchronise, read
+back), checks the result, and prints one JSON line: the targets the device serves and
+the hardware fingerprint of each. Exit status 0 when the device works, 1 otherwise (the
+reason on stderr). The worker service runs it at start-up and after a sticky error
+(``harness.serve.quarantine``); with ``CUDA_VISIBLE_DEVICES`` set to one GPU, that GPU is
+device 0 here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def _check_cpu() -> None:
+    import torch
+
+    x = torch.arange(1 << 16, dtype=torch.float64)
+    if float((x * 2).sum()) != float((1 << 16) * ((1 << 16) - 1)):
+        raise RuntimeError("a small CPU computation gave a wrong result")
+
+
+def _check_cuda() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch sees no CUDA device")
+    x = torch.arange(1 << 20, dtype=torch.float64, device="cuda")
+    total = float((x * 2).sum().cpu())
+    torch.cuda.synchronize()
+    if total != float((1 << 20) * ((1 << 20) - 1)):
+        raise RuntimeError("a small GPU computation gave a wrong result")
+
+
+def report(kind: str) -> dict:
+    from harness import hardware
+
+    if kind == "cpu":
+        _check_cpu()
+        targets = ["cpu"]
+        try:
+            import triton  # noqa: F401 - the Triton interpreter serves the triton target without a GPU
+
+            targets.append("triton")
+        except ImportError:
+            pass
+        cpu = hardware.cpu_fingerprint().to_dict()
+        return {"targets": targets, "hardware": {t: cpu for t in targets}}
+    if kind == "cuda":
+        _check_cuda()
+        gpu = hardware.gpu_fingerprint(0).to_dict()
+        return {"targets": ["cuda", "triton"], "hardware": {"cuda": gpu, "triton": gpu}}
+    raise ValueError(f"unknown device kind {kind!r} (cpu or cuda)")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m harness.serve.probe cpu|cuda", file=sys.stderr)
+        return 2
+    try:
+        data = report(argv[0])
+    except Exception as exc:  # noqa: BLE001 - any failure means the device is not fit; the reason is the output
+        print(f"probe failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,83 @@
+"""Where a candidate is evaluated: on this machine, on worker services, or on a Ray cluster.
+
+Every evaluator takes the same request (a task file, a candidate file, the harness's
+``EvalOptions``) and returns the same ``kope.outcome/1`` record (``kope.boundary.Outcome``)
+with the hardware of the host that evaluated it:
+
+* ``local`` (``LocalEvaluator``): ``harness.evaluate`` in this process's own workers;
+* worker URLs (``kope.evaluators.http.HttpEvaluator``): ``python -m harness serve`` /
+  ``kope worker`` on target hosts, over HTTP with the workers' bearer key;
+* ``ray`` / ``ray://ADDRESS``: parsed, but the Ray backend is not in this version (a clear error).
+
+Everything from the harness comes through ``kope.boundary``. Problems with the task,
+target or options raise ``kope.boundary.TaskError`` (as a local evaluation does); an
+evaluation the infrastructure could not carry out (workers unreachable, killed or
+quarantined, a cluster fault) raises ``InfrastructureError`` after the evaluator's
+retries: it is never an outcome and never the candidate's failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from kope.boundary import Hardware, Outcome, evaluate_local, hardware_for
+from kope.config import KopeConfig
+from kope.evaluators.spec import LOCAL, EvaluatorSpec, parse_evaluator
+
+if TYPE_CHECKING:
+    from kope.boundary import EvalOptions
+
+
+class Evaluator(Protocol):
+    spec: EvaluatorSpec
+
+    def hardware(self, target: str) -> Hardware:
+        """The fingerprint of what ``target`` is evaluated on (the run and the bench are filed under it)."""
+        ...
+
+    def evaluate(self, task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
+        """The outcome of ``candidate`` on the task file ``task_path`` with ``options``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class LocalEvaluator:
+    """``harness.evaluate`` on this machine."""
+
+    spec = EvaluatorSpec(LOCAL)
+
+    def hardware(self, target: str) -> Hardware:
+        return hardware_for(target)
+
+    def evaluate(self, task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
+        return evaluate_local(task_path, candidate, options)
+
+    def close(self) -> None:
+        pass
+
+
+def make_evaluator(config: KopeConfig, spec: str | EvaluatorSpec | None = None) -> Evaluator:
+    """The evaluator ``spec`` names (default: the configuration's ``evaluator.backend``)."""
+    parsed = spec if isinstance(spec, EvaluatorSpec) else parse_evaluator(spec or config.evaluator.backend)
+    if parsed.kind == "http":
+        from kope.evaluators.http import HttpEvaluator
+
+        return HttpEvaluator(
+            parsed,
+            config.evaluator.key,
+            timeout_s=config.evaluator.timeout,
+            attempts=config.evaluator.attempts,
+        )
+    if parsed.kind == "ray":
+        from kope.errors import UsageError
+
+        raise UsageError(
+            f"the Ray evaluator ({parsed}) is not part of this version of KOPE yet",
+            hint="use worker services (--evaluator http://HOST:PORT[,...], started with `kope worker`) or local",
+        )
+    return LocalEvaluator()
+
+
+__all__ = ["Evaluator", "EvaluatorSpec", "LocalEvaluator", "make_evaluator", "parse_evaluator"]
