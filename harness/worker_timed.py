@@ -64,18 +64,29 @@ class TimedCalls:
         return items, tensors
 
     def reused_buffer(self) -> str | None:
-        """A description of an output that shares memory with another output of this or the last unit."""
+        """A description of an output that shares memory with another output of this or the last unit.
+
+        A sweep over the storages sorted by start address (n log n: a unit holds up to thousands of
+        calls): a span overlaps an earlier one of another output exactly when it starts below the
+        highest end seen among the other outputs, so the two highest ends of distinct outputs suffice."""
         spans = []
         for which, outs in (("this", self.outputs), ("previous", self.previous)):
             for i, out in enumerate(outs):
                 for t in flat_tensors(out):
                     storage = t.untyped_storage()
                     if storage.nbytes():
-                        spans.append((which, i, storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
-        for a in range(len(spans)):
-            for b in range(a + 1, len(spans)):
-                wa, ia, lo_a, hi_a = spans[a]
-                wb, ib, lo_b, hi_b = spans[b]
-                if (wa, ia) != (wb, ib) and lo_a < hi_b and lo_b < hi_a:
-                    return f"the output of timed call {ia} ({wa} unit) and of call {ib} ({wb} unit) share memory"
+                        spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes(), (which, i)))
+        spans.sort(key=lambda span: span[0])
+        top: list[tuple[int, tuple[str, int]]] = []  # (end, owner) of the highest ends, distinct owners, at most 2
+        for lo, hi, owner in spans:
+            for end, other in top:
+                if other != owner and lo < end:
+                    first, second = sorted((owner, other), key=lambda o: (o[0] != "this", o[1]))
+                    return (
+                        f"the output of timed call {first[1]} ({first[0]} unit) and of call {second[1]} "
+                        f"({second[0]} unit) share memory"
+                    )
+            ends = {o: e for e, o in top}
+            ends[owner] = max(hi, ends.get(owner, 0))
+            top = sorted(((e, o) for o, e in ends.items()), reverse=True)[:2]
         return None
