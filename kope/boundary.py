@@ -317,12 +317,17 @@ def evaluate_candidate(
         return evaluate(task, candidate, options)
 
 
-def eval_options(*, target: str, cases: CaseSelection = None, timing: bool = True) -> EvalOptions:
-    """The harness's evaluation options for ``target`` (everything else at its default)."""
+def eval_options(
+    *, target: str, cases: CaseSelection = None, timing: bool = True, rep_ms: float | None = None
+) -> EvalOptions:
+    """The harness's evaluation options for ``target``: ``rep_ms`` sets the timing budget's measured time per
+    implementation and case (default: the harness's); everything else at its default."""
     from harness.evaluate import EvalOptions
+    from harness.timing import Budget
 
     with _translated():
-        return EvalOptions(target=target, cases=cases, timing=timing)
+        budget = Budget() if rep_ms is None else Budget(rep_ms=rep_ms)
+        return EvalOptions(target=target, cases=cases, timing=timing, budget=budget)
 
 
 def evaluate_local(task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
@@ -342,6 +347,7 @@ def evaluate_code(
     cases: CaseSelection = None,
     timing: bool = True,
     evaluator: Evaluator | None = None,
+    rep_ms: float | None = None,
 ) -> Outcome:
     """Write ``code`` to ``path`` and evaluate it on ``target``: what the optimization loop runs each step,
     on ``evaluator`` (``kope.evaluators``; default: this machine).
@@ -351,7 +357,7 @@ def evaluate_code(
     not carry out ``InfrastructureError`` (never an outcome)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")
-    options = eval_options(target=target, cases=cases, timing=timing)
+    options = eval_options(target=target, cases=cases, timing=timing, rep_ms=rep_ms)
     if evaluator is None:
         return evaluate_local(task_path, path, options)
     return evaluator.evaluate(task_path, path, options)

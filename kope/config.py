@@ -143,6 +143,11 @@ class EvaluatorSettings(_Section):
     attempts: int = Field(
         default=3, ge=1, le=20
     )  # tries of one evaluation (on other workers) after infrastructure faults
+    # measured time each implementation gets per case when timing a loop step (harness.timing.Budget.rep_ms);
+    # lower is faster and noisier
+    rep_ms: float = Field(default=100.0, gt=0, le=60_000)
+    # the same for the bench's final evaluation of each pair's best kernel (`kope bench --final-rep-ms`)
+    final_rep_ms: float = Field(default=300.0, gt=0, le=60_000)
 
     @field_validator("backend")
     @classmethod
@@ -249,6 +254,8 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_WORKER_KEY": ("evaluator", "key"),
     "KOPE_EVALUATOR_TIMEOUT": ("evaluator", "timeout"),
     "KOPE_EVALUATOR_ATTEMPTS": ("evaluator", "attempts"),
+    "KOPE_EVALUATOR_REP_MS": ("evaluator", "rep_ms"),
+    "KOPE_EVALUATOR_FINAL_REP_MS": ("evaluator", "final_rep_ms"),
 }
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -409,6 +409,7 @@ class Optimizer:
                 target=opts.target,
                 cases=opts.cases,
                 evaluator=self.evaluator,
+                rep_ms=self.config.evaluator.rep_ms,
             )
         used = tuple(
             UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)

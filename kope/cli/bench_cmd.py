@@ -142,9 +142,8 @@ class Printer:
 @click.option(
     "--final-rep-ms",
     type=click.FloatRange(min=1.0),
-    default=300.0,
-    show_default=True,
-    help="Measured time per implementation and case in the final evaluation.",
+    default=None,
+    help="Measured time per implementation and case in the final evaluation (default: evaluator.final_rep_ms, 300).",
 )
 @evaluator_option
 @click.option("--resume", is_flag=True, help="Continue the bench in --out (finished pairs are skipped).")
@@ -172,7 +171,7 @@ def command(
     baseline: str | None,
     no_final: bool,
     final_seeds: int,
-    final_rep_ms: float,
+    final_rep_ms: float | None,
     evaluator: str | None,
     resume: bool,
     fresh: bool,
@@ -211,7 +210,7 @@ def command(
         baseline=baseline,
         no_final=no_final,
         final_seeds=final_seeds,
-        final_rep_ms=final_rep_ms,
+        final_rep_ms=state.config.evaluator.final_rep_ms if final_rep_ms is None else final_rep_ms,
         repeats=repeats,
         evaluator=evaluator or state.config.evaluator.backend,
     )

@@ -78,6 +78,8 @@ def test_unset_environment_reference_fails_loudly(tmp_path):
         ({"KOPE_NEO4J_URI": "http://x:7474"}, "neo4j.uri"),
         ({"KOPE_NEO4J_HEAP": "lots"}, "server.heap"),
         ({"KOPE_NAMESPACE": "has space"}, "memory.namespace"),
+        ({"KOPE_EVALUATOR_REP_MS": "0"}, "evaluator.rep_ms"),
+        ({"KOPE_EVALUATOR_FINAL_REP_MS": "soon"}, "evaluator.final_rep_ms"),
     ],
 )
 def test_invalid_values_name_the_setting(tmp_path, environ, fragment):
@@ -117,3 +119,12 @@ def test_external_uri_disables_the_local_server(tmp_path):
     config = load_config(environ={"KOPE_NEO4J_URI": "neo4j+s://abc.databases.neo4j.io"}, cwd=tmp_path)
     assert not config.uses_local_server
     assert config.neo4j_uri == "neo4j+s://abc.databases.neo4j.io"
+
+
+def test_the_timing_budget_of_loop_steps_and_final_evaluations_comes_from_the_environment(tmp_path):
+    assert (
+        load_config(environ={}, cwd=tmp_path).evaluator.rep_ms,
+        load_config(environ={}, cwd=tmp_path).evaluator.final_rep_ms,
+    ) == (100.0, 300.0)
+    config = load_config(environ={"KOPE_EVALUATOR_REP_MS": "10", "KOPE_EVALUATOR_FINAL_REP_MS": "20"}, cwd=tmp_path)
+    assert (config.evaluator.rep_ms, config.evaluator.final_rep_ms) == (10.0, 20.0)
