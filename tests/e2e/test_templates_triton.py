@@ -60,7 +60,7 @@ def test_every_knob_value_is_correct_on_small_cases_under_the_interpreter(templa
 
 
 FULL_CASES = pytest.mark.skipif(
-    os.environ.get("KOPE_TRITON_FULL_CASES") != "1",
+    "1" not in (os.environ.get("KOPE_TRITON_FULL_CASES"), os.environ.get("KOPE_FULL_CHECKS")),
     reason="every case under the Triton interpreter takes hours: set KOPE_TRITON_FULL_CASES=1 to run it",
 )
 
