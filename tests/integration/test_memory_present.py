@@ -172,7 +172,7 @@ def test_journal_replay_reproduces_the_presentation_exactly(graph_client, tmp_pa
     graph.prune(everything=True)  # the graph loses everything, the journal keeps it
     assert presentation(graph_client, "t")["outcome FROM"] == []
     report = graph.sync()
-    assert report.ok and report.replayed == {"run": 1, "attempt": 5, "run_end": 1}
+    assert report.ok and {k: n for k, n in report.replayed.items() if n} == {"run": 1, "attempt": 5, "run_end": 1}
     assert presentation(graph_client, "t") == before
 
 
