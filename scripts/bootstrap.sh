@@ -13,9 +13,16 @@ fi
 stamp=".venv/.kope-installed-$1"
 want="$(sha256sum < pyproject.toml | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    # torch (a CUDA build on PyPI) and its libraries take about 6 GB in .venv; without pip's cache
+    # the download is not kept twice. Say so up front rather than fail half-way with ENOSPC.
+    free_kb="$(df -Pk "$REPO" | awk 'NR==2 {print $4}')"
+    if [ ! -f .venv/.kope-installed-main ] && [ ! -f .venv/.kope-installed-test ] && [ "${free_kb:-0}" -lt 8000000 ]; then
+        echo "error: installing KOPE needs about 8 GB free on the disk holding $REPO; $((free_kb / 1048576)) GB are free" >&2
+        exit 1
+    fi
     echo "› installing KOPE and its dependencies into .venv (first time: several minutes, torch is large)" >&2
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[$1]"
+    .venv/bin/python -m pip install --quiet --no-cache-dir --upgrade pip
+    .venv/bin/python -m pip install --quiet --no-cache-dir -e ".[$1]"
     echo "$want" > "$stamp"
 fi
 export PATH="$REPO/.venv/bin:$PATH"
