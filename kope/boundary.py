@@ -35,7 +35,7 @@ import functools
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,7 @@ from kope.errors import ToolMissingError, UsageError
 if TYPE_CHECKING:
     from harness.evaluate import EvalOptions as EvalOptions
     from harness.task_check import CaseCheck
+    from harness.timing import Budget
     from kope.evaluators import Evaluator
 
 __all__ = [
@@ -288,20 +289,13 @@ def evaluate_candidate(
     cases are timed even when others fail. ``fresh_reference``: the reference worker is not kept for the next
     evaluation."""
     from harness.evaluate import EvalOptions, evaluate
-    from harness.timing import Budget
     from harness.worker_pool import one_shot as _one_shot
 
     if one_shot:
         _one_shot()
 
     with _translated():
-        budget = Budget()
-        if warmup_ms is not None or rep_ms is not None:
-            budget = replace(
-                budget,
-                warmup_ms=budget.warmup_ms if warmup_ms is None else warmup_ms,
-                rep_ms=budget.rep_ms if rep_ms is None else rep_ms,
-            )
+        budget = timing_budget(warmup_ms=warmup_ms, rep_ms=rep_ms)
         options = EvalOptions(
             target=target,
             cases=cases,
@@ -323,11 +317,17 @@ def eval_options(
     """The harness's evaluation options for ``target``: ``rep_ms`` sets the timing budget's measured time per
     implementation and case (default: the harness's); everything else at its default."""
     from harness.evaluate import EvalOptions
-    from harness.timing import Budget
 
     with _translated():
-        budget = Budget() if rep_ms is None else Budget(rep_ms=rep_ms)
-        return EvalOptions(target=target, cases=cases, timing=timing, budget=budget)
+        return EvalOptions(target=target, cases=cases, timing=timing, budget=timing_budget(rep_ms=rep_ms))
+
+
+def timing_budget(*, warmup_ms: float | None = None, rep_ms: float | None = None) -> Budget:
+    """The harness's timing budget with the given fields changed (None: the harness's default)."""
+    from harness.timing import Budget
+
+    changed = {k: v for k, v in {"warmup_ms": warmup_ms, "rep_ms": rep_ms}.items() if v is not None}
+    return Budget(**changed)
 
 
 def evaluate_local(task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:

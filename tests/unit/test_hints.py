@@ -13,8 +13,10 @@ def test_default_local_server_needs_only_the_namespace(tmp_path):
 
 
 def test_an_external_server_is_named_by_its_uri(tmp_path):
-    cfg = load_config({"memory.namespace": "exp", "neo4j.uri": "bolt://10.0.0.5:7687"}, environ={}, cwd=tmp_path)
-    assert kope_command(cfg, "memory", "sync") == "KOPE_NEO4J_URI=bolt://10.0.0.5:7687 kope memory sync --namespace exp"
+    cfg = load_config({"memory.namespace": "exp", "neo4j.uri": "bolt://127.0.0.1:7999"}, environ={}, cwd=tmp_path)
+    assert (
+        kope_command(cfg, "memory", "sync") == "KOPE_NEO4J_URI=bolt://127.0.0.1:7999 kope memory sync --namespace exp"
+    )
 
 
 def test_a_local_server_on_other_ports_and_data_dir_is_named_by_them(tmp_path):
