@@ -35,7 +35,7 @@ import functools
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -326,8 +326,12 @@ def timing_budget(*, warmup_ms: float | None = None, rep_ms: float | None = None
     """The harness's timing budget with the given fields changed (None: the harness's default)."""
     from harness.timing import Budget
 
-    changed = {k: v for k, v in {"warmup_ms": warmup_ms, "rep_ms": rep_ms}.items() if v is not None}
-    return Budget(**changed)
+    default = Budget()
+    return replace(
+        default,
+        warmup_ms=default.warmup_ms if warmup_ms is None else warmup_ms,
+        rep_ms=default.rep_ms if rep_ms is None else rep_ms,
+    )
 
 
 def evaluate_local(task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
