@@ -95,8 +95,10 @@ class EvalOptions:
         if self.threads is not None and self.threads < 1:
             raise OptionsError(f"threads must be at least 1, got {self.threads}")
         b = self.budget
-        if b.warmup_ms < 0 or b.rep_ms <= 0 or b.min_reps < 1 or b.max_reps < b.min_reps:
-            raise OptionsError(f"invalid timing budget {b}: need warmup_ms >= 0, rep_ms > 0, 1 <= min_reps <= max_reps")
+        if b.warmup_ms < 0 or b.rep_ms <= 0 or b.min_reps < 1 or b.max_reps < b.min_reps or b.lopsided < 1:
+            raise OptionsError(
+                f"invalid timing budget {b}: need warmup_ms >= 0, rep_ms > 0, 1 <= min_reps <= max_reps, lopsided >= 1"
+            )
 
 
 def resolve_task(task: str | Path | Task) -> Task:
@@ -784,16 +786,11 @@ class _CaseTimer:
             )
 
     def _done(self, rep: int) -> bool:
-        from harness.timing import relative_halfwidth
+        from harness.timing import enough_repetitions
 
-        b = self.budget
-        if rep < b.min_reps:
-            return time.monotonic() > self.deadline
-        if rep >= b.max_reps or time.monotonic() > self.deadline:
+        if time.monotonic() > self.deadline:
             return True
-        if b.ci_target > 0 and max(relative_halfwidth(s) for s in self.samples.values()) <= b.ci_target:
-            return True
-        return min(self.spent_ms.values()) >= b.rep_ms
+        return enough_repetitions(self.budget, rep, self.spent_ms, self.samples)
 
     def _check_seeds(self, wanted: list[int], fetched: tuple[dict, list]) -> None:
         reply, _ = fetched

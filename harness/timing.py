@@ -38,7 +38,7 @@ import fcntl
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,12 +74,17 @@ extern "C" void kope_flush_lines(const void* p, int64_t nbytes) {
 @dataclass
 class Budget:
     warmup_ms: float = 25.0  # per implementation, before the first measured repetition
-    rep_ms: float = 100.0  # measured time each implementation gets at least (with min_reps)
+    rep_ms: float = 100.0  # measured time each implementation gets at least (with min_reps), see lopsided
     min_reps: int = 5
     max_reps: int = 100
     max_wall_s: float = 60.0  # wall time for one case's timing, all included
     ci_target: float = 0.015  # stop once both medians' 95 % intervals are within +-1.5 % (0: never early)
     unit_ms: float = 2.0  # fast kernels are timed in units of calls lasting at least this long
+    # ...or, for a lopsided pair (one implementation far slower than the other), until both together have
+    # spent this many times rep_ms: the slow one's samples then decide the speedup, and the fast one's
+    # interval is recorded as measured (an 0.5 s candidate against a 3 ms reference stops after min_reps,
+    # not after the 33 repetitions the reference would need to reach rep_ms on its own)
+    lopsided: float = 10.0
 
 
 def median_ci(samples: Sequence[float], z: float = 1.96) -> tuple[float, float]:
@@ -100,6 +105,22 @@ def relative_halfwidth(samples: Sequence[float]) -> float:
     xs = sorted(samples)
     median = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
     return (hi - lo) / (2 * median) if median > 0 else math.inf
+
+
+def enough_repetitions(
+    budget: Budget, reps: int, spent_ms: Mapping[str, float], samples: Mapping[str, Sequence[float]]
+) -> bool:
+    """Whether interleaved timing may stop after ``reps`` repetitions (the wall-clock deadline aside):
+    never before ``min_reps``; then at ``max_reps``, once every median's interval is within ``ci_target``,
+    once each implementation has ``rep_ms`` of measured time, or once both together have ``lopsided`` x
+    ``rep_ms`` (one far slower than the other)."""
+    if reps < budget.min_reps:
+        return False
+    if reps >= budget.max_reps:
+        return True
+    if budget.ci_target > 0 and max(relative_halfwidth(s) for s in samples.values()) <= budget.ci_target:
+        return True
+    return min(spent_ms.values()) >= budget.rep_ms or sum(spent_ms.values()) >= budget.lopsided * budget.rep_ms
 
 
 def calls_per_unit(call_ms: float, budget: Budget, cap: int = 256) -> int:

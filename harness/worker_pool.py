@@ -30,6 +30,7 @@ worker cannot run a compiler or write the compile cache); the parent serves them
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import os
 import shutil
@@ -85,6 +86,22 @@ def _signal_name(number: int) -> str:
         return f"SIG{number}"
 
 
+PIPE_BYTES = 1 << 20  # the default maximum (/proc/sys/fs/pipe-max-size); 16x Linux's default
+
+
+def _widen(fd: int) -> None:
+    """Grow a message pipe's buffer (64 KiB by default): timed units send their outputs back through it, and
+    each full buffer costs a context switch between the worker and the parent (2.4x a bare pipe's throughput
+    on the 2-core development machine; a timed unit's fetch gained 1.0-1.5x there, its other costs remain).
+    A kernel that refuses (a lower pipe-max-size) keeps the default: slower, never wrong."""
+    if os.environ.get("KOPE_HARNESS_PIPE_DEFAULT"):
+        return
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, AttributeError):
+        pass
+
+
 def worker_env(target_env: dict[str, str], sandboxed: bool) -> dict[str, str]:
     """The environment a worker starts with: nothing but what it needs when sandboxed."""
     from harness.sandbox import clean_env
@@ -129,6 +146,8 @@ class Worker:
         self.death_signal: int | None = None
         p2c_r, p2c_w = os.pipe()
         c2p_r, c2p_w = os.pipe()
+        _widen(p2c_w)
+        _widen(c2p_w)
         rep_r, rep_w = os.pipe()
         self._stdout = open(self.workdir / "worker.stdout", "wb")
         self._stderr = open(self.workdir / "worker.stderr", "wb")

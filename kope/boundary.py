@@ -275,6 +275,7 @@ def evaluate_candidate(
     timing: bool = True,
     warmup_ms: float | None = None,
     rep_ms: float | None = None,
+    min_reps: int | None = None,
     seed: int | None = None,
     one_shot: bool = False,
     time_incorrect: bool = False,
@@ -295,7 +296,7 @@ def evaluate_candidate(
         _one_shot()
 
     with _translated():
-        budget = timing_budget(warmup_ms=warmup_ms, rep_ms=rep_ms)
+        budget = timing_budget(warmup_ms=warmup_ms, rep_ms=rep_ms, min_reps=min_reps)
         options = EvalOptions(
             target=target,
             cases=cases,
@@ -312,17 +313,19 @@ def evaluate_candidate(
 
 
 def eval_options(
-    *, target: str, cases: CaseSelection = None, timing: bool = True, rep_ms: float | None = None
+    *, target: str, cases: CaseSelection = None, timing: bool = True, budget: Budget | None = None
 ) -> EvalOptions:
-    """The harness's evaluation options for ``target``: ``rep_ms`` sets the timing budget's measured time per
-    implementation and case (default: the harness's); everything else at its default."""
+    """The harness's evaluation options for ``target``: ``budget`` is the timing budget (``timing_budget``;
+    default: the harness's); everything else at its default."""
     from harness.evaluate import EvalOptions
 
     with _translated():
-        return EvalOptions(target=target, cases=cases, timing=timing, budget=timing_budget(rep_ms=rep_ms))
+        return EvalOptions(target=target, cases=cases, timing=timing, budget=budget or timing_budget())
 
 
-def timing_budget(*, warmup_ms: float | None = None, rep_ms: float | None = None) -> Budget:
+def timing_budget(
+    *, warmup_ms: float | None = None, rep_ms: float | None = None, min_reps: int | None = None
+) -> Budget:
     """The harness's timing budget with the given fields changed (None: the harness's default)."""
     from harness.timing import Budget
 
@@ -331,6 +334,8 @@ def timing_budget(*, warmup_ms: float | None = None, rep_ms: float | None = None
         default,
         warmup_ms=default.warmup_ms if warmup_ms is None else warmup_ms,
         rep_ms=default.rep_ms if rep_ms is None else rep_ms,
+        min_reps=default.min_reps if min_reps is None else min_reps,
+        max_reps=max(default.max_reps, default.min_reps if min_reps is None else min_reps),
     )
 
 
@@ -351,7 +356,7 @@ def evaluate_code(
     cases: CaseSelection = None,
     timing: bool = True,
     evaluator: Evaluator | None = None,
-    rep_ms: float | None = None,
+    budget: Budget | None = None,
 ) -> Outcome:
     """Write ``code`` to ``path`` and evaluate it on ``target``: what the optimization loop runs each step,
     on ``evaluator`` (``kope.evaluators``; default: this machine).
@@ -361,7 +366,7 @@ def evaluate_code(
     not carry out ``InfrastructureError`` (never an outcome)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")
-    options = eval_options(target=target, cases=cases, timing=timing, rep_ms=rep_ms)
+    options = eval_options(target=target, cases=cases, timing=timing, budget=budget)
     if evaluator is None:
         return evaluate_local(task_path, path, options)
     return evaluator.evaluate(task_path, path, options)

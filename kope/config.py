@@ -148,6 +148,11 @@ class EvaluatorSettings(_Section):
     rep_ms: float = Field(default=100.0, gt=0, le=60_000)
     # the same for the bench's final evaluation of each pair's best kernel (`kope bench --final-rep-ms`)
     final_rep_ms: float = Field(default=300.0, gt=0, le=60_000)
+    # warm-up per implementation and case before a loop step's measured units (harness.timing.Budget.warmup_ms)
+    warmup_ms: float = Field(default=25.0, ge=0, le=60_000)
+    # fewest measured units per case, in loop steps and final evaluations alike (harness.timing.Budget.min_reps);
+    # the timing stops after these once rep_ms is spent or the medians' intervals are tight
+    min_reps: int = Field(default=5, ge=1, le=100)
 
     @field_validator("backend")
     @classmethod
@@ -256,6 +261,8 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_EVALUATOR_ATTEMPTS": ("evaluator", "attempts"),
     "KOPE_EVALUATOR_REP_MS": ("evaluator", "rep_ms"),
     "KOPE_EVALUATOR_FINAL_REP_MS": ("evaluator", "final_rep_ms"),
+    "KOPE_EVALUATOR_WARMUP_MS": ("evaluator", "warmup_ms"),
+    "KOPE_EVALUATOR_MIN_REPS": ("evaluator", "min_reps"),
 }
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -30,7 +30,7 @@ from kope.agent.proposal import (
     ProposerExhausted,
     UsesTuningRecords,
 )
-from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code, selected_cases
+from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code, selected_cases, timing_budget
 from kope.config import KopeConfig
 from kope.context.assemble import AssembledContext
 from kope.context.budget import Budget
@@ -138,6 +138,8 @@ class Optimizer:
         self.options = options
         self.progress = progress
         self.budget = Budget.from_settings(config.context)
+        ev = config.evaluator  # each step's timing budget (the evaluator settings; harness defaults otherwise)
+        self.timing = timing_budget(warmup_ms=ev.warmup_ms, rep_ms=ev.rep_ms, min_reps=ev.min_reps)
 
     # -- run setup -----------------------------------------------------------------------------
     def _start(self, task: TaskView, hardware: Hardware, resume: str | None) -> tuple[str, int | None]:
@@ -409,7 +411,7 @@ class Optimizer:
                 target=opts.target,
                 cases=opts.cases,
                 evaluator=self.evaluator,
-                rep_ms=self.config.evaluator.rep_ms,
+                budget=self.timing,
             )
         used = tuple(
             UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)

@@ -34,6 +34,7 @@ class FinalSettings:
     seeds: int = 5  # the loop uses 3
     warmup_ms: float = 50.0  # the loop uses 25
     rep_ms: float = 300.0  # the loop uses 100
+    min_reps: int = 5  # as the loop (evaluator.min_reps)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,6 +101,7 @@ def final_evaluation(
         seeds=settings.seeds,
         warmup_ms=settings.warmup_ms,
         rep_ms=settings.rep_ms,
+        min_reps=settings.min_reps,
         time_incorrect=True,
         fresh_reference=True,
     ).to_dict()

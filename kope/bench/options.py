@@ -66,6 +66,7 @@ class BenchRequest:
     no_final: bool = False  # skip the final evaluation of each pair's best kernel (kope.bench.final)
     final_seeds: int = 5
     final_rep_ms: float = 300.0
+    final_min_reps: int = 5
     repeats: int = 1
     evaluator: str = "local"  # local, worker URLs or ray[://ADDRESS] (kope.evaluators.spec)
 
@@ -123,6 +124,7 @@ def fresh_options(request: BenchRequest, model: str | None) -> BenchOptions:
         final=not request.no_final,
         final_seeds=request.final_seeds,
         final_rep_ms=request.final_rep_ms,
+        final_min_reps=request.final_min_reps,
         repeats=request.repeats,
     )
 

@@ -159,13 +159,16 @@ class BenchOptions:
     final: bool = True  # re-evaluate each pair's best kernel on visible + held-out cases (kope.bench.final)
     final_seeds: int = 5
     final_rep_ms: float = 300.0
+    final_min_reps: int = 5
     repeats: int = 1
 
     def final_settings(self) -> dict[str, Any]:
         """The pair's final-evaluation settings (``FinalSettings`` as a dict)."""
         from kope.bench.final import FinalSettings
 
-        return FinalSettings(enabled=self.final, seeds=self.final_seeds, rep_ms=self.final_rep_ms).to_dict()
+        return FinalSettings(
+            enabled=self.final, seeds=self.final_seeds, rep_ms=self.final_rep_ms, min_reps=self.final_min_reps
+        ).to_dict()
 
     def plan_view(self) -> dict[str, Any]:
         data = self.to_dict()

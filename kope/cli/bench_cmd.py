@@ -211,6 +211,7 @@ def command(
         no_final=no_final,
         final_seeds=final_seeds,
         final_rep_ms=state.config.evaluator.final_rep_ms if final_rep_ms is None else final_rep_ms,
+        final_min_reps=state.config.evaluator.min_reps,
         repeats=repeats,
         evaluator=evaluator or state.config.evaluator.backend,
     )

@@ -80,6 +80,8 @@ def test_unset_environment_reference_fails_loudly(tmp_path):
         ({"KOPE_NAMESPACE": "has space"}, "memory.namespace"),
         ({"KOPE_EVALUATOR_REP_MS": "0"}, "evaluator.rep_ms"),
         ({"KOPE_EVALUATOR_FINAL_REP_MS": "soon"}, "evaluator.final_rep_ms"),
+        ({"KOPE_EVALUATOR_MIN_REPS": "0"}, "evaluator.min_reps"),
+        ({"KOPE_EVALUATOR_WARMUP_MS": "-1"}, "evaluator.warmup_ms"),
     ],
 )
 def test_invalid_values_name_the_setting(tmp_path, environ, fragment):
@@ -128,3 +130,16 @@ def test_the_timing_budget_of_loop_steps_and_final_evaluations_comes_from_the_en
     ) == (100.0, 300.0)
     config = load_config(environ={"KOPE_EVALUATOR_REP_MS": "10", "KOPE_EVALUATOR_FINAL_REP_MS": "20"}, cwd=tmp_path)
     assert (config.evaluator.rep_ms, config.evaluator.final_rep_ms) == (10.0, 20.0)
+    assert (config.evaluator.warmup_ms, config.evaluator.min_reps) == (25.0, 5)
+    config = load_config(environ={"KOPE_EVALUATOR_WARMUP_MS": "0", "KOPE_EVALUATOR_MIN_REPS": "2"}, cwd=tmp_path)
+    assert (config.evaluator.warmup_ms, config.evaluator.min_reps) == (0.0, 2)
+
+
+def test_a_loop_step_times_with_the_evaluator_settings():
+    from kope.agent.loop import LoopOptions, Optimizer
+
+    config = load_config(
+        environ={"KOPE_EVALUATOR_REP_MS": "7", "KOPE_EVALUATOR_WARMUP_MS": "0", "KOPE_EVALUATOR_MIN_REPS": "3"}
+    )
+    timing = Optimizer(config, None, None, LoopOptions(steps=1)).timing
+    assert (timing.rep_ms, timing.warmup_ms, timing.min_reps) == (7.0, 0.0, 3)

@@ -4,7 +4,7 @@ import random
 import threading
 import time
 
-from harness.timing import Budget, calls_per_unit, machine_lock, median_ci, relative_halfwidth
+from harness.timing import Budget, calls_per_unit, enough_repetitions, machine_lock, median_ci, relative_halfwidth
 
 
 def test_the_median_interval_contains_the_median_and_narrows_with_more_samples():
@@ -58,3 +58,24 @@ def test_timed_phases_exclude_each_other_and_warm_starts(tmp_path, monkeypatch):
     for _name, what in events:
         inside += 1 if what == "in" else -1
         assert inside <= 1, events  # nobody else inside while a timed phase is
+
+
+def test_repetitions_stop_at_min_reps_then_at_rep_ms_each_or_lopsided_rep_ms_together():
+    budget = Budget(rep_ms=100.0, min_reps=5, max_reps=100, ci_target=0.0, lopsided=10.0)
+    noisy = {"ref": [1.0, 3.0], "cand": [1.0, 3.0]}
+    # balanced: each needs its own 100 ms
+    assert not enough_repetitions(budget, 4, {"ref": 500.0, "cand": 500.0}, noisy)  # min_reps first
+    assert not enough_repetitions(budget, 30, {"ref": 90.0, "cand": 90.0}, noisy)
+    assert enough_repetitions(budget, 34, {"ref": 102.0, "cand": 102.0}, noisy)
+    # lopsided: a 500 ms candidate against a 3 ms reference stops once both together spent 10 x rep_ms
+    assert not enough_repetitions(budget, 5, {"ref": 15.0, "cand": 900.0}, noisy)
+    assert enough_repetitions(budget, 5, {"ref": 15.0, "cand": 2500.0}, noisy)
+    assert enough_repetitions(budget, 100, {"ref": 1.0, "cand": 1.0}, noisy)  # max_reps
+
+
+def test_repetitions_stop_early_once_both_medians_are_precise():
+    budget = Budget(rep_ms=1e9, min_reps=5, ci_target=0.015)
+    tight = [10.0 + 0.001 * (i % 3) for i in range(40)]
+    assert enough_repetitions(budget, 40, {"ref": 1.0, "cand": 1.0}, {"ref": tight, "cand": tight})
+    loose = [10.0 + (i % 7) for i in range(40)]
+    assert not enough_repetitions(budget, 40, {"ref": 1.0, "cand": 1.0}, {"ref": tight, "cand": loose})
