@@ -28,6 +28,7 @@ import ast
 import logging
 import math
 import random
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -124,6 +125,47 @@ def use_sandbox(requested: bool | None) -> bool:
         hint=f"candidates are untrusted code; to run them without the sandbox anyway set {SANDBOX_ENV}=off "
         "(or EvalOptions(sandbox=False))",
     )
+
+
+def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions) -> WorkerSpec:
+    """What the workers of an evaluation with ``options`` on ``target`` are started with."""
+    from harness.cpu import cache_root
+    from harness.sandbox import hidden_paths
+    from harness.worker_pool import worker_env
+
+    env = dict(target.worker_env(threads))
+    if not sandboxed:
+        env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(options.compile_timeout_s)
+    return WorkerSpec(
+        env=tuple(sorted(worker_env(env, sandboxed).items())),
+        limits=options.limits,
+        uses_rlimit_as=target.uses_rlimit_as,
+        sandboxed=sandboxed,
+        hidden=tuple(hidden_paths([cache_root() / "refs"])) if sandboxed else (),
+        cache_root=str(cache_root()),
+    )
+
+
+def prestart(target: str = "cpu", count: int = 2, threads: int | None = None) -> threading.Thread:
+    """Start booting ``count`` workers (a reference and a candidate worker) for evaluations on ``target`` with
+    the default options, in the background: a command that is about to evaluate calls this first, so that
+    its first evaluation does not wait for two interpreters and torch imports. Where the target or the
+    sandbox is unavailable nothing starts (the evaluation itself then says why). Returns the thread."""
+
+    def boot() -> None:
+        try:
+            options = EvalOptions(target=target, threads=threads)
+            chosen = get_target(target)
+            chosen.check_available()
+            sandboxed = use_sandbox(options.sandbox)
+        except HarnessError as exc:
+            log.debug("no workers prestarted for %s: %s", target, exc)
+            return
+        WARM_POOL.prefill(worker_spec(chosen, threads or available_cores(), sandboxed, options), count)
+
+    thread = threading.Thread(target=boot, daemon=True, name="kope-prestart")
+    thread.start()
+    return thread
 
 
 class _Stop(Exception):
@@ -237,22 +279,7 @@ class _Evaluation:
 
     # -- 2. workers ----------------------------------------------------------------------------------
     def _spec(self) -> WorkerSpec:
-        from harness.cpu import cache_root
-        from harness.sandbox import hidden_paths
-
-        env = dict(self.target.worker_env(self.threads))
-        if not self.sandboxed:
-            env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(self.options.compile_timeout_s)
-        from harness.worker_pool import worker_env
-
-        return WorkerSpec(
-            env=tuple(sorted(worker_env(env, self.sandboxed).items())),
-            limits=self.options.limits,
-            uses_rlimit_as=self.target.uses_rlimit_as,
-            sandboxed=self.sandboxed,
-            hidden=tuple(hidden_paths([cache_root() / "refs"])) if self.sandboxed else (),
-            cache_root=str(cache_root()),
-        )
+        return worker_spec(self.target, self.threads, self.sandboxed, self.options)
 
     def _worker(self) -> Worker:
         spec = self._spec()

@@ -500,33 +500,57 @@ class WarmPool:
         self._paused = 0
         self._generation = 0  # close_all() starts a new one: boots of an older one are discarded
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a boot ended (worker idle, or the start failed)
+        self._waiting: dict[WorkerSpec, int] = {}  # takers waiting for a boot, by spec
+        self._served: set[WorkerSpec] = set()  # specs some evaluation already took a worker for
         self._closed = False
 
     def take(self, spec: WorkerSpec) -> Worker:
-        """A booted (or booting) worker for ``spec``; its replacement starts in the background."""
+        """A booted worker for ``spec``: an idle one, else one already starting (its boot is waited for rather
+        than a second one started beside it), else one started now; its replacement starts in the background."""
         worker = None
-        with self._lock:
-            idle = self._idle.get(spec, [])
-            while idle and worker is None:
-                candidate = idle.pop(0)
-                if candidate.alive():
-                    worker = candidate
-                else:
-                    candidate.close()
+        with self._changed:
+            self._served.add(spec)
+            while worker is None:
+                idle = self._idle.get(spec, [])
+                while idle and worker is None:
+                    candidate = idle.pop(0)
+                    if candidate.alive():
+                        worker = candidate
+                    else:
+                        candidate.close()
+                # wait only for a boot no earlier taker waits for (several takers at once start their own)
+                if worker is not None or self._closed or self._starting.get(spec, 0) <= self._waiting.get(spec, 0):
+                    break
+                self._waiting[spec] = self._waiting.get(spec, 0) + 1
+                try:
+                    self._changed.wait(BOOT_TIMEOUT_S)
+                finally:
+                    self._waiting[spec] -= 1
         if worker is None:
             worker = spec.start()
         self._refill(spec)
         return worker
 
-    def _refill(self, spec: WorkerSpec) -> None:
+    def prefill(self, spec: WorkerSpec, count: int) -> None:
+        """Start booting workers for ``spec`` until ``count`` are idle or booting (a command that will evaluate
+        soon calls this first, so that the first evaluation's workers boot while the command starts up). Too
+        late, once an evaluation took a worker for ``spec``, it does nothing (the pool's own refill goes on)."""
         with self._lock:
-            if self._closed or self.size <= 0:
+            if spec in self._served:
+                return
+        self._refill(spec, count)
+
+    def _refill(self, spec: WorkerSpec, want: int | None = None) -> None:
+        with self._lock:
+            want = self.size if want is None else max(want, self.size)
+            if self._closed or want <= 0:
                 return
             have = len(self._idle.get(spec, [])) + self._starting.get(spec, 0)
-            if have >= self.size:
-                return
-            self._starting[spec] = self._starting.get(spec, 0) + 1
-        threading.Thread(target=self._start_one, args=(spec,), daemon=True, name="kope-warm-pool").start()
+            need = max(0, want - have)
+            self._starting[spec] = self._starting.get(spec, 0) + need
+        for _ in range(need):
+            threading.Thread(target=self._start_one, args=(spec,), daemon=True, name="kope-warm-pool").start()
 
     def _start_one(self, spec: WorkerSpec) -> None:
         from harness.timing import machine_lock
@@ -545,12 +569,13 @@ class WarmPool:
             if worker is not None:
                 worker.close()
             worker = None
-        with self._lock:
+        with self._changed:  # one step: a take() never sees it neither starting nor idle
             self._booting.discard(worker)
             self._starting[spec] -= 1
             if worker is not None and not self._closed and generation == self._generation:
                 self._idle.setdefault(spec, []).append(worker)
                 worker = None
+            self._changed.notify_all()
         if worker is not None:
             worker.close()
 
@@ -570,16 +595,19 @@ class WarmPool:
 
     def close_all(self) -> None:
         """Close every idle worker and kill the ones still booting."""
-        with self._lock:
+        with self._changed:
             self._closed = True
             self._generation += 1
+            self._served.clear()
             idle, self._idle = self._idle, {}
             booting = list(self._booting)
+            self._changed.notify_all()
         for workers in idle.values():
             for worker in workers:
                 worker.close()
-        for worker in booting:
+        for worker in booting:  # its boot thread closes it; the folder goes now (at exit that thread never runs)
             worker.kill()
+            shutil.rmtree(worker.workdir, ignore_errors=True)
 
     def reopen(self) -> None:
         with self._lock:
@@ -651,6 +679,10 @@ def _close_everything() -> None:
     REFERENCE_POOL.close_all()
     for worker in live_workers():
         worker.close(timeout=0.5)
+    with Worker._lock:
+        left = list(Worker._live)  # started and killed, never closed (e.g. a boot cut short by the exit)
+    for worker in left:
+        shutil.rmtree(worker.workdir, ignore_errors=True)
 
 
 atexit.register(_close_everything)

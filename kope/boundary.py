@@ -339,6 +339,21 @@ def timing_budget(
     )
 
 
+def prestart_workers(target: str, threads: int | None = None) -> None:
+    """Start booting this machine's workers for the first evaluation on ``target`` now, in the background
+    (``harness.evaluate.prestart``): a command calls this once its arguments are checked, so the workers'
+    interpreter and torch imports overlap with its own start-up (imports, the task, the graph)."""
+
+    def start() -> None:
+        from harness.evaluate import prestart
+
+        prestart(target, threads=threads)
+
+    import threading
+
+    threading.Thread(target=start, daemon=True, name="kope-prestart").start()
+
+
 def evaluate_local(task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
     """Evaluate ``candidate`` against the task file ``task_path`` in this process's own workers."""
     from harness.evaluate import evaluate

@@ -131,6 +131,7 @@ def run_pair(
     began = time.monotonic()
     own_evaluator = evaluator is None
     evaluator = evaluator or make_evaluator(config, spec.evaluator)
+    evaluator.prestart(spec.target)  # the pair's first workers boot while its memory and proposer start
     memory = open_memory(config, namespace=spec.namespace)
     try:
         proposer = make_proposer(config, spec.proposer, seed=spec.seed)

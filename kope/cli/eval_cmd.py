@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.table import Table
 
-from kope.boundary import TARGETS, Outcome, TimingStats, evaluate_candidate
+from kope.boundary import TARGETS, Outcome, TimingStats, evaluate_candidate, prestart_workers
 from kope.cli._common import out, print_json
 
 STATUS_STYLE = {
@@ -90,6 +92,8 @@ def command(
     (incorrect, compile_error, runtime_error, timeout, cheat_detected, format_error), 2 or 3 when the
     task, candidate, options or target are unusable.
     """
+    if Path(candidate).is_file():  # the reference and candidate workers boot while the task loads
+        prestart_workers(target, threads)
     outcome = evaluate_candidate(
         task,
         candidate,

@@ -217,30 +217,31 @@ def command(
         raise UsageError("--resume continues one run; it cannot be combined with --suite")
     if (level or family or limit) and not suite:
         raise UsageError("--level, --family and --limit select tasks of --suite")
-    chosen = make_proposer(config, proposer)
-    if chosen.name == "offline":
-        err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
-    options = LoopOptions(
-        target=target,
-        steps=steps,
-        policy=policy,
-        memory=not no_memory,
-        patience=patience,
-        token_budget=token_budget,
-        time_budget_s=time_budget,
-        target_speedup=target_speedup,
-        cases=cases,
-        out_dir=out_dir,
-    )
-    if suite:
-        tasks = suite_tasks(level, family, limit)
-    else:
-        assert task is not None  # checked above: exactly one of TASK and --suite
-        tasks = [task]
     from kope.evaluators import make_evaluator
 
     chosen_evaluator = make_evaluator(config)
+    chosen_evaluator.prestart(target)  # the first step's workers boot while the run starts up
     try:
+        chosen = make_proposer(config, proposer)
+        if chosen.name == "offline":
+            err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
+        options = LoopOptions(
+            target=target,
+            steps=steps,
+            policy=policy,
+            memory=not no_memory,
+            patience=patience,
+            token_budget=token_budget,
+            time_budget_s=time_budget,
+            target_speedup=target_speedup,
+            cases=cases,
+            out_dir=out_dir,
+        )
+        if suite:
+            tasks = suite_tasks(level, family, limit)
+        else:
+            assert task is not None  # checked above: exactly one of TASK and --suite
+            tasks = [task]
         with LiveView(enabled=not as_json and err.is_terminal) as view:
             summaries = optimize_tasks(
                 config, chosen, options, tasks, resume=resume, progress=view.event, evaluator=chosen_evaluator

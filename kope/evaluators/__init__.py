@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from kope.boundary import Hardware, Outcome, evaluate_local, hardware_for
+from kope.boundary import Hardware, Outcome, evaluate_local, hardware_for, prestart_workers
 from kope.config import KopeConfig
 from kope.evaluators.spec import LOCAL, EvaluatorSpec, parse_evaluator
 
@@ -40,6 +40,10 @@ class Evaluator(Protocol):
         """The outcome of ``candidate`` on the task file ``task_path`` with ``options``."""
         ...
 
+    def prestart(self, target: str) -> None:
+        """Get ready for evaluations on ``target`` in the background (local: boot this machine's workers)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -53,6 +57,9 @@ class LocalEvaluator:
 
     def evaluate(self, task_path: Path, candidate: Path, options: EvalOptions) -> Outcome:
         return evaluate_local(task_path, candidate, options)
+
+    def prestart(self, target: str) -> None:
+        prestart_workers(target)
 
     def close(self) -> None:
         pass

@@ -66,6 +66,9 @@ class HttpEvaluator:
     def close(self) -> None:
         self.client.close()
 
+    def prestart(self, target: str) -> None:
+        """Nothing to do: each worker service keeps its own warm workers."""
+
     def __enter__(self) -> HttpEvaluator:
         return self
 

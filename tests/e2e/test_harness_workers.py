@@ -114,3 +114,30 @@ def test_kope_eval_is_a_one_shot_that_boots_no_worker_for_a_next_evaluation(monk
     result = CliRunner().invoke(cli, ["eval", str(RELU), str(HONEST), "--no-timing", "--seeds", "1"])
     assert result.exit_code == 0, result.output
     assert live_workers() == []  # neither a warm worker booting for a next evaluation nor a kept reference worker
+
+
+def test_prestarted_workers_serve_the_first_evaluation_which_starts_none_itself(monkeypatch):
+    """`kope optimize`, `kope bench` and `kope eval` call prestart first: the first evaluation then takes the
+    two workers already booting (it waits for their boot) instead of starting two more beside them."""
+    from harness.evaluate import prestart
+    from harness.worker_pool import WorkerSpec
+
+    close_pools()
+    monkeypatch.setattr(WARM_POOL, "size", 1)
+    started: list[str] = []
+    start = WorkerSpec.start
+
+    def counted(self, role="warm"):
+        started.append(threading.current_thread().name)
+        return start(self, role)
+
+    monkeypatch.setattr(WorkerSpec, "start", counted)
+    prestart("cpu").join()  # the two boots are under way, not finished
+    with WARM_POOL._lock:
+        assert sum(WARM_POOL._starting.values()) + sum(len(w) for w in WARM_POOL._idle.values()) == 2
+    outcome = evaluate(RELU, HONEST, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert "MainThread" not in started, started  # every worker came from the pool's own boot threads
+    assert 2 <= len(started) <= 3  # the two prestarted, and at most the replacement for a next evaluation
+    close_pools()
+    assert live_workers() == []
