@@ -290,6 +290,7 @@ def evaluate_candidate(
     cases are timed even when others fail. ``fresh_reference``: the reference worker is not kept for the next
     evaluation."""
     from harness.evaluate import EvalOptions, evaluate
+    from harness.worker_pool import close_pools
     from harness.worker_pool import one_shot as _one_shot
 
     if one_shot:
@@ -309,7 +310,11 @@ def evaluate_candidate(
             time_incorrect=time_incorrect,
             reuse_reference=not fresh_reference,
         )
-        return evaluate(task, candidate, options)
+        try:
+            return evaluate(task, candidate, options)
+        finally:
+            if one_shot:  # nothing stays idle or booting, e.g. a prestarted reference worker the cache made unneeded
+                close_pools()
 
 
 def eval_options(
