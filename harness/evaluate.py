@@ -28,7 +28,6 @@ import ast
 import logging
 import math
 import random
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -146,26 +145,21 @@ def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions
     )
 
 
-def prestart(target: str = "cpu", count: int = 2, threads: int | None = None) -> threading.Thread:
+def prestart(target: str = "cpu", count: int = 2, threads: int | None = None) -> None:
     """Start booting ``count`` workers (a reference and a candidate worker) for evaluations on ``target`` with
-    the default options, in the background: a command that is about to evaluate calls this first, so that
-    its first evaluation does not wait for two interpreters and torch imports. Where the target or the
-    sandbox is unavailable nothing starts (the evaluation itself then says why). Returns the thread."""
-
-    def boot() -> None:
-        try:
-            options = EvalOptions(target=target, threads=threads)
-            chosen = get_target(target)
-            chosen.check_available()
-            sandboxed = use_sandbox(options.sandbox)
-        except HarnessError as exc:
-            log.debug("no workers prestarted for %s: %s", target, exc)
-            return
-        WARM_POOL.prefill(worker_spec(chosen, threads or available_cores(), sandboxed, options), count)
-
-    thread = threading.Thread(target=boot, daemon=True, name="kope-prestart")
-    thread.start()
-    return thread
+    the default options: a command that is about to evaluate calls this first (``kope.boundary.prestart_workers``,
+    from a thread of its own), so that its first evaluation does not wait for two interpreters and torch
+    imports. The boots run in the warm pool's threads. Where the target or the sandbox is unavailable nothing
+    starts (the evaluation itself then says why)."""
+    try:
+        options = EvalOptions(target=target, threads=threads)
+        chosen = get_target(target)
+        chosen.check_available()
+        sandboxed = use_sandbox(options.sandbox)
+    except HarnessError as exc:
+        log.debug("no workers prestarted for %s: %s", target, exc)
+        return
+    WARM_POOL.prefill(worker_spec(chosen, threads or available_cores(), sandboxed, options), count)
 
 
 class _Stop(Exception):

@@ -132,7 +132,7 @@ def test_prestarted_workers_serve_the_first_evaluation_which_starts_none_itself(
         return start(self, role)
 
     monkeypatch.setattr(WorkerSpec, "start", counted)
-    prestart("cpu").join()  # the two boots are under way, not finished
+    prestart("cpu")  # the two boots are under way, not finished
     with WARM_POOL._lock:
         assert sum(WARM_POOL._starting.values()) + sum(len(w) for w in WARM_POOL._idle.values()) == 2
     outcome = evaluate(RELU, HONEST, OPTIONS)
