@@ -41,6 +41,37 @@ for _name, _value in TEST_TIMING.items():
     os.environ.setdefault(_name, _value)
 
 
+def _own_server_for_worker() -> None:
+    """Under pytest-xdist, worker K > 0 uses its own Neo4j server (tests empty the graph they use).
+
+    ``scripts/test.sh`` starts one per worker and passes worker K's as ``KOPE_TEST_NEO4J_K`` ("URI HTTP_PORT
+    DATA_DIR"); this process and every ``kope`` it starts then see that server in the usual variables. A
+    worker without one (pytest -n run by hand) forgets the shared server, so the fixture starts its own.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker:  # xdist gives its workers an 80x24 terminal: `kope` tables would be cut to that width
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
+    if not worker.startswith("gw") or worker == "gw0":
+        return
+    own = os.environ.get(f"KOPE_TEST_NEO4J_{worker[2:]}")
+    if not own:
+        for name in ("KOPE_NEO4J_URI", "KOPE_NEO4J_PASSWORD", "KOPE_NEO4J_BOLT_PORT", "KOPE_NEO4J_HTTP_PORT"):
+            os.environ.pop(name, None)
+        return
+    uri, http_port, data_dir = own.split(" ", 2)
+    os.environ.update(
+        KOPE_NEO4J_URI=uri,
+        KOPE_NEO4J_BOLT_PORT=uri.rsplit(":", 1)[1],
+        KOPE_NEO4J_HTTP_PORT=http_port,
+        KOPE_DATA_DIR=data_dir,
+        KOPE_NEO4J_PASSWORD=(Path(data_dir) / "neo4j" / "password").read_text(encoding="utf-8").strip(),
+    )
+
+
+_own_server_for_worker()
+
+
 @dataclass(frozen=True)
 class Neo4jEndpoint:
     uri: str
@@ -172,7 +203,7 @@ def kope_cli(tmp_path: Path):
 
 # -- session guard: Neo4j tests must really run ------------------------------------------------
 
-_neo4j_results = {"selected": 0, "passed": 0, "skipped": 0}
+_neo4j_results = {"selected": 0, "reported": 0, "passed": 0, "skipped": 0}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -187,8 +218,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # under pytest-xdist the controller collects nothing: it counts the workers' reports here
     if "neo4j" not in report.keywords:
         return
+    if report.when == "setup":
+        _neo4j_results["reported"] += 1
     if report.when == "call" and report.passed:
         _neo4j_results["passed"] += 1
     elif report.skipped:
@@ -196,7 +230,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if not (os.environ.get("CI") or os.environ.get("KOPE_REQUIRE_NEO4J")) or not _neo4j_results["selected"]:
+    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller sees every report
+        return
+    selected = max(_neo4j_results["selected"], _neo4j_results["reported"])
+    if not (os.environ.get("CI") or os.environ.get("KOPE_REQUIRE_NEO4J")) or not selected:
         return
     if _neo4j_results["skipped"] or _neo4j_results["passed"] == 0:
         sys.stderr.write(
