@@ -58,6 +58,11 @@ UNIT_CAP = 4096  # calls per timed unit at most
 PROBE_MS = 40.0  # the native probe unit lasts about this long
 PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
 PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
+# While the reference's unit is timed the candidate's process waits for its next request: it may use at most
+# IDLE_SLACK_NS plus IDLE_SHARE of the unit's wall time (a thread pool going to sleep); more is work done off
+# the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
+IDLE_SLACK_NS = 5_000_000
+IDLE_SHARE = 0.25
 log = logging.getLogger("harness")
 
 
@@ -86,6 +91,7 @@ class EvalOptions:
     reuse_reference: bool = True  # keep the (trusted) reference worker for the next evaluation
     physical_limit: bool = True  # roofline fields per timed case; faster than the hardware is a cheat
     warm_pool: bool = True  # take a pre-started worker (False: start one now, as before the pool existed)
+    refill_pool: bool = True  # boot replacements for the workers taken (False: the caller's last evaluation)
     reference_cache: bool = True  # reuse reference outputs computed earlier (False: always recompute)
     sandbox: bool | None = None  # None: sandboxed where possible, refused where not; False: explicit opt-out
 
@@ -135,12 +141,18 @@ def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions
     env = dict(target.worker_env(threads))
     if not sandboxed:
         env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(options.compile_timeout_s)
+    private = [cache_root() / "refs", cache_root() / "tasks"]  # reference outputs, loaded tasks (held-out cases)
+    for folder in private if sandboxed else []:
+        try:  # hidden_paths names existing folders only: made now, a prestarted worker's spec is the same later
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError:
+            pass
     return WorkerSpec(
         env=tuple(sorted(worker_env(env, sandboxed).items())),
         limits=options.limits,
         uses_rlimit_as=target.uses_rlimit_as,
         sandboxed=sandboxed,
-        hidden=tuple(hidden_paths([cache_root() / "refs"])) if sandboxed else (),
+        hidden=tuple(hidden_paths(private)) if sandboxed else (),
         cache_root=str(cache_root()),
     )
 
@@ -277,7 +289,7 @@ class _Evaluation:
 
     def _worker(self) -> Worker:
         spec = self._spec()
-        worker = WARM_POOL.take(spec) if self.options.warm_pool else spec.start()
+        worker = WARM_POOL.take(spec, refill=self.options.refill_pool) if self.options.warm_pool else spec.start()
         if self.sandboxed:
             worker.compile_service = self._serve_compile
         return worker
@@ -675,33 +687,60 @@ class _CaseTimer:
         self.spent_ms = {"ref": 0.0, "cand": 0.0}
 
     # -- requests ----------------------------------------------------------------------------------
-    def _ask(self, who: str, header: dict) -> tuple[dict, list]:
+    def _ask(self, who: str, header: dict, sent: bool = False) -> tuple[dict, list]:
         ev, worker = self.ev, self.workers[who]
         timeout = max(1.0, self.deadline - time.monotonic() + 30.0)
-        if who == "ref":
+        if not sent:
             worker.send(header)
+        if who == "ref":
             reply = ev._reference_reply(timeout, f"timing case {self.case.name!r}")
             return reply, reply["_tensors"]
-        worker.send(header)
         reply, tensors = ev._candidate_reply(timeout, self.case, "timing")
         if not reply.get("ok"):
             ev._case_error(self.case, reply)
             raise _Stop(reply.get("error_kind", "runtime_error:unknown"), reply.get("message", ""))
         return reply, tensors
 
-    def _unit(self, who: str, seeds: list[int]) -> float:
-        """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns as measured (round trip included)."""
+    def _prepare(self, whos: tuple[str, ...], seeds: list[int]) -> None:
+        """Both workers build their fresh inputs for the next unit at once (each in its own process)."""
+        ev = self.ev
+        header = {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
+        self._ask_all(whos, header)
+
+    def _ask_all(self, whos: tuple[str, ...], header: dict) -> dict[str, tuple[dict, list]]:
+        """One request to several workers, sent to all before any reply is read (their work overlaps)."""
+        for who in whos:
+            self.workers[who].send(header)
+        return {who: self._ask(who, header, sent=True) for who in whos}
+
+    def _unit(self, who: str, seeds: list[int], prepared: bool = False) -> float:
+        """Prepare (unless done), then time one unit of ``len(seeds)`` calls from here; returns ns as measured
+        (round trip included)."""
         ev, worker = self.ev, self.workers[who]
-        self._ask(
-            who, {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
-        )
-        cpu0 = worker.cpu_ns() if who == "cand" else 0
+        if not prepared:
+            self._prepare((who,), seeds)
+        watch = who == "ref" and bool(seeds) and ev.target.check_native_threads
+        cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
         start = time.perf_counter_ns()
         self._ask(who, {"op": "go"})
         elapsed = time.perf_counter_ns() - start
         if who == "cand" and seeds:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
+        elif watch:
+            self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed)
         return elapsed
+
+    def _check_idle(self, cpu_ns: int, wall_ns: int) -> None:
+        """The candidate's process must be idle while the reference is timed (read from /proc, from outside)."""
+        allowed = IDLE_SLACK_NS + IDLE_SHARE * wall_ns
+        if cpu_ns > allowed:
+            raise _Stop(
+                "cheat_detected:background_work",
+                f"case {self.case.name!r}: while the reference's unit was timed ({wall_ns / 1e6:.1f} ms) the "
+                f"candidate's process, waiting for its next request, used {cpu_ns / 1e6:.1f} ms of CPU (at most "
+                f"{allowed / 1e6:.1f} ms allowed): work done off the clock or taken from the reference's cores "
+                "(read from /proc/PID/task/*/schedstat by the harness)",
+            )
 
     def _check_cpu(self, cpu_ns: int, wall_ns: int) -> None:
         allowed = wall_ns * self.ev.threads * CPU_SLACK + 2e6
@@ -721,9 +760,6 @@ class _CaseTimer:
                 f"case {self.case.name!r}: the candidate's process runs {tasks} threads; at {self.ev.threads} thread(s) "
                 f"the harness allows {limit} (read from /proc/PID/task by the harness)",
             )
-
-    def _fetch(self, who: str) -> tuple[dict, list]:
-        return self._ask(who, {"op": "fetch"})
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -754,12 +790,14 @@ class _CaseTimer:
         while True:
             seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
-            fetched = {}
+            # the untimed halves overlap: both workers build their inputs, then each unit is timed alone (the
+            # other worker idle, which _check_idle verifies for the candidate), then both send their outputs
+            self._prepare(order, seeds)
             for who in order:
-                ns = max(0, self._unit(who, seeds) - self.overhead_ns[who])
+                ns = max(0, self._unit(who, seeds, prepared=True) - self.overhead_ns[who])
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
-                fetched[who] = self._fetch(who)
+            fetched = self._ask_all(order, {"op": "fetch"})
             if not self._compare_unit(seeds, fetched):
                 return
             rep += 1

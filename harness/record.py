@@ -39,7 +39,8 @@ cheat_detected:<check>      an anti-cheat check fired: reference_call, input_mut
                             monkey_patch, leftover_thread, leftover_process,
                             lazy_output, output_aliases_input, tensor_subclass,
                             file_access, network_access, process_spawn,
-                            thread_count, forbidden_api, output_reuses_buffer,
+                            thread_count, background_work (CPU used while the
+                            reference was timed), forbidden_api, output_reuses_buffer,
                             missing_trials (fewer or other trials than asked for),
                             input_mismatch (the candidate ran on other inputs),
                             memory_access, sandbox_escape (the sandbox trapped a

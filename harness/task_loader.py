@@ -9,7 +9,13 @@ it takes longer than ``timeout_s`` (default ``TASK_LOAD_TIMEOUT_S``, or the
 ``KOPE_HARNESS_TASK_TIMEOUT`` environment variable, in seconds). The worker
 writes the validated task as JSON; the caller rebuilds the ``Task`` from it and
 keeps it, keyed by the file's path and content hash, so a loop that evaluates
-the same task many times pays for one import.
+the same task many times pays for one import. The JSON is also kept on disk
+(``cache_root()/tasks``, mode 0600, written atomically, with a digest of its
+contents; the sandbox hides the folder from candidates), keyed by the path, the
+file's content, this loader's and ``harness/task.py``'s own source and the torch
+version, so every later process loading the same unchanged task skips the
+import (an interpreter and torch: about 2 s of CPU) too; an edited task file
+is a new key, a damaged entry is ignored and rewritten.
 
 Failures are ``TaskFormatError`` with one clear line: the task's own message,
 a timeout, or the worker's crash. Workers that must run the task's code (the
@@ -18,6 +24,7 @@ reference and candidate workers) call ``harness.task.load_task`` directly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -70,13 +77,70 @@ def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task
     with _lock:
         if key in _cache:
             return _cache[key]
-    task = _load_in_worker(p, default_timeout() if timeout_s is None else timeout_s)
+    payload = _read_disk(key)
+    if payload is None:
+        payload = _load_in_worker(p, default_timeout() if timeout_s is None else timeout_s)
+        _write_disk(key, payload)
+    task = task_from_payload(payload, p)
     with _lock:
         _cache[key] = task
     return task
 
 
-def _load_in_worker(path: Path, timeout_s: float) -> Task:
+# -- the disk cache of loaded tasks ---------------------------------------------------------------------------
+@functools.cache
+def _loader_version() -> str:
+    """What a cached payload depends on besides the task file: the code that made it and torch's version."""
+    import harness.task
+
+    digest = hashlib.sha256()
+    for module in (harness.task, sys.modules[__name__]):
+        digest.update(Path(module.__file__ or "").read_bytes())
+    try:
+        from importlib.metadata import version
+
+        digest.update(version("torch").encode())
+    except Exception:  # noqa: BLE001 - no torch metadata: the code digest alone
+        pass
+    return digest.hexdigest()
+
+
+def _disk_path(key: tuple[str, str]) -> Path:
+    from harness.cpu import cache_root
+
+    name = hashlib.sha256("\0".join([*key, _loader_version()]).encode()).hexdigest()
+    return cache_root() / "tasks" / f"{name}.json"
+
+
+def _read_disk(key: tuple[str, str]) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(_disk_path(key).read_text(encoding="utf-8"))
+        body = json.dumps(entry["task"], sort_keys=True, allow_nan=False)
+        if entry.get("path") != key[0] or entry.get("sha256") != hashlib.sha256(body.encode()).hexdigest():
+            return None
+        return entry["task"] if isinstance(entry["task"], dict) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none yet, or damaged: loaded again (and rewritten)
+
+
+def _write_disk(key: tuple[str, str], payload: dict[str, Any]) -> None:
+    """Atomically; failing to write only costs a load next time."""
+    path = _disk_path(key)
+    body = json.dumps(payload, sort_keys=True, allow_nan=False)
+    entry = {"path": key[0], "sha256": hashlib.sha256(body.encode()).hexdigest(), "task": payload}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o600)
+            f.write(json.dumps(entry, allow_nan=False))
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        return
+
+
+def _load_in_worker(path: Path, timeout_s: float) -> dict[str, Any]:
+    """The task's payload (``task_payload``), made by importing it in a worker process."""
     import harness
 
     root = str(Path(harness.__file__).resolve().parent.parent)
@@ -117,7 +181,7 @@ def _load_in_worker(path: Path, timeout_s: float) -> Task:
     if not payload.get("ok"):
         error = TaskNotFoundError if payload.get("kind") == "TaskNotFoundError" else TaskFormatError
         raise error(payload["message"], hint=payload.get("hint"))
-    return task_from_payload(payload["task"], path)
+    return payload["task"]
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -505,9 +505,10 @@ class WarmPool:
         self._served: set[WorkerSpec] = set()  # specs some evaluation already took a worker for
         self._closed = False
 
-    def take(self, spec: WorkerSpec) -> Worker:
+    def take(self, spec: WorkerSpec, refill: bool = True) -> Worker:
         """A booted worker for ``spec``: an idle one, else one already starting (its boot is waited for rather
-        than a second one started beside it), else one started now; its replacement starts in the background."""
+        than a second one started beside it), else one started now; its replacement starts in the background
+        (``refill=False``: the caller evaluates no more, so none is booted for nothing)."""
         worker = None
         with self._changed:
             self._served.add(spec)
@@ -529,7 +530,8 @@ class WarmPool:
                     self._waiting[spec] -= 1
         if worker is None:
             worker = spec.start()
-        self._refill(spec)
+        if refill:
+            self._refill(spec)
         return worker
 
     def prefill(self, spec: WorkerSpec, count: int) -> None:

@@ -318,14 +318,22 @@ def evaluate_candidate(
 
 
 def eval_options(
-    *, target: str, cases: CaseSelection = None, timing: bool = True, budget: Budget | None = None
+    *,
+    target: str,
+    cases: CaseSelection = None,
+    timing: bool = True,
+    budget: Budget | None = None,
+    last: bool = False,
 ) -> EvalOptions:
     """The harness's evaluation options for ``target``: ``budget`` is the timing budget (``timing_budget``;
-    default: the harness's); everything else at its default."""
+    default: the harness's); ``last``: the caller evaluates nothing after this (no warm worker is booted for a
+    next evaluation); everything else at its default."""
     from harness.evaluate import EvalOptions
 
     with _translated():
-        return EvalOptions(target=target, cases=cases, timing=timing, budget=budget or timing_budget())
+        return EvalOptions(
+            target=target, cases=cases, timing=timing, budget=budget or timing_budget(), refill_pool=not last
+        )
 
 
 def timing_budget(
@@ -377,16 +385,17 @@ def evaluate_code(
     timing: bool = True,
     evaluator: Evaluator | None = None,
     budget: Budget | None = None,
+    last: bool = False,
 ) -> Outcome:
     """Write ``code`` to ``path`` and evaluate it on ``target``: what the optimization loop runs each step,
-    on ``evaluator`` (``kope.evaluators``; default: this machine).
+    on ``evaluator`` (``kope.evaluators``; default: this machine). ``last``: the run's last step (``eval_options``).
 
     Every problem with the candidate (it does not compile, crashes, is wrong, cheats, ...) is an outcome;
     a task or target the harness refuses raises (``TaskError``), and an evaluation the infrastructure could
     not carry out ``InfrastructureError`` (never an outcome)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")
-    options = eval_options(target=target, cases=cases, timing=timing, budget=budget)
+    options = eval_options(target=target, cases=cases, timing=timing, budget=budget, last=last)
     if evaluator is None:
         return evaluate_local(task_path, path, options)
     return evaluator.evaluate(task_path, path, options)

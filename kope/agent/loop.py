@@ -59,6 +59,9 @@ class LoopOptions:
     cases: CaseSelection = None  # harness case selection; None = all
     k: int = 8
     out_dir: Path = Path("kope-out")
+    # the caller evaluates more after the run (the bench's final evaluation): the last step still has a warm
+    # worker booted for what follows; otherwise none is booted for nothing (harness EvalOptions.refill_pool)
+    evaluations_after: bool = False
 
 
 @dataclass
@@ -412,6 +415,7 @@ class Optimizer:
                 cases=opts.cases,
                 evaluator=self.evaluator,
                 budget=self.timing,
+                last=step + 1 >= opts.steps and not opts.evaluations_after,  # steps count from 0
             )
         used = tuple(
             UsedItem(kind=i.evidence_kind, id=i.id, tier=i.tier, rank=i.rank, tokens=i.tokens)

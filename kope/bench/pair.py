@@ -142,6 +142,7 @@ def run_pair(
             memory=spec.memory,
             cases=spec.cases,
             out_dir=Path(spec.runs_dir),
+            evaluations_after=bool(spec.final and spec.final.get("enabled")),
         )
         resume = spec.resume_run_id
         if resume is not None:

@@ -141,3 +141,33 @@ def test_prestarted_workers_serve_the_first_evaluation_which_starts_none_itself(
     assert 2 <= len(started) <= 3  # the two prestarted, and at most the replacement for a next evaluation
     close_pools()
     assert live_workers() == []
+
+
+def test_a_last_evaluation_boots_no_replacement_for_the_workers_it_took(monkeypatch):
+    """The loop's last step (EvalOptions.refill_pool=False) takes its workers and starts no boot for a next
+    evaluation that will not come; an ordinary evaluation does start its replacement."""
+    from dataclasses import replace
+
+    from harness.worker_pool import REFERENCE_POOL, WorkerSpec
+
+    close_pools()
+    monkeypatch.setattr(WARM_POOL, "size", 1)
+    monkeypatch.setattr(REFERENCE_POOL, "size", 0)  # the reference worker is taken from the warm pool too
+    started: list[str] = []
+    start = WorkerSpec.start
+
+    def counted(self, role="warm"):
+        started.append(threading.current_thread().name)
+        return start(self, role)
+
+    monkeypatch.setattr(WorkerSpec, "start", counted)
+    outcome = evaluate(RELU, HONEST, replace(OPTIONS, refill_pool=False))
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    # the candidate's worker (and the reference's, unless the reference cache answered), started by the evaluation
+    assert set(started) == {"MainThread"} and 1 <= len(started) <= 2, started
+    assert live_workers() == []  # nothing booting or idle afterwards
+    outcome = evaluate(RELU, HONEST, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert "kope-warm-pool" in started  # the ordinary evaluation booted a replacement
+    close_pools()
+    assert live_workers() == []

@@ -67,6 +67,29 @@ def test_task_code_runs_in_another_process_and_once_per_content(tmp_path):
     assert first is second and [c.name for c in first.cases] == ["n64", "n7"]
 
 
+def test_a_later_process_reads_the_loaded_task_from_the_disk_cache_until_the_file_changes(tmp_path, monkeypatch):
+    from harness import task_loader
+
+    monkeypatch.setenv("KOPE_HARNESS_CACHE", str(tmp_path / "cache"))
+    task_loader._loader_version.cache_clear()
+    marks = tmp_path / "pids"
+    path = task_file(tmp_path, f"open({str(marks)!r}, 'a').write(str(os.getpid()) + '\\n')")
+    load_task_isolated(path)
+    monkeypatch.setattr(task_loader, "_cache", {})  # what a new process starts with
+    again = load_task_isolated(path)
+    assert len(marks.read_text().split()) == 1 and [c.name for c in again.cases] == ["n64", "n7"]
+    (entry,) = (tmp_path / "cache" / "tasks").glob("*.json")
+    assert oct(entry.stat().st_mode & 0o777) == "0o600"
+    entry.write_text(entry.read_text().replace('"n7"', '"n8"'))  # damaged: its digest no longer matches
+    monkeypatch.setattr(task_loader, "_cache", {})
+    assert [c.name for c in load_task_isolated(path).cases] == ["n64", "n7"]
+    assert len(marks.read_text().split()) == 2  # imported again (and the entry rewritten)
+    path.write_text(path.read_text().replace('"n": 7', '"n": 9'))  # an edited task is a new key
+    monkeypatch.setattr(task_loader, "_cache", {})
+    assert [c.params["n"] for c in load_task_isolated(path).cases] == [64, 9]
+    assert len(marks.read_text().split()) == 3
+
+
 def test_task_code_does_not_see_credentials(tmp_path, monkeypatch):
     monkeypatch.setenv("KOPE_NEO4J_PASSWORD", "hunter2-secret")
     monkeypatch.setenv("KOPE_LLM_API_KEY", "sk-very-secret")

@@ -24,6 +24,7 @@ from kope.agent.proposal import Proposal
 from kope.boundary import load_task_view
 from kope.config import load_config
 from kope.context.protocol import FormatProblem
+from kope.evaluators import LocalEvaluator
 from kope.memory import ExperienceGraph
 from tests.support import kernels
 from tests.support.counting import CountingClient
@@ -58,7 +59,20 @@ class Scripted:
         return Proposal(title=title, layer="other", thought="scripted", code=code, format_problem=problem)
 
 
-def statements_per_step(neo4j_server, tmp_path, policy: str) -> tuple[list[str], list[list[str]]]:
+class Recording(LocalEvaluator):
+    """This machine's evaluator, keeping each step's options."""
+
+    def __init__(self) -> None:
+        self.options: list = []
+
+    def evaluate(self, task_path, candidate, options):
+        self.options.append(options)
+        return super().evaluate(task_path, candidate, options)
+
+
+def statements_per_step(
+    neo4j_server, tmp_path, policy: str, evaluator: LocalEvaluator | None = None
+) -> tuple[list[str], list[list[str]]]:
     client = CountingClient(neo4j_server.uri, neo4j_server.user, neo4j_server.password, neo4j_server.database)
     clear_graph(client)
     marks: list[int] = []
@@ -71,7 +85,7 @@ def statements_per_step(neo4j_server, tmp_path, policy: str) -> tuple[list[str],
         options = LoopOptions(steps=len(SCRIPT), policy=policy, patience=2, cases="0", out_dir=tmp_path / "out")
         view, path = load_task_view("relu")
         memory = ExperienceGraph(client, namespace=f"trips-{policy}")
-        summary = Optimizer(load_config(), memory, Scripted(), options, progress).run(view, path)
+        summary = Optimizer(load_config(), memory, Scripted(), options, progress, evaluator).run(view, path)
     finally:
         client.close()
     steps = [client.statements[a:b] for a, b in zip(marks, marks[1:])]
@@ -91,7 +105,10 @@ def reads(step: list[str]) -> list[str]:
     ],
 )
 def test_one_step_reads_the_run_once(neo4j_server, tmp_path, policy, expected):
-    statuses, steps = statements_per_step(neo4j_server, tmp_path, policy)
+    evaluator = Recording()
+    statuses, steps = statements_per_step(neo4j_server, tmp_path, policy, evaluator)
+    # the last step boots no warm worker for a next evaluation (step 3 has no code: nothing evaluated)
+    assert [o.refill_pool for o in evaluator.options] == [True, True, True, False]
     assert statuses == ["correct", "correct", "compile_error", "format_error", "correct"]
     assert [len(reads(step)) for step in steps] == expected, [Counter(reads(step)) for step in steps]
     for i, step in enumerate(steps):
