@@ -687,11 +687,10 @@ class _CaseTimer:
         self.spent_ms = {"ref": 0.0, "cand": 0.0}
 
     # -- requests ----------------------------------------------------------------------------------
-    def _ask(self, who: str, header: dict, sent: bool = False) -> tuple[dict, list]:
+    def _ask(self, who: str, header: dict) -> tuple[dict, list]:
         ev, worker = self.ev, self.workers[who]
         timeout = max(1.0, self.deadline - time.monotonic() + 30.0)
-        if not sent:
-            worker.send(header)
+        worker.send(header)
         if who == "ref":
             reply = ev._reference_reply(timeout, f"timing case {self.case.name!r}")
             return reply, reply["_tensors"]
@@ -701,24 +700,12 @@ class _CaseTimer:
             raise _Stop(reply.get("error_kind", "runtime_error:unknown"), reply.get("message", ""))
         return reply, tensors
 
-    def _prepare(self, whos: tuple[str, ...], seeds: list[int]) -> None:
-        """Both workers build their fresh inputs for the next unit at once (each in its own process)."""
-        ev = self.ev
-        header = {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
-        self._ask_all(whos, header)
-
-    def _ask_all(self, whos: tuple[str, ...], header: dict) -> dict[str, tuple[dict, list]]:
-        """One request to several workers, sent to all before any reply is read (their work overlaps)."""
-        for who in whos:
-            self.workers[who].send(header)
-        return {who: self._ask(who, header, sent=True) for who in whos}
-
-    def _unit(self, who: str, seeds: list[int], prepared: bool = False) -> float:
-        """Prepare (unless done), then time one unit of ``len(seeds)`` calls from here; returns ns as measured
-        (round trip included)."""
+    def _unit(self, who: str, seeds: list[int]) -> float:
+        """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns as measured (round trip included)."""
         ev, worker = self.ev, self.workers[who]
-        if not prepared:
-            self._prepare((who,), seeds)
+        self._ask(
+            who, {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
+        )
         watch = who == "ref" and bool(seeds) and ev.target.check_native_threads
         cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
         start = time.perf_counter_ns()
@@ -790,14 +777,16 @@ class _CaseTimer:
         while True:
             seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
-            # the untimed halves overlap: both workers build their inputs, then each unit is timed alone (the
-            # other worker idle, which _check_idle verifies for the candidate), then both send their outputs
-            self._prepare(order, seeds)
+            # one worker at a time: prepare, its unit timed alone (the other idle, which _check_idle verifies
+            # for the candidate), fetch. Overlapping the two workers' prepare and fetch was ~20 % faster but
+            # made the units noisier (per-case CI of the candidate's median +-30-140 % instead of +-12-46 %,
+            # softmax and relu, 3 evaluations each; benchmarks/bench_harness.py section 4)
+            fetched = {}
             for who in order:
-                ns = max(0, self._unit(who, seeds, prepared=True) - self.overhead_ns[who])
+                ns = max(0, self._unit(who, seeds) - self.overhead_ns[who])
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
-            fetched = self._ask_all(order, {"op": "fetch"})
+                fetched[who] = self._ask(who, {"op": "fetch"})
             if not self._compare_unit(seeds, fetched):
                 return
             rep += 1
