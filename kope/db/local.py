@@ -265,6 +265,8 @@ class LocalNeo4j:
         if existing:
             return existing
         password = secrets.token_urlsafe(18)
+        while password.startswith("-"):  # neo4j-admin would read it as an option (and print its usage)
+            password = secrets.token_urlsafe(18)
         self.config.password_file.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.config.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
