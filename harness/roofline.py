@@ -49,6 +49,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.jsonfile import read_json as _read_json
+from harness.jsonfile import write_json as _write_json
+
 FLAG_FRACTION = 1.5
 PEAKS_SCHEMA = "kope.peaks/1"
 COSTS_SCHEMA = "kope.costs/1"
@@ -120,21 +123,6 @@ def cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kope" / "roofline"
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1, sort_keys=True)
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path) -> Any | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 # -- the machine's peaks -----------------------------------------------------------------------------------------

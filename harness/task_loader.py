@@ -113,30 +113,26 @@ def _disk_path(key: tuple[str, str]) -> Path:
 
 
 def _read_disk(key: tuple[str, str]) -> dict[str, Any] | None:
-    try:
-        entry = json.loads(_disk_path(key).read_text(encoding="utf-8"))
-        body = json.dumps(entry["task"], sort_keys=True, allow_nan=False)
-        if entry.get("path") != key[0] or entry.get("sha256") != hashlib.sha256(body.encode()).hexdigest():
-            return None
-        return entry["task"] if isinstance(entry["task"], dict) else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # none yet, or damaged: loaded again (and rewritten)
+    from harness.jsonfile import read_json
+
+    entry = read_json(_disk_path(key))  # none yet, or damaged: loaded again (and rewritten)
+    if not isinstance(entry, dict) or entry.get("path") != key[0] or not isinstance(entry.get("task"), dict):
+        return None
+    return entry["task"] if entry.get("sha256") == _digest(entry["task"]) else None
 
 
 def _write_disk(key: tuple[str, str], payload: dict[str, Any]) -> None:
-    """Atomically; failing to write only costs a load next time."""
-    path = _disk_path(key)
-    body = json.dumps(payload, sort_keys=True, allow_nan=False)
-    entry = {"path": key[0], "sha256": hashlib.sha256(body.encode()).hexdigest(), "task": payload}
+    """Atomically, mode 0600; failing to write only costs a load next time."""
+    from harness.jsonfile import write_json
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o600)
-            f.write(json.dumps(entry, allow_nan=False))
-        os.replace(tmp, path)
+        write_json(_disk_path(key), {"path": key[0], "sha256": _digest(payload), "task": payload})
     except (OSError, ValueError):
         return
+
+
+def _digest(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, allow_nan=False).encode()).hexdigest()
 
 
 def _load_in_worker(path: Path, timeout_s: float) -> dict[str, Any]:
