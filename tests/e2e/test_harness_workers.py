@@ -59,7 +59,9 @@ def test_several_evaluations_at_once_in_one_process_all_get_their_own_workers():
     assert live_workers() == []
 
 
-def test_reference_outputs_are_cached_and_the_cache_is_used(tmp_path):
+def test_reference_outputs_are_cached_and_the_cache_is_used(tmp_path, monkeypatch):
+    # A cache of its own: other test workers write into the shared one at the same time.
+    monkeypatch.setenv("KOPE_HARNESS_CACHE", str(tmp_path / "cache"))
     task = fresh_task(tmp_path)
     before = set(reference_cache.folder().rglob("*.kref"))
     assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
@@ -68,6 +70,7 @@ def test_reference_outputs_are_cached_and_the_cache_is_used(tmp_path):
     stamps = {p: p.stat().st_mtime_ns for p in written}
     assert evaluate(task, HONEST, OPTIONS).status.value == "correct"
     assert {p: p.stat().st_mtime_ns for p in written} == stamps  # read, not recomputed
+    close_pools()  # its workers were started for this cache only
 
 
 def test_a_stale_cache_is_never_used_after_the_task_file_changes(tmp_path):
