@@ -28,6 +28,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kope.errors import ConfigError
+from kope.teamweights import check_team_weights, parse_team_weights
 
 APP = "kope"
 SECRET_MASK = "********"
@@ -111,6 +112,19 @@ class MemorySettings(_Section):
     team: str = "local"
     url: str | None = None
     token: str | None = Field(default=None, repr=False)
+    # source team -> weight in [0, 1] of its attempts in retrieval ("*": every team not named; 0 leaves
+    # a team out; your own team weighs 1 unless named): [memory] team_weights = {"cpu-b" = 0.5, "*" = 0.2}
+    # or KOPE_TEAM_WEIGHTS="cpu-b=0.5,*=0.2" (kope.memory.ranking: source team)
+    team_weights: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("team_weights", mode="before")
+    @classmethod
+    def _parse_team_weights(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return dict(parse_team_weights(value))
+        if isinstance(value, Mapping):
+            return dict(check_team_weights(value))
+        return value
 
     @field_validator("namespace", "team")
     @classmethod
@@ -253,6 +267,7 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_CONTEXT_ENCODING_FALLBACK": ("context", "encoding_fallback"),
     "KOPE_NAMESPACE": ("memory", "namespace"),
     "KOPE_TEAM": ("memory", "team"),
+    "KOPE_TEAM_WEIGHTS": ("memory", "team_weights"),
     "KOPE_MEMORY_URL": ("memory", "url"),
     "KOPE_MEMORY_TOKEN": ("memory", "token"),
     "KOPE_EVALUATOR": ("evaluator", "backend"),

@@ -67,6 +67,8 @@ def lineage_item(lineage: Lineage, tier: str, relevance: float) -> ContextItem:
         where += f"; shapes: {'the same cases' if rel.shape_match == 'signature' else 'same shape class'}"
     if rel.source == "text":
         where += "; found by full-text search of the latest feedback"
+    if rel.team_weight != 1.0:
+        where += f"; recorded by team {h.team or 'unknown'}, trusted at {rel.team_weight:g}"
     header = f'### Experience [{h.id}] "{h.title}"\n{where}'
     status = (
         f"outcome: {h.status}, {h.label}, r {_num(h.r, '.2f')}, a {_num(h.a, '.2f')}x, "

@@ -31,7 +31,8 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -46,7 +47,7 @@ from kope.memory.errors import UnknownDecisionError, UnknownRunError
 from kope.memory.ids import uid
 from kope.memory.journal import Journal, JournalEntry
 from kope.memory.lineage import OperatorLineages, load_lineages
-from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
+from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights, with_own_team
 from kope.memory.recorder import RecordResult, RunResult, finish_run_tx, write_attempts, write_runs
 from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
@@ -55,6 +56,7 @@ from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import GraphSync, SyncReport, sync_journal
 from kope.memory.tuning import TuningData, TuningQuery, fetch_tuning
+from kope.teamweights import check_team_weights
 
 if TYPE_CHECKING:
     from kope.config import KopeConfig
@@ -76,6 +78,7 @@ class ExperienceGraph:
         weights: RankingWeights = DEFAULT_WEIGHTS,
         owns_client: bool = False,
         schema_ready: bool = False,
+        team_weights: Mapping[str, float] | None = None,
     ) -> None:
         for value, what in ((namespace, "namespace"), (team, "team")):
             if not _NAMESPACE.match(value):
@@ -85,6 +88,7 @@ class ExperienceGraph:
         self.team = team
         self.journal = journal
         self.weights = weights
+        self.team_weights = check_team_weights(team_weights or {})  # for a query that brings none
         self._owns_client = owns_client
         self._schema_ready = schema_ready  # True: the caller applied the schema (the memory server, at start)
         self._offline: str | None = None
@@ -113,6 +117,7 @@ class ExperienceGraph:
             team=team or config.memory.team,
             journal=Journal(config.data_dir / "memory", ns) if journal else None,
             owns_client=client is None,
+            team_weights=config.memory.team_weights,
         )
 
     def close(self) -> None:
@@ -352,6 +357,9 @@ class ExperienceGraph:
 
     # -- reading ---------------------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
+        weights = with_own_team(query.team_weights or self.team_weights, self.team)
+        if weights != query.team_weights:
+            query = replace(query, team_weights=weights)
         return retrieve(self.client, self.namespace, query, k, self.weights)
 
     def tuning_records(self, query: TuningQuery) -> TuningData:

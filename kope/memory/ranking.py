@@ -23,6 +23,16 @@ shape match        same case-set signature (the same problem
                    same shape class (dtype, size within 4x)     0.25
 =================  ==========================================  ======
 
+**Source team.** Each attempt carries the team that recorded it (``Decision.team``, the run's
+team; on the memory server the key's). A query may weight teams (``team_weights``: team ->
+weight in [0, 1], ``*`` for every team not named, default 1): the weight scales the attempt's
+confidence in the downstream score (``d(v) * confidence * weight``), so inside a relevance
+tier and label bucket a trusted team's evidence comes first, and weight 0 leaves a team's
+attempts out of retrieval altogether. The querying team's own attempts weigh 1 unless it
+names itself. An attempt without a team (recorded before attempts carried one) weighs as
+``*``. Relevance tiers are not changed by trust: the same operator on the same hardware
+still comes before anything else, whoever recorded it.
+
 The shape match is a within-tier bonus: inside one operator and hardware
 tier, attempts on the nearest shapes come first (nearer shapes first within a
 tier), while it can never lift a candidate across a tier.
@@ -33,7 +43,7 @@ and inside one operator tier same hardware beats same class beats same vendor,
 whatever the bonuses. Candidates are ordered by
 
     relevance (high first), label bucket (effective, partial, ineffective,
-    negative), d(v) * confidence (high first), decision id (ascending)
+    negative), d(v) * confidence * team weight (high first), decision id (ascending)
 
 so inside each label bucket the downstream score decides, and equal inputs
 always give the same order (the id breaks every tie). Diversity: at most
@@ -51,6 +61,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from kope.memory.scoring import LABELS
+from kope.teamweights import OTHER_TEAMS
 
 Row = TypeVar("Row", bound=Mapping[str, Any])
 
@@ -115,6 +126,29 @@ class RankQuery:
     exclude: tuple[str, ...] = ()
     shape_sig: str | None = None
     shape_class: str | None = None
+    team_weights: tuple[tuple[str, float], ...] = ()  # (team, weight); "*": every team not named
+
+
+def with_own_team(weights: Iterable[tuple[str, float]], team: str) -> tuple[tuple[str, float], ...]:
+    """``weights`` with the querying team at 1 unless it names itself (no weights: no weighting at all)."""
+    pairs = tuple(weights)
+    if not pairs or any(t == team for t, _ in pairs):
+        return pairs
+    return tuple(sorted((*pairs, (team, 1.0))))
+
+
+def team_params(weights: Iterable[tuple[str, float]]) -> tuple[dict[str, float], float]:
+    """The Cypher parameters ``$teams`` (named teams) and ``$team_other`` (the rest) of a weighting."""
+    named = {team: float(w) for team, w in weights}
+    other = named.pop(OTHER_TEAMS, 1.0)
+    return named, other
+
+
+def team_weight(row: Mapping[str, Any], q: RankQuery) -> float:
+    """The weight of the team that recorded ``row`` (``*`` for an unnamed team or none)."""
+    named, other = team_params(q.team_weights)
+    team = row.get("team")
+    return named.get(team, other) if team is not None else other
 
 
 def operator_tier(row: Mapping[str, Any], q: RankQuery) -> str:
@@ -161,7 +195,7 @@ def shape_match(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAUL
 
 
 def sort_key(row: Mapping[str, Any], q: RankQuery, w: RankingWeights = DEFAULT_WEIGHTS) -> tuple[Any, ...]:
-    return (-relevance(row, q, w), LABEL_RANK[row["label"]], -(row["d"] * row["conf"]), row["id"])
+    return (-relevance(row, q, w), LABEL_RANK[row["label"]], -(row["d"] * row["conf"] * team_weight(row, q)), row["id"])
 
 
 def diversify(rows: Iterable[Row], k: int, w: RankingWeights = DEFAULT_WEIGHTS) -> list[Row]:
@@ -185,5 +219,6 @@ def rank_naively(
 ) -> list[Mapping[str, Any]]:
     """The whole ranking in Python over every candidate (reference and benchmark baseline)."""
     excluded = set(q.exclude)
-    ordered = sorted((r for r in rows if r["id"] not in excluded), key=lambda r: sort_key(r, q, w))
+    kept = (r for r in rows if r["id"] not in excluded and team_weight(r, q) > 0)
+    ordered = sorted(kept, key=lambda r: sort_key(r, q, w))
     return diversify(ordered, k, w)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -56,6 +57,7 @@ from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport, sync_journal
 from kope.memory.transfer import TransferReport
 from kope.memory.tuning import TuningData, TuningQuery
+from kope.teamweights import check_team_weights
 
 T = TypeVar("T")
 log = logging.getLogger("kope.memory")
@@ -105,6 +107,7 @@ class RemoteMemory:
         journal_root: Path | None = None,
         timeout: float = 60.0,
         transport: httpx.BaseTransport | None = None,
+        team_weights: Mapping[str, float] | None = None,
     ) -> None:
         if not token:
             raise UsageError(
@@ -129,6 +132,7 @@ class RemoteMemory:
         self.namespace: str = namespace or who["home"]
         self.journal = Journal(journal_root, self.namespace) if journal_root is not None else None
         self.harness_version = harness_version()
+        self.team_weights = check_team_weights(team_weights or {})  # sent with each retrieval (the server weighs)
         self._offline: str | None = None
         self._pending: list[tuple[str, Any]] = []
         self._known_a: dict[str, float | None] = {}
@@ -141,7 +145,11 @@ class RemoteMemory:
         memory = config.memory
         ns = namespace or (memory.namespace if "namespace" in memory.model_fields_set else None)
         return cls(
-            memory.url, memory.token or "", namespace=ns, journal_root=config.data_dir / "memory" if journal else None
+            memory.url,
+            memory.token or "",
+            namespace=ns,
+            journal_root=config.data_dir / "memory" if journal else None,
+            team_weights=memory.team_weights,
         )
 
     def close(self) -> None:
@@ -406,6 +414,8 @@ class RemoteMemory:
 
     # -- reading ---------------------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:
+        if not query.team_weights and self.team_weights:
+            query = replace(query, team_weights=self.team_weights)
         body = {"query": {**wire.dump(query), "exclude": list(query.exclude)}, "k": k}
         return self._post_record(RetrievalResult, self._path("/retrieve"), body)
 

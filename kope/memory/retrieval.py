@@ -43,6 +43,8 @@ from kope.memory.ranking import (
     hardware_tier,
     operator_tier,
     shape_tier,
+    team_params,
+    team_weight,
 )
 from kope.memory.records import InsightRecord
 from kope.memory.scoring import LABELS
@@ -66,6 +68,9 @@ class RetrievalQuery:
     shape_sig: str | None = None  # the cases' signature and shape class (kope.memory.shapes)
     shape_class: str | None = None
     text: str | None = None  # objective, feedback and error text for the full-text stage (None: no such stage)
+    # (team, weight in [0, 1]) of the teams whose evidence counts less ("*": every team not named);
+    # weight 0 leaves a team's attempts out (kope.memory.ranking: source team)
+    team_weights: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def from_outcome(cls, outcome: Outcome, *, layer: str | None = None, exclude: Sequence[str] = ()) -> RetrievalQuery:
@@ -111,6 +116,7 @@ class RetrievalQuery:
             tuple(self.exclude),
             self.shape_sig,
             self.shape_class,
+            tuple(self.team_weights),
         )
 
 
@@ -173,6 +179,7 @@ class Hit:
     diff: str | None  # unified diff against the parent's kernel (None for a root)
     code_hash: str | None
     params_json: str | None = None
+    team: str | None = None  # the team that recorded it (None: recorded before attempts carried one)
 
     @property
     def params(self) -> DecisionParams:
@@ -188,6 +195,7 @@ class Relevance:
     error_match: bool
     shape_match: str = "other"  # signature | class | other
     source: str = "graph"  # graph: the ranked pool; text: a full-text match of the query's text
+    team_weight: float = 1.0  # the query's weight of the recording team (kope.memory.ranking.team_weight)
 
 
 @dataclass(frozen=True)
@@ -231,6 +239,7 @@ class RetrievalResult:
 
 
 def _params(ns: str, q: RetrievalQuery, w: RankingWeights, limit: int) -> dict[str, Any]:
+    teams, team_other = team_params(q.team_weights)
     return {
         "ns": ns,
         "operator": q.operator,
@@ -244,6 +253,8 @@ def _params(ns: str, q: RetrievalQuery, w: RankingWeights, limit: int) -> dict[s
         "shape_sig": q.shape_sig,
         "shape_class": q.shape_class,
         "w": w.cypher_params(),
+        "teams": teams,
+        "team_other": team_other,
         "limit": limit,
     }
 
@@ -362,9 +373,12 @@ def fetch_text(tx: Tx, ns: str, q: RetrievalQuery, w: RankingWeights, taken: Seq
     terms = text_terms(q.text or "")
     if terms is None:
         return []
+    teams, team_other = team_params(q.team_weights)
     return tx.run(
         "memory/retrieve/text",
         ns=ns,
+        teams=teams,
+        team_other=team_other,
         text=terms,
         exclude=list(q.exclude) + list(taken),
         fetch=w.max_text * 8,
@@ -406,6 +420,7 @@ def _lineage(
         diff=h["diff"],
         code_hash=h["code_hash"],
         params_json=h.get("params_json"),
+        team=h.get("team"),
     )
     relevance = Relevance(
         score=scored["relevance"],
@@ -415,6 +430,7 @@ def _lineage(
         error_match=rq.error_kind is not None and scored["error_kind"] == rq.error_kind,
         shape_match=shape_tier(scored, rq),
         source=source,
+        team_weight=team_weight(h, rq),
     )
     chain = tuple(StepSummary(**step) for step in reversed(raw["chain"]))
     siblings = tuple(BranchSummary(**s) for s in raw["siblings"])

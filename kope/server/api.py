@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kope.memory import wire
 from kope.memory.graph import RUN_STATUSES
@@ -31,6 +31,7 @@ from kope.server.auth import Identity
 from kope.server.errors import ForbiddenError
 from kope.server.registry import NAME, Registry
 from kope.server.store import MemoryStore
+from kope.teamweights import check_team_weights
 
 NS = Annotated[str, Path(pattern=NAME.pattern, description="a namespace (1-64 letters, digits, _ . -)")]
 LocalId = Annotated[str, Path(min_length=1, max_length=200, description="a run or decision id")]
@@ -71,9 +72,19 @@ class QueryBody(_Body):
     shape_sig: str | None = Field(default=None, max_length=200)
     shape_class: str | None = Field(default=None, max_length=200)
     text: str | None = Field(default=None, max_length=20_000)  # only its first plain words are searched
+    # (team, weight in [0, 1]) pairs, "*" for the rest; the caller's own team weighs 1 unless named
+    team_weights: list[tuple[str, float]] = Field(default_factory=list, max_length=256)
+
+    @field_validator("team_weights")
+    @classmethod
+    def _check_team_weights(cls, value: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        return list(check_team_weights(value))
 
     def query(self) -> RetrievalQuery:
-        return RetrievalQuery(**{**self.model_dump(), "exclude": tuple(self.exclude)})
+        dumped = self.model_dump()
+        return RetrievalQuery(
+            **{**dumped, "exclude": tuple(self.exclude), "team_weights": tuple(map(tuple, self.team_weights))}
+        )
 
 
 class RetrieveBody(_Body):
@@ -278,7 +289,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
     @r.post("/namespaces/{ns}/retrieve", name="retrieve")
     def retrieve(who: Who, ns: NS, body: RetrieveBody) -> Response:
         allow(who, ns, "read")
-        return record_response(store.graph(ns).retrieve(body.query.query(), body.k))
+        return record_response(store.graph(ns, who.team).retrieve(body.query.query(), body.k))  # own team: 1
 
     @r.post("/namespaces/{ns}/tuning_records", name="tuning_records")
     def tuning_records(who: Who, ns: NS, body: TuningBody) -> Response:

@@ -32,6 +32,7 @@ from kope.server import acl
 from kope.server.auth import Identity
 from kope.server.registry import Registry
 from kope.server.store import MemoryStore
+from kope.teamweights import check_team_weights
 
 INSTRUCTIONS = (
     "KOPE's shared Experience Graph of kernel optimization attempts. Before proposing a kernel, call "
@@ -108,15 +109,23 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
         error_kind: str | None = None,
         k: int = 8,
         namespace: str | None = None,
+        team_weights: dict[str, float] | None = None,
     ) -> dict[str, Any]:
         """Ranked experience for a kernel task: lineages (ancestor chains and sibling branches of the most
         relevant attempts: same operator > family > other, same hardware first) and the validity rules
-        that apply. The same retrieval KOPE's own loop uses."""
+        that apply. The same retrieval KOPE's own loop uses. ``team_weights``: how much each source team's
+        attempts count (team -> 0..1, "*" for the rest; 0 leaves a team out; your own team counts 1)."""
         who, ns = _call(ctx, "retrieve_experience", namespace)
         if not 1 <= k <= 100:
             raise ToolError("k must be between 1 and 100")
-        query = RetrievalQuery(operator, family, target, hardware_id, hardware_class, vendor, layer, error_kind)
-        result = await _run(allowed(who, ns, "read")(lambda: store.graph(ns).retrieve(query, k)))
+        try:
+            weights = check_team_weights(team_weights or {})
+        except ValueError as exc:
+            raise ToolError(f"team_weights: {exc}") from None
+        query = RetrievalQuery(
+            operator, family, target, hardware_id, hardware_class, vendor, layer, error_kind, team_weights=weights
+        )
+        result = await _run(allowed(who, ns, "read")(lambda: store.graph(ns, who.team).retrieve(query, k)))
         return wire.dump(result)
 
     @mcp.tool()

@@ -120,6 +120,21 @@ def test_a_namespace_shared_with_team_b_is_readable_by_it_but_still_not_writable
     assert graph_shape(graph_client, "team-a")["Run"] == 1
 
 
+def test_a_reader_weights_the_teams_whose_evidence_it_reads(server, teams):
+    # the attempt carries the team of the key that wrote it; the reader's weights travel with its query
+    server.registry.set_sharing("team-a", "shared", ["team-b"])
+    with RemoteMemory(server.url, teams["b"], namespace="team-a", team_weights={"team-a": 0.5}) as b:
+        hit = b.retrieve(synthetic_query(), k=4).lineages[0]
+        assert (hit.hit.id, hit.hit.team, hit.relevance.team_weight) == ("run-a:s0", "team-a", 0.5)
+    with RemoteMemory(server.url, teams["b"], namespace="team-a", team_weights={"*": 0}) as b:
+        assert b.retrieve(synthetic_query(), k=4).lineages == ()
+    with RemoteMemory(server.url, teams["a"], team_weights={"*": 0}) as a:  # its own team weighs 1
+        assert [lin.hit.id for lin in a.retrieve(synthetic_query(), k=4).lineages] == ["run-a:s0"]
+    for bad in ([["team-a", 2]], [["no spaces", 0.5]], [["team-a"]]):
+        query = {"query": {"operator": OP, "team_weights": bad}, "k": 4}
+        one_line_error(call(server, teams["a"], "POST", "/v1/namespaces/team-a/retrieve", json=query), 422)
+
+
 @pytest.mark.parametrize("history_code", [False, True])
 def test_a_step_state_through_the_server_is_the_one_the_graph_reads(server, teams, graph_client, history_code):
     # RemoteMemory is the second implementation of the memory protocol: the same StepState, one request

@@ -201,3 +201,72 @@ def test_namespaces_do_not_see_each_other(graph_client):
     assert a.retrieve(query(), k=5).ids == ["same-run-id:s0"]
     assert b.retrieve(query(), k=5).ids == []
     assert b.stats().nodes["Decision"] == 0 and a.stats().nodes["Decision"] == 1
+
+
+def two_teams(graph_client, ns="shared"):
+    """One namespace holding the same kind of evidence from two teams (as after importing each other's
+    exports): team a and team b each ran softmax on HW_A with the same speedups. Team b's run id sorts
+    first, so without weights b's attempts win every tie."""
+    graphs = {t: ExperienceGraph(graph_client, namespace=ns, team=t) for t in ("team-a", "team-b")}
+    for team, graph in graphs.items():
+        one_run(graph, RUN_OF[team], "softmax", [1.0, 1.5, 1.2])
+    return graphs
+
+
+RUN_OF = {"team-a": "z-run", "team-b": "b-run"}
+
+
+def test_every_attempt_carries_the_team_that_recorded_it(graph_client):
+    graphs = two_teams(graph_client)
+    rows = {r["id"]: r["team"] for r in graphs["team-a"].candidates()}
+    assert rows == {f"{RUN_OF[t]}:s{s}": t for t in ("team-a", "team-b") for s in range(3)}
+    hit = graphs["team-a"].retrieve(query(), k=1).lineages[0].hit
+    assert hit.team in ("team-a", "team-b")
+
+
+def test_team_weights_order_equal_evidence_and_weight_zero_leaves_a_team_out(graph_client):
+    graphs = two_teams(graph_client)
+    reader = ExperienceGraph(graph_client, namespace="shared", team="team-c")
+    unweighted = reader.retrieve(query(), k=6)
+    assert all(lineage.relevance.team_weight == 1.0 for lineage in unweighted.lineages)
+    scored = [s for s in range(3) if next(x.hit for x in unweighted.lineages if x.hit.id == f"b-run:s{s}").d > 0]
+    assert scored  # attempts whose downstream score the weight can scale
+    ranks = {i: n for n, i in enumerate(unweighted.ids)}
+    assert all(ranks[f"b-run:s{s}"] < ranks[f"z-run:s{s}"] for s in scored), unweighted.ids  # ties: b first
+    # b trusted less: within each label bucket, a's attempt now comes before b's equal one
+    weighted = reader.retrieve(query(team_weights=(("team-b", 0.5),)), k=6)
+    assert sorted(weighted.ids) == sorted(unweighted.ids)
+    ranks = {i: n for n, i in enumerate(weighted.ids)}
+    assert all(ranks[f"z-run:s{s}"] < ranks[f"b-run:s{s}"] for s in scored), weighted.ids
+    by_id = {lineage.hit.id: lineage for lineage in weighted.lineages}
+    assert by_id["b-run:s1"].relevance.team_weight == 0.5 and by_id["b-run:s1"].hit.team == "team-b"
+    assert by_id["z-run:s1"].relevance.team_weight == 1.0
+    # weight 0: b's attempts are never retrieved, whatever k; "*" weighs every team not named
+    assert reader.retrieve(query(team_weights=(("team-b", 0.0),)), k=6).ids == [
+        i for i in unweighted.ids if i.startswith("z-run")
+    ]
+    assert reader.retrieve(query(team_weights=(("*", 0.0),)), k=6).ids == []
+    # the querying team's own attempts weigh 1 unless it names itself
+    own = graphs["team-a"].retrieve(query(team_weights=(("*", 0.0),)), k=6)
+    assert own.ids and all(i.startswith("z-run") for i in own.ids)
+    assert graphs["team-a"].retrieve(query(team_weights=(("team-a", 0.0), ("*", 0.0))), k=6).ids == []
+
+
+@pytest.mark.parametrize(
+    "weights", [(("team-b", 0.5),), (("team-a", 0.25), ("*", 0.75)), (("team-b", 0.0), ("*", 0.9))]
+)
+def test_team_weighted_retrieval_equals_the_naive_python_ranking(graph_client, weights):
+    rng = random.Random(7)
+    graphs = [ExperienceGraph(graph_client, namespace="w", team=t) for t in ("team-a", "team-b", "team-c")]
+    for run in range(9):
+        graph = graphs[run % 3]
+        op, family = [("softmax", "normalization"), ("layernorm", "normalization"), ("relu", "elementwise")][run % 3]
+        hw = [HW_A, HW_C][rng.randrange(2)]
+        one_run(graph, f"run{run}", op, [round(rng.uniform(0.5, 2.5), 2) for _ in range(4)], family=family, hw=hw)
+    reader = ExperienceGraph(graph_client, namespace="w", team="team-z")
+    everything = reader.candidates()
+    for op, family in (("softmax", "normalization"), ("relu", "elementwise")):
+        q = query(operator=op, family=family, team_weights=weights)
+        for k in (1, 4, 20):
+            found = reader.retrieve(q, k=k)
+            assert found.ids == [r["id"] for r in rank_naively(everything, found.query.rank_query(), k)], (op, k)

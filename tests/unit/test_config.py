@@ -82,6 +82,10 @@ def test_unset_environment_reference_fails_loudly(tmp_path):
         ({"KOPE_EVALUATOR_FINAL_REP_MS": "soon"}, "evaluator.final_rep_ms"),
         ({"KOPE_EVALUATOR_MIN_REPS": "0"}, "evaluator.min_reps"),
         ({"KOPE_EVALUATOR_WARMUP_MS": "-1"}, "evaluator.warmup_ms"),
+        ({"KOPE_TEAM_WEIGHTS": "gpu-a=2"}, "memory.team_weights"),
+        ({"KOPE_TEAM_WEIGHTS": "gpu-a"}, "memory.team_weights"),
+        ({"KOPE_TEAM_WEIGHTS": "bad team=0.5"}, "memory.team_weights"),
+        ({"KOPE_TEAM_WEIGHTS": "gpu-a=lots"}, "memory.team_weights"),
     ],
 )
 def test_invalid_values_name_the_setting(tmp_path, environ, fragment):
@@ -143,3 +147,11 @@ def test_a_loop_step_times_with_the_evaluator_settings():
     )
     timing = Optimizer(config, None, None, LoopOptions(steps=1)).timing
     assert (timing.rep_ms, timing.warmup_ms, timing.min_reps) == (7.0, 0.0, 3)
+
+
+def test_team_weights_from_the_environment_and_from_toml(tmp_path):
+    config = load_config(environ={"KOPE_TEAM_WEIGHTS": "cpu-b=0.5, *=0.2"}, cwd=tmp_path)
+    assert config.memory.team_weights == {"*": 0.2, "cpu-b": 0.5}
+    (tmp_path / "kope.toml").write_text('[memory]\nteam_weights = { "gpu-a" = 1, "lab.x" = 0 }\n')
+    assert load_config(environ={}, cwd=tmp_path).memory.team_weights == {"gpu-a": 1.0, "lab.x": 0.0}
+    assert load_config(environ={}, cwd=tmp_path / "nowhere").memory.team_weights == {}

@@ -84,3 +84,46 @@ def test_diversity_caps_hits_per_parent():
     rows = [row(f"c{i}", parent_id="p") for i in range(5)] + [row("other", parent_id="q")]
     picked = [r["id"] for r in diversify(rows, 4)]
     assert picked == ["c0", "c1", "other"]
+
+
+def test_team_weight_scales_the_downstream_score_and_zero_leaves_a_team_out():
+    from kope.memory.ranking import RankQuery, rank_naively, team_weight
+
+    def row(i, team, d):
+        return {
+            "id": i, "parent_id": None, "operator": "relu", "family": "elementwise", "hw_id": "h", "hw_class": "c",
+            "vendor": "v", "layer": "tiling", "error_kind": None, "label": "effective", "d": d, "conf": 1.0,
+            "team": team,
+        }  # fmt: skip
+
+    rows = [row("a", "team-a", 1.0), row("b", "team-b", 1.5), row("c", None, 1.2)]
+    base = RankQuery("relu", "elementwise", "h", "c", "v", "tiling", None)
+    assert [r["id"] for r in rank_naively(rows, base, 3)] == ["b", "c", "a"]
+    weighted = RankQuery("relu", "elementwise", "h", "c", "v", "tiling", None, team_weights=(("team-b", 0.5),))
+    assert [r["id"] for r in rank_naively(rows, weighted, 3)] == ["c", "a", "b"]  # 1.2 > 1.0 > 0.75
+    others = RankQuery("relu", "elementwise", "h", "c", "v", "tiling", None, team_weights=(("*", 0.0), ("team-a", 1)))
+    assert [r["id"] for r in rank_naively(rows, others, 3)] == ["a"]  # no team counts as "*"
+    assert team_weight(rows[2], others) == 0.0 and team_weight(rows[0], others) == 1.0
+
+
+def test_team_weights_are_validated_with_one_clear_message():
+    from kope.memory.ranking import with_own_team
+    from kope.teamweights import check_team_weights, parse_team_weights
+
+    assert parse_team_weights("b=0.5, *=0 ,a=1") == (("*", 0.0), ("a", 1.0), ("b", 0.5))
+    assert parse_team_weights("") == ()
+    for bad, fragment in [
+        ("a=1.5", "from 0 to 1"),
+        ("a=-0.1", "from 0 to 1"),
+        ("a=x", "from 0 to 1"),
+        ("a", "TEAM=WEIGHT"),
+        ("a b=1", "team name"),
+        ("a=1,a=0", "twice"),
+    ]:
+        with pytest.raises(ValueError, match=fragment):
+            parse_team_weights(bad)
+    with pytest.raises(ValueError, match="from 0 to 1"):
+        check_team_weights({"a": True})
+    assert with_own_team((("*", 0.2),), "me") == (("*", 0.2), ("me", 1.0))
+    assert with_own_team((("me", 0.5),), "me") == (("me", 0.5),)
+    assert with_own_team((), "me") == ()

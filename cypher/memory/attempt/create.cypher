@@ -3,7 +3,8 @@
 // transaction that created a decision (marked with its $nonce) writes the
 // rest, so a concurrent duplicate of the same attempt adds nothing twice.
 // The run's task and hardware facts are copied onto the decision here (the
-// retrieval pool reads them without joins), as are the fields the outcome shares.
+// retrieval pool reads them without joins: the team weights the evidence), as are the
+// fields the outcome shares.
 UNWIND $rows AS row
 MATCH (run:Run {uid: $ns + '/' + row.run_id})
 MERGE (d:Decision {uid: $ns + '/' + row.decision.id})
@@ -11,7 +12,7 @@ MERGE (d:Decision {uid: $ns + '/' + row.decision.id})
 WITH row, run, d WHERE d._created = $nonce
 REMOVE d._created
 SET d.ns = $ns, d.run_id = run.id, d.operator = run.operator, d.family = run.family, d.target = run.target,
-    d.hw_id = run.hw_id, d.hw_class = run.hw_class, d.vendor = run.vendor
+    d.hw_id = run.hw_id, d.hw_class = run.hw_class, d.vendor = run.vendor, d.team = run.team
 CREATE (o:Outcome)
 SET o = row.outcome, o.uid = d.uid, o.ns = $ns, o.id = d.id, o.status = d.status, o.r = d.r, o.label = d.label,
     o.error_kind = d.error_kind, o.confidence = d.conf, o.speedup = d.a, o.created_at = d.created_at

@@ -20,7 +20,7 @@ CALL (h) {
 RETURN u AS uid,
        h {.id, .run_id, .step, .title, .thought, .layer, .parent_id, .status, .label, .a, .r, .d, .conf,
           .error_kind, .operator, .family, .target, .hw_id, .hw_class, .vendor, .diff, .code_hash, .params_json,
-          .shape_sig, .shape_class} AS hit,
+          .shape_sig, .shape_class, .team} AS hit,
        o {.cases_total, .cases_passed, .speedup_measured, .error_excerpt, .timings_valid} AS outcome,
        size(ancestors) AS depth,
        [a IN ancestors[0..$max_chain] | a {.id, .step, .title, .layer, .status, .label, .a, .r, .d}] AS chain,
