@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -100,6 +100,7 @@ __all__ = [
     "inferred_family",
     "is_match",
     "level_from_path",
+    "cluster_tasks",
     "remote_error",
     "remote_request",
     "render_for_task",
@@ -418,6 +419,15 @@ def remote_error(data: Mapping[str, Any]) -> TaskError:
     from harness.remote import error_from_payload
 
     return _kope_error(error_from_payload(dict(data)))
+
+
+def cluster_tasks() -> tuple[Callable[[dict[str, Any]], dict[str, Any]], Callable[[str], dict[str, Any]]]:
+    """What a cluster (``kope.evaluators.ray``) runs on its nodes: one remote evaluation (a request as above ->
+    ``{"outcome"}`` or ``{"error"}``) and a target's hardware fingerprint. Sent by reference: every node has
+    the harness installed."""
+    from harness.remote import evaluate_on_cluster, hardware_payload
+
+    return evaluate_on_cluster, hardware_payload
 
 
 def serve_worker(argv: Sequence[str], prog: str) -> int:

@@ -167,6 +167,9 @@ class EvaluatorSettings(_Section):
     # fewest measured units per case, in loop steps and final evaluations alike (harness.timing.Budget.min_reps);
     # the timing stops after these once rep_ms is spent or the medians' intervals are tight
     min_reps: int = Field(default=5, ge=1, le=100)
+    # CPUs one cpu-target evaluation asks a Ray cluster for (default: as many as its smallest node has, so a
+    # timed evaluation has a node to itself); GPU targets ask for one GPU (kope.evaluators.ray)
+    ray_cpus: int | None = Field(default=None, ge=1, le=4096)
 
     @field_validator("backend")
     @classmethod
@@ -278,6 +281,7 @@ ENV_VARS: dict[str, tuple[str | None, str]] = {
     "KOPE_EVALUATOR_FINAL_REP_MS": ("evaluator", "final_rep_ms"),
     "KOPE_EVALUATOR_WARMUP_MS": ("evaluator", "warmup_ms"),
     "KOPE_EVALUATOR_MIN_REPS": ("evaluator", "min_reps"),
+    "KOPE_EVALUATOR_RAY_CPUS": ("evaluator", "ray_cpus"),
 }
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -127,6 +127,8 @@ class BenchRunner:
 
     def _wipe_namespace(self, namespace: str) -> int:
         with self._graph(namespace) as graph:
+            # the schema first, here, once: pair processes that create it while others write can deadlock
+            graph.init_schema()
             report = graph.prune(everything=True)
         shutil.rmtree(Path(self.config.data_dir) / "memory" / namespace, ignore_errors=True)  # its journal
         return report.deleted_nodes

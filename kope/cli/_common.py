@@ -106,7 +106,8 @@ def evaluator_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--evaluator",
         default=None,
-        metavar="local|URL[,URL...]",
-        help="Where candidates are evaluated: local (default), or evaluation workers (`kope worker`) at "
-        "http://HOST:PORT[,...] with KOPE_WORKER_KEY (KOPE_EVALUATOR).",
+        metavar="local|URL[,URL...]|ray[://ADDRESS]",
+        help="Where candidates are evaluated: local (default), evaluation workers (`kope worker`) at "
+        "http://HOST:PORT[,...] with KOPE_WORKER_KEY, or a Ray cluster: ray (RAY_ADDRESS or the one "
+        "running here) or ray://HOST:PORT (KOPE_EVALUATOR).",
     )(func)

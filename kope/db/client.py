@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import neo4j
 from neo4j import GraphDatabase, RoutingControl
 from neo4j import exceptions as nx
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from kope.db.catalog import CypherCatalog, default_catalog
 from kope.errors import DatabaseAuthError, DatabaseUnavailableError, KopeError, QueryError
@@ -211,13 +212,29 @@ class GraphClient:
         with self._errors(), self._driver.session(database=self.database) as session:
             return session.execute_read(lambda tx: work(Tx(tx, self.catalog)))
 
-    def run_script(self, name: str) -> int:
-        """Run every statement of a multi-statement catalog file (e.g. the schema)."""
+    def run_script(self, name: str, skip: Callable[[Exception], bool] | None = None) -> int:
+        """Run every statement of a multi-statement catalog file (e.g. the schema), each in its own
+        auto-commit transaction, retried on transient errors: a schema statement and another process's
+        writes can deadlock on the label's lock, and the server then aborts one of them (the driver's own
+        retries only cover managed transactions; ``CALL db.awaitIndexes`` cannot run in one). A statement
+        whose error ``skip`` accepts is passed over and the next one runs."""
         count = 0
         self._reach()
+        retrying = Retrying(
+            stop=stop_after_delay(RETRY_TIME_S),
+            wait=wait_random_exponential(multiplier=0.2, max=3),
+            retry=retry_if_exception(lambda e: isinstance(e, nx.TransientError) and e.is_retryable()),
+            reraise=True,
+        )
         with self._errors(), self._driver.session(database=self.database) as session:
             for text in self.catalog.statements(name):
-                session.run(text).consume()
+                try:
+                    for attempt in retrying:
+                        with attempt:
+                            session.run(text).consume()
+                except nx.Neo4jError as exc:
+                    if skip is None or not skip(exc):
+                        raise
                 count += 1
         return count
 

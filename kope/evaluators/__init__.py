@@ -7,7 +7,8 @@ with the hardware of the host that evaluated it:
 * ``local`` (``LocalEvaluator``): ``harness.evaluate`` in this process's own workers;
 * worker URLs (``kope.evaluators.http.HttpEvaluator``): ``python -m harness serve`` /
   ``kope worker`` on target hosts, over HTTP with the workers' bearer key;
-* ``ray`` / ``ray://ADDRESS``: parsed, but the Ray backend is not in this version (a clear error).
+* ``ray`` / ``ray://ADDRESS`` (``kope.evaluators.ray.RayEvaluator``, the optional extra ``kope[ray]``):
+  each evaluation a Ray task on a cluster's node, with CPU or GPU resource requests.
 
 Everything from the harness comes through ``kope.boundary``. Problems with the task,
 target or options raise ``kope.boundary.TaskError`` (as a local evaluation does); an
@@ -78,11 +79,13 @@ def make_evaluator(config: KopeConfig, spec: str | EvaluatorSpec | None = None) 
             attempts=config.evaluator.attempts,
         )
     if parsed.kind == "ray":
-        from kope.errors import UsageError
+        from kope.evaluators.ray import RayEvaluator
 
-        raise UsageError(
-            f"the Ray evaluator ({parsed}) is not part of this version of KOPE yet",
-            hint="use worker services (--evaluator http://HOST:PORT[,...], started with `kope worker`) or local",
+        return RayEvaluator(
+            parsed,
+            timeout_s=config.evaluator.timeout,
+            attempts=config.evaluator.attempts,
+            cpus=config.evaluator.ray_cpus,
         )
     return LocalEvaluator()
 

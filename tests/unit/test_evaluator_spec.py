@@ -51,8 +51,18 @@ def test_a_bad_evaluator_in_the_configuration_is_a_config_error():
         load_config(environ={"KOPE_EVALUATOR": "nowhere"})
 
 
-def test_the_ray_evaluator_is_a_clear_error_not_a_silent_local_evaluation():
+def test_a_ray_address_nothing_answers_at_is_one_clear_error_not_a_silent_local_evaluation():
+    from kope.db.ports import free_port
     from kope.evaluators import make_evaluator
 
-    with pytest.raises(UsageError, match="Ray evaluator"):
-        make_evaluator(load_config(environ={}), "ray://127.0.0.1:10001")
+    closed = free_port()  # a loopback port nothing listens on
+    with pytest.raises(UsageError, match=f"no Ray cluster answers at ray://127.0.0.1:{closed}"):
+        make_evaluator(load_config(environ={}), f"ray://127.0.0.1:{closed}")
+    with pytest.raises(UsageError, match="bad Ray address"):
+        make_evaluator(load_config(environ={}), "ray://127.0.0.1")
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-2"])
+def test_a_bad_ray_cpu_count_names_the_setting(value):
+    with pytest.raises(ConfigError, match="evaluator.ray_cpus"):
+        load_config(environ={"KOPE_EVALUATOR_RAY_CPUS": value})
