@@ -7,7 +7,9 @@
 #      device), which must pass, not skip;
 #   3. a short timing comparison: Triton and CUDA ReLU kernels against torch.relu on the GPU;
 #   4. every Triton kernel template's default candidate timed against PyTorch on its operators' first cases
-#      (benchmarks/time_triton_templates.py; TRITON_TEMPLATE_ARGS adds options, e.g. --all-values).
+#      (benchmarks/time_triton_templates.py; TRITON_TEMPLATE_ARGS adds options, e.g. --all-values);
+#   5. the triton and cuda ReLU evaluated through an evaluation worker on this host (`python -m harness serve
+#      --devices auto` on 127.0.0.1, kope's HTTP evaluator): the same statuses and cases as locally, on the GPU.
 # Usage: scripts/gpu_check.sh   (PYTHON selects the interpreter; it needs torch with CUDA, triton, pytest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,4 +50,46 @@ echo "== roofline: the GPU's measured peaks and each case's fraction of roofline
 echo "== timing: Triton kernel templates (default settings) vs PyTorch, cases 0-2 of each operator"
 # shellcheck disable=SC2086  # TRITON_TEMPLATE_ARGS is a list of options
 "$PY" benchmarks/time_triton_templates.py ${TRITON_TEMPLATE_ARGS:-}
+echo "== through an evaluation worker on this GPU host (kope --evaluator http://127.0.0.1:PORT)"
+"$PY" - <<'EOF'
+import os, secrets, subprocess, sys, tempfile, time
+from pathlib import Path
+
+from harness.suite import find_task
+from kope.boundary import eval_options
+from kope.config import load_config
+from kope.evaluators import make_evaluator
+
+key = secrets.token_urlsafe(24)
+tmp = Path(tempfile.mkdtemp(prefix="kope-gpu-worker-"))
+port_file = tmp / "port"
+env = {**os.environ, "KOPE_WORKER_KEY": key}
+worker = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--port", "0", "--devices", "auto",
+                           "--cache-dir", str(tmp / "cache"), "--port-file", str(port_file)], env=env)
+try:
+    deadline = time.monotonic() + 300
+    while not port_file.exists():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            sys.exit("error: the evaluation worker did not start")
+        time.sleep(0.2)
+    os.environ["KOPE_WORKER_KEY"] = key
+    config = load_config()
+    remote = make_evaluator(config, f"http://127.0.0.1:{port_file.read_text().strip()}")
+    local = make_evaluator(config, "local")
+    task = find_task("relu").path
+    for target, candidate in (("triton", "tests/fixtures/triton/relu.py"), ("cuda", "tests/fixtures/cuda/relu.py")):
+        options = eval_options(target=target)
+        there = remote.evaluate(task, Path(candidate).resolve(), options)
+        here = local.evaluate(task, Path(candidate).resolve(), options)
+        same = (there.status, [c.passed for c in there.cases]) == (here.status, [c.passed for c in here.cases])
+        print(f"{target}: worker {there.status.value} {there.cases_passed}/{there.cases_total} on "
+              f"{there.hardware.class_} [{there.hardware.id}]; local {here.status.value} "
+              f"{here.cases_passed}/{here.cases_total}: {'same' if same else 'DIFFERENT'}")
+        if not same:
+            sys.exit(f"error: the {target} outcome through the worker differs from the local one")
+    remote.close()
+finally:
+    worker.terminate()
+    worker.wait(timeout=60)
+EOF
 echo "gpu_check: done"
