@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT))
 from kope.config import load_config  # noqa: E402 - after the sys.path entry that finds it
 from kope.db.local import LocalNeo4j  # noqa: E402 - as above
 from kope.db.ports import free_port  # noqa: E402 - as above
+from tests.support.ray_cluster import RAY_ENV, ray_command, start_cluster, stop_cluster  # noqa: E402 - as above
 
 TASK = ROOT / "tests" / "fixtures" / "tasks" / "tiny_relu.py"
 CANDIDATE = ROOT / "tests" / "fixtures" / "sandbox" / "relu_honest.py"
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}  # loopback only
 
 
 def start_http_worker(workdir: Path, key: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -58,45 +58,15 @@ def start_http_worker(workdir: Path, key: str) -> tuple[subprocess.Popen[bytes],
     return proc, f"http://127.0.0.1:{port_file.read_text().strip()}"
 
 
-def start_ray(workdir: Path) -> tuple[str, str] | None:
-    ray = shutil.which("ray", path=str(Path(sys.executable).parent))
-    if ray is None:
+def start_ray() -> tuple[str, str] | None:
+    """A local cluster with this machine's CPUs (tests/support/ray_cluster.py), or None without Ray."""
+    if ray_command() is None:
         print("Ray is not installed (pip install 'kope[ray]'): the Ray evaluator is not measured")
         return None
-    temp = tempfile.mkdtemp(prefix="kray-", dir="/tmp")
-    port = free_port()
-    command = [ray, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus",
-               str(os.cpu_count() or 1), "--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", temp,
-               "--object-store-memory", str(100 << 20)]  # fmt: skip
-    done = subprocess.run(command, env={**os.environ, **RAY_ENV}, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise SystemExit(f"ray start failed: {done.stderr[-2000:]}")
-    return f"127.0.0.1:{port}", temp
-
-
-def stop_ray(temp: str) -> None:
-    """The processes of that cluster only: by command line or by an open file in its temp folder."""
-    for _ in range(3):
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-                links = [os.readlink(fd) for fd in (entry / "fd").iterdir()] if temp not in cmdline else []
-            except OSError:
-                continue
-            if temp in cmdline or any(link.startswith(temp) for link in links):
-                pids.append(int(entry.name))
-        if not pids:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.5)
-    shutil.rmtree(temp, ignore_errors=True)
+    try:
+        return start_cluster(cpus=os.cpu_count() or 1)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def overhead(rounds: int, workdir: Path) -> None:
@@ -105,7 +75,7 @@ def overhead(rounds: int, workdir: Path) -> None:
 
     key = "bench-scaleout-" + os.urandom(12).hex()
     worker, url = start_http_worker(workdir, key)
-    ray = start_ray(workdir)
+    ray = start_ray()
     evaluators = {}
     try:
         os.environ["KOPE_WORKER_KEY"] = key
@@ -139,7 +109,7 @@ def overhead(rounds: int, workdir: Path) -> None:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
         if ray is not None:
-            stop_ray(ray[1])
+            stop_cluster(ray[1])
 
 
 def pairs_per_hour(workdir: Path) -> None:

@@ -1,92 +1,32 @@
-"""The Ray evaluator against a real local Ray cluster (`ray start --head`, two worker processes' worth of CPUs).
-
-Everything binds 127.0.0.1: the node's IP is given (`--node-ip-address`) and Ray's own address lookup is
-kept on loopback (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which makes Ray take the loopback address as the
-node's); the cluster's processes are found and stopped by their own temp folder, so two test workers can
-each run one.
-"""
+"""The Ray evaluator against a real local Ray cluster (`ray start --head` on 127.0.0.1 with two CPUs:
+two worker processes' worth; tests/support/ray_cluster.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from kope.db.ports import free_port
 from tests.e2e.test_bench_cli import one_error_line, write_suite
+from tests.support.ray_cluster import RAY_ENV, start_cluster, stop_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
-
-
-def _ray_bin() -> str:
-    found = shutil.which("ray", path=str(Path(sys.executable).parent))
-    if found is None:
-        pytest.fail("the `ray` command is not installed next to this Python (the test extra installs ray[client])")
-    return found
-
-
-def _cluster_processes(temp_dir: str) -> list[int]:
-    """The processes of the cluster whose temp folder is ``temp_dir``: by command line, or (Ray's workers
-    rename themselves, ``ray::IDLE``) by an open file in it (each writes its logs there)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()] if temp_dir not in cmdline else []
-        except OSError:
-            continue
-        if temp_dir in cmdline or any(link.startswith(temp_dir) for link in links):
-            found.append(int(entry.name))
-    return found
-
-
-def _stop(temp_dir: str) -> None:
-    """Stop that cluster, and nothing else on the machine (``ray stop`` would stop every cluster here)."""
-    for _ in range(3):
-        pids = _cluster_processes(temp_dir)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A one-node cluster with 2 CPUs on 127.0.0.1; yields its GCS address (HOST:PORT)."""
-    temp_dir = tempfile.mkdtemp(prefix="kray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    port = free_port()
-    env = {**os.environ, **RAY_ENV}
-    command = [
-        _ray_bin(), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-        "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard", "false", "--disable-usage-stats",
-        "--temp-dir", temp_dir, "--object-store-memory", str(100 << 20),
-        "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
-        "--dashboard-agent-grpc-port", str(free_port()), "--metrics-export-port", str(free_port()),
-        "--runtime-env-agent-port", str(free_port()), "--min-worker-port", "0", "--max-worker-port", "0",
-    ]  # fmt: skip
-    started = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+    """A one-node cluster with 2 CPUs on 127.0.0.1 (tests/support/ray_cluster.py); yields its GCS address."""
     try:
-        assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
-        yield f"127.0.0.1:{port}"
+        address, temp_dir = start_cluster(cpus=2)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield address
     finally:
-        _stop(temp_dir)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        stop_cluster(temp_dir)
 
 
 def ray_env(neo4j_server, tmp_path, address, **extra):
