@@ -374,6 +374,64 @@ def _relink_next(tx: Tx, ns: str, run_ids: list[str]) -> None:
         tx.run("memory/attempt/link_next", pairs=[list(p) for p in add])
 
 
+def _refresh_runs(tx: Tx, ns: str, run_uids: list[str], made: list[_Prepared]) -> dict[str, tuple[Any, Any]]:
+    """Each run's (previous, current) incumbent id after this write, its totals and incumbent updated: from the
+    totals before and the new decisions (``attempt/advance_runs``), or from all its decisions
+    (``attempt/refresh_runs``) for a run whose totals do not match its decisions and for runs that got none."""
+    new: dict[str, list[str]] = {ru: [] for ru in run_uids}
+    for p in made:
+        new[uid(ns, p.attempt.run_id)].append(p.uid)
+    rows = [{"uid": ru, "new": uids} for ru, uids in new.items() if uids]
+    incumbents: dict[str, tuple[Any, Any]] = {}
+    stale = [ru for ru, uids in new.items() if not uids]
+    for row in tx.run("memory/attempt/advance_runs", rows=rows) if rows else []:
+        if row["stale"]:
+            stale.append(row["uid"])
+        else:
+            incumbents[row["uid"]] = (row["previous"], row["incumbent"])
+    if stale:
+        for row in tx.run("memory/attempt/refresh_runs", run_uids=sorted(stale)):
+            incumbents[row["uid"]] = (row["previous"], row["incumbent"])
+    return incumbents
+
+
+def _link_next(tx: Tx, ns: str, runs: dict[str, Any], made: list[_Prepared]) -> None:
+    """NEXT edges for the decisions this transaction created. A run that only grows at its end (every new step
+    after the run's ``last_step``, the usual case) links its former last decision to the first new one and the
+    new ones in step order: a read of one decision per run, not of the whole run. A run written out of order
+    (sync, import, a step recorded late) is relinked in full (``_relink_next``)."""
+    by_run: dict[str, list[_Prepared]] = {}
+    for p in made:
+        by_run.setdefault(p.attempt.run_id, []).append(p)
+    growing: dict[str, list[_Prepared]] = {}
+    relink: list[str] = []
+    tails: list[list[Any]] = []
+    for run_id, ps in by_run.items():
+        ps.sort(key=lambda p: p.attempt.step)
+        last = runs[uid(ns, run_id)]["last_step"]
+        steps = [p.attempt.step for p in ps]
+        if len(set(steps)) == len(steps) and (last is None or steps[0] > last):
+            growing[run_id] = ps
+            if last is not None:
+                tails.append([run_id, last])
+        else:
+            relink.append(run_id)
+    found = (
+        {row["run_id"]: row["uid"] for row in tx.run("memory/attempt/run_tails", ns=ns, tails=tails)} if tails else {}
+    )
+    pairs: list[list[str]] = []
+    for run_id, ps in growing.items():
+        if runs[uid(ns, run_id)]["last_step"] is not None and run_id not in found:
+            relink.append(run_id)  # no decision at the run's last step: let the full relink decide
+            continue
+        chain = ([found[run_id]] if run_id in found else []) + [p.uid for p in ps]
+        pairs.extend([a, b] for a, b in zip(chain, chain[1:]))
+    if pairs:
+        tx.run("memory/attempt/link_next", pairs=pairs)
+    if relink:
+        _relink_next(tx, ns, sorted(relink))
+
+
 def _link_used(tx: Tx, ns: str, new: list[_Prepared]) -> dict[str, list[str]]:
     """USED edges; returns decision uid -> evidence ids that are not in the graph."""
     wanted: dict[str, list[dict[str, Any]]] = {"decision": [], "insight": [], "knowledge": []}
@@ -473,7 +531,6 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
     for pu in external:
         if pu not in parents:
             raise UnknownDecisionError(f"parent decision {pu.split('/', 1)[1]} is not in the graph (namespace {ns})")
-    chain = [row["uid"] for row in tx.run("memory/attempt/lock_chains", parent_uids=external)] if external else []
 
     prepared: dict[str, _Prepared] = {}
     rows = []
@@ -496,20 +553,20 @@ def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
         rows.append(_rows(p, parent_code))
     created = set(tx.run("memory/attempt/create", ns=ns, rows=rows, nonce=secrets.token_hex(8))[0]["created"])
     made = [p for p in prepared.values() if p.uid in created]
+    _link_next(tx, ns, runs, made)
+    missing = _link_used(tx, ns, made)
+    incumbents = _refresh_runs(tx, ns, run_uids, made)
+    tx.run("memory/present/incumbents", run_uids=run_uids)
+    # The lineage last: the ancestors' locks (contended by every writer that extends the same lineage) are
+    # taken here and held only for these statements and the commit, not for the whole transaction.
+    chain = [row["uid"] for row in tx.run("memory/attempt/lock_chains", parent_uids=external)] if external else []
     links = [[p.uid, uid(ns, p.attempt.parent_id)] for p in made if p.attempt.parent_id]
     if links:
         tx.run("memory/attempt/link_from", links=links)
-    _relink_next(tx, ns, sorted({at.run_id for at in new}))
-    missing = _link_used(tx, ns, made)
+    if made:  # after the FROM edges: it mirrors them between the outcomes
+        tx.run("memory/present/decisions", rows=[present.decision_row(p.facts()) for p in made])
     mine = {p.uid for p in prepared.values()}
     scores = recompute_scores(tx, list(mine) + [c for c in chain if c not in mine])
-    incumbents = {
-        row["uid"]: (row["previous"], row["incumbent"])
-        for row in tx.run("memory/attempt/refresh_runs", run_uids=run_uids)
-    }
-    if made:
-        tx.run("memory/present/decisions", rows=[present.decision_row(p.facts()) for p in made])
-    tx.run("memory/present/incumbents", run_uids=run_uids)
     results = {}
     for p in made:
         previous, current = incumbents[uid(ns, p.attempt.run_id)]

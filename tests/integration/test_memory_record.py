@@ -251,3 +251,67 @@ def test_decision_params_round_trip_through_run_state_and_retrieval(graph_client
     hw = synthetic.hardware()
     found = memory.retrieve(RetrievalQuery("softmax", "normalization", "cpu", hw["id"], hw["class"], hw["vendor"]), k=1)
     assert found.lineages[0].hit.params.to_json() == params
+
+
+RUN_TOTALS = (
+    "MATCH (run:Run {ns: 't'}) OPTIONAL MATCH (run)-[:INCUMBENT]->(i) "
+    "RETURN run.id AS run, run.steps AS steps, run.last_step AS last_step, run.prompt_tokens AS prompt, "
+    "run.completion_tokens AS completion, run.best_speedup AS best, run.incumbent_id AS incumbent_id, "
+    "collect(i.id) AS incumbent ORDER BY run"
+)
+
+
+def test_run_totals_kept_from_the_new_decisions_equal_a_recomputation_from_all_of_them(memory, graph_client):
+    """The write path updates a run's totals and incumbent from the totals before and the new decisions
+    (attempt/advance_runs) and links NEXT from the run's last decision when it only grows at its end; after
+    every batch (in order, out of order, ties, unknown speeds, failures) both equal what the full
+    recomputation (attempt/refresh_runs, a relink of the whole run) gives."""
+    import random
+
+    rng = random.Random(7)
+    start(memory, "r1")
+    start(memory, "r2")
+    steps = {"r1": list(range(40)), "r2": list(range(40))}
+    rng.shuffle(steps["r2"])  # r2 arrives out of order, r1 in order
+    done: dict[str, list[int]] = {"r1": [], "r2": []}
+    while steps["r1"] or steps["r2"]:
+        batch = []
+        for run in ("r1", "r2"):
+            for _ in range(rng.randint(0, 4)):
+                if not steps[run]:
+                    break
+                step = steps[run].pop(0)
+                parent = f"{run}:s{rng.choice(done[run])}" if done[run] and rng.random() < 0.8 else None
+                status = rng.choice(["correct", "correct", "correct", "incorrect", "compile_error"])
+                speed = rng.choice([None, 1.0, 1.5, 2.0, 2.0, rng.uniform(0.5, 3.0)])  # ties and unknown speeds
+                batch.append(synthetic.attempt(run, step, OP, parent=parent, status=status, speedup=speed))
+                done[run].append(step)
+        if not batch:
+            continue
+        memory.record_attempts(batch)
+        kept = [r.data() for r in rows(graph_client, RUN_TOTALS)]
+        graph_client.write(lambda tx: tx.run("memory/attempt/refresh_runs", run_uids=["t/r1", "t/r2"]))
+        assert [r.data() for r in rows(graph_client, RUN_TOTALS)] == kept
+        for run in ("r1", "r2"):
+            chain = rows(
+                graph_client,
+                "MATCH (d:Decision {ns: 't', run_id: $run}) OPTIONAL MATCH (d)-[:NEXT]->(n) "
+                "RETURN d.step AS step, collect(n.step) AS next ORDER BY step",
+                run=run,
+            )
+            ordered = sorted(done[run])
+            assert [(c["step"], c["next"]) for c in chain] == [
+                (s, [ordered[i + 1]] if i + 1 < len(ordered) else []) for i, s in enumerate(ordered)
+            ]
+    assert [k["steps"] for k in kept] == [40, 40]
+
+
+def test_a_run_whose_totals_do_not_match_its_decisions_is_recomputed_in_full(memory, graph_client):
+    """Totals that disagree with the run's decisions (as after an import into the run) are not carried on:
+    the next write recomputes them from all the decisions."""
+    start(memory)
+    memory.record_attempts([synthetic.attempt("r1", 0, OP, speedup=1.0), synthetic.attempt("r1", 1, OP, speedup=3.0)])
+    rows(graph_client, "MATCH (run:Run {uid: 't/r1'}) SET run.steps = 7, run.prompt_tokens = 0")
+    memory.record_attempt(synthetic.attempt("r1", 2, OP, parent="r1:s1", speedup=2.0))
+    kept = rows(graph_client, RUN_TOTALS)[0]
+    assert (kept["steps"], kept["last_step"], kept["prompt"], kept["incumbent"]) == (3, 2, 300, ["r1:s1"])

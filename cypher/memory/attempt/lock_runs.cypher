@@ -6,4 +6,4 @@ MATCH (run:Run {uid: ru})
 SET run._lock = true
 RETURN run.uid AS uid, run.id AS id, run.operator AS operator, run.family AS family,
        run.target AS target, run.hw_id AS hw_id, run.hw_class AS hw_class, run.vendor AS vendor,
-       run.incumbent_id AS incumbent_id
+       run.incumbent_id AS incumbent_id, run.last_step AS last_step
