@@ -36,7 +36,7 @@ CREATE INDEX kope_decision_hw_class IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.h
 CREATE INDEX kope_decision_label IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.label);
 CREATE INDEX kope_decision_error_kind IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.error_kind);
 CREATE INDEX kope_decision_run IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.run_id);
-// The write path finds a run's last decision by its step (cypher/memory/attempt/run_tails.cypher).
+// The write path finds a run's last decision by its step (cypher/memory/attempt/lock_runs.cypher).
 CREATE INDEX kope_decision_run_step IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.run_id, n.step);
 // The cost model's training sample: the attempts of one kernel template (kope/memory/tuning.py).
 CREATE INDEX kope_decision_template IF NOT EXISTS FOR (n:Decision) ON (n.ns, n.template);

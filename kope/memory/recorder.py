@@ -397,34 +397,24 @@ def _refresh_runs(tx: Tx, ns: str, run_uids: list[str], made: list[_Prepared]) -
 
 def _link_next(tx: Tx, ns: str, runs: dict[str, Any], made: list[_Prepared]) -> None:
     """NEXT edges for the decisions this transaction created. A run that only grows at its end (every new step
-    after the run's ``last_step``, the usual case) links its former last decision to the first new one and the
-    new ones in step order: a read of one decision per run, not of the whole run. A run written out of order
-    (sync, import, a step recorded late) is relinked in full (``_relink_next``)."""
+    after the run's ``last_step``, the usual case) links its former last decision (``tails``, read by
+    ``attempt/lock_runs``) to the first new one and the new ones in step order: nothing of the rest of the run is
+    read. A run written out of order (sync, import, a step recorded late) is relinked in full (``_relink_next``)."""
     by_run: dict[str, list[_Prepared]] = {}
     for p in made:
         by_run.setdefault(p.attempt.run_id, []).append(p)
-    growing: dict[str, list[_Prepared]] = {}
+    pairs: list[list[str]] = []
     relink: list[str] = []
-    tails: list[list[Any]] = []
     for run_id, ps in by_run.items():
         ps.sort(key=lambda p: p.attempt.step)
-        last = runs[uid(ns, run_id)]["last_step"]
+        run = runs[uid(ns, run_id)]
         steps = [p.attempt.step for p in ps]
-        if len(set(steps)) == len(steps) and (last is None or steps[0] > last):
-            growing[run_id] = ps
-            if last is not None:
-                tails.append([run_id, last])
-        else:
+        last, tails = run["last_step"], run["tails"]
+        grows = len(set(steps)) == len(steps) and (last is None or (steps[0] > last and len(tails) == 1))
+        if not grows:
             relink.append(run_id)
-    found = (
-        {row["run_id"]: row["uid"] for row in tx.run("memory/attempt/run_tails", ns=ns, tails=tails)} if tails else {}
-    )
-    pairs: list[list[str]] = []
-    for run_id, ps in growing.items():
-        if runs[uid(ns, run_id)]["last_step"] is not None and run_id not in found:
-            relink.append(run_id)  # no decision at the run's last step: let the full relink decide
             continue
-        chain = ([found[run_id]] if run_id in found else []) + [p.uid for p in ps]
+        chain = tails[:1] + [p.uid for p in ps]
         pairs.extend([a, b] for a, b in zip(chain, chain[1:]))
     if pairs:
         tx.run("memory/attempt/link_next", pairs=pairs)
@@ -515,7 +505,7 @@ def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt]) -> list[RecordR
 
 def _write_new(tx: Tx, ns: str, new: list[Attempt]) -> dict[str, RecordResult]:
     run_uids = sorted({uid(ns, at.run_id) for at in new})
-    runs = {row["uid"]: row for row in tx.run("memory/attempt/lock_runs", run_uids=run_uids)}
+    runs = {row["uid"]: row for row in tx.run("memory/attempt/lock_runs", ns=ns, run_uids=run_uids)}
     for ru in run_uids:
         if ru not in runs:
             raise UnknownRunError(
