@@ -90,7 +90,7 @@ class EvalOptions:
     seed: int | None = None  # fixes every seed (reproducible runs); default: per-machine secret seeds
     reuse_reference: bool = True  # keep the (trusted) reference worker for the next evaluation
     physical_limit: bool = True  # roofline fields per timed case; faster than the hardware is a cheat
-    warm_pool: bool = True  # take a pre-started worker (False: start one now, as before the pool existed)
+    warm_pool: bool = True  # take a pre-started (forked) worker (False: boot one now, as before the pool existed)
     refill_pool: bool = True  # boot replacements for the workers taken (False: the caller's last evaluation)
     reference_cache: bool = True  # reuse reference outputs computed earlier (False: always recompute)
     sandbox: bool | None = None  # None: sandboxed where possible, refused where not; False: explicit opt-out
@@ -289,7 +289,10 @@ class _Evaluation:
 
     def _worker(self) -> Worker:
         spec = self._spec()
-        worker = WARM_POOL.take(spec, refill=self.options.refill_pool) if self.options.warm_pool else spec.start()
+        if self.options.warm_pool:
+            worker = WARM_POOL.take(spec, refill=self.options.refill_pool)
+        else:  # as before the pool and the zygote existed
+            worker = spec.start(zygote=False)
         if self.sandboxed:
             worker.compile_service = self._serve_compile
         return worker

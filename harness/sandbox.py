@@ -212,6 +212,21 @@ class _MountAttr(ctypes.Structure):
     ]
 
 
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x08000000, 0x40000000, 0x20000000
+MS_NOEXEC = 8
+
+
+def unshare_worker_namespaces() -> None:
+    """New mount, PID, IPC and network namespaces for a worker forked by the zygote (``harness.zygote``), as
+    ``launcher()`` gives a worker it starts: the next child of the caller is PID 1 of the new PID namespace."""
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET), "unshare (worker namespaces)")
+
+
+def mount_proc() -> None:
+    """A fresh ``/proc`` for the caller's PID namespace (it shows that namespace's processes only)."""
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+
+
 def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
     result = _libc.mount(
         source.encode(), target.encode(), fstype.encode() if fstype else None, flags, data.encode() if data else None

@@ -2,7 +2,8 @@
 
 Boot (before any request, so that a warm worker is ready when an evaluation starts): rlimits
 on files and core dumps; inside the sandbox the read-only view with its scratch tmpfs and
-Landlock (``harness.sandbox``); torch and the harness imported; then one ``ready`` message.
+Landlock (``harness.sandbox``); torch and the harness imported (by the zygote, once, for a
+worker it forks: ``harness.zygote``); then one ``ready`` message.
 
 The first request is ``load`` with a ``role``. The *reference* worker loads only the task and
 computes reference outputs (it never sees a candidate). The *candidate* worker is locked down
@@ -86,18 +87,26 @@ def error_reply(exc: BaseException, phase: str) -> dict:
     return reply
 
 
-def _boot(config: dict, report_fd: int) -> None:
+def boot_private(config: dict) -> None:
+    """This worker's own part of the boot: inside the sandbox its read-only view with its scratch tmpfs and
+    Landlock; the compile cache it reads."""
     if config.get("sandboxed"):
         from harness import sandbox
 
         sandbox.enter_view(config["scratch"], config.get("hidden", ()))
         sandbox.restrict_writes(config["scratch"])
+    if config.get("cache_root"):
+        from harness import cpu
+
+        cpu.set_cache_root(config["cache_root"])
+
+
+def boot_shared() -> None:
+    """What every worker needs and no worker changes: torch, the harness's worker modules, torch's lazy imports.
+    A worker started on its own does this itself; the zygote (``harness.zygote``) does it once for the
+    workers it forks."""
     import torch  # noqa: F401  (before the memory limit: the baseline includes torch)
 
-    from harness import cpu
-
-    if config.get("cache_root"):
-        cpu.set_cache_root(config["cache_root"])
     import harness.worker_candidate  # noqa: F401  (imported now, so that a job never waits for them)
     import harness.worker_reference  # noqa: F401
     from harness.guards import prime
@@ -107,12 +116,18 @@ def _boot(config: dict, report_fd: int) -> None:
     prime()  # torch's lazy imports (torch._dynamo: ~2 s) happen here, not while an evaluation waits
 
 
+# PID 1's reports on the report channel: a syscall number (>= 0, the SIGSYS reporter), the signal the worker died
+# of (-1 .. -64), or EXIT_REPORT - code when it exited (a forked worker's parent cannot wait for it)
+EXIT_REPORT = -(1 << 20)
+
+
 def _be_init(fd_in: int, fd_out: int, report_fd: int) -> None:
     """As PID 1 of the sandbox's PID namespace: fork the worker, reap, and pass on how it ended.
 
     PID 1 ignores signals it has no handler for (abort() would not end it), so the worker runs
-    as its child; when the worker dies of a signal, PID 1 reports it on the report channel
-    (as a negative number) and exits; the namespace, and everything left in it, dies with it."""
+    as its child; when the worker ends, PID 1 reports how on the report channel (the signal as a
+    negative number, an exit as ``EXIT_REPORT - code``) and exits; the namespace, and everything
+    left in it, dies with it."""
     import struct
 
     child = os.fork()
@@ -132,6 +147,7 @@ def _be_init(fd_in: int, fd_out: int, report_fd: int) -> None:
         if os.WIFSIGNALED(status):
             os.write(report_fd, struct.pack("<i", -os.WTERMSIG(status)))
             os._exit(128 + os.WTERMSIG(status))
+        os.write(report_fd, struct.pack("<i", EXIT_REPORT - os.WEXITSTATUS(status)))
         os._exit(os.WEXITSTATUS(status))
 
 
@@ -140,11 +156,18 @@ def main(argv: list[str]) -> None:
     config = json.loads(argv[4])
     if config.get("sandboxed") and os.getpid() == 1:
         _be_init(fd_in, fd_out, report_fd)
+    serve(fd_in, fd_out, report_fd, config)
+
+
+def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_booted: bool = False) -> None:
+    """Boot (the shared part too unless the zygote did it: ``shared_booted``), say ``ready``, answer requests."""
     _early_limits(config)
     from harness.ipc import read_message_blocking, write_message
 
     try:
-        _boot(config, report_fd)
+        boot_private(config)
+        if not shared_booted:
+            boot_shared()
     except BaseException as exc:  # noqa: BLE001 - say why in the greeting, then stop
         write_message(fd_out, {"op": "failed", "message": f"{type(exc).__name__}: {exc}"})
         raise

@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -49,6 +50,7 @@ from typing import Any
 import harness
 from harness.ipc import MessageReader, PeerClosed, ProtocolError, ReadTimeout, write_message
 from harness.record import excerpt
+from harness.worker import EXIT_REPORT
 
 OUTPUT_KEEP = 4000
 BOOT_TIMEOUT_S = 180.0
@@ -130,6 +132,7 @@ class Worker:
         sandboxed: bool = False,
         hidden: tuple[str, ...] = (),
         cache_root: str | None = None,
+        zygote: bool = True,
     ) -> None:
         self.role = role  # "reference", "candidate" or "warm" until the first load
         self.sandboxed = sandboxed
@@ -144,6 +147,7 @@ class Worker:
         self._pid: int | None = None
         self._carry = b""
         self.death_signal: int | None = None
+        self.exit_code: int | None = None  # reported by the namespace's PID 1 (a forked worker is not our child)
         p2c_r, p2c_w = os.pipe()
         c2p_r, c2p_w = os.pipe()
         _widen(p2c_w)
@@ -160,23 +164,46 @@ class Worker:
             "rlimit_as": uses_rlimit_as,
             "cache_root": cache_root,
         }
-        command = [sys.executable, "-m", "harness.worker", str(p2c_r), str(c2p_w), str(rep_w), json.dumps(config)]
-        if sandboxed:
-            from harness.sandbox import launcher
-
-            command = launcher() + command
+        self.forked = sandboxed and zygote and zygote_enabled()
+        self.proc: subprocess.Popen[bytes] | ForkedProcess
         try:
-            self.proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=self._stdout,
-                stderr=self._stderr,
-                cwd=self.scratch,
-                env=env,
-                pass_fds=(p2c_r, c2p_w, rep_w),
-                start_new_session=True,
-                close_fds=True,
-            )
+            if self.forked:  # a fork of the zygote: the same sandbox, without an interpreter and torch to boot
+                fds = [p2c_r, c2p_w, rep_w, self._stdout.fileno(), self._stderr.fileno()]
+                self.proc = zygote_for(env, hidden).spawn(config, fds)
+            else:
+                command = [
+                    sys.executable,
+                    "-m",
+                    "harness.worker",
+                    str(p2c_r),
+                    str(c2p_w),
+                    str(rep_w),
+                    json.dumps(config),
+                ]
+                if sandboxed:
+                    from harness.sandbox import launcher
+
+                    command = launcher() + command
+                self.proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._stdout,
+                    stderr=self._stderr,
+                    cwd=self.scratch,
+                    env=env,
+                    pass_fds=(p2c_r, c2p_w, rep_w),
+                    start_new_session=True,
+                    close_fds=True,
+                )
+        except BaseException as exc:
+            if isinstance(exc, WorkerError):  # what the forked child said before it went (e.g. a failed unshare)
+                exc.output = "\n".join(filter(None, [exc.output, self.output()]))
+            for fd in (p2c_w, c2p_r, rep_r):
+                os.close(fd)
+            self._stdout.close()
+            self._stderr.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
         finally:
             os.close(p2c_r)
             os.close(c2p_w)
@@ -271,9 +298,9 @@ class Worker:
         if not self.sandboxed:
             self._pid = self.proc.pid
             return self._pid
-        # unshare -> PID 1 of the namespace (harness.worker._be_init) -> the worker
+        # unshare -> PID 1 of the namespace (harness.worker._be_init) -> the worker; forked: PID 1 -> the worker
         pid = self.proc.pid
-        for _depth in range(2):
+        for _depth in range(1 if self.forked else 2):
             for _ in range(500):
                 try:
                     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -321,7 +348,13 @@ class Worker:
             data += chunk
         n = len(data) // 4
         found = list(struct.unpack(f"<{n}i", data[: 4 * n])) if n else []
-        self.death_signal = next((-v for v in found if v < 0), self.death_signal)
+        for value in found:
+            if value <= EXIT_REPORT:
+                self.exit_code = EXIT_REPORT - value
+            elif value < 0:
+                self.death_signal = -value
+        if isinstance(self.proc, ForkedProcess):
+            self.proc.ended(self.death_signal, self.exit_code)
         return [v for v in found if v >= 0]
 
     def rss_bytes(self) -> int:
@@ -359,6 +392,8 @@ class Worker:
             self._carry = b"".join(struct.pack("<i", v) for v in self.violations())  # keep them for the caller
             if self.death_signal is not None:  # reported by the namespace's PID 1
                 code = -self.death_signal
+            elif self.forked and self.exit_code is not None:
+                code = self.exit_code
         if code is not None and code < 0:
             name = _signal_name(-code)
             if name == "SIGXFSZ":
@@ -383,9 +418,16 @@ class Worker:
         )
 
     # -- ending ------------------------------------------------------------------------------------
+    def _killpg(self, number: int) -> None:
+        """Signal the worker's whole process group (a forked one's only while its PID 1 lives: no reused id)."""
+        if isinstance(self.proc, ForkedProcess):
+            self.proc.signal_group(number)
+        else:
+            os.killpg(self.proc.pid, number)
+
     def signal(self, number: int) -> None:
         try:
-            os.killpg(self.proc.pid, number)
+            self._killpg(number)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -395,7 +437,7 @@ class Worker:
     def kill(self) -> None:
         if self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                self._killpg(signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
         try:
@@ -414,7 +456,7 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            self._killpg(signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.kill()
@@ -450,6 +492,207 @@ class Worker:
         return excerpt("\n".join(parts), limit) or ""
 
 
+# -- the zygote (harness.zygote): workers forked from one booted process --------------------------------
+
+ZYGOTE_ENV = "KOPE_HARNESS_ZYGOTE"  # "off": every sandboxed worker boots an interpreter and torch of its own
+
+
+def zygote_enabled() -> bool:
+    return os.environ.get(ZYGOTE_ENV, "").strip().lower() not in ("off", "0", "false", "no")
+
+
+class ForkedProcess:
+    """A worker forked by the zygote, seen through its namespace's PID 1 (not our child: a pidfd tells when it
+    ended; how, PID 1 reports on the worker's report channel). The subset of ``subprocess.Popen`` the worker
+    uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._pidfd = os.pidfd_open(pid)
+        self._reported: int | None = None
+        self._exited = False
+
+    def ended(self, death_signal: int | None, exit_code: int | None) -> None:
+        if death_signal is not None:
+            self._reported = -death_signal
+        elif exit_code is not None:
+            self._reported = exit_code
+
+    @property
+    def returncode(self) -> int | None:
+        if not self._exited:
+            return None
+        return self._reported if self._reported is not None else -signal.SIGKILL  # killed before it could say
+
+    def poll(self) -> int | None:
+        return self.wait(0.0) if not self._exited else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self._exited:
+            import select
+
+            readable, _, _ = select.select([self._pidfd], [], [], timeout)
+            if not readable:
+                if timeout == 0.0:
+                    return None
+                raise subprocess.TimeoutExpired("harness worker", timeout or 0.0)
+            self._exited = True
+            os.close(self._pidfd)
+        return self.returncode
+
+    def signal_group(self, number: int) -> None:
+        if self.poll() is None:
+            try:
+                os.killpg(self.pid, number)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+
+class Zygote:
+    """The parent side of ``harness.zygote``: one sandboxed process, booted once, that forks workers on request."""
+
+    def __init__(self, env: dict[str, str], hidden: tuple[str, ...]) -> None:
+        from harness.sandbox import launcher
+
+        self.workdir = Path(tempfile.mkdtemp(prefix="kope-zygote-"))
+        scratch = self.workdir / "scratch"
+        scratch.mkdir()
+        self._log = open(self.workdir / "zygote.log", "wb")
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        config = {"scratch": str(scratch), "hidden": list(hidden)}
+        command = [*launcher(), sys.executable, "-m", "harness.zygote", str(theirs.fileno()), json.dumps(config)]
+        try:
+            self.proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=self._log,
+                cwd=scratch,
+                env=env,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            theirs.close()
+        self._lock = threading.Lock()
+        self._ready = False
+
+    def _wait_ready(self, timeout: float) -> None:
+        import select
+
+        if self._ready:
+            return
+        readable, _, _ = select.select([self._control], [], [], timeout)
+        message = self._control.recv(1 << 16) if readable else b""
+        try:
+            reply = json.loads(message) if message else {}
+        except ValueError:
+            reply = {}
+        if reply.get("op") != "ready":
+            why = reply.get("message") or ("no greeting" if readable else f"no greeting within {timeout:.0f} s")
+            self.close()
+            raise WorkerDied(f"the worker zygote failed to start: {why}", self.output(), "runtime_error:boot")
+        self._ready = True
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self, config: dict[str, Any], fds: Sequence[int], timeout: float = BOOT_TIMEOUT_S) -> ForkedProcess:
+        """Fork a worker with ``config`` on ``fds`` (to it, from it, report, stdout, stderr); its PID 1's process."""
+        import select
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with ours:
+            ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            try:
+                with self._lock:
+                    self._wait_ready(timeout)
+                    socket.send_fds(self._control, [json.dumps({"config": config}).encode()], [*fds, theirs.fileno()])
+            except OSError as exc:
+                raise WorkerDied(f"the worker zygote is gone: {exc}", self.output(), "runtime_error:boot") from None
+            finally:
+                theirs.close()
+            readable, _, _ = select.select([ours], [], [], timeout)
+            if not readable:
+                raise WorkerTimeout(f"the zygote did not fork a worker within {timeout:.0f} s", self.output())
+            _data, ancillary, _flags, _addr = ours.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("3i")))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                pid, _uid, _gid = struct.unpack("3i", payload[: struct.calcsize("3i")])
+                if pid > 0:
+                    return ForkedProcess(pid)
+        raise WorkerDied("the forked worker did not start (no PID 1 credentials)", self.output(), "runtime_error:boot")
+
+    def output(self) -> str:
+        try:
+            return excerpt((self.workdir / "zygote.log").read_text(errors="replace"), OUTPUT_KEEP) or ""
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Close the control socket (the zygote exits, and every worker it forked with it) and kill its group."""
+        self._control.close()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._log.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+_ZYGOTES: dict[tuple[tuple[str, str], ...], Zygote] = {}
+_ZYGOTES_LOCK = threading.Lock()
+
+
+def zygote_for(env: dict[str, str], hidden: tuple[str, ...]) -> Zygote:
+    """The live zygote for workers with this environment (started, hiding ``hidden``, when there is none).
+
+    Not keyed by the hidden folders: each forked worker sets up its own view with its own (the zygote runs
+    nothing but the harness and torch), so evaluations that hide different folders share one zygote."""
+    key = tuple(sorted(env.items()))
+    with _ZYGOTES_LOCK:
+        zygote = _ZYGOTES.get(key)
+        if zygote is not None and not zygote.alive():
+            zygote.close()
+            zygote = None
+        if zygote is None:
+            zygote = _ZYGOTES[key] = Zygote(env, hidden)
+        return zygote
+
+
+def zygote_processes() -> set[int]:
+    """The process ids of every live zygote (its ``unshare`` and the zygote itself; not the workers it forked)."""
+    with _ZYGOTES_LOCK:
+        zygotes = [z for z in _ZYGOTES.values() if z.alive()]
+    pids = set()
+    for zygote in zygotes:
+        pids.add(zygote.proc.pid)
+        try:
+            pids.update(
+                int(p) for p in Path(f"/proc/{zygote.proc.pid}/task/{zygote.proc.pid}/children").read_text().split()
+            )
+        except OSError:
+            pass
+    return pids
+
+
+def close_zygotes() -> None:
+    with _ZYGOTES_LOCK:
+        zygotes = list(_ZYGOTES.values())
+        _ZYGOTES.clear()
+    for zygote in zygotes:
+        zygote.close()
+
+
 def live_workers() -> list[Worker]:
     """Every worker process this interpreter started and has not closed yet (pooled ones included)."""
     with Worker._lock:
@@ -477,7 +720,8 @@ class WorkerSpec:
     hidden: tuple[str, ...]
     cache_root: str | None
 
-    def start(self, role: str = "warm") -> Worker:
+    def start(self, role: str = "warm", zygote: bool = True) -> Worker:
+        """A worker booting now (``zygote=False``: an interpreter and torch of its own, not a fork of the zygote)."""
         return Worker(
             role,
             dict(self.env),
@@ -486,6 +730,7 @@ class WorkerSpec:
             sandboxed=self.sandboxed,
             hidden=self.hidden,
             cache_root=self.cache_root,
+            zygote=zygote,
         )
 
 
@@ -685,6 +930,7 @@ def _close_everything() -> None:
         left = list(Worker._live)  # started and killed, never closed (e.g. a boot cut short by the exit)
     for worker in left:
         shutil.rmtree(worker.workdir, ignore_errors=True)
+    close_zygotes()
 
 
 atexit.register(_close_everything)

@@ -60,9 +60,9 @@ def candidate(tmp_path: Path, attempt: str, name: str = "cand.py") -> Path:
 
 def pooled_pids() -> set[int]:
     """Processes of the workers still open on purpose: idle, booting or loaded reference workers."""
-    from harness.worker_pool import live_workers
+    from harness.worker_pool import live_workers, zygote_processes
 
-    pids = set()
+    pids = zygote_processes()  # the zygote itself (a worker it forked is not hidden by this: see below)
     for w in live_workers():
         assert w.role != "candidate", "a candidate worker outlived its evaluation"
         pids |= {w.proc.pid} | descendants(w.proc.pid)

@@ -1,0 +1,138 @@
+"""Workers forked by the zygote (``harness.zygote``) are as isolated as workers booted on their own.
+
+The zygote boots the interpreter and torch once and forks every sandboxed worker; each fork gets
+namespaces, a scratch folder, a ``/proc`` and descriptors of its own. These canaries check what a
+fork could inherit that a separately booted worker could not: the zygote's descriptors, a view of
+the other workers, another worker's scratch files; and that the zygote and its workers end with
+the process that started them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.evaluate import evaluate
+from harness.sandbox import sandbox_status
+from harness.worker_pool import ZYGOTE_ENV, close_pools, live_workers, zygote_processes
+from tests.e2e.test_harness_sandbox import HONEST, OPTIONS, TASK
+from tests.support.processes import descendants, running
+
+pytestmark = pytest.mark.skipif(not sandbox_status().available, reason="no OS sandbox on this machine")
+
+
+def candidate(tmp_path: Path, attempt: str, name: str = "cand.py") -> Path:
+    path = tmp_path / name
+    path.write_text("ESCAPED = False\n" + textwrap.dedent(attempt) + HONEST)
+    return path
+
+
+def test_sandboxed_workers_are_forked_by_a_zygote_and_the_old_path_stays_available(tmp_path, monkeypatch):
+    honest = candidate(tmp_path, "")
+    assert evaluate(TASK, honest, OPTIONS).status.value == "correct"
+    assert zygote_processes(), "a sandboxed evaluation started no zygote"
+    assert all(w.forked for w in live_workers())
+    monkeypatch.setenv(ZYGOTE_ENV, "off")
+    close_pools()
+    assert evaluate(TASK, honest, OPTIONS).status.value == "correct"
+    assert live_workers() and not any(w.forked for w in live_workers())
+    close_pools()
+
+
+def test_a_forked_candidate_holds_no_descriptor_of_the_zygote_nor_any_socket(tmp_path):
+    path = candidate(
+        tmp_path,
+        """
+        import os, stat
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                if stat.S_ISSOCK(os.fstat(int(name)).st_mode):
+                    ESCAPED = True
+            except OSError:
+                pass
+        if len(os.listdir("/proc/self/fd")) > 8:  # stdio, three pipes, the listing's own descriptor, slack of two
+            ESCAPED = True
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
+def test_a_forked_candidate_sees_no_other_process_neither_the_zygote_nor_other_workers(tmp_path):
+    other = candidate(tmp_path, "", "honest.py")
+    assert evaluate(TASK, other, OPTIONS).status.value == "correct"  # a reference worker stays loaded beside it
+    path = candidate(
+        tmp_path,
+        """
+        import os
+        pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+        ESCAPED = pids != [1, 2]  # its namespace's PID 1 and itself
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
+def test_a_forked_candidate_gets_a_scratch_folder_of_its_own(tmp_path):
+    writer = candidate(
+        tmp_path,
+        """
+        import os
+        with open(os.path.join(os.getcwd(), "left-by-an-earlier-candidate"), "w") as f:
+            f.write("x")
+        with open(os.path.join(os.environ["HOME"], "left-in-home"), "w") as f:
+            f.write("x")
+        """,
+        "writer.py",
+    )
+    assert evaluate(TASK, writer, OPTIONS).status.value == "correct"
+    reader = candidate(
+        tmp_path,
+        """
+        import os
+        ESCAPED = bool(os.listdir(os.getcwd())) or bool(os.listdir(os.environ["HOME"]))
+        """,
+        "reader.py",
+    )
+    outcome = evaluate(TASK, reader, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
+DRIVER = """
+import sys, time
+from harness.evaluate import EvalOptions, evaluate
+from harness.worker_pool import zygote_processes
+outcome = evaluate(sys.argv[1], sys.argv[2], EvalOptions(timing=False, seeds=1, static_checks=False))
+print(outcome.status.value, *sorted(zygote_processes()), flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_zygote_and_every_worker_end_with_the_process_that_started_them(tmp_path):
+    honest = candidate(tmp_path, "")
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(TASK), str(honest)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        line = proc.stdout.readline().split()
+        assert line and line[0] == "correct", line
+        started = descendants(proc.pid)
+        assert {int(p) for p in line[1:]} <= started and len(started) > 2  # the zygote and the kept workers
+    finally:
+        proc.send_signal(signal.SIGKILL)  # no atexit, no cleanup: only the kernel and the zygote's socket
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(running(p) for p in started):
+        time.sleep(0.1)
+    assert not [p for p in started if running(p)]
