@@ -460,6 +460,8 @@ class Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.kill()
+        if isinstance(self.proc, ForkedProcess):
+            self.proc.release()
         for fd in (self._to_child, self._from_child, self._report):
             try:
                 os.close(fd)
@@ -508,9 +510,10 @@ class ForkedProcess:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self._pidfd = os.pidfd_open(pid)
+        self._pidfd: int | None = os.pidfd_open(pid)  # open until release(): threads may poll it at once
         self._reported: int | None = None
         self._exited = False
+        self._lock = threading.Lock()
 
     def ended(self, death_signal: int | None, exit_code: int | None) -> None:
         if death_signal is not None:
@@ -525,19 +528,20 @@ class ForkedProcess:
         return self._reported if self._reported is not None else -signal.SIGKILL  # killed before it could say
 
     def poll(self) -> int | None:
-        return self.wait(0.0) if not self._exited else self.returncode
+        return self.wait(0.0)
 
     def wait(self, timeout: float | None = None) -> int | None:
-        if not self._exited:
-            import select
+        import select
 
-            readable, _, _ = select.select([self._pidfd], [], [], timeout)
+        with self._lock:
+            fd = None if self._exited else self._pidfd
+        if fd is not None:
+            readable, _, _ = select.select([fd], [], [], timeout)
             if not readable:
                 if timeout == 0.0:
                     return None
                 raise subprocess.TimeoutExpired("harness worker", timeout or 0.0)
             self._exited = True
-            os.close(self._pidfd)
         return self.returncode
 
     def signal_group(self, number: int) -> None:
@@ -548,8 +552,17 @@ class ForkedProcess:
                 pass
 
     def kill(self) -> None:
-        if self.poll() is None:
-            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        with self._lock:
+            if self._pidfd is not None and not self._exited:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def release(self) -> None:
+        """Close the pidfd (the worker is closed: killed if it still ran)."""
+        with self._lock:
+            fd, self._pidfd = self._pidfd, None
+            self._exited = True
+        if fd is not None:
+            os.close(fd)
 
 
 class Zygote:
