@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -22,16 +21,10 @@ import pytest
 from harness.evaluate import evaluate
 from harness.sandbox import sandbox_status
 from harness.worker_pool import ZYGOTE_ENV, close_pools, live_workers, zygote_processes
-from tests.e2e.test_harness_sandbox import HONEST, OPTIONS, TASK
+from tests.e2e.test_harness_sandbox import OPTIONS, TASK, candidate
 from tests.support.processes import descendants, running
 
 pytestmark = pytest.mark.skipif(not sandbox_status().available, reason="no OS sandbox on this machine")
-
-
-def candidate(tmp_path: Path, attempt: str, name: str = "cand.py") -> Path:
-    path = tmp_path / name
-    path.write_text("ESCAPED = False\n" + textwrap.dedent(attempt) + HONEST)
-    return path
 
 
 def test_sandboxed_workers_are_forked_by_a_zygote_and_the_old_path_stays_available(tmp_path, monkeypatch):
