@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import logging
 import math
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ from harness.device_lock import device_lock
 from harness.errors import CandidateNotFoundError, HarnessError, OptionsError, ReferenceFailedError
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
+from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging
 from harness.targets import get_target
 from harness.task import Case, Task, select_cases
 from harness.timing import Budget
@@ -55,7 +57,7 @@ from harness.worker_pool import (
 DEGENERATE_RETRIES = 4
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
-PROBE_MS = 40.0  # the native probe unit lasts about this long
+REMOTE_FETCH_ENV = "KOPE_HARNESS_REMOTE_FETCH"
 PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
 PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
 # While the reference's unit is timed the candidate's process waits for its next request: it may use at most
@@ -94,6 +96,9 @@ class EvalOptions:
     refill_pool: bool = True  # boot replacements for the workers taken (False: the caller's last evaluation)
     reference_cache: bool = True  # reuse reference outputs computed earlier (False: always recompute)
     sandbox: bool | None = None  # None: sandboxed where possible, refused where not; False: explicit opt-out
+    # timed outputs read out of the workers' memory (harness.remote_memory; False or KOPE_HARNESS_REMOTE_FETCH=off:
+    # through their pipes, as before)
+    remote_fetch: bool = field(default_factory=lambda: os.environ.get(REMOTE_FETCH_ENV, "").lower() != "off")
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -213,6 +218,7 @@ class _Evaluation:
         self.ref_healthy = True  # False once the reference worker failed: it is then not reused
         self.ref_info: dict = {}
         self.task_threads = 0  # the candidate worker's thread count before the candidate was loaded
+        self.staging = Staging()  # parent-side buffers the timed outputs are read into, reused from unit to unit
 
     def _seed(self, case: Case, what: Any) -> int:
         if self._salt is None:
@@ -688,33 +694,101 @@ class _CaseTimer:
         self.overhead_ns = {"ref": 0, "cand": 0}
         self.samples: dict[str, list[float]] = {"ref": [], "cand": []}
         self.spent_ms = {"ref": 0.0, "cand": 0.0}
+        self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
+        self.remote = ev.options.remote_fetch and ev.target.device == "cpu"
+        self.staging = ev.staging
 
     # -- requests ----------------------------------------------------------------------------------
     def _ask(self, who: str, header: dict) -> tuple[dict, list]:
-        ev, worker = self.ev, self.workers[who]
+        self._send(who, header)
+        return self._outputs(who, self._receive(who))
+
+    def _send(self, who: str, header: dict) -> None:
+        self.workers[who].send(header)
+
+    def _receive(self, who: str) -> tuple[dict, list]:
+        ev = self.ev
         timeout = max(1.0, self.deadline - time.monotonic() + 30.0)
-        worker.send(header)
         if who == "ref":
             reply = ev._reference_reply(timeout, f"timing case {self.case.name!r}")
-            return reply, reply["_tensors"]
-        reply, tensors = ev._candidate_reply(timeout, self.case, "timing")
-        if not reply.get("ok"):
-            ev._case_error(self.case, reply)
-            raise _Stop(reply.get("error_kind", "runtime_error:unknown"), reply.get("message", ""))
+            tensors = reply["_tensors"]
+        else:
+            reply, tensors = ev._candidate_reply(timeout, self.case, "timing")
+            if not reply.get("ok"):
+                ev._case_error(self.case, reply)
+                raise _Stop(reply.get("error_kind", "runtime_error:unknown"), reply.get("message", ""))
         return reply, tensors
+
+    def _outputs(self, who: str, received: tuple[dict, list]) -> tuple[dict, list]:
+        reply, tensors = received
+        if "remote" in reply:
+            tensors = self._read_remote(who, reply.pop("remote"))
+        return reply, tensors
+
+    def _fetch_both(self) -> dict[str, tuple[dict, list]]:
+        """Both workers' outputs of the unit just timed: read out of their memory where the kernel allows it
+        (``harness.remote_memory``), else through their pipes."""
+        if self.remote:
+            try:
+                return self._both({"op": "fetch", "remote": True})
+            except RemoteUnavailable as exc:  # both replies were read; both workers still hold their outputs
+                self.remote = False
+                self.ev._trace(f"remote fetch unavailable, outputs through the pipes: {exc}")
+        return self._both({"op": "fetch"})
+
+    def _read_remote(self, who: str, specs: Any) -> list:
+        worker = self.workers[who]
+        try:
+            return self.staging.read(who, worker.pid, specs, self.ev.options.limits.max_message_bytes)
+        except RemoteUnavailable:
+            raise
+        except RemoteMemoryError as exc:
+            if who == "ref":
+                self.ev.ref_healthy = False
+                raise ReferenceFailedError(
+                    f"task {self.ev.task.operator}: the reference worker's timed outputs could not be read: {exc}"
+                ) from None
+            raise _Stop(
+                "runtime_error:protocol", f"case {self.case.name!r}: the candidate worker sent a malformed reply: {exc}"
+            ) from None
+
+    def _both(self, header: dict) -> dict[str, tuple[dict, list]]:
+        """The same request to both workers at once (untimed work: input generation, outputs); the reference's
+        reply is always read first, so a candidate that fails never leaves a reply behind in the pooled
+        reference worker's pipe."""
+        self._send("ref", header)
+        try:
+            self._send("cand", header)
+        finally:
+            ref = self._receive("ref")
+        cand = self._receive("cand")
+        return {"ref": self._outputs("ref", ref), "cand": self._outputs("cand", cand)}
+
+    def _prepare_message(self, seeds: list[int]) -> dict:
+        ev = self.ev
+        return {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
 
     def _unit(self, who: str, seeds: list[int]) -> float:
         """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns as measured (round trip included)."""
+        self._ask(who, self._prepare_message(seeds))
+        return self._go(who, bool(seeds))
+
+    def _go(self, who: str, calls: bool, sampled: bool = False) -> int:
+        """Times one prepared unit from here (round trip included), with the checks from outside around it."""
         ev, worker = self.ev, self.workers[who]
-        self._ask(
-            who, {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
-        )
-        watch = who == "ref" and bool(seeds) and ev.target.check_native_threads
+        watch = who == "ref" and calls and ev.target.check_native_threads
         cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
+        sampler = self.samplers.get(who) if sampled else None
+        if sampler is not None:
+            sampler.enable()
         start = time.perf_counter_ns()
-        self._ask(who, {"op": "go"})
-        elapsed = time.perf_counter_ns() - start
-        if who == "cand" and seeds:
+        try:
+            self._ask(who, {"op": "go"})
+        finally:
+            elapsed = time.perf_counter_ns() - start
+            if sampler is not None:
+                sampler.disable()
+        if who == "cand" and calls:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed)
@@ -753,6 +827,13 @@ class _CaseTimer:
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            for sampler in self.samplers.values():
+                sampler.close()
+
+    def _run(self) -> None:
         ev, result = self.ev, self.ev.results[self.case.index]
         for who in ("ref", "cand"):  # the cost of an empty round trip, taken off every measurement
             costs = []
@@ -765,7 +846,8 @@ class _CaseTimer:
         n, warm_ms, units = 1, 0.0, 0
         while True:
             seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
-            raw = {who: self._unit(who, seeds) for who in ("ref", "cand")}
+            self._both(self._prepare_message(seeds))
+            raw = {who: self._go(who, True) for who in ("ref", "cand")}
             units += 1
             warm_ms += min(raw.values()) / 1e6
             shortest = min(raw.values())
@@ -775,27 +857,28 @@ class _CaseTimer:
                 break
             if shortest < target and n < UNIT_CAP:
                 n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
-        per_call_ms = max(1e-3, (raw["cand"] - self.overhead_ns["cand"]) / 1e6 / n)
+        self._open_samplers()
         rep = 0
         while True:
             seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
-            # one worker at a time: prepare, its unit timed alone (the other idle, which _check_idle verifies
-            # for the candidate), fetch. Overlapping the two workers' prepare and fetch was ~20 % faster but
-            # made the units noisier (per-case CI of the candidate's median +-30-140 % instead of +-12-46 %,
-            # softmax and relu, 3 evaluations each; benchmarks/bench_harness.py section 4)
-            fetched = {}
+            # Both workers build their inputs at once (and send their outputs at once), both idle again before
+            # either unit is timed; each unit is timed alone, the other worker idle (which _check_idle verifies
+            # for the candidate). Overlapping a worker's prepare or fetch with the *other's timed unit* was
+            # ~20 % faster but made the units noisier (per-case CI of the candidate's median +-30-140 % instead
+            # of +-12-46 %, softmax and relu, 3 evaluations each; benchmarks/bench_harness.py section 4).
+            self._both(self._prepare_message(seeds))
             for who in order:
-                ns = max(0, self._unit(who, seeds) - self.overhead_ns[who])
+                ns = max(0, self._go(who, True, sampled=True) - self.overhead_ns[who])
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
-                fetched[who] = self._ask(who, {"op": "fetch"})
+            fetched = self._fetch_both()
             if not self._compare_unit(seeds, fetched):
                 return
             rep += 1
             if self._done(rep):
                 break
-        self._probe(per_call_ms)  # after the measured units, whose outputs were compared first
+        self._judge_samples()  # after the measured units, whose outputs were compared first
         from harness.timing import median_ci
 
         result.ref_ms = TimingStats.from_samples(self.samples["ref"], median_ci(self.samples["ref"]))
@@ -803,30 +886,27 @@ class _CaseTimer:
         result.speedup = result.ref_ms.median / result.cand_ms.median if result.cand_ms.median > 0 else None
         ev._trace(f"case {self.case.name}: {rep} units of {n} call(s)")
 
-    def _probe(self, per_call_ms: float) -> None:
-        """One unsampled-by-the-clock unit of calls with the candidate's threads sampled from outside (perf events):
-        time in libtorch's or a BLAS library's compute code is the reference's work, however it was reached."""
+    def _open_samplers(self) -> None:
+        """perf-event samplers on every thread of both workers, switched on only around their measured units (the
+        reference's too, so both pay the sampling's small cost): the candidate's samples say where its timed
+        calls spent their time, however it was reached (C++ through libtorch, a helper thread, numpy)."""
         from harness import native_probe
 
-        calls = max(1, min(256, math.ceil(PROBE_MS / max(per_call_ms, 1e-3))))
-        ev, worker = self.ev, self.ev.cand
-        seeds = [self.rng.randrange(1 << 31) for _ in range(calls)]
-        self._ask(
-            "cand",
-            {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds},
-        )
-        try:
-            sampler = native_probe.Sampler(worker.pid)
-        except OSError as exc:
-            ev._trace(f"native probe unavailable: {exc}")
-            self._ask("cand", {"op": "go"})
+        for who in ("cand", "ref"):
+            try:
+                self.samplers[who] = native_probe.Sampler(self.workers[who].pid, enabled=False)
+            except OSError as exc:
+                self.ev._trace(f"native probe unavailable for the {who} worker: {exc}")
+                if who == "cand":
+                    return
+
+    def _judge_samples(self) -> None:
+        """Time in libtorch's or a BLAS library's compute code during the candidate's timed calls is the reference's work."""
+        sampler = self.samplers.get("cand")
+        if sampler is None:
             return
-        try:
-            self._ask("cand", {"op": "go"})
-            profile = sampler.profile()
-        finally:
-            sampler.close()
-        ev._trace(f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}")
+        profile = sampler.profile()
+        self.ev._trace(f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}")
         if profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
             self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
             raise _Stop(

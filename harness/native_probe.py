@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK = 1, 0
 SAMPLE_IP = 1
-EXCLUDE_KERNEL, EXCLUDE_HV = 1 << 5, 1 << 6
+DISABLED, EXCLUDE_KERNEL, EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
+PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_DISABLE = 0x2400, 0x2401
 RECORD_SAMPLE = 9
 _NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
-_PAGES = 1 + 32  # header page + ring buffer
+_PAGES = 1 + 64  # header page + ring buffer (16-byte samples: the last 16k of each thread are kept)
 # Libraries whose compute code is "the reference" (not allocation: that runs in the kernel or libc).
 REFERENCE_LIBRARIES = re.compile(
     r"libtorch_cpu|libtorch_cuda|libmkl|libopenblas|libblas|liblapack|libcblas|_multiarray_umath|libscipy_openblas|libflexiblas"
@@ -86,9 +87,13 @@ class Profile:
 
 
 class Sampler:
-    """Samples the instruction pointers of every current thread of ``pid`` (every ``period_ns`` of its CPU time)."""
+    """Samples the instruction pointers of every current thread of ``pid`` (every ``period_ns`` of its CPU time).
 
-    def __init__(self, pid: int, period_ns: int = 200_000) -> None:
+    ``enabled=False`` opens the events switched off: ``enable()`` and ``disable()`` (one ioctl per
+    thread) then bracket what is to be sampled, e.g. only the timed units of an evaluation and not
+    the input generation between them; ``profile()`` reads whatever was sampled while enabled."""
+
+    def __init__(self, pid: int, period_ns: int = 200_000, enabled: bool = True) -> None:
         self.pid = pid
         self.fds: list[int] = []
         self.buffers: list[mmap.mmap] = []
@@ -96,7 +101,8 @@ class Sampler:
         if nr is None:
             raise OSError("perf_event_open: unknown architecture")
         attr = _Attr(type=PERF_TYPE_SOFTWARE, size=ctypes.sizeof(_Attr), config=PERF_COUNT_SW_CPU_CLOCK)
-        attr.sample_period, attr.sample_type, attr.flags = period_ns, SAMPLE_IP, EXCLUDE_KERNEL | EXCLUDE_HV
+        attr.sample_period, attr.sample_type = period_ns, SAMPLE_IP
+        attr.flags = EXCLUDE_KERNEL | EXCLUDE_HV | (0 if enabled else DISABLED)
         try:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 fd = _libc.syscall(nr, ctypes.byref(attr), int(tid), -1, -1, 0)
@@ -107,6 +113,17 @@ class Sampler:
         except OSError:
             self.close()
             raise
+
+    def enable(self) -> None:
+        self._ioctl(PERF_EVENT_IOC_ENABLE)
+
+    def disable(self) -> None:
+        self._ioctl(PERF_EVENT_IOC_DISABLE)
+
+    def _ioctl(self, request: int) -> None:
+        for fd in self.fds:
+            if _libc.ioctl(fd, request, 0) < 0:
+                raise OSError(ctypes.get_errno(), f"perf event ioctl: {os.strerror(ctypes.get_errno())}")
 
     def profile(self) -> Profile:
         regions = []

@@ -101,10 +101,32 @@ def boot_private(config: dict) -> None:
         cpu.set_cache_root(config["cache_root"])
 
 
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
+
+
+def keep_heap() -> None:
+    """Memory a worker frees stays in its heap for the next allocation (glibc: no trimming, no mmap per large block).
+
+    Every timed unit allocates fresh inputs and outputs of the same sizes as the last; with glibc's
+    defaults a block of a few MB is its own mmap, so every unit page-faults (and the kernel zeroes) all
+    of it again, inside the timed region for the outputs, by a cost that varies with the host more than
+    the kernel does. Both workers run with this, so the comparison stays fair. (``GLIBC_TUNABLES``
+    would do the same, but the sandbox's secure-exec start drops it.)"""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
+        libc.mallopt(M_MMAP_MAX, 0)
+    except (OSError, AttributeError):  # not glibc: its allocator's defaults stay
+        pass
+
+
 def boot_shared() -> None:
     """What every worker needs and no worker changes: torch, the harness's worker modules, torch's lazy imports.
     A worker started on its own does this itself; the zygote (``harness.zygote``) does it once for the
     workers it forks."""
+    keep_heap()
     import torch  # noqa: F401  (before the memory limit: the baseline includes torch)
 
     import harness.worker_candidate  # noqa: F401  (imported now, so that a job never waits for them)

@@ -76,7 +76,7 @@ class CandidateWorker:
             if op == "go":
                 return {"ok": True, "n": self.timed.go(self.cand)}, []
             if op == "fetch":
-                return self.fetch()
+                return self.fetch(bool(header.get("remote")))
         except Cheat as cheat:
             return {
                 "ok": False,
@@ -287,7 +287,7 @@ class CandidateWorker:
         self.timed.prepare(self.module, model_tensors(self.cand), header["seeds"], self.case.name)
         return {"ok": True}
 
-    def fetch(self) -> tuple[dict, list]:
+    def fetch(self, remote: bool = False) -> tuple[dict, list]:
         self._check_leftovers(self._unit_threads, self._unit_children)
         for out in self.timed.outputs:
             for i, value in enumerate(_flatten(out)):
@@ -303,12 +303,15 @@ class CandidateWorker:
             raise Cheat("thread_count", f"the thread count changed during timing (torch: {torch.get_num_threads()})")
         self._check_patches()
         items, tensors = self.timed.fetch()
-        return {
+        reply = {
             "ok": True,
             "items": items,
             "reused": self.timed.reused_buffer(),
             "compile_time_s": compile_seconds(),
-        }, tensors
+        }
+        if remote:  # the parent reads them out of this process (harness.remote_memory)
+            reply["remote"], tensors = self.timed.remote(tensors), []
+        return reply, tensors
 
 
 def _flatten(value: Any) -> list[Any]:

@@ -8,7 +8,7 @@ Requests:
   replaced (up to ``retries`` times) and the seed actually used is reported.
 * ``time_reference`` {case, init_seed, seed, reps}: milliseconds per reference call (for
   checking that a task's sizes are sensible).
-* ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {}: one timed unit of reference
+* ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {remote}: one timed unit of reference
   calls (``harness.worker_timed``), the same code the candidate worker runs.
 """
 
@@ -60,7 +60,10 @@ class ReferenceWorker:
                 items, tensors = self.timed.fetch()
                 for item, inputs in zip(items, self.timed.inputs):  # index outputs: judged by what they point at
                     item.update(index_extras(self.task, self._module, inputs, tensors))
-                return {"ok": True, "items": items, "reused": self.timed.reused_buffer()}, tensors
+                reply = {"ok": True, "items": items, "reused": self.timed.reused_buffer()}
+                if header.get("remote"):  # the parent reads them out of this process (harness.remote_memory)
+                    reply["remote"], tensors = self.timed.remote(tensors), []
+                return reply, tensors
         except HarnessError as exc:
             return {"ok": False, "reference_failed": str(exc)}, []
         except Exception as exc:  # the task's own code failed somewhere we did not wrap

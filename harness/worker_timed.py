@@ -38,6 +38,7 @@ class TimedCalls:
         self.seeds: list[int] = []
         self.outputs: list[Any] = []
         self.previous: list[Any] = []
+        self.held: list[torch.Tensor] = []
 
     def prepare(self, module: Any, model_state: list[torch.Tensor], seeds: list[int], case_name: str) -> None:
         if self.timer is None:
@@ -62,6 +63,20 @@ class TimedCalls:
         tensors: list[torch.Tensor] = []
         items = [{"seed": seed, "output": _no_copy(out, tensors)} for seed, out in zip(self.seeds, self.outputs)]
         return items, tensors
+
+    def remote(self, tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
+        """Where each tensor of a ``fetch`` lies in this process, for the parent to read (``harness.remote_memory``);
+        the tensors (contiguous CPU copies where they were not) stay alive until the next fetch."""
+        self.held = [t.detach().to("cpu").contiguous() for t in tensors]
+        return [
+            {
+                "dtype": str(t.dtype).removeprefix("torch."),
+                "shape": list(t.shape),
+                "nbytes": t.numel() * t.element_size(),
+                "addr": t.data_ptr(),
+            }
+            for t in self.held
+        ]
 
     def reused_buffer(self) -> str | None:
         """A description of an output that shares memory with another output of this or the last unit.

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(not sandbox_status().available, reason="no OS sa
 
 
 def test_sandboxed_workers_are_forked_by_a_zygote_and_the_old_path_stays_available(tmp_path, monkeypatch):
+    close_pools()  # workers an earlier test of this process booted on their own (old path, no sandbox) are gone
     honest = candidate(tmp_path, "")
     assert evaluate(TASK, honest, OPTIONS).status.value == "correct"
     assert zygote_processes(), "a sandboxed evaluation started no zygote"

@@ -1,0 +1,90 @@
+"""harness.remote_memory: tensors read out of another (real, forked) process; every bad description refused."""
+
+import os
+
+import pytest
+import torch
+
+from harness.remote_memory import RemoteMemoryError, Staging, check_specs, read_into
+
+
+@pytest.fixture
+def child():
+    """A forked process holding tensors of known contents (copy-on-write: the same addresses as here)."""
+    held = {
+        "f32": torch.arange(3 * 1024 * 1024, dtype=torch.float32).reshape(1024, 3072),
+        "bf16": torch.linspace(-4, 4, 4097, dtype=torch.bfloat16),
+        "i64": torch.tensor([7, -1, 2**40]),
+    }
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child waits until the test is done, then leaves without running anything else
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    try:
+        yield pid, held
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)
+
+
+def spec(t: torch.Tensor, **change) -> dict:
+    out = {
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "shape": list(t.shape),
+        "nbytes": t.numel() * t.element_size(),
+        "addr": t.data_ptr(),
+    }
+    return {**out, **change}
+
+
+def test_the_tensors_of_another_process_are_read_exactly(child):
+    pid, held = child
+    staging = Staging()
+    got = staging.read("w", pid, [spec(t) for t in held.values()], 1 << 30)
+    for want, have in zip(held.values(), got):
+        assert have.dtype == want.dtype and torch.equal(have, want)
+
+
+def test_staging_buffers_are_reused_for_the_same_slot_shape_and_dtype(child):
+    pid, held = child
+    staging = Staging()
+    first = staging.read("w", pid, [spec(held["f32"])], 1 << 30)[0]
+    again = staging.read("w", pid, [spec(held["f32"])], 1 << 30)[0]
+    other = staging.read("w", pid, [spec(held["bf16"])], 1 << 30)[0]
+    assert again.data_ptr() == first.data_ptr() and torch.equal(again, held["f32"])
+    assert other.dtype == torch.bfloat16 and torch.equal(other, held["bf16"])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"dtype": "object"}, "bad remote tensor description"),
+        ({"shape": [-1]}, "bad remote tensor description"),
+        ({"shape": [2.5]}, "bad remote tensor description"),
+        ({"addr": -8}, "bad remote tensor description"),
+        ({"addr": "0x10"}, "bad remote tensor description"),
+        ({"nbytes": 12}, "declares 12 bytes"),
+    ],
+)
+def test_a_malformed_description_is_refused_before_anything_is_read(change, message):
+    t = torch.zeros(4, 4)
+    with pytest.raises(RemoteMemoryError, match=message):
+        check_specs([spec(t, **change)], 1 << 30)
+
+
+def test_more_bytes_than_the_message_limit_are_refused():
+    t = torch.zeros(1024)
+    with pytest.raises(RemoteMemoryError, match="more than 4000 bytes"):
+        check_specs([spec(t)], 4000)
+    with pytest.raises(RemoteMemoryError, match="not a list"):
+        check_specs({"a": 1}, 4000)
+
+
+def test_an_address_the_process_has_not_mapped_is_a_malformed_reply_not_a_crash(child):
+    pid, _ = child
+    dest = torch.empty(1024)
+    with pytest.raises(RemoteMemoryError, match="not mapped|beyond mapped"):
+        read_into(pid, [(4096, dest)])  # the first pages of an address space are never mapped
