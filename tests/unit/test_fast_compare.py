@@ -1,0 +1,62 @@
+"""harness.fast_compare: the one-pass native check gives compare_outputs's verdict, whatever the outputs."""
+
+import pytest
+import torch
+
+from harness.compare import compare_outputs, tolerance
+from harness.fast_compare import _library, _tensor_passes, compare_fast
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+
+pytestmark = pytest.mark.skipif(_library() is None, reason="no C++ compiler: every comparison takes the full path")
+
+
+def variants(ref: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Candidate outputs around the tolerance rule's edges, for one reference."""
+    rtol, atol = tolerance(ref.dtype)
+    rms = ref.double().pow(2).mean().sqrt().item()
+    g = torch.Generator().manual_seed(1)
+    out = {"equal": ref.clone()}
+    noise = (torch.rand(ref.shape, generator=g, dtype=torch.float64) - 0.5) * 2
+    out["inside"] = (ref.double() + noise * 0.4 * (atol * rms + rtol * ref.double().abs())).to(ref.dtype)
+    near = ref.clone().double()
+    i = ref.numel() // 2
+    near.view(-1)[i] += 3 * (atol * rms + rtol * abs(near.view(-1)[i].item()))
+    out["three_tolerances_off"] = near.to(ref.dtype)
+    far = ref.clone()
+    far.view(-1)[ref.numel() // 3] += 50 * (atol * rms + 1)
+    out["one_far"] = far
+    for name, value in (("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf"))):
+        bad = ref.clone()
+        bad.view(-1)[-1] = value
+        out[name] = bad
+    out["all_wrong"] = -ref - 1
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(7,), (33, 129), (4, 5, 6001)], ids=str)
+def test_the_fast_verdict_is_the_full_comparisons_verdict(dtype, shape):
+    ref = torch.randn(shape, generator=torch.Generator().manual_seed(0)).to(dtype)
+    for name, cand in variants(ref).items():
+        full = compare_outputs(cand, ref)
+        assert compare_fast(cand, ref).ok == full.ok, (name, full.message)
+        if not full.ok:  # anything the fast check does not pass goes to the full path, so the message is its own
+            assert compare_fast(cand, ref).message == full.message
+
+
+def test_a_reference_that_is_not_finite_is_left_to_the_full_path():
+    ref = torch.randn(100)
+    ref[3] = float("inf")
+    assert not _tensor_passes(ref.clone(), ref)  # not "pass": compare_outputs decides (inf == inf there)
+    assert compare_fast(ref.clone(), ref).ok == compare_outputs(ref.clone(), ref).ok
+
+
+def test_other_dtypes_shapes_and_structures_take_the_full_path():
+    ref = torch.arange(10)
+    assert compare_fast(ref.clone(), ref).ok and not _tensor_passes(ref.clone(), ref)
+    assert not compare_fast(torch.zeros(3, 4), torch.zeros(4, 3)).ok
+    assert not compare_fast(torch.zeros(4, dtype=torch.float64), torch.zeros(4)).ok
+    pair = (torch.ones(3), torch.zeros(2))
+    assert compare_fast(tuple(t.clone() for t in pair), pair).ok
+    assert not compare_fast((pair[0],), pair).ok
