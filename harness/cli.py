@@ -46,7 +46,11 @@ def options_from_args(args: argparse.Namespace) -> Any:
         seeds=args.seeds,
         threads=args.threads,
         timing=not args.no_timing,
-        budget=Budget(warmup_ms=args.warmup_ms, rep_ms=args.rep_ms),
+        budget=Budget(  # the soft wall-time limit per case scales with the measured time asked for
+            warmup_ms=args.warmup_ms,
+            rep_ms=args.rep_ms,
+            case_wall_s=Budget().case_wall_s * args.rep_ms / Budget().rep_ms,
+        ),
         seed=args.seed,
     )
 

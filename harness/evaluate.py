@@ -57,6 +57,7 @@ from harness.worker_pool import (
 DEGENERATE_RETRIES = 4
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
+UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (their median is subtracted)
 REMOTE_FETCH_ENV = "KOPE_HARNESS_REMOTE_FETCH"
 PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
 PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
@@ -688,7 +689,8 @@ class _CaseTimer:
     def __init__(self, ev: _Evaluation, case: Case) -> None:
         self.ev, self.case = ev, case
         self.budget = ev.options.budget
-        self.deadline = time.monotonic() + min(self.budget.max_wall_s, ev.options.timing_timeout_s)
+        self.began = time.monotonic()
+        self.deadline = self.began + min(self.budget.max_wall_s, ev.options.timing_timeout_s)
         self.rng = ev.rng if ev.options.seed is not None else random.SystemRandom()
         self.workers = {"ref": ev.ref, "cand": ev.cand}
         self.overhead_ns = {"ref": 0, "cand": 0}
@@ -756,13 +758,30 @@ class _CaseTimer:
         """The same request to both workers at once (untimed work: input generation, outputs); the reference's
         reply is always read first, so a candidate that fails never leaves a reply behind in the pooled
         reference worker's pipe."""
+        self._send_both(header)
+        return self._receive_both()
+
+    def _send_both(self, header: dict) -> None:
         self._send("ref", header)
         try:
             self._send("cand", header)
-        finally:
-            ref = self._receive("ref")
+        except BaseException:
+            self._receive("ref")
+            raise
+
+    def _receive_both(self) -> dict[str, tuple[dict, list]]:
+        ref = self._receive("ref")
         cand = self._receive("cand")
         return {"ref": self._outputs("ref", ref), "cand": self._outputs("cand", cand)}
+
+    def _drain_both(self) -> None:
+        """Reads and drops the replies to requests sent to both workers (the evaluation has its verdict already)."""
+        for who in ("ref", "cand"):
+            try:
+                self.workers[who].receive(max(1.0, self.deadline - time.monotonic() + 30.0), "a reply nobody needs")
+            except Exception:  # noqa: BLE001 - a worker in trouble now: the reference one is not reused
+                if who == "ref":
+                    self.ev.ref_healthy = False
 
     def _prepare_message(self, seeds: list[int]) -> dict:
         ev = self.ev
@@ -841,8 +860,10 @@ class _CaseTimer:
                 costs.append(self._unit(who, []))
             self.overhead_ns[who] = sorted(costs)[len(costs) // 2]
         # Warm-up (not fetched, not recorded), which also sizes the unit: n doubles (or more) until a unit of
-        # either implementation lasts at least unit_ms and 20 round trips, so the subtracted cost stays small.
-        target = max(self.budget.unit_ms * 1e6, 20 * max(self.overhead_ns.values()))
+        # either implementation lasts at least unit_ms and UNIT_OVERHEADS round trips, so the subtracted cost stays
+        # small. Not more: every call of a unit needs an input set of its own, which costs far more than a fast
+        # kernel's call (was 2 ms and 20 round trips: 6 input sets of 16 MB per unit for relu's 0.5 ms calls).
+        target = max(self.budget.unit_ms * 1e6, UNIT_OVERHEADS * max(self.overhead_ns.values()))
         n, warm_ms, units = 1, 0.0, 0
         while True:
             seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
@@ -859,25 +880,39 @@ class _CaseTimer:
                 n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
         self._open_samplers()
         rep = 0
+        seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+        self._both(self._prepare_message(seeds))
         while True:
-            seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
             # Both workers build their inputs at once (and send their outputs at once), both idle again before
             # either unit is timed; each unit is timed alone, the other worker idle (which _check_idle verifies
             # for the candidate). Overlapping a worker's prepare or fetch with the *other's timed unit* was
             # ~20 % faster but made the units noisier (per-case CI of the candidate's median +-30-140 % instead
             # of +-12-46 %, softmax and relu, 3 evaluations each; benchmarks/bench_harness.py section 4).
-            self._both(self._prepare_message(seeds))
             for who in order:
                 ns = max(0, self._go(who, True, sampled=True) - self.overhead_ns[who])
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
             fetched = self._fetch_both()
-            if not self._compare_unit(seeds, fetched):
-                return
             rep += 1
-            if self._done(rep):
+            done = self._done(rep)
+            following = None if done else [self.rng.randrange(1 << 31) for _ in range(n)]
+            if following is not None:  # the workers build the next unit's inputs while this process compares
+                self._send_both(self._prepare_message(following))
+            try:
+                ok = self._compare_unit(seeds, fetched)
+            except BaseException:
+                if following is not None:
+                    self._drain_both()
+                raise
+            if not ok:
+                if following is not None:
+                    self._drain_both()
+                return
+            if following is None:
                 break
+            self._receive_both()
+            seeds = following
         self._judge_samples()  # after the measured units, whose outputs were compared first
         from harness.timing import median_ci
 
@@ -921,7 +956,7 @@ class _CaseTimer:
 
         if time.monotonic() > self.deadline:
             return True
-        return enough_repetitions(self.budget, rep, self.spent_ms, self.samples)
+        return enough_repetitions(self.budget, rep, self.spent_ms, self.samples, time.monotonic() - self.began)
 
     def _check_seeds(self, wanted: list[int], fetched: tuple[dict, list]) -> None:
         reply, _ = fetched

@@ -77,9 +77,14 @@ class Budget:
     rep_ms: float = 100.0  # measured time each implementation gets at least (with min_reps), see lopsided
     min_reps: int = 5
     max_reps: int = 100
-    max_wall_s: float = 60.0  # wall time for one case's timing, all included
+    max_wall_s: float = 60.0  # wall time for one case's timing, all included (a hard stop)
+    # ...and a soft one: after min_reps, one case's timing stops once this much wall time has passed since it began
+    # (warm-up included), whatever rep_ms says. Fresh inputs for every timed call cost far more than a fast kernel
+    # (a 16 MB randn ~25 ms against a 0.5 ms ReLU here), so for fast kernels the measured-time budget alone meant
+    # hundreds of input sets per case; the interval achieved is recorded either way. 0: no soft limit.
+    case_wall_s: float = 2.0
     ci_target: float = 0.015  # stop once both medians' 95 % intervals are within +-1.5 % (0: never early)
-    unit_ms: float = 2.0  # fast kernels are timed in units of calls lasting at least this long
+    unit_ms: float = 1.0  # fast kernels are timed in units of calls lasting at least this long
     # ...or, for a lopsided pair (one implementation far slower than the other), until both together have
     # spent this many times rep_ms: the slow one's samples then decide the speedup, and the fast one's
     # interval is recorded as measured (an 0.5 s candidate against a 3 ms reference stops after min_reps,
@@ -108,15 +113,22 @@ def relative_halfwidth(samples: Sequence[float]) -> float:
 
 
 def enough_repetitions(
-    budget: Budget, reps: int, spent_ms: Mapping[str, float], samples: Mapping[str, Sequence[float]]
+    budget: Budget,
+    reps: int,
+    spent_ms: Mapping[str, float],
+    samples: Mapping[str, Sequence[float]],
+    wall_s: float = 0.0,
 ) -> bool:
-    """Whether interleaved timing may stop after ``reps`` repetitions (the wall-clock deadline aside):
-    never before ``min_reps``; then at ``max_reps``, once every median's interval is within ``ci_target``,
-    once each implementation has ``rep_ms`` of measured time, or once both together have ``lopsided`` x
-    ``rep_ms`` (one far slower than the other)."""
+    """Whether interleaved timing may stop after ``reps`` repetitions (the hard deadline aside):
+    never before ``min_reps``; then at ``max_reps``, once ``wall_s`` (since the case's timing began) reaches
+    ``case_wall_s``, once every median's interval is within ``ci_target``, once each implementation has
+    ``rep_ms`` of measured time, or once both together have ``lopsided`` x ``rep_ms`` (one far slower than
+    the other)."""
     if reps < budget.min_reps:
         return False
     if reps >= budget.max_reps:
+        return True
+    if budget.case_wall_s > 0 and wall_s >= budget.case_wall_s:
         return True
     if budget.ci_target > 0 and max(relative_halfwidth(s) for s in samples.values()) <= budget.ci_target:
         return True

@@ -340,14 +340,18 @@ def eval_options(
 def timing_budget(
     *, warmup_ms: float | None = None, rep_ms: float | None = None, min_reps: int | None = None
 ) -> Budget:
-    """The harness's timing budget with the given fields changed (None: the harness's default)."""
+    """The harness's timing budget with the given fields changed (None: the harness's default). Each case's soft
+    wall-time limit (``Budget.case_wall_s``) scales with ``rep_ms``: a caller who asks for three times the
+    measured time allows three times the wall time too."""
     from harness.timing import Budget
 
     default = Budget()
+    rep = default.rep_ms if rep_ms is None else rep_ms
     return replace(
         default,
         warmup_ms=default.warmup_ms if warmup_ms is None else warmup_ms,
-        rep_ms=default.rep_ms if rep_ms is None else rep_ms,
+        rep_ms=rep,
+        case_wall_s=default.case_wall_s * rep / default.rep_ms,
         min_reps=default.min_reps if min_reps is None else min_reps,
         max_reps=max(default.max_reps, default.min_reps if min_reps is None else min_reps),
     )

@@ -73,6 +73,25 @@ def test_repetitions_stop_at_min_reps_then_at_rep_ms_each_or_lopsided_rep_ms_tog
     assert enough_repetitions(budget, 100, {"ref": 1.0, "cand": 1.0}, noisy)  # max_reps
 
 
+def test_repetitions_stop_after_min_reps_once_the_cases_soft_wall_time_has_passed():
+    budget = Budget(rep_ms=100.0, min_reps=5, ci_target=0.0, case_wall_s=2.0)
+    noisy = {"ref": [1.0, 3.0], "cand": [1.0, 3.0]}
+    little = {"ref": 10.0, "cand": 10.0}  # far from rep_ms: a fast kernel
+    assert not enough_repetitions(budget, 8, little, noisy, wall_s=1.9)
+    assert enough_repetitions(budget, 8, little, noisy, wall_s=2.1)
+    assert not enough_repetitions(budget, 4, little, noisy, wall_s=30.0)  # min_reps first, whatever the time
+    unlimited = Budget(rep_ms=100.0, min_reps=5, ci_target=0.0, case_wall_s=0.0)
+    assert not enough_repetitions(unlimited, 8, little, noisy, wall_s=30.0)
+
+
+def test_the_soft_wall_time_scales_with_the_measured_time_asked_for():
+    from kope.boundary import timing_budget
+
+    assert timing_budget().case_wall_s == Budget().case_wall_s
+    assert timing_budget(rep_ms=3 * Budget().rep_ms).case_wall_s == 3 * Budget().case_wall_s
+    assert timing_budget(rep_ms=Budget().rep_ms / 10).case_wall_s == Budget().case_wall_s / 10
+
+
 def test_repetitions_stop_early_once_both_medians_are_precise():
     budget = Budget(rep_ms=1e9, min_reps=5, ci_target=0.015)
     tight = [10.0 + 0.001 * (i % 3) for i in range(40)]
