@@ -219,7 +219,8 @@ class _Evaluation:
         self.ref_healthy = True  # False once the reference worker failed: it is then not reused
         self.ref_info: dict = {}
         self.task_threads = 0  # the candidate worker's thread count before the candidate was loaded
-        self.staging = Staging()  # parent-side buffers the timed outputs are read into, reused from unit to unit
+        self.staging = Staging()  # parent-side buffers the outputs are read into, reused from unit to unit
+        self._remote: bool | None = None  # remote_reads(), once known
 
     def _seed(self, case: Case, what: Any) -> int:
         if self._salt is None:
@@ -504,6 +505,7 @@ class _Evaluation:
                     "init_seed": self.init_seeds[case.index],
                     "seeds": used,
                     "lazy_check": self.options.lazy_check,
+                    "remote": self.remote_reads(),
                 }
             )
             self._trace(f"case {case.name}: reference ready")
@@ -513,9 +515,29 @@ class _Evaluation:
             if not reply.get("ok"):
                 self._case_error(case, reply)
                 continue
+            if "remote" in reply:
+                tensors = self._read_trials(case, reply.pop("remote"))
             self._check_trials(case, used, reply)
             self._judge(case, ref_trials, reply, tensors)
             self._trace(f"case {case.name}: compared")
+
+    def remote_reads(self) -> bool:
+        """Whether the candidate's outputs are read out of its memory (``harness.remote_memory``): asked for, a CPU
+        target, and the kernel lets this process read the worker's memory (checked once, for real)."""
+        if self._remote is None:
+            from harness.remote_memory import usable
+
+            self._remote = bool(self.options.remote_fetch and self.target.device == "cpu" and usable(self.cand.pid))
+            self._trace(f"outputs read out of the workers' memory: {self._remote}")
+        return self._remote
+
+    def _read_trials(self, case: Case, specs: Any) -> list:
+        try:
+            return self.staging.read("trial", self.cand.pid, specs, self.options.limits.max_message_bytes)
+        except RemoteMemoryError as exc:
+            raise _Stop(
+                "runtime_error:protocol", f"case {case.name!r}: the candidate worker sent a malformed reply: {exc}"
+            ) from None
 
     def _candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[dict, list]:
         try:
@@ -697,7 +719,7 @@ class _CaseTimer:
         self.samples: dict[str, list[float]] = {"ref": [], "cand": []}
         self.spent_ms = {"ref": 0.0, "cand": 0.0}
         self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
-        self.remote = ev.options.remote_fetch and ev.target.device == "cpu"
+        self.remote = ev.remote_reads()
         self.staging = ev.staging
 
     # -- requests ----------------------------------------------------------------------------------

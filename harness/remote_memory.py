@@ -119,6 +119,21 @@ def read_into(pid: int, pieces: Sequence[tuple[int, torch.Tensor]]) -> None:
             raise RemoteMemoryError(f"process_vm_readv read {got} of {want} bytes (a tensor beyond mapped memory)")
 
 
+def usable(pid: int) -> bool:
+    """Whether this process may read ``pid``'s memory: a few bytes of its first readable mapping, read for real."""
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            for line in maps:
+                span, perms = line.split()[:2]
+                if perms.startswith("r"):
+                    start = int(span.split("-")[0], 16)
+                    read_into(pid, [(start, torch.empty(8, dtype=torch.uint8))])
+                    return True
+    except (OSError, ValueError, RemoteMemoryError):
+        return False
+    return False
+
+
 class Staging:
     """Parent-side tensors reused from one fetch to the next (same slot, dtype and shape), so a unit's
     outputs land in memory that is already mapped instead of a fresh allocation per unit."""

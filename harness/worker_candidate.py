@@ -201,7 +201,10 @@ class CandidateWorker:
                 }
             )
             previous = inputs
-        return {"ok": True, "trials": trials, "compile_time_s": compile_seconds()}, out_tensors
+        reply = {"ok": True, "trials": trials, "compile_time_s": compile_seconds()}
+        if header.get("remote"):  # the parent reads them out of this process (harness.remote_memory)
+            reply["remote"], out_tensors = self.timed.remote(out_tensors), []
+        return reply, out_tensors
 
     def _after_forward(
         self,

@@ -36,11 +36,28 @@ def reads(monkeypatch):
     return calls
 
 
-def test_an_honest_candidates_timed_outputs_are_read_out_of_the_workers(tmp_path, reads):
+@pytest.fixture
+def staged(monkeypatch):
+    """Whose outputs the parent read out of a worker's memory, one entry per reply."""
+    whose = []
+    real = remote_memory.Staging.read
+
+    def read(self, who, *args):
+        whose.append(who)
+        return real(self, who, *args)
+
+    monkeypatch.setattr(remote_memory.Staging, "read", read)
+    return whose
+
+
+def test_an_honest_candidates_outputs_are_read_out_of_the_workers(tmp_path, reads, staged):
     outcome = evaluate(TASK, candidate(tmp_path, ""), EvalOptions(**OPTIONS))
     assert outcome.status.value == "correct", outcome.error_excerpt
     assert outcome.speedup is not None
     assert reads and all(n >= 1 for n in reads)
+    # the correctness trials' outputs (one batch per case) and every timed unit's of both workers
+    assert sorted(set(staged)) == ["cand", "ref", "trial"]
+    assert staged.count("trial") == len(outcome.cases)
 
 
 def test_with_remote_fetch_off_the_outputs_come_through_the_pipes(tmp_path, reads, monkeypatch):

@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from harness.remote_memory import RemoteMemoryError, Staging, check_specs, read_into
+from harness.remote_memory import RemoteMemoryError, Staging, check_specs, read_into, usable
 
 
 @pytest.fixture
@@ -88,3 +88,13 @@ def test_an_address_the_process_has_not_mapped_is_a_malformed_reply_not_a_crash(
     dest = torch.empty(1024)
     with pytest.raises(RemoteMemoryError, match="not mapped|beyond mapped"):
         read_into(pid, [(4096, dest)])  # the first pages of an address space are never mapped
+
+
+def test_usable_reads_for_real_and_says_no_for_a_process_that_is_gone(child):
+    pid, _ = child
+    assert usable(pid)
+    gone = os.fork()
+    if gone == 0:
+        os._exit(0)
+    os.waitpid(gone, 0)
+    assert not usable(gone)
