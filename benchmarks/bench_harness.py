@@ -13,7 +13,7 @@ Prints, in one run (all evaluations through ``harness.evaluate``):
 4. the coefficient of variation of the measured speedup over 10 evaluations each of softmax
    and relu (new path).
 
-    PYTHONPATH=. python benchmarks/bench_harness.py [--repeats 10]
+    PYTHONPATH=. python benchmarks/bench_harness.py [--repeats 10] [--case-wall-s 2] [--skip 1,3]
 """
 
 from __future__ import annotations
@@ -32,12 +32,17 @@ sys.path.insert(0, str(HERE.parent))
 
 from harness.evaluate import EvalOptions, evaluate  # noqa: E402
 from harness.suite import find_candidate  # noqa: E402
+from harness.timing import Budget  # noqa: E402
 from harness.worker_pool import WARM_POOL, close_pools  # noqa: E402
 
 OLD = {"warm_pool": False, "reference_cache": False}
 
 
+BUDGET = Budget()  # --case-wall-s changes its soft wall-time limit per case
+
+
 def timed_eval(task: str, candidate: Path, **options):
+    options.setdefault("budget", BUDGET)
     started = time.perf_counter()
     outcome = evaluate(task, candidate, EvalOptions(**options))
     return time.perf_counter() - started, outcome
@@ -186,10 +191,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--skip", default="", help="comma-separated sections to skip (1,2,3,4)")
+    parser.add_argument(
+        "--case-wall-s",
+        type=float,
+        default=Budget().case_wall_s,
+        help=f"soft wall-time limit of one case's timing (harness.timing.Budget.case_wall_s; default {Budget().case_wall_s:g})",
+    )
     args = parser.parse_args()
     skip = set(args.skip.split(","))
+    global BUDGET
+    BUDGET = Budget(case_wall_s=args.case_wall_s)
     print(
-        f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (a shared machine makes these noisy)\n"
+        f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (a shared machine makes these noisy); "
+        f"soft wall-time limit per case {BUDGET.case_wall_s:g} s\n"
     )
     with tempfile.TemporaryDirectory(prefix="kope-bench-cache-") as cache:
         os.environ["KOPE_HARNESS_CACHE"] = cache
