@@ -755,6 +755,7 @@ class WarmPool:
         self._idle: dict[WorkerSpec, list[Worker]] = {}
         self._starting: dict[WorkerSpec, int] = {}
         self._booting: set[Worker] = set()
+        self._stopped: set[Worker] = set()  # every worker pause() stopped and nobody continued yet, booting or not
         self._paused = 0
         self._generation = 0  # close_all() starts a new one: boots of an older one are discarded
         self._lock = threading.Lock()
@@ -786,6 +787,9 @@ class WarmPool:
                     self._changed.wait(BOOT_TIMEOUT_S)
                 finally:
                     self._waiting[spec] -= 1
+            if worker is not None and worker in self._stopped:  # ready already, so it has no boot left to pause
+                worker.signal(signal.SIGCONT)
+                self._stopped.discard(worker)
         if worker is None:
             worker = spec.start()
         if refill:
@@ -824,6 +828,7 @@ class WarmPool:
                 self._booting.add(worker)
                 if self._paused:
                     worker.signal(signal.SIGSTOP)
+                    self._stopped.add(worker)
             worker.wait_ready(10 * BOOT_TIMEOUT_S)  # it may be stopped for a while: see pause()
         except Exception:  # noqa: BLE001 - a failed warm start only means the next take starts one itself
             if worker is not None:
@@ -845,13 +850,18 @@ class WarmPool:
             self._paused += 1
             for worker in self._booting:
                 worker.signal(signal.SIGSTOP)
+                self._stopped.add(worker)
 
     def resume(self) -> None:
         with self._lock:
             self._paused = max(0, self._paused - 1)
             if not self._paused:
-                for worker in self._booting:
+                # every worker stopped, not only those still booting: one that became ready just as pause() came
+                # was stopped and then moved to the idle list, and would have stayed stopped there for good (its
+                # taker's first request then never got an answer: timeout:compile after 420 s in a test run)
+                for worker in self._stopped:
                     worker.signal(signal.SIGCONT)
+                self._stopped.clear()
 
     def close_all(self) -> None:
         """Close every idle worker and kill the ones still booting."""

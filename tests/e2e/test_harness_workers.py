@@ -174,3 +174,39 @@ def test_a_last_evaluation_boots_no_replacement_for_the_workers_it_took(monkeypa
     assert "kope-warm-pool" in started  # the ordinary evaluation booted a replacement
     close_pools()
     assert live_workers() == []
+
+
+def _stopped(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_when_it_resumes():
+    """pause() stops booting workers; one whose boot ended in that instant was stopped and then moved to the idle
+    list, where resume() (which continued only the workers still booting) left it stopped for good."""
+    from harness.hardware import available_cores
+    from harness.sandbox import Limits
+    from harness.targets import get_target
+    from harness.worker_pool import WarmPool, WorkerSpec, worker_env
+
+    pool = WarmPool(size=0)
+    env = worker_env(get_target("cpu").worker_env(available_cores()), False)
+    spec = WorkerSpec(tuple(sorted(env.items())), Limits(), True, False, (), None)
+    worker = spec.start()
+    try:
+        worker.wait_ready(120)
+        with pool._lock:  # the instant in _start_one: ready, not yet moved out of the booting set
+            pool._booting.add(worker)
+        pool.pause()
+        assert _stopped(worker.proc.pid)
+        with pool._changed:  # _start_one's next step: out of the booting set, into the idle list
+            pool._booting.discard(worker)
+            pool._idle.setdefault(spec, []).append(worker)
+        pool.resume()
+        assert not _stopped(worker.proc.pid)
+        assert pool.take(spec, refill=False) is worker
+        load = {"op": "load", "role": "reference", "task": str(RELU), "target": "cpu", "target_options": {}}
+        reply, _ = worker.request({**load, "threads": available_cores()}, 60, "load")  # it answers: not stopped
+        assert reply.get("ok"), reply
+    finally:
+        worker.close()
+        pool.close_all()
