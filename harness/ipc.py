@@ -83,6 +83,22 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
+def check_tensor_spec(
+    spec: Any, error: type[Exception] = ProtocolError, what: str = "tensor"
+) -> tuple[torch.dtype, list[int], int]:
+    """(dtype, shape, nbytes) of one ``{"dtype", "shape", "nbytes"}`` description a worker sent, or ``error`` for
+    the first thing wrong with it (a dtype outside the allow-list, a bad shape, a size that does not match)."""
+    if not isinstance(spec, dict):
+        raise error(f"bad {what} description {spec!r}")
+    dtype, shape, nbytes = spec.get("dtype"), spec.get("shape"), spec.get("nbytes")
+    if dtype not in DTYPES or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise error(f"bad {what} description {spec!r}")
+    expected = math.prod(shape) * DTYPES[dtype].itemsize
+    if type(nbytes) is not int or nbytes != expected:
+        raise error(f"tensor of shape {shape} and dtype {dtype} declares {nbytes} bytes, expected {expected}")
+    return DTYPES[dtype], shape, nbytes
+
+
 class MessageReader:
     """Reads messages from a pipe with a deadline; ``on_wait`` runs between polls (e.g. a memory watchdog)."""
 
@@ -109,19 +125,7 @@ class MessageReader:
         specs = header.pop("tensors", [])
         total = 0
         for spec in specs:
-            dtype, shape, nbytes = spec.get("dtype"), spec.get("shape"), spec.get("nbytes")
-            if (
-                dtype not in DTYPES
-                or not isinstance(shape, list)
-                or not all(isinstance(d, int) and d >= 0 for d in shape)
-            ):
-                raise ProtocolError(f"bad tensor description {spec!r}")
-            expected = math.prod(shape) * DTYPES[dtype].itemsize
-            if nbytes != expected:
-                raise ProtocolError(
-                    f"tensor of shape {shape} and dtype {dtype} declares {nbytes} bytes, expected {expected}"
-                )
-            total += nbytes
+            total += check_tensor_spec(spec)[2]
         if total > self.max_bytes:
             raise ProtocolError(f"message of {total} bytes is over the {self.max_bytes}-byte limit")
         tensors = []

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import math
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from harness.ipc import DTYPES
+from harness.ipc import check_tensor_spec
 
 IOV_MAX = 1024  # iovecs per call (Linux's UIO_MAXIOV)
 _CHUNK = 1 << 30  # bytes per iovec at most (the kernel caps one call at MAX_RW_COUNT, ~2 GiB)
@@ -67,27 +66,14 @@ def check_specs(specs: Any, max_bytes: int) -> list[tuple[int, torch.dtype, list
         raise RemoteMemoryError("remote tensor descriptions are not a list")
     out, total = [], 0
     for spec in specs:
-        if not isinstance(spec, dict):
+        dtype, shape, nbytes = check_tensor_spec(spec, RemoteMemoryError, "remote tensor")
+        addr = spec.get("addr")
+        if type(addr) is not int or addr < 0:
             raise RemoteMemoryError(f"bad remote tensor description {spec!r}")
-        dtype, shape, nbytes, addr = spec.get("dtype"), spec.get("shape"), spec.get("nbytes"), spec.get("addr")
-        if (
-            dtype not in DTYPES
-            or not isinstance(shape, list)
-            or not all(type(d) is int and d >= 0 for d in shape)
-            or type(nbytes) is not int
-            or type(addr) is not int
-            or addr < 0
-        ):
-            raise RemoteMemoryError(f"bad remote tensor description {spec!r}")
-        expected = math.prod(shape) * DTYPES[dtype].itemsize
-        if nbytes != expected:
-            raise RemoteMemoryError(
-                f"tensor of shape {shape} and dtype {dtype} declares {nbytes} bytes, expected {expected}"
-            )
         total += nbytes
         if total > max_bytes:
             raise RemoteMemoryError(f"remote tensors of more than {max_bytes} bytes in one reply")
-        out.append((addr, DTYPES[dtype], shape, nbytes))
+        out.append((addr, dtype, shape, nbytes))
     return out
 
 
