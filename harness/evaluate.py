@@ -719,7 +719,8 @@ class _CaseTimer:
         self.samples: dict[str, list[float]] = {"ref": [], "cand": []}
         self.spent_ms = {"ref": 0.0, "cand": 0.0}
         self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
-        self.idle_cpu_ns = self.idle_wall_ns = 0  # the candidate's CPU during the reference's units, and their wall
+        # the candidate's CPU during the reference's units, their wall time, and the CPU one busy thread got in them
+        self.idle_cpu_ns = self.idle_wall_ns = self.idle_basis_ns = 0
         self.remote = ev.remote_reads()
         self.staging = ev.staging
 
@@ -820,6 +821,7 @@ class _CaseTimer:
         ev, worker = self.ev, self.workers[who]
         watch = who == "ref" and calls and ev.target.check_native_threads
         cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
+        ref0 = worker.cpu_ns() if watch else 0
         sampler = self.samplers.get(who) if sampled else None
         if sampler is not None:
             sampler.enable()
@@ -833,17 +835,23 @@ class _CaseTimer:
         if who == "cand" and calls:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
         elif watch:
-            self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed)
+            self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
         return elapsed
 
-    def _check_idle(self, cpu_ns: int, wall_ns: int) -> None:
+    def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
         """The candidate's process must be idle while the reference is timed (read from /proc, from outside): in each
         of the reference's units, and over all of them so far (a thread that spins all the time uses less than the
-        per-unit slack in one short unit, but not in all of them together)."""
+        per-unit slack in one short unit, but not in all of them together).
+
+        The share allowed is of the CPU time one of the reference's busy threads got (its CPU time over its thread
+        count), not of the wall time: on a machine loaded from outside a spinning thread gets as little of a core as
+        the reference's threads do, and a share of the wall time would let it through."""
+        basis = min(wall_ns, ref_cpu_ns // max(1, self.ev.threads)) if ref_cpu_ns > 0 else wall_ns
         self.idle_cpu_ns += cpu_ns
         self.idle_wall_ns += wall_ns
-        allowed = IDLE_SLACK_NS + IDLE_SHARE * wall_ns
-        total_allowed = IDLE_SLACK_NS + IDLE_SHARE * self.idle_wall_ns
+        self.idle_basis_ns += basis
+        allowed = IDLE_SLACK_NS + IDLE_SHARE * basis
+        total_allowed = IDLE_SLACK_NS + IDLE_SHARE * self.idle_basis_ns
         if cpu_ns <= allowed and self.idle_cpu_ns > total_allowed:
             cpu_ns, wall_ns, allowed = self.idle_cpu_ns, self.idle_wall_ns, total_allowed
         if cpu_ns > allowed:

@@ -170,28 +170,47 @@ def _watched_namespaces(extra: Iterable[tuple[str, Any]]) -> list[tuple[str, Any
     for name, module in list(sys.modules.items()):
         if name == "harness" or (name.startswith("harness.") and not name.startswith("harness.suite")):
             spaces.append((name, module))
+            # the classes the module defines: a candidate that replaced a method of the harness's own worker
+            # classes (TimedCalls.fetch, say) changes what the worker reports without touching a module-level name
+            for value in list(vars(module).values()):
+                if isinstance(value, type) and value.__module__ == name:
+                    spaces.append((f"{name}.{value.__qualname__}", value))
     spaces.extend(extra)
     return spaces
 
 
-def _members(space: Any) -> dict[str, Any]:
+def _members(space: Any) -> dict[str, tuple[Any, Any]]:
+    """Each watched member with its code object: replacing a function's ``__code__`` keeps its identity."""
     try:
         items = vars(space)
     except TypeError:
         return {}
     return {
-        k: v
+        k: (v, _code(v))
         for k, v in list(items.items())
-        if callable(v) or isinstance(v, (type, ModuleType, staticmethod, classmethod))
+        if callable(v) or isinstance(v, (type, ModuleType, staticmethod, classmethod, property))
     }
+
+
+def _code(value: Any) -> Any:
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    if isinstance(value, property):
+        return tuple(getattr(f, "__code__", None) for f in (value.fget, value.fset, value.fdel))
+    return getattr(value, "__code__", None)
 
 
 class PatchSnapshot:
     """Who is who, before the candidate ran; ``changes()`` lists what was replaced or removed since."""
 
-    def __init__(self, extra: Iterable[tuple[str, Any]] = ()) -> None:
+    def __init__(self, extra: Iterable[tuple[str, Any]] = (), instances: Iterable[tuple[str, Any]] = ()) -> None:
         self.spaces = _watched_namespaces(extra)
         self.members = {label: _members(space) for label, space in self.spaces}
+        # harness objects whose methods must stay their class's: an instance attribute named like a method
+        # of the class (worker.timed.fetch = ...) shadows it without touching the class
+        self.instances = list(instances)
+        # on the harness's classes a new method can override an inherited one (or add __getattribute__)
+        self.strict = {label for label, space in self.spaces if isinstance(space, type) and label.startswith("harness")}
 
     def add(self, label: str, space: Any) -> None:
         """Watch ``space`` too (replacing whatever was watched under ``label``)."""
@@ -202,11 +221,23 @@ class PatchSnapshot:
         found = []
         for label, space in self.spaces:
             now = _members(space)
-            for name, before in self.members[label].items():
+            for name, (before, code) in self.members[label].items():
                 if name not in now:
                     found.append(f"{label}.{name} was deleted")
-                elif now[name] is not before:
+                elif now[name][0] is not before:
                     found.append(f"{label}.{name} was replaced")
+                elif now[name][1] != code:
+                    found.append(f"{label}.{name} had its code replaced")
+                if len(found) >= limit:
+                    return found
+            if label in self.strict:
+                found.extend(f"{label}.{name} was added" for name in now if name not in self.members[label])
+                if len(found) >= limit:
+                    return found[:limit]
+        for label, obj in self.instances:
+            for name in list(vars(obj)):
+                if callable(getattr(type(obj), name, None)):
+                    found.append(f"{label}.{name} shadows the method of {type(obj).__qualname__}")
                 if len(found) >= limit:
                     return found
         return found

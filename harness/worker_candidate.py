@@ -99,7 +99,8 @@ class CandidateWorker:
         self.audit = AuditGuard(allowed_roots=[cache_root(), path])
         self.target.prime()
         prime()
-        self.snapshot = PatchSnapshot()
+        self.timed = TimedCalls(self.target, self.hardware)
+        self.snapshot = PatchSnapshot(instances=[("the worker", self), ("the worker's timed calls", self.timed)])
         module = self.target.compile(path)
         model_cls = getattr(module, "ModelNew", None)
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
@@ -124,7 +125,6 @@ class CandidateWorker:
             }
         self._prepare(header["case"], header["init_seed"])
         self._check_patches()
-        self.timed = TimedCalls(self.target, self.hardware)
         return {"ok": True, "compile_time_s": compile_seconds(), "threads": native_thread_count()}
 
     def _prepare(self, index: int, init_seed: int) -> None:

@@ -15,6 +15,7 @@ passed as JVM flags rather than read from neo4j.conf.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -180,12 +181,21 @@ class LocalNeo4j:
         """Fetch the server and Browser jars with Maven into the versioned cache (once)."""
         if self.is_provisioned():
             return self.lib_dir
+        self.dist_dir.mkdir(parents=True, exist_ok=True)
+        # one fetch at a time: servers for several data dirs may be started at once (scripts/test.sh starts
+        # one per pytest worker), and they share this cache and Maven's local repository
+        with open(self.dist_dir / ".provision.lock", "w", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.is_provisioned():
+                return self.lib_dir
+            return self._fetch()
+
+    def _fetch(self) -> Path:
         maven = find_maven()
         s = self.settings
         self.progress(
             f"fetching Neo4j {s.version} and Neo4j Browser {s.browser_version} with Maven (first start only, ~140 MB)"
         )
-        self.dist_dir.mkdir(parents=True, exist_ok=True)
         staging = self.dist_dir / f"lib.partial-{os.getpid()}"
         pom = self.dist_dir / "pom.xml"
         pom.write_text(self._pom(), encoding="utf-8")

@@ -1,8 +1,9 @@
 """Replaces a method of the harness's own worker class at import: every trial "passes" with no work done.
 
-The patched run() returns an empty trial list (before: the parent paired reference trials with
-whatever came back, so an empty list passed at any speedup). Caught by the parent, which checks
-that every trial it asked for came back for the seeds it asked for.
+The patched run() returns an empty trial list. Caught by the worker's patch check, which watches
+the methods of the harness's classes as well as its module-level names (before: module-level names
+only, and the parent's trial count check was the only layer; ``patch_worker_reply.py`` still
+exercises that one).
 """
 
 import torch.nn as nn
@@ -11,8 +12,8 @@ from harness import worker_candidate
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-EXPECT_RUNTIME = ("cheat_detected:missing_trials",)
-CAUGHT_BY = "parent: trial count and seeds checked against the request"
+EXPECT_RUNTIME = ("cheat_detected:monkey_patch",)
+CAUGHT_BY = "worker: patch check on the harness's classes"
 
 
 def _nothing(self, header):

@@ -61,3 +61,25 @@ def test_run_time_checks_alone_catch_the_cheat(path):
     assert outcome.status.value in ("cheat_detected", "incorrect")
     assert outcome.error_excerpt  # the reason
     assert outcome.cases_passed < outcome.cases_total
+
+
+@pytest.mark.slow
+def test_a_background_spinner_is_caught_on_a_machine_loaded_from_outside():
+    """Busy processes outside the evaluation take their share of the cores: the spinner then gets as little of a
+    core as the reference's threads do, and an allowance measured in wall time let it through (seen on the
+    development machine with other jobs running)."""
+    import os
+    import subprocess
+    import sys
+
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(2 * (os.cpu_count() or 1))
+    ]
+    try:
+        spec, outcome = run(ROOT / "adversarial" / "background_spinner.py", static=False)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert outcome.error_kind in spec["EXPECT_RUNTIME"], outcome.error_excerpt

@@ -76,17 +76,21 @@ def test_garbage_on_timed_calls_is_caught_either_way(remote):
     assert outcome.error_kind == "incorrect:timed_mismatch", outcome.error_excerpt
 
 
+# rewrites the worker's replies on their way out (json.dumps is not watched by the in-process patch check: it
+# stands in for a native patch, which nothing inside the candidate's process can see)
 LYING = """
-import harness.worker_timed as _timed
+import json
 
-_real = _timed.TimedCalls.remote
-
-
-def _lie(self, tensors):
-    return [{**spec, "addr": 4096} for spec in _real(self, tensors)]
+_dumps = json.dumps
 
 
-_timed.TimedCalls.remote = _lie
+def _lie(obj, *args, **kwargs):
+    if isinstance(obj, dict) and isinstance(obj.get("remote"), list):
+        obj = {**obj, "remote": [{**spec, "addr": 4096} for spec in obj["remote"]]}
+    return _dumps(obj, *args, **kwargs)
+
+
+json.dumps = _lie
 ESCAPED = False
 """
 

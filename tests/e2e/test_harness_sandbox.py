@@ -190,9 +190,12 @@ def test_a_candidate_cannot_read_another_processs_memory(tmp_path):
 
 
 def test_a_candidate_cannot_patch_the_harnesss_worker_code():
-    outcome = evaluate(
-        ROOT / "fixtures" / "tasks" / "tiny_softmax.py", ROOT / "adversarial" / "patch_worker_class.py", OPTIONS
-    )
+    task = ROOT / "fixtures" / "tasks" / "tiny_softmax.py"
+    outcome = evaluate(task, ROOT / "adversarial" / "patch_worker_class.py", OPTIONS)
+    assert outcome.error_kind == "cheat_detected:monkey_patch", outcome.error_excerpt
+    assert "CandidateWorker.run was replaced" in outcome.error_excerpt
+    # a patch the worker cannot see (its replies rewritten on the way out): the parent's count check
+    outcome = evaluate(task, ROOT / "adversarial" / "patch_worker_reply.py", OPTIONS)
     assert outcome.error_kind == "cheat_detected:missing_trials", outcome.error_excerpt
 
 

@@ -1,0 +1,57 @@
+"""harness.guards.PatchSnapshot: what the candidate worker's patch check sees (in this process, no worker)."""
+
+from __future__ import annotations
+
+import harness.worker_timed as worker_timed
+from harness.guards import PatchSnapshot
+from harness.worker_timed import TimedCalls
+
+
+def _other(self, tensors):
+    return []
+
+
+def test_an_untouched_process_shows_no_changes():
+    assert PatchSnapshot().changes() == []
+
+
+def test_a_replaced_method_of_a_harness_class_is_reported(monkeypatch):
+    snapshot = PatchSnapshot()
+    monkeypatch.setattr(TimedCalls, "remote", _other)
+    assert "harness.worker_timed.TimedCalls.remote was replaced" in snapshot.changes()
+    monkeypatch.undo()
+    assert snapshot.changes() == []
+
+
+def test_a_swapped_code_object_is_reported_although_the_function_is_the_same(monkeypatch):
+    snapshot = PatchSnapshot()
+    monkeypatch.setattr(TimedCalls.remote, "__code__", _other.__code__)
+    assert snapshot.changes() == ["harness.worker_timed.TimedCalls.remote had its code replaced"]
+
+
+def test_a_method_added_to_a_harness_class_is_reported(monkeypatch):
+    snapshot = PatchSnapshot()
+    monkeypatch.setattr(TimedCalls, "__getattribute__", lambda self, name: object.__getattribute__(self, name), False)
+    assert snapshot.changes() == ["harness.worker_timed.TimedCalls.__getattribute__ was added"]
+
+
+def test_an_instance_attribute_that_shadows_a_method_is_reported():
+    timed = TimedCalls(None, None)
+    snapshot = PatchSnapshot(instances=[("timed", timed)])
+    timed.inputs = [[1]]  # data attributes change all the time
+    assert snapshot.changes() == []
+    timed.fetch = lambda: ([], [])  # type: ignore[method-assign]
+    assert snapshot.changes() == ["timed.fetch shadows the method of TimedCalls"]
+
+
+def test_a_replaced_module_level_name_is_still_reported(monkeypatch):
+    snapshot = PatchSnapshot()
+    monkeypatch.setattr(worker_timed, "make_inputs", lambda *a: [])
+    assert snapshot.changes() == ["harness.worker_timed.make_inputs was replaced"]
+
+
+def test_the_list_is_capped(monkeypatch):
+    snapshot = PatchSnapshot()
+    for name in ("prepare", "go", "fetch", "remote", "reused_buffer"):
+        monkeypatch.setattr(TimedCalls, name, _other)
+    assert len(snapshot.changes(limit=3)) == 3
