@@ -22,7 +22,13 @@ ISA_DOC = (
     "(#pragma omp simd, 256-bit on this GCC), 'avx2'/'avx512' use intrinsics; a setting the "
     "CPU lacks falls back to the next one down"
 )
-FLAGS = ["-ffp-contract=fast"]  # let the compiler fuse a*b+c into FMA in the omp_simd code too
+# -ffp-contract=fast: let the compiler fuse a*b+c into FMA in the omp_simd code too.
+# -O2 (after compile_cpp's -O3, so it wins): the kit's kernels are intrinsics and `#pragma omp simd` loops (which
+# GCC vectorises at -O2 as well), and -O3's cloning, unswitching and peeling of their many template
+# instantiations made each rendered kernel a 14-23 s compile (mlp template: 23.3 s at -O3, 3.8 s at -O2, GCC 12);
+# every step of kope optimize on a GEMM-based operator compiles a new setting. The square matmul took the same
+# time either way (-O2 / -O3 time 0.63-1.03 at 512-2048, 2-core AMD EPYC, 2026-12-04).
+FLAGS = ["-O2", "-ffp-contract=fast"]
 
 
 def isa_define(isa: str) -> str:
