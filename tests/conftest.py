@@ -25,6 +25,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.graph import clear_graph
+from tests.support.ray_cluster import RAY_ENV
+
+# Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER once, when it is first imported, and otherwise turns a loopback
+# cluster address into this machine's network address (seen: a test connected to 192.0.2.2 and hung, because an
+# earlier test in the same pytest worker had imported ray before the variable was set). Set it for the whole
+# session before any test can import ray, so every Ray connection stays on 127.0.0.1.
+os.environ.update(RAY_ENV)
 
 REPO = Path(__file__).resolve().parents[1]
 
