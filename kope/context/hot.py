@@ -33,7 +33,7 @@ from kope.context.recipes import recipe
 from kope.errors import KopeError
 from kope.memory.records import OutcomeNodeRecord, StoredCase
 
-MAX_LEVEL = 4
+MAX_LEVEL = 5
 
 
 class ContextBudgetError(KopeError):
@@ -117,6 +117,31 @@ def strip_cases_block(source: str) -> str:
             lines.insert(node.lineno - 1, "# CASES: listed in the Cases section")
             break
     return "\n".join(lines)
+
+
+def trim_long_strings(source: str, keep: int) -> tuple[str, int]:
+    """Python source whose multi-line string literals (a kernel's embedded C++ source) keep only their first
+    and last ``keep`` lines; the Python code itself is untouched. Returns (source, lines removed)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source, 0
+    spans = sorted(
+        (node.lineno, node.end_lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno - 1 > 2 * keep + 1
+    )
+    lines = source.splitlines()
+    removed = 0
+    for first, last in reversed(spans):  # 1-based lines of the literal; its inner lines are first+1 .. last-1
+        inner = lines[first : last - 1]
+        cut = len(inner) - 2 * keep
+        lines[first : last - 1] = inner[:keep] + [f"... [{cut} lines of this string trimmed] ..."] + inner[-keep:]
+        removed += cut
+    return "\n".join(lines), removed
 
 
 def strip_comments(source: str) -> str:
@@ -253,6 +278,12 @@ def build_hot(state: HotState, level: int) -> HotSections:
         reference = strip_comments(reference)
         incumbent = strip_comments(incumbent) if incumbent else incumbent
         hot.notes.append("comments, docstrings and blank lines stripped from the sources")
+    if level >= 5 and incumbent:
+        incumbent, trimmed = trim_long_strings(incumbent, 20)
+        if trimmed:
+            hot.notes.append(
+                f"{trimmed} lines of the incumbent's long string literals (embedded kernel sources) trimmed"
+            )
     if level >= 3:
         hot.notes.append(f"case list of {len(state.cases)} summarised")
     objective = state.objective or state.default_objective()

@@ -30,8 +30,20 @@ MARKS = {
 }
 
 
-def state(target: str, source: str = "x = 1  # a comment the last compression level strips\n" * 300) -> HotState:
-    return HotState("op", "fused", target, source, tuple({"name": f"c{i}", "n": i} for i in range(20)), HARDWARE)
+# a rendered kernel's shape: Python around a long embedded C++ source
+INCUMBENT = (
+    'import torch\nfrom harness.cpu import compile_cpp\n\n_SOURCE = r"""\n'
+    + "".join(f"static float stage_{i}(float x) {{ return x * {i}.0f + 1.0f; }}\n" for i in range(400))
+    + '"""\n_lib = compile_cpp(_SOURCE)\n\n\nclass ModelNew(torch.nn.Module):\n'
+    + "    def forward(self, x):\n        return _lib.stage_0(x)\n"
+)
+
+
+def state(
+    target: str, source: str = "x = 1  # a comment the last compression level strips\n" * 300, incumbent: str = ""
+) -> HotState:
+    cases = tuple({"name": f"c{i}", "n": i} for i in range(20))
+    return HotState("op", "fused", target, source, cases, HARDWARE, incumbent_code=incumbent)
 
 
 @pytest.mark.parametrize("target", sorted(MARKS))
@@ -46,10 +58,29 @@ def test_the_hot_tier_holds_the_targets_recipe_at_every_compression_level(target
 
 def test_the_recipe_survives_a_budget_that_compresses_everything_else():
     counter = TokenCounter("gpt-4o")
-    tightest = build_hot(state("cpu"), MAX_LEVEL)
+    tightest = build_hot(state("cpu", incumbent=INCUMBENT), MAX_LEVEL)
     limit = counter.count("\n\n".join(t for _, t in tightest.head + tightest.tail)) + 5
-    hot, _ = fit_hot(state("cpu"), counter.count, limit)
+    hot, _ = fit_hot(state("cpu", incumbent=INCUMBENT), counter.count, limit)
     assert hot.level == MAX_LEVEL and "compile_cpp" in dict(hot.head)["hot:recipe"]
+
+
+def test_an_incumbent_too_large_for_the_budget_keeps_its_python_and_the_ends_of_its_kernel_source():
+    """A rendered pipeline kernel measured 26,788 tokens, more than the whole hot budget: the run stopped. The
+    last compression level trims the long string literals (the embedded C++), never the Python around them."""
+    import ast
+
+    counter = TokenCounter("gpt-4o")
+    full = build_hot(state("cpu", incumbent=INCUMBENT), MAX_LEVEL - 1)
+    limit = counter.count("\n\n".join(t for _, t in full.head + full.tail)) - 1  # level MAX_LEVEL - 1 does not fit
+    hot, total = fit_hot(state("cpu", incumbent=INCUMBENT), counter.count, limit)
+    assert hot.level == MAX_LEVEL and total <= limit
+    text = dict(hot.tail)["hot:incumbent"]
+    code = text.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
+    ast.parse(code)  # still a valid Python file
+    assert "class ModelNew(torch.nn.Module)" in code and "_lib = compile_cpp(_SOURCE)" in code
+    assert "stage_0(" in code and "stage_399(" in code and "stage_200(" not in code
+    assert "... [360 lines of this string trimmed] ..." in code
+    assert any("360 lines of the incumbent's long string literals" in note for note in hot.notes)
 
 
 def test_a_task_file_without_family_gets_the_family_of_its_traced_structure():
