@@ -124,6 +124,7 @@ def run_pair(
     evaluated by ``evaluator`` (default: a new one for ``spec.evaluator``, closed at the end)."""
     from kope.agent.loop import LoopOptions, Optimizer
     from kope.agent.runner import make_proposer
+    from kope.context.hot import ContextBudgetError
     from kope.evaluators import make_evaluator
     from kope.memory.errors import UnknownRunError
 
@@ -167,7 +168,9 @@ def run_pair(
             summary = optimizer.run(view, path, resume=resume)
             status, stop_reason, resumed_at = summary.status, summary.stop_reason, summary.resumed_at
         except KopeError as exc:
-            if not (run_id and isinstance(exc, TaskError)):  # the harness refused the task or target
+            # the harness refused the task or target, or the task's hot context cannot fit the budget: this pair's
+            # own failure, recorded as such (anything else, e.g. the graph unreachable, stops the bench for --resume)
+            if not (run_id and isinstance(exc, (TaskError, ContextBudgetError))):
                 raise
             error = exc.message
             status, stop_reason = "error", exc.message

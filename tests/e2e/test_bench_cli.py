@@ -573,3 +573,39 @@ def test_an_existing_bench_is_not_overwritten_without_resume_or_fresh(kope_cli, 
     assert ok and "already holds a bench" in errors[0], proc.stderr
     assert "--resume" in proc.stderr and "--fresh" in proc.stderr
     assert (tmp_path / "bench" / "plan.json").read_text() == "{}"
+
+
+def test_a_task_whose_hot_context_cannot_fit_is_recorded_as_an_error_and_the_bench_goes_on(
+    kope_cli, neo4j_server, tmp_path
+):
+    """ContextBudgetError is that task's failure (a 26,788-token incumbent once stopped a 100-pair bench at pair
+    10, and --resume would have stopped at it again)."""
+    suite = write_suite(tmp_path / "suite", [("relu", 1), ("zz_after", 1)])
+    source = (suite / "relu.py").read_text()
+    padding = " ".join(f"word{i}" for i in range(30_000))  # a module constant the hot tier carries whole
+    (suite / "relu.py").write_text(source + f'\n_PADDING = "{padding}"\n')
+    out = tmp_path / "bench"
+    proc = kope_cli(
+        "bench",
+        "--suite",
+        str(suite),
+        "--proposer",
+        "offline",
+        "--steps",
+        "1",
+        "--configs",
+        "active",
+        "--cases",
+        "0",
+        "--no-final",
+        "--out",
+        str(out),
+        env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads((out / "results.json").read_text())
+    pairs = {p["operator"]: p for p in results["pairs"]}
+    assert results["complete"] and set(pairs) == {"relu", "zz_after"}
+    assert pairs["relu"]["status"] == "error" and "the hot context needs" in pairs["relu"]["error"]
+    assert len(pairs["zz_after"]["attempts"]) == 1 and pairs["zz_after"]["attempts"][0]["status"] == "correct"
