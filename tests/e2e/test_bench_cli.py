@@ -447,18 +447,8 @@ def test_repeats_run_in_their_own_namespaces_with_their_own_seeds_and_report_int
     assert "repeat 1:" in proc.stdout
 
 
-def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes_on(kope_cli, neo4j_server, tmp_path):
-    suite = write_suite(tmp_path / "suite", [("relu", 1), ("zz_after", 1)])
-    broken = (
-        (suite / "relu.py")
-        .read_text()
-        .replace(
-            "        return torch.relu(x)",
-            "        if x.shape[0] == 128:\n            raise RuntimeError('reference broken on purpose')\n"
-            "        return torch.relu(x)",
-        )
-    )
-    (suite / "relu.py").write_text(broken)
+def _bench_one_config(kope_cli, neo4j_server, tmp_path, suite, cases, *extra):
+    """`kope bench` of ``suite`` with the offline proposer, 1 step, the active configuration; (proc, results, pairs)."""
     out = tmp_path / "bench"
     proc = kope_cli(
         "bench",
@@ -471,7 +461,8 @@ def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes
         "--configs",
         "active",
         "--cases",
-        "0-1",
+        cases,
+        *extra,
         "--out",
         str(out),
         env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
@@ -479,7 +470,22 @@ def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads((out / "results.json").read_text())
-    pairs = {p["operator"]: p for p in results["pairs"]}
+    return proc, results, {p["operator"]: p for p in results["pairs"]}
+
+
+def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes_on(kope_cli, neo4j_server, tmp_path):
+    suite = write_suite(tmp_path / "suite", [("relu", 1), ("zz_after", 1)])
+    broken = (
+        (suite / "relu.py")
+        .read_text()
+        .replace(
+            "        return torch.relu(x)",
+            "        if x.shape[0] == 128:\n            raise RuntimeError('reference broken on purpose')\n"
+            "        return torch.relu(x)",
+        )
+    )
+    (suite / "relu.py").write_text(broken)
+    _, results, pairs = _bench_one_config(kope_cli, neo4j_server, tmp_path, suite, "0-1")
     assert results["complete"] and set(pairs) == {"relu", "zz_after"}
     assert pairs["relu"]["status"] == "error" and "reference broken on purpose" in pairs["relu"]["error"]
     assert pairs["relu"]["attempts"] == []
@@ -584,28 +590,7 @@ def test_a_task_whose_hot_context_cannot_fit_is_recorded_as_an_error_and_the_ben
     source = (suite / "relu.py").read_text()
     padding = " ".join(f"word{i}" for i in range(30_000))  # a module constant the hot tier carries whole
     (suite / "relu.py").write_text(source + f'\n_PADDING = "{padding}"\n')
-    out = tmp_path / "bench"
-    proc = kope_cli(
-        "bench",
-        "--suite",
-        str(suite),
-        "--proposer",
-        "offline",
-        "--steps",
-        "1",
-        "--configs",
-        "active",
-        "--cases",
-        "0",
-        "--no-final",
-        "--out",
-        str(out),
-        env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    results = json.loads((out / "results.json").read_text())
-    pairs = {p["operator"]: p for p in results["pairs"]}
+    _, results, pairs = _bench_one_config(kope_cli, neo4j_server, tmp_path, suite, "0", "--no-final")
     assert results["complete"] and set(pairs) == {"relu", "zz_after"}
     assert pairs["relu"]["status"] == "error" and "the hot context needs" in pairs["relu"]["error"]
     assert len(pairs["zz_after"]["attempts"]) == 1 and pairs["zz_after"]["attempts"][0]["status"] == "correct"
