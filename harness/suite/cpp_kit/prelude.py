@@ -22,13 +22,11 @@ ISA_DOC = (
     "(#pragma omp simd, 256-bit on this GCC), 'avx2'/'avx512' use intrinsics; a setting the "
     "CPU lacks falls back to the next one down"
 )
-# -ffp-contract=fast: let the compiler fuse a*b+c into FMA in the omp_simd code too.
-# -O2 (after compile_cpp's -O3, so it wins): the kit's kernels are intrinsics and `#pragma omp simd` loops (which
-# GCC vectorises at -O2 as well), and -O3's cloning, unswitching and peeling of their many template
-# instantiations made each rendered kernel a 14-23 s compile (mlp template: 23.3 s at -O3, 3.8 s at -O2, GCC 12);
-# every step of kope optimize on a GEMM-based operator compiles a new setting. The square matmul took the same
-# time either way (-O2 / -O3 time 0.63-1.03 at 512-2048, 2-core AMD EPYC, 2026-12-04).
-FLAGS = ["-O2", "-ffp-contract=fast"]
+# -ffp-contract=fast: let the compiler fuse a*b+c into FMA in the omp_simd code too. The kits compile at
+# compile_cpp's -O3, although GCC 12 spends 14-23 s on each rendered kernel there (3-7 s at -O2): -O2 was
+# tried on 4 Dec and made conv2d's implicit GEMM 15% slower (benchmarks/gemm_core.py --operator conv2d on the
+# 2-core AMD EPYC: 0.91x PyTorch at -O3, 0.76x and 0.78x at -O2, 0.75x at -O2 -fvect-cost-model=dynamic).
+FLAGS = ["-ffp-contract=fast"]
 
 
 def isa_define(isa: str) -> str:
