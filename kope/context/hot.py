@@ -137,9 +137,8 @@ def trim_long_strings(source: str, keep: int) -> tuple[str, int]:
     lines = source.splitlines()
     removed = 0
     for first, last in reversed(spans):  # 1-based lines of the literal; its inner lines are first+1 .. last-1
-        inner = lines[first : last - 1]
-        cut = len(inner) - 2 * keep
-        lines[first : last - 1] = inner[:keep] + [f"... [{cut} lines of this string trimmed] ..."] + inner[-keep:]
+        inner, cut = trim_lines("\n".join(lines[first : last - 1]), keep)
+        lines[first : last - 1] = inner.splitlines()
         removed += cut
     return "\n".join(lines), removed
 

@@ -79,7 +79,7 @@ def test_an_incumbent_too_large_for_the_budget_keeps_its_python_and_the_ends_of_
     ast.parse(code)  # still a valid Python file
     assert "class ModelNew(torch.nn.Module)" in code and "_lib = compile_cpp(_SOURCE)" in code
     assert "stage_0(" in code and "stage_399(" in code and "stage_200(" not in code
-    assert "... [360 lines of this string trimmed] ..." in code
+    assert "... [360 lines trimmed] ..." in code
     assert any("360 lines of the incumbent's long string literals" in note for note in hot.notes)
 
 
