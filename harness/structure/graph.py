@@ -49,6 +49,7 @@ class Value:
     stride: tuple[int, ...] | None = None
     index: int | None = None  # inputs: position in get_inputs()
     name: str | None = None  # params/buffers: state-dict name; attrs: attribute path
+    device: str = "cpu"  # the device type the reference made it on (get_inputs may make cuda tensors)
 
     @property
     def numel(self) -> int:
@@ -179,6 +180,7 @@ def case_graph(data: dict[str, Any]) -> CaseGraph:
             stride=tuple(v["stride"]) if v.get("stride") is not None else None,
             index=v.get("index"),
             name=v.get("name") or v.get("path"),
+            device=v.get("device", "cpu"),
         )
         for vid, v in data["values"].items()
     }

@@ -127,6 +127,7 @@ class NoMatch:
     digest: str | None
     unmatched: list[str]  # one line per op no stage covers
     reason: str = ""
+    off_target: bool = False  # the reference cannot run on the target at all (inputs made on another device)
 
     def explanation(self) -> str:
         head = self.reason or "no kernel template computes these ops of the reference"
@@ -291,6 +292,12 @@ def _family(stages: list[Stage]) -> str:
     return "fused"
 
 
+def _inputs_off_cpu(trace: Trace) -> str:
+    """``"in0 on cuda, ..."`` for the traced inputs of the first case that do not live on the CPU."""
+    values = trace.cases[0].values if trace.cases else {}
+    return ", ".join(f"{v.id} on {v.device}" for v in values.values() if v.kind == "input" and v.device != "cpu")
+
+
 def match_graph(
     trace: Trace, operator: str, target: str = "cpu", *, candidates: Sequence[Candidate] | None = None
 ) -> Match | NoMatch:
@@ -306,6 +313,17 @@ def match_graph(
                 [],
                 f"the reference computes different ops in case {other.graph.case!r} than in "
                 f"{first.graph.case!r}, so one kernel cannot serve every case",
+            )
+    if target == "cpu":
+        elsewhere = _inputs_off_cpu(trace)
+        if elsewhere:
+            return NoMatch(
+                trace.task,
+                trace.digest,
+                [],
+                f"its get_inputs() makes its inputs on another device ({elsewhere}): a GPU problem, whose "
+                "reference the cpu target cannot run (use --target cuda or triton on a machine with an NVIDIA GPU)",
+                off_target=True,
             )
     cands = list(candidates) if candidates is not None else _candidates(target)
     raw, unmatched = cover(first, cands, prefer=operator)

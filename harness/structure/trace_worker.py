@@ -81,6 +81,7 @@ class _Values:
             "shape": list(tensor.shape),
             "dtype": str(tensor.dtype).removeprefix("torch."),
             "stride": list(tensor.stride()) if tensor.layout == torch.strided else None,
+            "device": tensor.device.type,
             **extra,
         }
         return value_id

@@ -30,7 +30,7 @@ from typing import IO, Any
 from harness.errors import HarnessError
 from harness.structure.graph import CaseGraph, case_graph
 
-TRACER_VERSION = "2"
+TRACER_VERSION = "3"  # 3: every value records its device
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_CASES = 16
 STARTUP_TIMEOUT_S = 120.0  # the worker's imports (torch) before the per-task timeout starts

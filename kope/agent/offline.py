@@ -350,5 +350,5 @@ class OfflineProposer:
         raise ProposerExhausted(
             f"the offline proposer has no kernel template for {operator!r} on {request.target}: {why}"
             + ("; it already tried the shipped example kernel" if example else "")
-            + ". Use --proposer llm with an LLM endpoint"
+            + ("" if getattr(match, "off_target", False) else ". Use --proposer llm with an LLM endpoint")
         )

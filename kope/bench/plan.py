@@ -24,7 +24,8 @@ after another (repeat-major), so an interrupted bench has whole repeats first.
 Order: configurations in the canonical order above (whatever order ``--configs``
 lists them in); operators in suite order (family, level, operator name, as
 ``kope tasks list``; in a folder suite, numbers in names sort numerically, so
-KernelBench's ``4_...`` comes before ``21_...``). The bench runs operator-major: the first operator under
+KernelBench's ``4_...`` comes before ``21_...``, and a file without ``FAMILY`` takes
+the family of the template its traced structure matches, as its prompts do). The bench runs operator-major: the first operator under
 every configuration, then the second, ... so that drifting machine load
 touches every configuration alike, while inside one configuration operators
 still follow suite order (memory carries across them in that order).
@@ -34,8 +35,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,13 @@ from kope.boundary import (
     UNKNOWN_FAMILY,
     TaskError,
     TaskInfo,
+    inferred_family,
     level_from_path,
     load_task,
     read_task_info,
     select_cases,
     suite_tasks,
+    trace_tasks,
 )
 from kope.errors import UsageError
 
@@ -289,7 +292,9 @@ def parse_families(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
 
 
-def _suite_infos(suite: str, family: str | None, levels: tuple[int, ...] = ()) -> list[TaskInfo]:
+def _suite_infos(
+    suite: str, family: str | None, levels: tuple[int, ...] = (), note: Callable[[str], None] | None = None
+) -> list[TaskInfo]:
     families = parse_families(family)
     for name in families:
         if name not in FAMILIES and name != UNKNOWN_FAMILY:
@@ -313,9 +318,39 @@ def _suite_infos(suite: str, family: str | None, levels: tuple[int, ...] = ()) -
             infos.append(read_task_info(path))
     if not infos:
         raise UsageError(f"no task files (*.py) in {suite}")
+    infos = _with_inferred_families(infos, note)
     order = {f: i for i, f in enumerate(FAMILIES)}
     infos = [i for i in infos if not families or i.family in families]
     return sorted(infos, key=lambda t: (order.get(t.family, len(order)), t.level or 0, _natural(t.operator)))
+
+
+def _with_inferred_families(infos: list[TaskInfo], note: Callable[[str], None] | None) -> list[TaskInfo]:
+    """Files without FAMILY (a KernelBench problem) are ordered, selected by ``--family`` and reported in the
+    family of the template their traced structure matches (what their prompts use too); one that matches
+    nothing, or cannot be traced, stays ``unknown``. Tracing is cached and is what the offline proposer does
+    first anyway."""
+    unknown = [i for i in infos if i.family == UNKNOWN_FAMILY]
+    if not unknown:
+        return infos
+    if note is not None:
+        note(f"tracing {len(unknown)} task file(s) without FAMILY to place them in a family")
+    try:
+        trace_tasks([i.path for i in unknown])
+    except TaskError as exc:
+        if note is not None:
+            note(f"tracing failed ({exc.message}): those tasks stay in family {UNKNOWN_FAMILY!r}")
+        return infos
+    placed = []
+    for info in infos:
+        if info.family == UNKNOWN_FAMILY:
+            try:
+                found = inferred_family(info.path, info.operator)
+            except TaskError:
+                found = None
+            if found and found != UNKNOWN_FAMILY:
+                info = replace(info, family=found)
+        placed.append(info)
+    return placed
 
 
 def _natural(name: str) -> list[Any]:
@@ -329,8 +364,10 @@ def _broken_entry(operator: str, level: int | None, path: Path, error: str, info
     return TaskEntry(operator, info.family, level, str(Path(path).resolve()), cases, error)
 
 
-def build_plan(options: BenchOptions) -> Plan:
-    """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench)."""
+def build_plan(options: BenchOptions, note: Callable[[str], None] | None = None) -> Plan:
+    """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench).
+
+    ``note``: progress lines (tracing files without FAMILY can take a while)."""
     if options.steps < 1:
         raise UsageError("--steps must be at least 1")
     if options.workers < 1:
@@ -347,7 +384,7 @@ def build_plan(options: BenchOptions) -> Plan:
         )
     infos = [
         i
-        for i in _suite_infos(options.suite, options.family, options.levels)
+        for i in _suite_infos(options.suite, options.family, options.levels, note)
         if not options.levels or i.level in options.levels
     ]
     if options.limit is not None:

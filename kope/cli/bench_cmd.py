@@ -240,7 +240,7 @@ def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, 
                 f"{request.out} already holds a bench",
                 hint="continue it with --resume, start over with --fresh, or choose another --out",
             )
-        plan = build_plan(options)
+        plan = build_plan(options, note=lambda line: err.print(line, style="dim", markup=False))
     make_proposer(state.config, options.proposer)  # fails now, not mid-bench, when an LLM is not configured
     if options.proposer == "offline":
         err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")

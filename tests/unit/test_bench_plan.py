@@ -164,19 +164,22 @@ def test_options_round_trip_through_json_form():
     assert BenchOptions.from_dict(options.to_dict()) == options
 
 
-def test_a_plain_kernelbench_folder_takes_levels_from_its_folders_and_keeps_numeric_order(tmp_path):
+def test_a_plain_kernelbench_folder_takes_levels_from_its_folders_families_from_its_structure(tmp_path):
     import shutil
+
+    from kope.bench.plan import _natural
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
     for level in ("level1", "level2"):
         shutil.copytree(fixtures / level, tmp_path / level)
     plan = build_plan(BenchOptions(suite=str(tmp_path), name="kb"))
-    assert [(t.operator, t.level, t.family, t.cases) for t in plan.tasks] == [
-        ("4_matrix_vector_multiplication", 1, "unknown", ("default",)),
-        ("21_sigmoid", 1, "unknown", ("default",)),
-        ("47_sum_reduction_over_a_dimension", 1, "unknown", ("default",)),
-        ("12_gemm_multiply_leakyrelu", 2, "unknown", ("default",)),
+    assert [(t.operator, t.level, t.family, t.cases) for t in plan.tasks] == [  # no FAMILY: the traced structure's
+        ("21_sigmoid", 1, "elementwise", ("default",)),
+        ("47_sum_reduction_over_a_dimension", 1, "reduction", ("default",)),
+        ("4_matrix_vector_multiplication", 1, "matmul", ("default",)),
+        ("12_gemm_multiply_leakyrelu", 2, "fused", ("default",)),
     ]
+    assert sorted(["21_sigmoid", "4_matrix_vector_multiplication"], key=_natural)[0] == "4_matrix_vector_multiplication"
     assert [t.operator for t in build_plan(BenchOptions(suite=str(tmp_path), levels=(2,), name="kb")).tasks] == [
         "12_gemm_multiply_leakyrelu"
     ]

@@ -6,7 +6,8 @@ template kernels of a matched graph: ``x * 2.0 -> leaky_relu`` after a GEMM,
 the output computes every op of the chain per element; each tensor operand is
 read as a *block broadcast* of the output (the same shape; one value per channel,
 ``(C, 1, 1)`` against ``(N, C, H, W)``; per row; per column; a single value):
-element ``i`` reads ``t[(i / inner) % size]``. Like PyTorch, 16-bit floats are
+element ``i`` reads ``t[(i / inner) % size]``. A bool operand (a mask) is read as its
+0/1 bytes and used as 0 or 1 in the compute type, which is what torch's type promotion does. Like PyTorch, 16-bit floats are
 computed in float and rounded to their type after every op; float32 and float64
 compute in their own type.
 
@@ -80,6 +81,10 @@ class Chain:
     operands: list[str]  # external tensor value ids, in call order
     scalars: list[str]  # "<node id>.<attr>" keys of bound scalars, in call order
     full: tuple[bool, ...]  # per operand: it has the output's shape (read as t[i]) in every traced case
+    masks: tuple[bool, ...] = ()  # per operand: a bool tensor (read as 0/1 bytes, like torch's promotion to C)
+
+    def is_mask(self, k: int) -> bool:
+        return k < len(self.masks) and self.masks[k]
 
 
 def supported(node: Any) -> str | None:
@@ -126,20 +131,27 @@ def source(chain: Chain, settings: dict[str, Any]) -> str:
     loads, value = [], {}
     for k, vid in enumerate(chain.operands):
         index = "i" if chain.full[k] else f"(i / i{k}) % z{k}"
-        loads.append(f"            const C a{k} = D::load(t{k}[{index}]);")
+        load = f"C(t{k}[{index}] != 0)" if chain.is_mask(k) else f"D::load(t{k}[{index}])"
+        loads.append(f"            const C a{k} = {load};")
         value[vid] = f"a{k}"
     steps = []
     for j, node in enumerate(chain.nodes):
         steps.append(f"            const C r{j} = rnd<D>({_expr(chain, node, value)});  // {node.signature}")
         value[node.id] = f"r{j}"
-    params = "".join(f"const S* __restrict__ t{k}, int64_t i{k}, int64_t z{k}, " for k in range(len(chain.operands)))
+
+    def elem(k: int, ctype: str) -> str:
+        return "uint8_t" if chain.is_mask(k) else ctype
+
+    params = "".join(
+        f"const {elem(k, 'S')}* __restrict__ t{k}, int64_t i{k}, int64_t z{k}, " for k in range(len(chain.operands))
+    )
     scal = "".join(f", double s{k}d" for k in range(len(chain.scalars)))
     consts = "".join(f"    const C s{k} = C(s{k}d);\n" for k in range(len(chain.scalars)))
     block = settings["block"]
     entries = []
     for suffix in SUFFIXES:
         trait, ctype, _ = DTYPE_ENTRIES[suffix]
-        ps = "".join(f"const {ctype}* t{k}, int64_t i{k}, int64_t z{k}, " for k in range(len(chain.operands)))
+        ps = "".join(f"const {elem(k, ctype)}* t{k}, int64_t i{k}, int64_t z{k}, " for k in range(len(chain.operands)))
         args = "".join(f"t{k}, i{k}, z{k}, " for k in range(len(chain.operands)))
         sargs = "".join(f", s{k}" for k in range(len(chain.scalars)))
         sdecl = "".join(f", double s{k}" for k in range(len(chain.scalars)))
@@ -196,7 +208,12 @@ def call(chain: Chain) -> Call:
     names = [f"t{k}" for k in range(len(chain.operands))]
     scalars = [f"s{k}" for k in range(len(chain.scalars))]
     shapes = ", ".join(f"{n}.shape" for n in names)
-    body = BLOCK_BROADCAST + f"\n\nshape = torch.broadcast_shapes({shapes})\ny = torch.empty(shape, dtype=t0.dtype)\n"
+    # the output has the dtype of the floating operands (a bool mask is promoted, as torch does)
+    floating = next(n for k, n in enumerate(names) if not chain.is_mask(k))
+    body = (
+        BLOCK_BROADCAST
+        + f"\n\nshape = torch.broadcast_shapes({shapes})\ny = torch.empty(shape, dtype={floating}.dtype)\n"
+    )
     args = []
     for n in names:
         body += f"{n}, {n}_inner, {n}_size = block({n}, shape)\n"

@@ -108,7 +108,32 @@ static void run(const S* __restrict__ x, S* __restrict__ y, int64_t N, int64_t C
     }}
 }}
 """
-    return moments(s["variance"], s["lanes"], acc) + run
+    return moments(s["variance"], s["lanes"], acc) + run + _batch_stats_source(s)
+
+
+def _batch_stats_source(s: dict) -> str:
+    """Training-mode batch norm (statistics over the batch): per channel, the N strided (n, c) planes read in
+    place and their moments merged with Chan's formula; no transposed copy of x (the structure-matched call)."""
+    return f"""
+// x, y: N x Cn x HW; per channel c: the statistics of its N planes of HW contiguous values, channels over the threads.
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static void run_batch_stats(const S* __restrict__ x, S* __restrict__ y, int64_t N, int64_t Cn, int64_t HW,
+                            const S* __restrict__ w, const S* __restrict__ b, double eps) {{
+    using Part = PartT<C>;
+    #pragma omp parallel for {_schedule(s)}
+    for (int64_t c = 0; c < Cn; ++c) {{
+        Part p = part_of<D>(x + c * HW, y + c * HW, 0, HW);
+        for (int64_t n = 1; n < N; ++n) p = merge<C>(p, part_of<D>(x + (n * Cn + c) * HW, y + (n * Cn + c) * HW, 0, HW));
+        const double mean = double(p.mean);
+        const double rstd = 1.0 / std::sqrt(std::max(double(p.m2) / double(N * HW), 0.0) + eps);
+        const C wc = D::load(w[c]), bc = D::load(b[c]);
+        for (int64_t n = 0; n < N; ++n) {{
+            const S* __restrict__ xp = x + (n * Cn + c) * HW;
+            S* __restrict__ yp = y + (n * Cn + c) * HW;
+{indent(_plane(s["affine"]), 12)}        }}
+    }}
+}}
+"""
 
 
 def _batch_source(s: dict) -> str:
@@ -146,6 +171,11 @@ def _entries(operator: str) -> str:
             lines.append(
                 f'extern "C" void {operator}_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, int64_t G, '
                 f"int64_t HW, const {t}* w, const {t}* b, double eps) {{ run<{trait}>(x, y, N, C, G, HW, w, b, eps); }}"
+            )
+            lines.append(
+                f'extern "C" void {operator}_batch_stats_{suffix}(const {t}* x, {t}* y, int64_t N, int64_t C, '
+                f"int64_t HW, const {t}* w, const {t}* b, double eps) "
+                f"{{ run_batch_stats<{trait}>(x, y, N, C, HW, w, b, eps); }}"
             )
     return "\n".join(lines)
 
@@ -242,7 +272,10 @@ def render(operator: str, settings: dict) -> str:
         describe("channel_norm", operator, s, lines),
         source,
         s["vector_width"],
-        kernel_table("_KERNELS", operator, SUFFIXES),
+        kernel_table("_KERNELS", operator, SUFFIXES)
+        + (
+            "" if operator == "batch_norm" else "\n" + kernel_table("_BATCH_STATS", f"{operator}_batch_stats", SUFFIXES)
+        ),
         MODELS[operator],
     )
 
@@ -260,13 +293,19 @@ b = bias.contiguous() if bias is not None else torch.zeros(C, dtype=x.dtype)
 def _batch_norm_call(found: Found) -> Call:
     if found.get("training"):
         # Batch statistics, as the reference computes them in training mode: per channel over (N, H, W),
-        # i.e. a group norm with one group per channel of the (1, C, N * HW) view of x with N moved inside.
+        # the N planes of each channel read in place (run_batch_stats: two transposed copies cost more than the
+        # kernel, and the native probe counts their time in libtorch as the reference's); planes shorter than 64
+        # values (a 2-D batch norm) would be read one value per cache line, so those go through a transposed copy.
         body = (
             _AFFINE
-            + """xt = x.reshape(N, C, HW).transpose(0, 1).contiguous()
-yt = torch.empty_like(xt)
-_KERNELS[x.dtype](xt, yt, 1, C, C, N * HW, w, b, float(eps))
-return yt.transpose(0, 1).reshape(x.shape).contiguous()
+            + """if HW < 64:  # short planes (a 2-D batch norm: one value each): a group norm of the transposed copy
+    xt = x.reshape(N, C, HW).transpose(0, 1).contiguous()
+    yt = torch.empty_like(xt)
+    _KERNELS[x.dtype](xt, yt, 1, C, C, N * HW, w, b, float(eps))
+    return yt.transpose(0, 1).reshape(x.shape).contiguous()
+y = torch.empty_like(x)
+_BATCH_STATS[x.dtype](x, y, N, C, HW, w, b, float(eps))
+return y
 """
         )
         return Call(("x", "weight", "bias", "running_mean", "running_var", "eps"), body)

@@ -53,7 +53,7 @@ KNOBS = [
 KERNEL = r"""
 // ==== transposed convolution =================================================================
 template <class T> struct TconvArgs {
-    const T* x; const T* w; const T* bias; T* y;    // w: (C, O, K, K)
+    const T* x; const T* w; const T* bias; T* y;    // w: (C, O, K, K); bias may be null
     i64 N, C, H, W, O, K, S, P, OH, OW;
 };
 
@@ -97,7 +97,7 @@ static void tconv(const TconvArgs<T>& a) {
             }
         }
         for (int q = 0; q < on; ++q) {
-            const Acc b = to_acc(a.bias[o0 + q]);
+            const Acc b = a.bias != nullptr ? to_acc(a.bias[o0 + q]) : Acc(0);
             const Acc* aq = acc + q * a.S * PL;
             T* out = a.y + ((n * a.O + o0 + q) * a.OH + oh) * a.OW;
             for (i64 ow = 0; ow < a.OW; ++ow) put(out + ow, aq[(ow % a.S) * PL + ow / a.S] + b);
@@ -129,7 +129,7 @@ static void tconv(const TconvArgs<T>& a) {
         for (i64 t = 0; t < a.O * a.OH; ++t) {       // col2im: gather every tap landing on output row (o, oh)
             const i64 o = t / a.OH, oh = t % a.OH;
             Acc* acc = scratch<Acc, 3>(size_t(a.OW));
-            std::fill(acc, acc + a.OW, to_acc(a.bias[o]));
+            std::fill(acc, acc + a.OW, a.bias != nullptr ? to_acc(a.bias[o]) : Acc(0));
             for (i64 kh = 0; kh < a.K; ++kh) {
                 const i64 r = oh + a.P - kh;
                 if (r < 0 || r % a.S != 0 || r / a.S >= a.H) continue;

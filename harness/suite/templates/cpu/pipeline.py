@@ -82,7 +82,8 @@ def _chain_of(stage: Any, match: Any) -> _chain.Chain:
     for vid in stage.tensors:
         shapes = [lf.value(_value_in(first, lf, vid)).shape for lf in match.lifted]
         full.append(all(s == o for s, o in zip(shapes, out_shapes)))
-    return _chain.Chain(stage.chain, list(stage.tensors), list(stage.scalars), tuple(full))
+    masks = tuple(first.value(vid).dtype == "bool" for vid in stage.tensors)
+    return _chain.Chain(stage.chain, list(stage.tensors), list(stage.scalars), tuple(full), masks)
 
 
 def _value_in(first: Any, other: Any, vid: str) -> str:
@@ -103,10 +104,13 @@ def check_chain(stage: Any, match: Any) -> str | None:
     from harness.structure.match import same_node
 
     for lf in match.lifted:
-        dtypes = {lf.value(_value_in(match.lifted[0], lf, v)).dtype for v in stage.tensors}
-        dtypes |= {same_node(match.lifted[0], lf, n.id).dtype for n in stage.chain}
-        if len(dtypes) != 1 or not dtypes <= {"float32", "float64", "bfloat16", "float16"}:
-            return f"elementwise ops on {', '.join(sorted(dtypes))} (one floating dtype per case is supported)"
+        operands = {lf.value(_value_in(match.lifted[0], lf, v)).dtype for v in stage.tensors}
+        dtypes = (operands - {"bool"}) | {same_node(match.lifted[0], lf, n.id).dtype for n in stage.chain}
+        if len(dtypes) != 1 or not dtypes <= {"float32", "float64", "bfloat16", "float16"} or operands == {"bool"}:
+            return (
+                f"elementwise ops on {', '.join(sorted(operands | dtypes))} (one floating dtype per case, and bool "
+                "masks, are supported)"
+            )
 
     for lf in match.lifted:
         out = same_node(match.lifted[0], lf, stage.output).shape

@@ -20,7 +20,7 @@ computed in float (float64: double).
 
 from __future__ import annotations
 
-from harness.structure.patterns import Call, Found, last_dim_rows, pattern
+from harness.structure.patterns import Call, Found, pattern
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
 from harness.suite.templates.cpu._rows import (
     LANES_KNOB,
@@ -113,11 +113,61 @@ static inline void emit(const S* __restrict__ x, S* __restrict__ y, int64_t lo, 
             f'extern "C" void {operator}_{suffix}(const {ctype}* x, {ctype}* y, int64_t rows, int64_t n{decl}) '
             f"{{ run<{trait}>(x, y, rows, n{call}); }}"
         )
+        if operator in MID_SCALE:
+            entries.append(
+                f'extern "C" void {operator}_mid_{suffix}(const {ctype}* x, {ctype}* y, int64_t outer, int64_t n, '
+                f"int64_t inner, double eps) {{ run_mid<{trait}>(x, y, outer, n, inner, eps); }}"
+            )
+    mid = _mid_source(MID_SCALE[operator]) if operator in MID_SCALE else ""
     return (
         f"{HEADERS}#include <vector>\n{DTYPES}{part}{emit_fn}\n{row_driver(s['split_rows'], args, call, False)}\n"
+        + mid
         + "\n".join(entries)
         + "\n"
     )
+
+
+# The sum-of-squares norms over a dimension other than the last (no weight): the scale from the sum ``ss``.
+MID_SCALE = {
+    "rms_norm": "1.0 / std::sqrt(double(ss[i]) / double(n) + eps)",
+    "l2_normalize": "1.0 / std::max(std::sqrt(double(ss[i])), eps)",
+}
+
+
+def _mid_source(scale: str) -> str:
+    """``run_mid``: x viewed as (outer, n, inner), normalised over n in place of a transposed copy: blocks of IB
+    contiguous inner positions, each sweep over n a contiguous SIMD update of IB sums of squares."""
+    return f"""
+// Over a middle dimension: x is (outer, n, inner), one scale per (o, i) from the squares of x[o, :, i].
+template <typename D, typename C = typename D::C, typename S = typename D::S>
+static void run_mid(const S* __restrict__ x, S* __restrict__ y, int64_t outer, int64_t n, int64_t inner,
+                    double eps) {{
+    using A = typename PartT<C>::A;
+    constexpr int64_t IB = 256;
+    const int64_t blocks = (inner + IB - 1) / IB;
+    #pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < outer * blocks; ++t) {{
+        const int64_t o = t / blocks, i0 = t % blocks * IB, m = std::min(IB, inner - i0);
+        const S* __restrict__ xo = x + o * n * inner + i0;
+        S* __restrict__ yo = y + o * n * inner + i0;
+        A ss[IB];
+        C sc[IB];
+        for (int64_t i = 0; i < m; ++i) ss[i] = A(0);
+        for (int64_t k = 0; k < n; ++k) {{
+            const S* __restrict__ xk = xo + k * inner;
+            #pragma omp simd
+            for (int64_t i = 0; i < m; ++i) {{ const A v = A(D::load(xk[i])); ss[i] += v * v; }}
+        }}
+        for (int64_t i = 0; i < m; ++i) sc[i] = C({scale});
+        for (int64_t k = 0; k < n; ++k) {{
+            const S* __restrict__ xk = xo + k * inner;
+            S* __restrict__ yk = yo + k * inner;
+            #pragma omp simd
+            for (int64_t i = 0; i < m; ++i) yk[i] = D::store(D::load(xk[i]) * sc[i]);
+        }}
+    }}
+}}
+"""
 
 
 MODELS = {
@@ -199,7 +249,8 @@ def render(operator: str, settings: dict) -> str:
         describe("row_norm", operator, s, lines),
         _source(operator, s),
         s["vector_width"],
-        kernel_table("_KERNELS", operator, SUFFIXES),
+        kernel_table("_KERNELS", operator, SUFFIXES)
+        + ("\n" + kernel_table("_MID", f"{operator}_mid", SUFFIXES) if operator in MID_SCALE else ""),
         MODELS[operator],
     )
 
@@ -219,34 +270,38 @@ return y
     return Call(("x", "weight", "bias", "normalized_shape", "eps"), body, imports=("math",))
 
 
-def _rms_call(found: Found) -> Call:
-    """RMS norm over one dim (moved last, a copy, when it is not); no weight: 1."""
-    before, after = last_dim_rows("x", "dim")
-    body = (
-        before
-        + """n = x.shape[-1]
-w = weight.contiguous() if weight is not None else torch.ones(n, dtype=x.dtype)
+# Over a dim other than the last (never weighted: _rms_where refuses that), x is read in place as
+# (outer, n, inner) by the _MID kernels: no moved, contiguous copy of x and of y.
+_MID_CALL = """dim = dim % x.dim()
+x = x.contiguous()
 y = torch.empty_like(x)
-_KERNELS[x.dtype](x, y, x.numel() // n, n, w, float(eps))
+if dim != x.dim() - 1:
+    _MID[x.dtype](x, y, math.prod(x.shape[:dim]), x.shape[dim], math.prod(x.shape[dim + 1 :]), float(eps))
+    return y
+n = x.shape[-1]
 """
-        + after
-        + "return y\n"
+
+
+def _rms_call(found: Found) -> Call:
+    """RMS norm over one dim (the last: rows; another: the _MID kernel in place); no weight: 1."""
+    body = (
+        _MID_CALL
+        + """w = weight.contiguous() if weight is not None else torch.ones(n, dtype=x.dtype)
+_KERNELS[x.dtype](x, y, x.numel() // n, n, w, float(eps))
+return y
+"""
     )
-    return Call(("x", "weight", "dim", "eps"), body)
+    return Call(("x", "weight", "dim", "eps"), body, imports=("math",))
 
 
 def _l2_call(found: Found) -> Call:
-    before, after = last_dim_rows("x", "dim")
     body = (
-        before
-        + """n = x.shape[-1]
-y = torch.empty_like(x)
-_KERNELS[x.dtype](x, y, x.numel() // n, n, float(eps))
+        _MID_CALL
+        + """_KERNELS[x.dtype](x, y, x.numel() // n, n, float(eps))
+return y
 """
-        + after
-        + "return y\n"
     )
-    return Call(("x", "dim", "eps"), body)
+    return Call(("x", "dim", "eps"), body, imports=("math",))
 
 
 def _rms_where(found: Found) -> str | None:
@@ -337,7 +392,7 @@ PATTERNS = [
         "l2_normalize",
         ("reduce:norm", ["x"], _NORM),
         ("binary:div", ["x", "$0"]),
-        call=lambda found: Call(_l2_call(found).params[:2], "eps = 0.0\n" + _l2_call(found).body),
+        call=lambda found: Call(_l2_call(found).params[:2], "eps = 0.0\n" + _l2_call(found).body, imports=("math",)),
         where=_l2_where,
     ),
 ]
