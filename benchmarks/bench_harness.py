@@ -30,10 +30,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harness.evaluate import EvalOptions, evaluate  # noqa: E402
-from harness.suite import find_candidate  # noqa: E402
-from harness.timing import Budget  # noqa: E402
-from harness.worker_pool import WARM_POOL, close_pools  # noqa: E402
+from harness.evaluate import EvalOptions, evaluate
+from harness.suite import find_candidate
+from harness.timing import Budget
+from harness.worker_pool import WARM_POOL, close_pools
 
 OLD = {"warm_pool": False, "reference_cache": False}
 
@@ -57,11 +57,11 @@ def wait_for_pool(timeout: float = 120.0) -> None:
         time.sleep(0.2)
 
 
-def _booted(worker) -> bool:  # noqa: ANN001
+def _booted(worker) -> bool:
     try:
         worker.wait_ready(0.01)
         return True
-    except Exception:  # noqa: BLE001 - still booting
+    except Exception:  # still booting
         return False
 
 
@@ -85,7 +85,7 @@ class ColdCompile:
         ]
 
 
-def line(label: str, seconds: float, outcome, extra: str = "") -> None:  # noqa: ANN001
+def line(label: str, seconds: float, outcome, extra: str = "") -> None:
     speed = "-" if outcome.speedup is None else f"{outcome.speedup:.2f}x"
     compile_s = "-" if outcome.compile_time_s is None else f"{outcome.compile_time_s:.2f}"
     print(f"  {label:34} {seconds:7.2f} s  compile {compile_s:>5} s  {outcome.status.value:9} {speed:>7} {extra}")

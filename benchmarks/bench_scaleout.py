@@ -35,10 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kope.config import load_config  # noqa: E402 - after the sys.path entry that finds it
-from kope.db.local import LocalNeo4j  # noqa: E402 - as above
-from kope.db.ports import free_port  # noqa: E402 - as above
-from tests.support.ray_cluster import RAY_ENV, ray_command, start_cluster, stop_cluster  # noqa: E402 - as above
+from kope.config import load_config  # after the sys.path entry that finds it
+from kope.db.local import LocalNeo4j
+from kope.db.ports import free_port
+from tests.support.ray_cluster import RAY_ENV, ray_command, start_cluster, stop_cluster
 
 TASK = ROOT / "tests" / "fixtures" / "tasks" / "tiny_relu.py"
 CANDIDATE = ROOT / "tests" / "fixtures" / "sandbox" / "relu_honest.py"

@@ -38,17 +38,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_memory import STEPS, History, pct, queries, seed_to  # noqa: E402 - after the sys.path entry that finds it
+from bench_memory import STEPS, History, pct, queries, seed_to  # after the sys.path entry that finds it
 
-from kope.config import load_config  # noqa: E402 - as above
-from kope.db.client import GraphClient  # noqa: E402 - as above
-from kope.db.local import LocalNeo4j  # noqa: E402 - as above
-from kope.db.ports import free_port  # noqa: E402 - as above
-from kope.memory import ExperienceGraph, Journal, synthetic  # noqa: E402 - as above
-from kope.memory.remote import RemoteMemory  # noqa: E402 - as above
-from kope.memory.scoring import recompute_all  # noqa: E402 - as above
-from kope.server.auth import issue_key  # noqa: E402 - as above
-from kope.server.registry import Registry  # noqa: E402 - as above
+from kope.config import load_config
+from kope.db.client import GraphClient
+from kope.db.local import LocalNeo4j
+from kope.db.ports import free_port
+from kope.memory import ExperienceGraph, Journal, synthetic
+from kope.memory.remote import RemoteMemory
+from kope.memory.scoring import recompute_all
+from kope.server.auth import issue_key
+from kope.server.registry import Registry
 
 NS = "bench-server"
 TEAM = "bench"
@@ -65,7 +65,7 @@ def start_server(workdir: Path, config, registry: Path) -> tuple[subprocess.Pope
         KOPE_NEO4J_DATABASE=config.neo4j.database,
     )
     kope = Path(sys.executable).with_name("kope")
-    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - the server process writes it until it is stopped
+    log = open(workdir / "server.log", "wb")  # the server process writes it until it is stopped
     proc = subprocess.Popen(
         [str(kope), "serve", "--port", str(port), "--registry", str(registry), "--rate-limit", "10000000/minute"],
         env=env,

@@ -37,9 +37,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harness.evaluate import EvalOptions, evaluate  # noqa: E402
-from harness.suite import find_task  # noqa: E402
-from harness.suite.kernel_templates import KernelTemplate, TemplateError, list_templates  # noqa: E402
+from harness.evaluate import EvalOptions, evaluate
+from harness.suite import find_task
+from harness.suite.kernel_templates import KernelTemplate, TemplateError, list_templates
 
 FAMILIES = ("elementwise", "reduction", "normalization")
 

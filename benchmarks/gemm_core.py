@@ -30,12 +30,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import machine_peaks  # noqa: E402
+import machine_peaks
 
-from harness.evaluate import EvalOptions, evaluate  # noqa: E402
-from harness.suite import find_task  # noqa: E402
-from harness.suite.kernel_templates import template_for  # noqa: E402
-from harness.task import load_task  # noqa: E402
+from harness.evaluate import EvalOptions, evaluate
+from harness.suite import find_task
+from harness.suite.kernel_templates import template_for
+from harness.task import load_task
 
 # Settings of the gemm template tried on the square matmuls (the best is reported per size).
 SQUARE = [

@@ -6,8 +6,8 @@ Not a test. Prints, for one task and one candidate (default: the suite's relu on
    answering its first ``load`` (interpreter + torch + harness + task);
 2. per case, in this process: building the case module and the model, generating
    one seed's inputs, the reference forward, the candidate forward, the comparison,
-   one output through a pipe (encode, write, read, decode) and one
-   ``harness.timing.measure`` call with the default budget;
+   one output through a pipe (encode, write, read, decode); the timed phase
+   itself is in the phase trace of 4;
 3. compiling the candidate with an empty cache;
 4. one full ``evaluate()`` with its phase trace.
 
@@ -60,11 +60,10 @@ def main() -> None:
 
     from harness.compare import compare_outputs
     from harness.ipc import MessageReader, write_message
-    from harness.sandbox import Limits, Worker
     from harness.targets import get_target
     from harness.task import load_task, select_cases
-    from harness.timing import Budget, measure
     from harness.worker_common import build, build_reference, decode, encode, init_inputs, make_inputs
+    from harness.worker_pool import Limits, Worker
 
     target = get_target("cpu")
     env = dict(os.environ)
@@ -92,9 +91,7 @@ def main() -> None:
     task = load_task(task_path)
     cases = select_cases(task, args.cases)
     print(f"\n== 2. per case (ms; inputs/forward/compare per seed; x{args.seeds} seeds x 2 workers today)")
-    print(
-        f"  {'case':22} {'module':>7} {'inputs':>7} {'ref fwd':>8} {'cand fwd':>8} {'compare':>8} {'ipc':>7} {'timing':>8} reps"
-    )
+    print(f"  {'case':22} {'module':>7} {'inputs':>7} {'ref fwd':>8} {'cand fwd':>8} {'compare':>8} {'ipc':>7}")
     totals: dict[str, float] = {}
     for case in cases:
         row = {}
@@ -130,27 +127,14 @@ def main() -> None:
         row["ipc"] = clock() - t0
         os.close(r)
         os.close(w)
-        from harness.timing import CpuTimer
-
-        timer = CpuTimer(scrub_bytes=8 << 20)
-        t0 = clock()
-        with torch.no_grad():
-            m = measure(
-                ref, cand, lambda rep, m=mod: make_inputs(m, 100 + rep, "cpu"), ([], []), timer, Budget(), set()
-            )
-        row["timing"] = clock() - t0
         for k, v in row.items():
             totals[k] = totals.get(k, 0.0) + v
-        print(
-            f"  {case.name:22} "
-            + " ".join(f"{row[k] * 1e3:{w}.0f}" for k, w in zip(row, (7, 7, 8, 8, 8, 7, 8)))
-            + f" {len(m.cand_ms)}"
-        )
-    print(f"  {'total':22} " + " ".join(f"{totals[k] * 1e3:{w}.0f}" for k, w in zip(totals, (7, 7, 8, 8, 8, 7, 8))))
+        print(f"  {case.name:22} " + " ".join(f"{row[k] * 1e3:{w}.0f}" for k, w in zip(row, (7, 7, 8, 8, 8, 7))))
+    print(f"  {'total':22} " + " ".join(f"{totals[k] * 1e3:{w}.0f}" for k, w in zip(totals, (7, 7, 8, 8, 8, 7))))
 
     print("\n== 4. one evaluate() with its phase trace (parent side)")
     from harness.evaluate import EvalOptions, evaluate
-    from harness.sandbox import REFERENCE_POOL
+    from harness.worker_pool import REFERENCE_POOL
 
     logging.basicConfig(level=logging.DEBUG, format="  %(message)s")
     logging.getLogger("harness").setLevel(logging.DEBUG)

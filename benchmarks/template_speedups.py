@@ -25,9 +25,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from check_templates import FAMILIES, Runner  # noqa: E402
+from check_templates import FAMILIES, Runner
 
-from harness.suite.kernel_templates import list_templates  # noqa: E402
+from harness.suite.kernel_templates import list_templates
 
 POLY = {"math": "poly"}
 TRIED = {

@@ -45,7 +45,7 @@ Rules:
   ``~/.cache/kope/harness``. Each entry carries the SHA-256 of its library
   (``manifest.json``); an entry whose library does not match is rebuilt.
 * Inside the sandbox (``harness.sandbox``) the candidate's process can neither run
-  a compiler nor write the cache: ``compile_cpp`` asks the parent (``serve_compile``),
+  a compiler nor write the cache: ``compile_cpp`` asks the parent (``harness.compile_service.serve_compile``),
   which compiles in a sandbox of its own (no network, read-only file tree except
   a fresh build folder) and installs the result in the cache itself.
 * A compiler error raises ``harness.errors.CompileError`` with the compiler's
@@ -61,9 +61,7 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -72,6 +70,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness._cdecl import Function, extern_c_functions
+from harness.commands import cache_root, default_compile_timeout, run_with_timeout, sandboxed_command
 from harness.errors import CompileError
 
 FAST_PATH_VERSION = "1"
@@ -87,13 +86,7 @@ def threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
 
 
-_CACHE_ROOT: Path | None = None  # set in a worker (which sees no KOPE_* variables)
 _REMOTE: tuple[int, int] | None = None  # (fd from parent, fd to parent) when compiling is the parent's job
-
-
-def set_cache_root(path: str | Path) -> None:
-    global _CACHE_ROOT
-    _CACHE_ROOT = Path(path)
 
 
 def use_remote_compiler(fd_in: int, fd_out: int) -> None:
@@ -110,16 +103,6 @@ def ask_parent(request: dict[str, Any]) -> dict[str, Any]:
     write_message(_REMOTE[1], {"op": "compile", **request})
     reply, _ = read_message_blocking(_REMOTE[0])
     return reply
-
-
-def cache_root() -> Path:
-    if _CACHE_ROOT is not None:
-        return _CACHE_ROOT
-    env = os.environ.get("KOPE_HARNESS_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kope" / "harness"
 
 
 @functools.cache
@@ -237,7 +220,7 @@ def compile_cpp(source: str, *, flags: Sequence[str] = (), timeout: float | None
     try:
         if _REMOTE is not None:
             reply = ask_parent(
-                {"kind": "cpp", "source": source, "flags": list(flags), "timeout": timeout or _default_timeout()}
+                {"kind": "cpp", "source": source, "flags": list(flags), "timeout": timeout or default_compile_timeout()}
             )
             if not reply.get("ok"):
                 raise CompileError(str(reply.get("message")), timed_out=bool(reply.get("timed_out")))
@@ -289,39 +272,6 @@ def write_manifest(folder: Path, library: Path) -> None:
     os.replace(tmp, folder / "manifest.json")
 
 
-def serve_compile(request: dict[str, Any]) -> dict[str, Any]:
-    """Parent side: compile what a sandboxed worker asks for, in the compile sandbox; the reply it gets back."""
-    kind = request.get("kind")
-    try:
-        if kind == "cpp":
-            source, flags, timeout = request.get("source"), request.get("flags", []), request.get("timeout")
-            if not isinstance(source, str) or not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-                return {"ok": False, "message": "malformed compile request"}
-            limit = float(timeout) if isinstance(timeout, (int, float)) else None
-            library, key, expanded, cached = _library(source, flags, limit, sandboxed=True)
-            return {"ok": True, "path": str(library), "key": key, "expanded": expanded, "cached": cached}
-        if kind == "torch_ext":
-            from harness.targets import torch_ext
-
-            return torch_ext.serve(request)
-    except CompileError as exc:
-        return {"ok": False, "message": str(exc), "timed_out": exc.timed_out}
-    return {"ok": False, "message": f"unknown compile request {kind!r}"}
-
-
-def sandboxed_command(cmd: list[str], writable: list[str]) -> tuple[list[str], dict[str, str]]:
-    """``cmd`` wrapped in the compile sandbox (namespaces, read-only tree except ``writable``), and its env."""
-    from harness.sandbox import clean_env, hidden_paths, launcher
-
-    root = str(Path(__file__).resolve().parent.parent)
-    wrapper = [sys.executable, "-S", "-m", "harness.sandbox", "exec"]
-    for w in writable:
-        wrapper += ["--writable", w]
-    for h in hidden_paths([cache_root() / "refs"]):
-        wrapper += ["--hide", h]
-    return [*launcher(), *wrapper, "--", *cmd], clean_env({"PYTHONPATH": root})
-
-
 def _expand_macros(source: str, cxx: str, sandboxed: bool = False) -> str:
     """The source with its own #defines expanded (so macro-generated entry points are found).
 
@@ -341,14 +291,6 @@ def _expand_macros(source: str, cxx: str, sandboxed: bool = False) -> str:
     return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else source
 
 
-def _default_timeout() -> float:
-    value = os.environ.get("KOPE_HARNESS_COMPILE_TIMEOUT", "")
-    try:
-        return float(value) if value else 120.0
-    except ValueError:
-        return 120.0
-
-
 def _build(
     source: str, flags: list[str], cxx: str, folder: Path, library: Path, timeout: float | None, sandboxed: bool
 ) -> None:
@@ -363,7 +305,7 @@ def _build(
         run = cmd
         if sandboxed:
             run, env = sandboxed_command(cmd, [str(build)])
-        limit = timeout if timeout is not None else _default_timeout()
+        limit = timeout if timeout is not None else default_compile_timeout()
         returncode, output = run_with_timeout(run, limit, env=env)
         if returncode is None:
             raise CompileError(f"compilation timed out after {limit:g} s: {' '.join(cmd)}", timed_out=True)
@@ -377,20 +319,3 @@ def _build(
         write_manifest(folder, library)
     finally:
         shutil.rmtree(build, ignore_errors=True)
-
-
-def run_with_timeout(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int | None, str]:
-    """Run ``cmd`` in its own process group; on timeout kill the whole group (the compiler's children too)."""
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env
-    )
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, output
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        return None, ""

@@ -140,7 +140,7 @@ def use_sandbox(requested: bool | None) -> bool:
 
 def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions) -> WorkerSpec:
     """What the workers of an evaluation with ``options`` on ``target`` are started with."""
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
     from harness.sandbox import hidden_paths
     from harness.worker_pool import worker_env
 
@@ -306,7 +306,7 @@ class _Evaluation:
         return worker
 
     def _serve_compile(self, request: dict) -> dict:
-        from harness.cpu import serve_compile
+        from harness.compile_service import serve_compile
 
         timeout = request.get("timeout")
         limit = self.options.compile_timeout_s
@@ -406,7 +406,7 @@ class _Evaluation:
             return
         trapped = self.cand.violations()
         if trapped:
-            from harness.sandbox import syscall_check
+            from harness.seccomp import syscall_check
 
             check, name = syscall_check(trapped[0])
             names = sorted({syscall_check(n)[1] for n in trapped})
@@ -803,7 +803,7 @@ class _CaseTimer:
         for who in ("ref", "cand"):
             try:
                 self.workers[who].receive(max(1.0, self.deadline - time.monotonic() + 30.0), "a reply nobody needs")
-            except Exception:  # noqa: BLE001 - a worker in trouble now: the reference one is not reused
+            except Exception:  # a worker in trouble now: the reference one is not reused
                 if who == "ref":
                     self.ev.ref_healthy = False
 

@@ -98,7 +98,7 @@ def _library() -> Any:
             library, _, expanded, _ = cpu._library(_SOURCE, [], None, sandboxed=_sandbox_usable())
             return cpu.CppLibrary(library, "", cpu.extern_c_functions(expanded), True)
         return cpu.compile_cpp(_SOURCE)
-    except Exception:  # noqa: BLE001 - no compiler here: every comparison takes the full path
+    except Exception:  # no compiler here: every comparison takes the full path
         return None
 
 

@@ -117,7 +117,7 @@ class AtenRecorder(TorchDispatchMode):
         super().__init__()
         self.counts: dict[str, int] = {}
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (torch's signature)
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # torch's signature
         name = func.overloadpacket.__name__
         self.counts[name] = self.counts.get(name, 0) + 1
         return func(*args, **(kwargs or {}))

@@ -40,7 +40,7 @@ LIMIT_ENV = "KOPE_HARNESS_REF_CACHE_MB"  # the cache's size cap (default 2048 Mi
 
 
 def folder() -> Path:
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
 
     path = cache_root() / "refs"
     path.mkdir(parents=True, exist_ok=True, mode=0o700)

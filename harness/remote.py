@@ -277,7 +277,7 @@ def scrub_secrets(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
 
 def default_root() -> Path:
     """Scratch folder for remote evaluations on this host (task files by content, one folder per candidate)."""
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
 
     return cache_root() / "remote"
 
@@ -307,7 +307,7 @@ def hardware_payload(target: str) -> dict[str, Any]:
     if target in ("triton", "cuda"):
         try:
             return hardware.gpu_fingerprint().to_dict()
-        except Exception as exc:  # noqa: BLE001 - torch raises several kinds when no GPU is visible
+        except Exception as exc:  # torch raises several kinds when no GPU is visible
             if target == "cuda":
                 raise errors.TargetUnavailableError(
                     f"the cuda target needs an NVIDIA GPU, and none is visible here ({type(exc).__name__})"

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import errno
 import functools
 import os
 import shutil
@@ -339,114 +338,6 @@ def restrict_writes(scratch: str) -> int:
     return abi
 
 
-# -- worker side: seccomp ----------------------------------------------------------------------------
-
-# Each trapped syscall reports under the anti-cheat check it belongs to.
-TRAPPED = {
-    "process_spawn": ("fork", "vfork", "execve", "execveat"),
-    "network_access": ("socket", "socketpair"),
-    "memory_access": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "userfaultfd"),
-    "sandbox_escape": (
-        "mount",
-        "umount2",
-        "pivot_root",
-        "chroot",
-        "unshare",
-        "setns",
-        "move_mount",
-        "open_tree",
-        "fsopen",
-        "fsmount",
-        "mount_setattr",
-        "bpf",
-        "perf_event_open",
-        "keyctl",
-        "add_key",
-        "request_key",
-        "init_module",
-        "finit_module",
-        "delete_module",
-        "kexec_load",
-        "iopl",
-        "ioperm",
-        "personality",
-    ),
-}
-CLONE_THREAD = 0x00010000
-SIGSYS = 31
-
-# The report channel: one little-endian int32 syscall number per trapped call.
-_SIGSYS_SOURCE = r"""
-#include <cerrno>
-#include <csignal>
-#include <cstdint>
-#include <ucontext.h>
-#include <unistd.h>
-static int report_fd = -1;
-static void on_sigsys(int, siginfo_t* info, void* context) {
-    int saved = errno;
-    int32_t nr = info->si_syscall;
-    if (report_fd >= 0) { ssize_t ignored = write(report_fd, &nr, sizeof nr); (void)ignored; }
-    ucontext_t* uc = static_cast<ucontext_t*>(context);
-#if defined(__x86_64__)
-    uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
-#elif defined(__aarch64__)
-    uc->uc_mcontext.regs[0] = static_cast<uint64_t>(-EPERM);
-#endif
-    errno = saved;
-}
-extern "C" int kope_install_sigsys(int fd) {
-    report_fd = fd;
-    struct sigaction sa {};
-    sa.sa_sigaction = on_sigsys;
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    return sigaction(SIGSYS, &sa, nullptr);
-}
-"""
-
-
-def syscall_check(number: int) -> tuple[str, str]:
-    """(check name, syscall name) for a trapped syscall number reported by a worker."""
-    import pyseccomp
-
-    try:
-        name = pyseccomp.resolve_syscall(pyseccomp.system_arch(), number).decode()
-    except (OSError, ValueError):
-        name = f"syscall {number}"
-    if name == "clone":
-        return "process_spawn", name
-    for check, names in TRAPPED.items():
-        if name in names:
-            return check, name
-    return "sandbox_escape", name
-
-
-def lock_down(report_fd: int) -> list[str]:
-    """Install the SIGSYS reporter and the seccomp filter for every thread of this process (irreversible)."""
-    import pyseccomp as sc
-
-    from harness.cpu import compile_cpp
-
-    reporter = compile_cpp(_SIGSYS_SOURCE)
-    if reporter.kope_install_sigsys(report_fd) != 0:
-        raise SandboxSetupError("cannot install the SIGSYS reporter")
-    f = sc.SyscallFilter(defaction=sc.ALLOW)
-    for names in TRAPPED.values():
-        for name in names:
-            try:
-                f.add_rule(sc.TRAP, name)
-            except (OSError, ValueError, RuntimeError):
-                continue  # not a syscall on this architecture
-    f.add_rule(sc.TRAP, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    # A candidate's own SIGSYS handler would hide what it tried: the filter kills the process instead.
-    f.add_rule(sc.KILL_PROCESS, "rt_sigaction", sc.Arg(0, sc.EQ, SIGSYS))
-    f.set_attr(sc.Attr.CTL_TSYNC, 1)
-    f.load()
-    return ["seccomp"]
-
-
 # -- a sandboxed command (the compiler) ---------------------------------------------------------------
 
 
@@ -463,17 +354,6 @@ def exec_main(argv: list[str]) -> None:
     enter_view(scratch=None, hidden=hidden, writable=writable)
     os.chdir(writable[0] if writable else "/")
     os.execvp(command[0], command)
-
-
-_MOVED = ("Limits", "Worker", "WorkerDied", "WorkerError", "WorkerTimeout", "WorkerPool", "REFERENCE_POOL")
-
-
-def __getattr__(name: str):  # noqa: ANN202 - the worker classes moved to harness.worker_pool; old imports keep working
-    if name in _MOVED:
-        from harness import worker_pool
-
-        return getattr(worker_pool, name)
-    raise AttributeError(f"module 'harness.sandbox' has no attribute {name!r}")
 
 
 if __name__ == "__main__":

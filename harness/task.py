@@ -24,7 +24,7 @@ an error), or, when the module defines ``apply_case``, that hook is called with
 the case dict instead. A task without ``CASES`` has one implicit case,
 ``default``: the module as written.
 
-``read_task_info`` reads the metadata without running the file (for listing);
+``read_task_literals`` reads the metadata without running the file (for listing);
 ``load_task`` runs it and validates everything that can be checked without
 calling the model; the reference worker checks the rest per case
 (``get_init_inputs()``, ``Model(...)``, ``get_inputs()``) and reports failures
@@ -203,8 +203,9 @@ def _imported_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def read_task_info(path: str | Path) -> TaskInfo:
-    """Metadata and cases from the file's literals, without executing it; else imported in a worker process."""
+def read_task_literals(path: str | Path) -> TaskInfo | None:
+    """Metadata and cases from the file's literals, without executing it; ``None`` when a metadata value is
+    not a literal (then the file must be imported: ``harness.task_loader.read_task_info`` does it in a worker)."""
     p = resolve_task_path(path)
     _source, tree = _parse(p)
     assigned = _top_level_assignments(tree)
@@ -214,9 +215,7 @@ def read_task_info(path: str | Path) -> TaskInfo:
             try:
                 values[name] = ast.literal_eval(assigned[name].value or "")
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                from harness.task_loader import load_task_isolated
-
-                return load_task_isolated(p)
+                return None
     defined = _top_level_defs(tree) | _imported_names(tree)
     problems = _check_metadata(
         values, assigned, has_apply_case="apply_case" in defined, module_globals=dict.fromkeys(defined)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from harness.errors import ReferenceFailedError
 from harness.hardware import available_cores
-from harness.sandbox import Limits, Worker, WorkerError
 from harness.targets import get_target
 from harness.task import Task
 from harness.task_loader import load_task_isolated
+from harness.worker_pool import Limits, Worker, WorkerError
 
 
 @dataclass

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TaskFormatError, TaskNotFoundError
-from harness.task import Case, Task, resolve_task_path
+from harness.task import Case, Task, TaskInfo, read_task_literals, resolve_task_path
 
 TASK_LOAD_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "KOPE_HARNESS_TASK_TIMEOUT"
@@ -64,6 +64,12 @@ def default_timeout() -> float:
 def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment without variables that may hold credentials (passwords, tokens, API keys)."""
     return {k: v for k, v in (os.environ if env is None else env).items() if not _SECRET.search(k)}
+
+
+def read_task_info(path: str | Path) -> TaskInfo:
+    """Metadata and cases from the file's literals, without executing it; else imported in a worker process."""
+    info = read_task_literals(path)
+    return info if info is not None else load_task_isolated(resolve_task_path(path))
 
 
 def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task:
@@ -100,13 +106,13 @@ def _loader_version() -> str:
         from importlib.metadata import version
 
         digest.update(version("torch").encode())
-    except Exception:  # noqa: BLE001 - no torch metadata: the code digest alone
+    except Exception:  # no torch metadata: the code digest alone
         pass
     return digest.hexdigest()
 
 
 def _disk_path(key: tuple[str, str]) -> Path:
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
 
     name = hashlib.sha256("\0".join([*key, _loader_version()]).encode()).hexdigest()
     return cache_root() / "tasks" / f"{name}.json"

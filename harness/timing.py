@@ -1,4 +1,4 @@
-"""Timing: the statistics and the machine lock of the harness's timed phases, and the in-process loop.
+"""Timing: the statistics, the clocks and the machine lock of the harness's timed phases.
 
 How the harness times a candidate (``harness.evaluate``): the *parent* drives both workers.
 Per repetition it has the reference worker and the candidate worker prepare the same fresh
@@ -13,22 +13,7 @@ confidence interval of both medians is within ``Budget.ci_target`` of the median
 take ``machine_lock(exclusive=True)``: no two evaluations time at once on this machine and no
 warm worker starts meanwhile.
 
-``measure`` below is the older in-process loop (both implementations in one process), kept
-for tests and tools that time something without workers.
-
-Per repetition ``r``: fresh inputs (``make_inputs(r)``, new values every time,
-so an output cache keyed on anything cannot hit), then the two implementations
-in alternating order (``ref, cand`` on even reps, ``cand, ref`` on odd ones) so
-drift and order effects cancel; before each call the caches are flushed (see
-``CpuTimer``/``CudaTimer``); only the call itself is inside the timed region.
-Warm-up runs both until ``warmup_ms`` of each has been spent (at least once).
-Repetitions continue until both have ``rep_ms`` of measured time and at least
-``min_reps`` reps, or ``max_reps``, or ``max_wall_s`` of wall time.
-
-Some repetitions' candidate outputs (``keep``, chosen by the caller, plus the
-last one) are handed back so the harness can check them against the
-reference outside this process: a kernel that is only wrong when it is being
-timed is caught (``incorrect:timed_mismatch``).
+``CpuTimer`` and ``CudaTimer`` are the clocks a worker times its unit with, cache flush included.
 """
 
 from __future__ import annotations
@@ -39,7 +24,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +140,7 @@ def enough(ref_ms: Sequence[float], cand_ms: Sequence[float], budget: Budget) ->
 
 
 def _lock_folder() -> Path:
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
 
     folder = cache_root() / "locks"
     folder.mkdir(parents=True, exist_ok=True)
@@ -181,14 +166,6 @@ def machine_lock(exclusive: bool) -> Iterator[None]:
     finally:
         os.close(main)
         os.close(turnstile)
-
-
-@dataclass
-class Measured:
-    ref_ms: list[float] = field(default_factory=list)
-    cand_ms: list[float] = field(default_factory=list)
-    kept: dict[int, Any] = field(default_factory=dict)  # rep -> candidate output
-    last_rep: int = -1
 
 
 class CpuTimer:
@@ -249,63 +226,3 @@ class CudaTimer:
         self.end.record()
         torch.cuda.synchronize()
         return self.start.elapsed_time(self.end), out
-
-
-def measure(
-    ref: Callable[..., Any],
-    cand: Callable[..., Any],
-    make_inputs: Callable[[int], list[Any]],
-    state: tuple[list[torch.Tensor], list[torch.Tensor]],
-    timer: Any,
-    budget: Budget,
-    keep: set[int],
-    synchronize: Callable[[], None] = lambda: None,
-) -> Measured:
-    """Interleaved measurement; ``state`` = (reference model tensors, candidate model tensors) to flush."""
-    ref_state, cand_state = state
-    wall_start = _clock()
-    inputs = make_inputs(-1)
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    spent = {"ref": 0.0, "cand": 0.0}
-    while True:
-        for label, fn, own in (("ref", ref, ref_state), ("cand", cand, cand_state)):
-            timer.flush(tensors + own)
-            synchronize()
-            ms, _ = timer.time(lambda fn=fn, inputs=inputs: fn(*inputs))
-            spent[label] += ms
-        if min(spent.values()) >= budget.warmup_ms or (_clock() - wall_start) / 1e9 > budget.max_wall_s / 4:
-            break
-    result = Measured()
-    last_out = None
-    for rep in range(budget.max_reps):
-        inputs = make_inputs(rep)
-        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-        order = (("ref", ref, ref_state), ("cand", cand, cand_state))
-        for label, fn, own in order if rep % 2 == 0 else order[::-1]:
-            timer.flush(tensors + own)
-            synchronize()
-            ms, out = timer.time(lambda fn=fn, inputs=inputs: fn(*inputs))
-            if label == "ref":
-                result.ref_ms.append(ms)
-            else:
-                result.cand_ms.append(ms)
-                last_out = out
-                if rep in keep:
-                    result.kept[rep] = _clone(out)
-        result.last_rep = rep
-        enough = (
-            rep + 1 >= budget.min_reps and sum(result.ref_ms) >= budget.rep_ms and sum(result.cand_ms) >= budget.rep_ms
-        )
-        if enough or (_clock() - wall_start) / 1e9 > budget.max_wall_s:
-            break
-    if result.last_rep not in result.kept:
-        result.kept[result.last_rep] = last_out
-    return result
-
-
-def _clone(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (tuple, list)):
-        return type(value)(_clone(v) for v in value)
-    return value

@@ -82,7 +82,7 @@ def error_reply(exc: BaseException, phase: str) -> dict:
         from harness.targets.base import compile_seconds
 
         reply["compile_time_s"] = compile_seconds()
-    except Exception:  # noqa: BLE001 - the reply matters more than the number
+    except Exception:  # the reply matters more than the number
         pass
     return reply
 
@@ -96,9 +96,9 @@ def boot_private(config: dict) -> None:
         sandbox.enter_view(config["scratch"], config.get("hidden", ()))
         sandbox.restrict_writes(config["scratch"])
     if config.get("cache_root"):
-        from harness import cpu
+        from harness.commands import set_cache_root
 
-        cpu.set_cache_root(config["cache_root"])
+        set_cache_root(config["cache_root"])
 
 
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
@@ -129,7 +129,7 @@ def boot_shared() -> None:
     keep_heap()
     import torch  # noqa: F401  (before the memory limit: the baseline includes torch)
 
-    import harness.worker_candidate  # noqa: F401  (imported now, so that a job never waits for them)
+    import harness.worker_candidate  # imported now, so that a job never waits for them
     import harness.worker_reference  # noqa: F401
     from harness.guards import prime
     from harness.targets import torch_ext
@@ -190,7 +190,7 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         boot_private(config)
         if not shared_booted:
             boot_shared()
-    except BaseException as exc:  # noqa: BLE001 - say why in the greeting, then stop
+    except BaseException as exc:  # say why in the greeting, then stop
         write_message(fd_out, {"op": "failed", "message": f"{type(exc).__name__}: {exc}"})
         raise
     write_message(fd_out, {"op": "ready", "pid": os.getpid()})
@@ -206,12 +206,12 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         if handler is None:
             try:
                 handler = _start_role(header, config, fd_in, fd_out, report_fd)
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 write_message(fd_out, error_reply(exc, "load"))
                 continue
         try:
             reply, out_tensors = handler.handle(op, header, tensors)
-        except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything, SystemExit included
+        except BaseException as exc:  # candidate code may raise anything, SystemExit included
             reply, out_tensors = error_reply(exc, getattr(handler, "phase", "run")), []
         try:
             sys.stdout.flush()
@@ -221,7 +221,7 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         write_message(fd_out, reply, out_tensors)
 
 
-def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: int):  # noqa: ANN202
+def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: int):
     role = header.get("role", "reference" if "candidate" not in header else "candidate")
     from harness import cpu
 
@@ -234,9 +234,9 @@ def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: 
         return ReferenceWorker()
     if role == "candidate":
         if config.get("sandboxed"):
-            from harness import sandbox
+            from harness.seccomp import lock_down
 
-            sandbox.lock_down(report_fd)
+            lock_down(report_fd)
         apply_memory_limit(config)
         from harness.worker_candidate import CandidateWorker
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from harness.cpu import cache_root
+from harness.commands import cache_root
 from harness.device_traffic import HostTraffic
 from harness.guards import (
     AtenRecorder,

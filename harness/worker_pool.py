@@ -24,7 +24,7 @@ the end of the captured output.
 
 While a request is in flight the worker may send ``compile`` requests of its own (a sandboxed
 worker cannot run a compiler or write the compile cache); the parent serves them
-(``harness.cpu.serve_compile``) and keeps waiting for the reply.
+(``harness.compile_service.serve_compile``) and keeps waiting for the reply.
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ class Worker:
         else:
             try:
                 reply = self.compile_service(header)
-            except Exception as exc:  # noqa: BLE001 - a failure of the service is the candidate's compile error
+            except Exception as exc:  # a failure of the service is the candidate's compile error
                 reply = {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
         try:
             write_message(self._to_child, reply)
@@ -830,7 +830,7 @@ class WarmPool:
                     worker.signal(signal.SIGSTOP)
                     self._stopped.add(worker)
             worker.wait_ready(10 * BOOT_TIMEOUT_S)  # it may be stopped for a while: see pause()
-        except Exception:  # noqa: BLE001 - a failed warm start only means the next take starts one itself
+        except Exception:  # a failed warm start only means the next take starts one itself
             if worker is not None:
                 worker.close()
             worker = None
@@ -926,7 +926,6 @@ class ReferencePool:
             worker.close()
 
 
-WorkerPool = ReferencePool  # the name this class had before the warm pool existed
 REFERENCE_POOL = ReferencePool()
 WARM_POOL = WarmPool()
 

@@ -87,7 +87,7 @@ def _spawn(request: dict, fds: list[int]) -> None:
     if pid == 0:
         try:
             _child(request, fds)
-        except BaseException:  # noqa: BLE001 - say why on the worker's stderr, then go
+        except BaseException:  # say why on the worker's stderr, then go
             traceback.print_exc()
             sys.stderr.flush()
         os._exit(71)
@@ -104,7 +104,7 @@ def main(argv: list[str]) -> None:
 
         sandbox.enter_view(config["scratch"], config.get("hidden", ()))
         boot_shared()
-    except BaseException as exc:  # noqa: BLE001 - say why in the greeting, then stop
+    except BaseException as exc:  # say why in the greeting, then stop
         control.send(json.dumps({"op": "failed", "message": f"{type(exc).__name__}: {exc}"}).encode())
         raise
     signal.signal(signal.SIGCHLD, _reap)

@@ -194,10 +194,10 @@ def load_task(path: str | Path) -> Task:
 
 
 def read_task_info(path: str | Path) -> TaskInfo:
-    from harness import task
+    from harness import task_loader
 
     with _translated():
-        return task.read_task_info(path)
+        return task_loader.read_task_info(path)
 
 
 def select_cases(info: TaskInfo, selection: CaseSelection, case_set: str = "visible") -> list[Case]:
@@ -486,7 +486,7 @@ def hardware_for(target: str) -> Hardware:
     if target in ("triton", "cuda"):
         try:
             return hardware.gpu_fingerprint()
-        except Exception as exc:  # noqa: BLE001 - torch raises several kinds when no GPU is visible
+        except Exception as exc:  # torch raises several kinds when no GPU is visible
             if target == "cuda":
                 raise ToolMissingError(
                     f"the cuda target needs an NVIDIA GPU, and none is visible ({type(exc).__name__})"

@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
         started = time.monotonic()
         try:
             result = evaluate_payload(message["payload"], str(root))
-        except Exception as exc:  # noqa: BLE001 - a fault of the harness itself: the service's error, not the candidate's
+        except Exception as exc:  # a fault of the harness itself: the service's error, not the candidate's
             import traceback
 
             result = {"internal_error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}

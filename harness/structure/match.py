@@ -479,7 +479,7 @@ def match_task(
 ) -> Match | NoMatch:
     """Trace ``path`` (cached) and match it; ``operator`` is the task's operator name (for native matches)."""
     from harness.structure.tracing import DEFAULT_TIMEOUT_S
-    from harness.task import read_task_info
+    from harness.task_loader import read_task_info
 
     trace = trace_task(path, timeout=timeout or DEFAULT_TIMEOUT_S)
     name = operator or read_task_info(path).operator

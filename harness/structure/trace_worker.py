@@ -138,7 +138,7 @@ class Recorder(TorchDispatchMode):
             return _jsonable_scalar(arg)
         return {"repr": repr(arg)[:200]}
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (torch's signature)
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # torch's signature
         kwargs = kwargs or {}
         namespace = func.namespace
         if namespace in IGNORED_NAMESPACES:

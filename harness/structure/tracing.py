@@ -62,7 +62,7 @@ def _torch_version() -> str:
 
 
 def cache_dir() -> Path:
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
 
     return cache_root() / "structure"
 

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 from harness.errors import TaskFormatError, TaskNotFoundError
-from harness.task import TaskInfo, read_task_info
+from harness.task import TaskInfo
+from harness.task_loader import read_task_info
 from harness.vocabulary import FAMILIES
 
 SUITE_DIR = Path(__file__).resolve().parent

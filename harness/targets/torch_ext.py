@@ -53,7 +53,7 @@ def _wrap(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from harness import cpu
-        from harness.cpu import cache_root
+        from harness.commands import cache_root
 
         started = time.perf_counter()
         STATS["calls"] += 1
@@ -120,14 +120,15 @@ def _remote(kind: str, args: tuple, kwargs: dict) -> Any:
 
 
 def _timeout() -> float:
-    from harness.cpu import _default_timeout
+    from harness.commands import default_compile_timeout
 
-    return _default_timeout()
+    return default_compile_timeout()
 
 
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """Parent side: build a worker's load_inline/load call in the compile sandbox (cached by content)."""
-    from harness.cpu import cache_root, file_sha256, run_with_timeout, sandboxed_command
+    from harness.commands import cache_root, run_with_timeout, sandboxed_command
+    from harness.cpu import file_sha256
 
     kind, spec = request.get("call"), request.get("spec")
     if kind not in ("load_inline", "load") or not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
@@ -178,6 +179,6 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "build":
         try:
             _build_main(sys.argv[2])
-        except Exception as exc:  # noqa: BLE001 - the parent reports it as the candidate's compile error
+        except Exception as exc:  # the parent reports it as the candidate's compile error
             sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
             sys.exit(1)

@@ -44,7 +44,7 @@ class TritonTarget(Target):
         return not self.interpret
 
     def worker_env(self, threads: int) -> dict[str, str]:
-        from harness.cpu import cache_root
+        from harness.commands import cache_root
 
         env = super().worker_env(threads)
         env["TRITON_INTERPRET"] = "1" if self.interpret else "0"

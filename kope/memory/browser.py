@@ -112,12 +112,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Access-Control-Allow-Headers", requested or "pragma, cache-control, content-type")
         self.send_header("Access-Control-Max-Age", "600")
 
-    def do_OPTIONS(self) -> None:  # noqa: N802 - http.server naming
+    def do_OPTIONS(self) -> None:  # http.server naming
         self.send_response(204)
         self._cors()
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def do_GET(self) -> None:  # http.server naming
         path = self.path.split("?", 1)[0]
         if path == "/":
             path = GUIDE_PATH

@@ -178,7 +178,7 @@ def binary_kind(head: bytes) -> tuple[str, str] | None:
 def _lines(stream: IO[str], source: str) -> Iterator[tuple[int, str]]:
     number = 0
     try:
-        for number, line in enumerate(stream, start=1):  # noqa: B007 - number is read after the loop fails
+        for number, line in enumerate(stream, start=1):  # number is read after the loop fails
             yield number, line
     except UnicodeDecodeError:
         raise ExportFormatError(

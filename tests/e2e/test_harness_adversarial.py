@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.evaluate import EvalOptions, evaluate
-from harness.sandbox import Limits
 from harness.timing import Budget
+from harness.worker_pool import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 CHEATS = sorted((ROOT / "adversarial").glob("*.py"))

@@ -200,7 +200,7 @@ def test_a_candidate_cannot_patch_the_harnesss_worker_code():
 
 
 def test_a_candidate_cannot_change_a_later_evaluations_result(tmp_path):
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
 
     honest = candidate(tmp_path, "", "honest.py")
     assert evaluate(TASK, honest, OPTIONS).status.value == "correct"  # the cache now holds its kernel and references
@@ -225,7 +225,7 @@ def test_a_candidate_cannot_change_a_later_evaluations_result(tmp_path):
 
 
 def test_a_candidate_cannot_see_the_reference_cache(tmp_path):
-    from harness.cpu import cache_root
+    from harness.commands import cache_root
 
     honest = candidate(tmp_path, "", "honest.py")
     assert evaluate(TASK, honest, OPTIONS).status.value == "correct"

@@ -198,9 +198,8 @@ def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_whe
     """pause() stops booting workers; one whose boot ended in that instant was stopped and then moved to the idle
     list, where resume() (which continued only the workers still booting) left it stopped for good."""
     from harness.hardware import available_cores
-    from harness.sandbox import Limits
     from harness.targets import get_target
-    from harness.worker_pool import WarmPool, WorkerSpec, worker_env
+    from harness.worker_pool import Limits, WarmPool, WorkerSpec, worker_env
 
     pool = WarmPool(size=0)
     env = worker_env(get_target("cpu").worker_env(available_cores()), False)

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import TaskFormatError
-from harness.task import read_task_info
-from harness.task_loader import load_task_isolated
+from harness.task_loader import load_task_isolated, read_task_info
 
 ROOT = Path(__file__).resolve().parents[1]
 HONEST = ROOT / "fixtures" / "honest" / "tiny_relu_carries_task.py"

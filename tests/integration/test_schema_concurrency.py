@@ -28,7 +28,7 @@ def test_processes_applying_the_schema_at_once_all_end_with_the_whole_schema(gra
         start.wait()
         try:
             apply_schema(client)
-        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+        except BaseException as exc:  # collected and asserted below
             errors.append(exc)
 
     threads = [threading.Thread(target=apply, args=(c,)) for c in clients]

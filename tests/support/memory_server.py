@@ -44,7 +44,7 @@ class MemoryServer:
 
     def start(self, timeout: float = 90.0) -> MemoryServer:
         self.log_path = self.registry_path.with_suffix(f".{self.port}.log")
-        log = open(self.log_path, "ab")  # noqa: SIM115 (kept open by the child)
+        log = open(self.log_path, "ab")  # kept open by the child
         self.proc = subprocess.Popen(
             [str(KOPE), "serve", "--port", str(self.port), "--registry", str(self.registry_path), *self.args],
             env=self.env,

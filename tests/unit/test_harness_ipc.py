@@ -17,7 +17,7 @@ def roundtrip(header, tensors, max_bytes=1 << 30):
     def read():
         try:
             result["msg"] = MessageReader(r, max_bytes).read(timeout=30)
-        except Exception as exc:  # noqa: BLE001 - handed to the test thread
+        except Exception as exc:  # handed to the test thread
             result["exc"] = exc
 
     t = threading.Thread(target=read)

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import OptionsError, TaskFormatError, TaskNotFoundError
-from harness.task import load_task, read_task_info, select_cases
+from harness.task import load_task, select_cases
+from harness.task_loader import read_task_info
 
 KERNELBENCH = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 

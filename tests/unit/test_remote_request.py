@@ -7,9 +7,9 @@ import pytest
 from harness.errors import OptionsError, TaskNotFoundError
 from harness.evaluate import EvalOptions
 from harness.remote import EvalRequest, WireOptions, error_from_payload, materialize_task, request_for, scrub_secrets
-from harness.sandbox import Limits
 from harness.suite import find_candidate, find_task
 from harness.timing import Budget
+from harness.worker_pool import Limits
 
 RELU = find_task("relu").path
 CANDIDATE = find_candidate("relu")

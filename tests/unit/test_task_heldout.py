@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import OptionsError, TaskFormatError
-from harness.task import load_task, read_task_info, select_cases, visible_source
+from harness.task import load_task, select_cases, visible_source
+from harness.task_loader import read_task_info
 
 TASK = """
 import torch

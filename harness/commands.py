@@ -1,0 +1,68 @@
+"""Process helpers every harness layer may use: the harness's cache folder, a command run with a
+timeout that kills its whole process group, and a command wrapped in the compile sandbox.
+
+A leaf of the harness: it imports only ``harness.sandbox`` (itself a leaf), never a module above it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.sandbox import clean_env, hidden_paths, launcher
+
+_CACHE_ROOT: Path | None = None  # set in a worker (which sees no KOPE_* variables)
+
+
+def set_cache_root(path: str | Path) -> None:
+    global _CACHE_ROOT
+    _CACHE_ROOT = Path(path)
+
+
+def cache_root() -> Path:
+    if _CACHE_ROOT is not None:
+        return _CACHE_ROOT
+    env = os.environ.get("KOPE_HARNESS_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kope" / "harness"
+
+
+def default_compile_timeout() -> float:
+    value = os.environ.get("KOPE_HARNESS_COMPILE_TIMEOUT", "")
+    try:
+        return float(value) if value else 120.0
+    except ValueError:
+        return 120.0
+
+
+def run_with_timeout(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int | None, str]:
+    """Run ``cmd`` in its own process group; on timeout kill the whole group (the compiler's children too)."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env
+    )
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, output
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return None, ""
+
+
+def sandboxed_command(cmd: list[str], writable: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``cmd`` wrapped in the compile sandbox (namespaces, read-only tree except ``writable``), and its env."""
+    root = str(Path(__file__).resolve().parent.parent)
+    wrapper = [sys.executable, "-S", "-m", "harness.sandbox", "exec"]
+    for w in writable:
+        wrapper += ["--writable", w]
+    for h in hidden_paths([cache_root() / "refs"]):
+        wrapper += ["--hide", h]
+    return [*launcher(), *wrapper, "--", *cmd], clean_env({"PYTHONPATH": root})

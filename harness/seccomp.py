@@ -1,0 +1,118 @@
+"""The candidate worker's seccomp layer (right before candidate code is imported).
+
+Process creation (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``) and the other calls in
+``TRAPPED`` are trapped: the harness's ``SIGSYS`` handler (``_SIGSYS_SOURCE``) writes the syscall number to a
+report pipe the parent reads, so a trapped call becomes a named check. A candidate that installs its own
+``SIGSYS`` handler is killed by the filter; ``clone3`` answers ``ENOSYS`` (so libc falls back to ``clone``).
+Uses libseccomp through ``pyseccomp``; the reporter is compiled with ``harness.cpu.compile_cpp``.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from harness.cpu import compile_cpp
+from harness.sandbox import SandboxSetupError
+
+# Each trapped syscall reports under the anti-cheat check it belongs to.
+TRAPPED = {
+    "process_spawn": ("fork", "vfork", "execve", "execveat"),
+    "network_access": ("socket", "socketpair"),
+    "memory_access": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "userfaultfd"),
+    "sandbox_escape": (
+        "mount",
+        "umount2",
+        "pivot_root",
+        "chroot",
+        "unshare",
+        "setns",
+        "move_mount",
+        "open_tree",
+        "fsopen",
+        "fsmount",
+        "mount_setattr",
+        "bpf",
+        "perf_event_open",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "kexec_load",
+        "iopl",
+        "ioperm",
+        "personality",
+    ),
+}
+CLONE_THREAD = 0x00010000
+SIGSYS = 31
+
+# The report channel: one little-endian int32 syscall number per trapped call.
+_SIGSYS_SOURCE = r"""
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <ucontext.h>
+#include <unistd.h>
+static int report_fd = -1;
+static void on_sigsys(int, siginfo_t* info, void* context) {
+    int saved = errno;
+    int32_t nr = info->si_syscall;
+    if (report_fd >= 0) { ssize_t ignored = write(report_fd, &nr, sizeof nr); (void)ignored; }
+    ucontext_t* uc = static_cast<ucontext_t*>(context);
+#if defined(__x86_64__)
+    uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
+#elif defined(__aarch64__)
+    uc->uc_mcontext.regs[0] = static_cast<uint64_t>(-EPERM);
+#endif
+    errno = saved;
+}
+extern "C" int kope_install_sigsys(int fd) {
+    report_fd = fd;
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGSYS, &sa, nullptr);
+}
+"""
+
+
+def syscall_check(number: int) -> tuple[str, str]:
+    """(check name, syscall name) for a trapped syscall number reported by a worker."""
+    import pyseccomp  # type: ignore[import-untyped]
+
+    try:
+        name = pyseccomp.resolve_syscall(pyseccomp.system_arch(), number).decode()
+    except (OSError, ValueError):
+        name = f"syscall {number}"
+    if name == "clone":
+        return "process_spawn", name
+    for check, names in TRAPPED.items():
+        if name in names:
+            return check, name
+    return "sandbox_escape", name
+
+
+def lock_down(report_fd: int) -> list[str]:
+    """Install the SIGSYS reporter and the seccomp filter for every thread of this process (irreversible)."""
+    import pyseccomp as sc
+
+    reporter = compile_cpp(_SIGSYS_SOURCE)
+    if reporter.kope_install_sigsys(report_fd) != 0:
+        raise SandboxSetupError("cannot install the SIGSYS reporter")
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    for names in TRAPPED.values():
+        for name in names:
+            try:
+                f.add_rule(sc.TRAP, name)
+            except (OSError, ValueError, RuntimeError):
+                continue  # not a syscall on this architecture
+    f.add_rule(sc.TRAP, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    # A candidate's own SIGSYS handler would hide what it tried: the filter kills the process instead.
+    f.add_rule(sc.KILL_PROCESS, "rt_sigaction", sc.Arg(0, sc.EQ, SIGSYS))
+    f.set_attr(sc.Attr.CTL_TSYNC, 1)
+    f.load()
+    return ["seccomp"]
