@@ -24,6 +24,7 @@ from harness.errors import HarnessError
 from harness.guards import aliases, digest
 from harness.index_check import index_extras
 from harness.targets import get_target
+from harness.targets.base import Target
 from harness.task import Task, load_task
 from harness.worker_common import build_reference, encode, flat_tensors, init_inputs, make_inputs, model_tensors
 from harness.worker_timed import TimedCalls
@@ -35,11 +36,30 @@ class ReferenceWorker:
     phase = "reference"
 
     def __init__(self) -> None:
-        self.task: Task | None = None
-        self.target = None
+        self._task: Task | None = None
+        self._target: Target | None = None
+        self.timed: TimedCalls | None = None
         self._case: tuple[int, int] | None = None
         self._model: Any = None
         self._module: Any = None
+
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise HarnessError("the reference worker got a request before `load`")
+        return self._task
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            raise HarnessError("the reference worker got a request before `load`")
+        return self._target
+
+    @property
+    def timer(self) -> TimedCalls:
+        if self.timed is None:
+            raise HarnessError("the reference worker got a request before `load`")
+        return self.timed
 
     def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
         try:
@@ -52,17 +72,17 @@ class ReferenceWorker:
             if op == "prepare":
                 self._prepare(header["case"], header["init_seed"])
                 case = self.task.case(header["case"])
-                self.timed.prepare(self._module, model_tensors(self._model), header["seeds"], case.name)
+                self.timer.prepare(self._module, model_tensors(self._model), header["seeds"], case.name)
                 return {"ok": True}, []
             if op == "go":
-                return {"ok": True, "n": self.timed.go(self._model)}, []
+                return {"ok": True, "n": self.timer.go(self._model)}, []
             if op == "fetch":
-                items, tensors = self.timed.fetch()
-                for item, inputs in zip(items, self.timed.inputs):  # index outputs: judged by what they point at
+                items, tensors = self.timer.fetch()
+                for item, inputs in zip(items, self.timer.inputs):  # index outputs: judged by what they point at
                     item.update(index_extras(self.task, self._module, inputs, tensors))
-                reply = {"ok": True, "items": items, "reused": self.timed.reused_buffer()}
+                reply = {"ok": True, "items": items, "reused": self.timer.reused_buffer()}
                 if header.get("remote"):  # the parent reads them out of this process (harness.remote_memory)
-                    reply["remote"], tensors = self.timed.remote(tensors), []
+                    reply["remote"], tensors = self.timer.remote(tensors), []
                 return reply, tensors
         except HarnessError as exc:
             return {"ok": False, "reference_failed": str(exc)}, []
@@ -71,10 +91,10 @@ class ReferenceWorker:
         return {"ok": False, "reference_failed": f"unknown request {op!r}"}, []
 
     def load(self, header: dict) -> dict:
-        self.target = get_target(header["target"], **header.get("target_options", {}))
-        self.target.setup_worker(header["threads"])
-        self.task = load_task(header["task"])
-        hardware = self.target.describe_hardware()
+        self._target = get_target(header["target"], **header.get("target_options", {}))
+        self._target.setup_worker(header["threads"])
+        self._task = load_task(header["task"])
+        hardware = self._target.describe_hardware()
         self.timed = TimedCalls(self.target, hardware)
         return {"ok": True, "hardware": hardware.to_dict()}
 
@@ -91,7 +111,8 @@ class ReferenceWorker:
         index, init_seed = header["case"], header["init_seed"]
         case = self.task.case(index)
         self._prepare(index, init_seed)
-        trials, out_tensors = [], []
+        trials: list[dict[str, Any]] = []
+        out_tensors: list[torch.Tensor] = []
         for seed in header["seeds"]:
             for attempt in range(header.get("retries", 0) + 1):
                 used = seed + attempt * SEED_STRIDE

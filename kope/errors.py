@@ -88,7 +88,7 @@ class InfrastructureError(KopeError):
     quarantined, a cluster fault), after retrying elsewhere: never the candidate's failure, never recorded as one.
     ``kind`` is one of ``harness.vocabulary.INFRASTRUCTURE_KINDS``."""
 
-    exit_code = 10
+    exit_code = 13
 
     def __init__(self, message: str, *, kind: str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)

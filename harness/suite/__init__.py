@@ -33,7 +33,8 @@ def task_files() -> list[Path]:
 
 @functools.lru_cache(maxsize=1)
 def _scan(stamp: tuple) -> tuple[TaskInfo, ...]:
-    infos, seen = [], {}
+    infos: list[TaskInfo] = []
+    seen: dict[str, Path] = {}
     for path in task_files():
         info = read_task_info(path)
         family_dir = path.parent.name

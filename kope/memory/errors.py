@@ -24,7 +24,7 @@ class RecordConflictError(UsageError):
 class JournalError(KopeError):
     """The write-ahead log could not be written or read."""
 
-    exit_code = 10
+    exit_code = 14
 
 
 class ExportFormatError(UsageError):

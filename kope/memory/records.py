@@ -46,33 +46,6 @@ class GraphRecord:
 
 
 @dataclass(frozen=True)
-class OperatorRecord(GraphRecord):
-    id: str
-    family: str
-    level: int | None = None
-
-
-@dataclass(frozen=True)
-class HardwareRecord(GraphRecord):
-    id: str
-    hw_class: str
-    vendor: str
-    arch: str | None = None
-    cpu_model: str | None = None
-    cores: int | None = None
-    isa: list[str] | None = None
-
-
-@dataclass(frozen=True)
-class TaskRecord(GraphRecord):
-    id: str
-    operator: str
-    target: str
-    family: str
-    case_count: int = 0
-
-
-@dataclass(frozen=True)
 class RunRecord(GraphRecord):
     id: str
     team: str
@@ -182,13 +155,6 @@ class OutcomeNodeRecord(GraphRecord):
 
 
 @dataclass(frozen=True)
-class KernelRecord(GraphRecord):
-    id: str
-    source: str
-    bytes: int
-
-
-@dataclass(frozen=True)
 class InsightRecord(GraphRecord):
     id: str
     kind: (
@@ -212,12 +178,3 @@ class InsightRecord(GraphRecord):
     effect: float | None = None
     low: float | None = None
     high: float | None = None
-
-
-@dataclass(frozen=True)
-class KnowledgeRecord(GraphRecord):
-    id: str
-    title: str
-    text: str
-    targets: list[str] | None = None
-    families: list[str] | None = None

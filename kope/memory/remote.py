@@ -71,7 +71,7 @@ class MemoryServerUnavailableError(DatabaseUnavailableError):
 class MemoryAccessError(KopeError):
     """The memory server refused the key (401) or the operation (403)."""
 
-    exit_code = 12
+    exit_code = 15
 
 
 class NamespaceUnknownError(UsageError):

@@ -57,7 +57,7 @@ TYPES: tuple[type, ...] = (
 class WireFormatError(KopeError):
     """A memory server's response does not have the shape of the record it should hold."""
 
-    exit_code = 11
+    exit_code = 16
 
 
 @cache

@@ -30,7 +30,7 @@ class AuthenticationError(ServerError):
 
     status = 401
     code = "unauthorized"
-    exit_code = 12
+    exit_code = 15
 
 
 class ForbiddenError(ServerError):
@@ -38,7 +38,7 @@ class ForbiddenError(ServerError):
 
     status = 403
     code = "forbidden"
-    exit_code = 12
+    exit_code = 15
 
 
 class NamespaceNotFoundError(ServerError):

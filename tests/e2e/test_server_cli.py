@@ -162,10 +162,10 @@ def test_clients_get_one_error_line_for_a_bad_key_a_missing_server_or_a_missing_
     try:
         reader = server.key("team-r", "read")
         bad = kope_cli("memory", "stats", env=client_env(neo4j_server, server, reader[:-4] + "AAAA", tmp_path / "c"))
-        assert "refused: unknown or revoked key" in one_error_line(bad) and bad.returncode == 12
+        assert "refused: unknown or revoked key" in one_error_line(bad) and bad.returncode == 15
         env = client_env(neo4j_server, server, reader, tmp_path / "c")
         denied = kope_cli("memory", "prune", "--all", "--yes", env=env)
-        assert "no admin scope" in one_error_line(denied) and denied.returncode == 12
+        assert "no admin scope" in one_error_line(denied) and denied.returncode == 15
         other = kope_cli("memory", "stats", "-n", "someone-else", env=env)
         assert "no namespace 'someone-else'" in one_error_line(other) and other.returncode == 2
         no_token = dict(env, KOPE_MEMORY_TOKEN="")
