@@ -101,29 +101,22 @@ class Function:
     unsupported: str | None = None  # why Python cannot call it, if it cannot
 
 
+# A comment, or a string/char literal (unterminated ones run to the end, as a compiler would complain about).
+_LEXEME = re.compile(r"""//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)|"(?:\\[\s\S]?|[^"\\])*"?|'(?:\\[\s\S]?|[^'\\])*'?""")
+
+
+def _blank(match: re.Match[str]) -> str:
+    text = match.group()
+    if text.startswith("//"):
+        return ""
+    if text.startswith("/*"):
+        return " "
+    return text if text == '"C"' else text[0] * 2
+
+
 def strip_comments(source: str) -> str:
     """Remove comments and the contents of string/char literals (keeping ``extern "C"``)."""
-    out, i, n = [], 0, len(source)
-    while i < n:
-        two = source[i : i + 2]
-        if two == "//":
-            j = source.find("\n", i)
-            i = n if j < 0 else j
-        elif two == "/*":
-            j = source.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-            out.append(" ")
-        elif source[i] in "\"'":
-            quote, j = source[i], i + 1
-            while j < n and source[j] != quote:
-                j += 2 if source[j] == "\\" else 1
-            literal = source[i : j + 1]
-            out.append(literal if literal == '"C"' else quote + quote)
-            i = j + 1
-        else:
-            out.append(source[i])
-            i += 1
-    return "".join(out)
+    return _LEXEME.sub(_blank, source)
 
 
 def _flatten_braces(text: str) -> str:

@@ -319,15 +319,22 @@ def check_cpp(code: str, first_line: int = 1) -> list[Finding]:
     from harness._cdecl import strip_comments
 
     text = strip_comments(code)
-    findings = []
+    findings: list[Finding] = []
     torch_source = bool(re.search(r"torch/extension\.h|ATen|\btorch::|\bat::", text))
+    # A pattern (none is anchored) that matches no line does not match the whole text either: only the ones
+    # that match the text are tried line by line (a rendered kernel has thousands of lines and usually none).
+    forbidden = [(pattern, why) for pattern, why in _CPP_FORBIDDEN if pattern.search(text)]
+    threads = _CPP_THREADS.search(text) is not None
+    aten = torch_source and (_CPP_ATEN.search(text) or _CPP_METHOD.search(text)) is not None
+    if not (forbidden or threads or aten):
+        return findings
     for lineno, line in enumerate(text.splitlines()):
         where = first_line + lineno
-        for pattern, why in _CPP_FORBIDDEN:
+        for pattern, why in forbidden:
             m = pattern.search(line)
             if m:
                 findings.append(Finding("forbidden_api", where, f"C++ source uses {m.group(0).strip()!r}: {why}"))
-        m = _CPP_THREADS.search(line)
+        m = _CPP_THREADS.search(line) if threads else None
         if m:
             findings.append(
                 Finding(
@@ -336,7 +343,7 @@ def check_cpp(code: str, first_line: int = 1) -> list[Finding]:
                     f"C++ source sets the thread count ({m.group(0).strip()}); the harness fixes it (OMP_NUM_THREADS)",
                 )
             )
-        if torch_source:
+        if aten:
             m = _CPP_ATEN.search(line) or _CPP_METHOD.search(line)
             if m:
                 findings.append(
