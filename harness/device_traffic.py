@@ -10,7 +10,12 @@ watches every copy from the device to the host, in two layers:
   byte counts;
 * the CUDA profiler (CUPTI through ``torch.profiler``): every ``Memcpy DtoH``
   the device executed, whoever issued it (a native extension calling
-  ``cudaMemcpy`` included), with the bytes from the trace.
+  ``cudaMemcpy`` included), with the bytes of each copy, read from the profiler's
+  events in memory (``kineto_results``). No file: the check runs next to the
+  candidate's guarded window, and a trace exported to a temporary file and read
+  back there was the harness tripping its own file-access check (issue 32). The
+  profiler is started before the window is armed and stopped after it is
+  disarmed (``start_profiler``/``stop_profiler``), so nothing of it runs inside.
 
 More than ``LIMIT_FRACTION`` of the inputs' bytes (and at least
 ``LIMIT_FLOOR_BYTES``) copied to the host is ``cheat_detected:device_to_host``;
@@ -20,9 +25,8 @@ reading back a few scalars (a shape, a flag) stays allowed.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 LIMIT_FRACTION = 0.125
@@ -65,58 +69,98 @@ class _CopyCounter:
                 self.bytes += _nbytes(dst)
 
 
+def is_dtoh(name: str) -> bool:
+    """Whether a profiler activity's name is a device-to-host copy (CUPTI: ``Memcpy DtoH (Device -> Pageable)``)."""
+    return "DtoH" in name or "Device -> Pageable" in name or "Device -> Pinned" in name
+
+
 def trace_dtoh_bytes(trace: dict[str, Any]) -> int:
-    """Bytes of the device-to-host copies in a Chrome trace exported by ``torch.profiler``."""
+    """Bytes of the device-to-host copies in a Chrome trace exported by ``torch.profiler`` (offline use)."""
     total = 0
     for event in trace.get("traceEvents", []):
-        name = str(event.get("name", ""))
-        if "DtoH" in name or "Device -> Pageable" in name or "Device -> Pinned" in name:
+        if is_dtoh(str(event.get("name", ""))):
             total += int((event.get("args") or {}).get("bytes", 0) or 0)
+    return total
+
+
+def event_bytes(nbytes: int, metadata_json: str) -> int:
+    """The bytes of one profiler activity: its ``nbytes`` where kineto fills it, else ``"bytes"`` in its
+    metadata (the same field the Chrome trace's ``args`` carry)."""
+    if nbytes > 0:
+        return nbytes
+    if not metadata_json:
+        return 0
+    try:
+        meta = json.loads("{" + metadata_json.strip().strip("{}").rstrip(",") + "}")
+    except ValueError:
+        return 0
+    value = meta.get("bytes", 0) if isinstance(meta, dict) else 0
+    return int(value) if isinstance(value, (int, float)) else 0
+
+
+def events_dtoh_bytes(events: Iterable[Any]) -> int:
+    """Bytes of the device-to-host copies among ``torch.profiler``'s in-memory events (``kineto_results.events()``)."""
+    total = 0
+    for event in events:
+        if is_dtoh(str(event.name())):
+            total += event_bytes(int(event.nbytes() or 0), str(event.metadata_json() or ""))
     return total
 
 
 class HostTraffic:
     """Context manager around one forward: ``bytes`` copied from the device to the host during it."""
 
-    def __init__(self, source: str = "cuda", profile: bool = True) -> None:
+    def __init__(self, source: str = "cuda", profile: bool = True, activities: Sequence[str] = ("CUDA",)) -> None:
         self.counter = _CopyCounter(source)
         self.profile = profile
+        self.activities = tuple(activities)  # ProfilerActivity names (tests use "CPU": no device needed)
         self._profiler: Any = None
         self.profiler_bytes = 0
         self.profiler_error: str | None = None
+        self.profiler_events = 0  # how many events the profiler recorded (0 with a profiler that saw nothing)
 
     @classmethod
     def for_target(cls, target: Any) -> HostTraffic | None:
         """A monitor for a GPU target; None on a CPU target (there is no device to fall back from)."""
         return None if target.device == "cpu" else cls(target.device)
 
-    def __enter__(self) -> HostTraffic:
-        if self.profile:
-            try:
-                from torch.profiler import ProfilerActivity, profile
+    def start_profiler(self) -> None:
+        """Start the profiler (before the guarded window is armed; ``__enter__`` does it if nobody did)."""
+        if not self.profile or self._profiler is not None:
+            return
+        try:
+            from torch.profiler import ProfilerActivity, profile
 
-                self._profiler = profile(activities=[ProfilerActivity.CUDA])
-                self._profiler.__enter__()
-            except Exception as exc:  # CUPTI may be missing: say so, keep the dispatcher layer
-                self._profiler, self.profiler_error = None, f"{type(exc).__name__}: {exc}"
-                print(f"kope harness: no CUDA profiler for the device-to-host check ({exc})", file=sys.stderr)
+            self._profiler = profile(activities=[getattr(ProfilerActivity, a) for a in self.activities])
+            self._profiler.__enter__()
+        except Exception as exc:  # CUPTI may be missing: say so, keep the dispatcher layer
+            self._profiler, self.profiler_error = None, f"{type(exc).__name__}: {exc}"
+            print(f"kope harness: no CUDA profiler for the device-to-host check ({exc})", file=sys.stderr)
+
+    def stop_profiler(self) -> None:
+        """Stop the profiler and count the device-to-host bytes from its events in memory (no file)."""
+        profiler, self._profiler = self._profiler, None
+        if profiler is None:
+            return
+        try:
+            profiler.__exit__(None, None, None)
+            events = profiler.profiler.kineto_results.events()
+            self.profiler_events = len(events)
+            self.profiler_bytes = events_dtoh_bytes(events)
+        except Exception as err:  # the dispatcher layer's count still stands
+            self.profiler_error = f"{type(err).__name__}: {err}"
+
+    def __enter__(self) -> HostTraffic:
+        self._own_profiler = self._profiler is None
+        if self._own_profiler:
+            self.start_profiler()
         self.counter.mode.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.counter.mode.__exit__(*exc)
-        if self._profiler is not None:
-            self._profiler.__exit__(None, None, None)
-            fd, path = tempfile.mkstemp(suffix=".json")
-            os.close(fd)
-            try:
-                self._profiler.export_chrome_trace(path)
-                with open(path, encoding="utf-8") as handle:
-                    self.profiler_bytes = trace_dtoh_bytes(json.load(handle))
-            except (OSError, ValueError) as err:
-                self.profiler_error = str(err)
-            finally:
-                os.unlink(path)
+        if self._own_profiler:
+            self.stop_profiler()
 
     @property
     def bytes(self) -> int:

@@ -141,7 +141,7 @@ def use_sandbox(requested: bool | None) -> bool:
 def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions) -> WorkerSpec:
     """What the workers of an evaluation with ``options`` on ``target`` are started with."""
     from harness.commands import cache_root
-    from harness.sandbox import hidden_paths
+    from harness.sandbox import PROFILES, hidden_paths
     from harness.worker_pool import worker_env
 
     env = dict(target.worker_env(threads))
@@ -160,6 +160,7 @@ def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions
         sandboxed=sandboxed,
         hidden=tuple(hidden_paths(private)) if sandboxed else (),
         cache_root=str(cache_root()),
+        profile=PROFILES[target.sandbox_profile()],
     )
 
 

@@ -1,7 +1,12 @@
 """Hardware fingerprint: CPU model, ISA features, cores, caches; the GPU when asked.
 
 ``cpu_fingerprint()`` reads ``/proc/cpuinfo`` and ``/sys/devices/system/cpu/cpu0/cache``
-(no torch needed). ``gpu_info()`` asks ``torch.cuda``. The ``id`` is a stable hash
+(no torch needed). ``gpu_info()`` asks ``torch.cuda``: directly only in a process that may use CUDA
+(one marked ``mark_final_process()``: a worker that forks no more; or one that initialised CUDA
+already), else in a short-lived fresh interpreter (``gpu_devices()``), so that no process that
+may still fork a worker (the parent, a zygote) ever initialises CUDA: a process forked after
+CUDA was initialised cannot use the GPU (``Cannot re-initialize CUDA in forked subprocess``).
+The ``id`` is a stable hash
 of the fields that describe the machine (same machine -> same id across runs);
 ``class`` is the coarse bucket memory retrieval uses (``x86_64-avx512``,
 ``x86_64-avx2``, ``x86_64-sse``, ``aarch64-sve``, ``aarch64-neon``, ``riscv64-rvv``,
@@ -10,10 +15,13 @@ of the fields that describe the machine (same machine -> same id across runs);
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import platform
+import subprocess
+import sys
 from pathlib import Path
 
 from harness.record import GpuInfo, Hardware
@@ -166,16 +174,127 @@ def cpu_fingerprint(
     )
 
 
+_FINAL = False  # True in a process that forks no more (a worker): it may initialise CUDA itself
+PROBE_TIMEOUT_S = 120.0
+
+# Run in a fresh interpreter by gpu_devices(): one JSON line, the devices torch sees (or why none).
+_PROBE_SOURCE = r"""
+import json, sys
+try:
+    import torch
+    if torch.version.cuda is None or not torch.cuda.is_available():
+        print(json.dumps({"devices": [], "why": "torch sees no CUDA device"})); sys.exit(0)
+    out = []
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        clocks = {}
+        try:
+            clocks["sm_clock_mhz"] = int(torch.cuda.clock_rate(i))
+        except Exception:
+            pass
+        try:
+            import pynvml  # the NVML binding torch uses for clock_rate, when installed
+            pynvml.nvmlInit()
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            clocks["mem_clock_mhz"] = int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM))
+            clocks.setdefault("sm_clock_mhz", int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)))
+        except Exception:
+            pass
+        if len(clocks) < 2:  # no NVML binding: nvidia-smi reads the same counters
+            try:
+                import subprocess
+                q = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader,nounits",
+                                    "-i", f"GPU-{p.uuid}" if getattr(p, "uuid", None) else str(i)], capture_output=True, text=True, timeout=20).stdout.split(",")
+                clocks.setdefault("sm_clock_mhz", int(q[0])); clocks.setdefault("mem_clock_mhz", int(q[1]))
+            except Exception:
+                pass
+        out.append({"name": p.name, "compute_capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
+                    "memory_bytes": int(p.total_memory), **clocks})
+    print(json.dumps({"devices": out}))
+except Exception as exc:
+    print(json.dumps({"devices": [], "why": f"{type(exc).__name__}: {exc}"}))
+"""
+
+
+def mark_final_process() -> None:
+    """This process forks no more (a worker serving its role): it may initialise CUDA for its fingerprint."""
+    global _FINAL
+    _FINAL = True
+
+
+def _cuda_initialized() -> bool:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:  # a torch without CUDA support
+        return False
+
+
+def torch_has_cuda() -> bool:
+    """Whether the installed torch was built with CUDA (read from its version, without touching a device)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.version.cuda is not None
+
+
+@functools.cache
+def _probe(visible: str | None) -> tuple[tuple[GpuInfo, ...], str | None]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOPE_")}
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE_SOURCE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env
+        )
+        reply = json.loads((proc.stdout.strip().splitlines() or ["{}"])[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return (), f"the GPU probe failed: {exc}"
+    devices = tuple(GpuInfo(**d) for d in reply.get("devices", []))
+    return devices, (None if devices else reply.get("why") or (proc.stderr.strip()[-500:] or "no devices"))
+
+
+def gpu_devices() -> tuple[list[GpuInfo], str | None]:
+    """The CUDA devices this process would see, asked in a short-lived fresh interpreter (cached per process and
+    ``CUDA_VISIBLE_DEVICES``); (devices, why none). This process initialises nothing: it may still fork."""
+    if not torch_has_cuda():
+        return [], "torch was built without CUDA"
+    devices, why = _probe(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return list(devices), why
+
+
+def gpu_available() -> bool:
+    """Whether a CUDA device can be used here, decided without initialising CUDA in this process."""
+    if _FINAL or _cuda_initialized():
+        import torch
+
+        return bool(torch.cuda.is_available())
+    return bool(gpu_devices()[0])
+
+
 def gpu_info(device: int = 0) -> GpuInfo:
-    """The CUDA device as torch sees it (raises if torch sees no GPU)."""
+    """The CUDA device as torch sees it (raises if there is none): directly in a worker (``mark_final_process``)
+    or once CUDA is initialised here anyway, else from the fresh-interpreter probe (``gpu_devices``)."""
+    if not (_FINAL or _cuda_initialized()):
+        devices, why = gpu_devices()
+        if device >= len(devices):
+            raise RuntimeError(f"no CUDA device {device}: {why or f'{len(devices)} visible'}")
+        return devices[device]
     import torch
 
     props = torch.cuda.get_device_properties(device)
+    clocks: dict[str, int] = {}
+    try:
+        clocks["sm_clock_mhz"] = int(torch.cuda.clock_rate(device))
+    except Exception:  # NVML (pynvml) missing: the clocks stay unrecorded
+        pass
     return GpuInfo(
         name=props.name,
         compute_capability=f"{props.major}.{props.minor}",
         sms=props.multi_processor_count,
         memory_bytes=int(props.total_memory),
+        **clocks,
     )
 
 

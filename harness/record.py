@@ -165,6 +165,10 @@ class GpuInfo:
     compute_capability: str
     sms: int
     memory_bytes: int
+    # clocks when the fingerprint was taken (NVML through torch.cuda.clock_rate / pynvml; None: not readable);
+    # not part of the hardware id: a GPU's clocks move with load, power and temperature
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
 
 
 @dataclass

@@ -63,6 +63,100 @@ PASS_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
 # -- parent side ---------------------------------------------------------------------------------
 
 
+# The NVIDIA driver's device nodes: the control node, one per GPU, unified memory, modeset, MIG capabilities.
+NVIDIA_DEVICES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia[0-9]*",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+    "/dev/nvidia-caps/*",
+)
+# What the driver and the CUDA runtime read besides them (readable in every profile: the view is read-only,
+# Landlock restricts writes only; listed so that ``kope doctor`` and the tests can check they are visible).
+NVIDIA_READS = ("/proc/driver/nvidia", "/sys/bus/pci/devices", "/sys/module/nvidia", "/proc/self/maps")
+
+
+@dataclass(frozen=True)
+class SandboxProfile:
+    """What one kind of worker needs opened in the sandbox; every other layer stays as it is.
+
+    ``devices``: device nodes (globs) a worker may open for writing and ioctl (Landlock ``WRITE_FILE``
+    beneath them; the view shows them read-only like the rest of the tree, which does not stop a device
+    node from being opened read-write). ``reads``: paths the runtime reads (readable in every profile).
+    ``rlimit_as``: whether an address-space limit may be set (CUDA reserves far more virtual memory than any
+    sane limit; GPU workers get a device-memory cap through the CUDA allocator, ``device_memory_fraction``,
+    and the parent's RSS watcher instead). ``spawn``: process creation and exec stay allowed (not trapped
+    by seccomp): Triton runs ``ptxas`` and a C compiler for its launcher inside the candidate's process.
+    ``scratch_env``: variables pointed at a folder in the worker's scratch (caches the runtime writes)."""
+
+    name: str
+    devices: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    rlimit_as: bool = True
+    device_memory_fraction: float | None = None
+    spawn: bool = False
+    scratch_env: tuple[str, ...] = ()
+
+    def device_paths(self) -> list[str]:
+        """The device nodes of ``devices`` that exist on this machine."""
+        import glob
+
+        return sorted({p for pattern in self.devices for p in glob.glob(pattern) if os.path.exists(p)})
+
+    def to_config(self) -> dict:
+        return {
+            "name": self.name,
+            "devices": self.device_paths(),
+            "rlimit_as": self.rlimit_as,
+            "device_memory_fraction": self.device_memory_fraction,
+            "spawn": self.spawn,
+            "scratch_env": list(self.scratch_env),
+        }
+
+    def layers(self) -> dict[str, str]:
+        """Each layer under this profile, as ``kope doctor`` shows it: "holds" or how it is opened, and why."""
+        out = {
+            "namespaces": "holds (user, PID, mount, network, IPC)",
+            "view": "holds (read-only tree, private scratch, hidden folders)"
+            + (
+                f"; device nodes visible: {', '.join(self.device_paths()) or 'none on this machine'}"
+                if self.devices
+                else ""
+            ),
+            "landlock": "holds (writes only beneath scratch)"
+            + (
+                "; plus read-write opens of the driver's device nodes (ioctl is not restricted)" if self.devices else ""
+            ),
+            "seccomp": "holds (process creation, exec, sockets, ptrace, mounts trapped)"
+            if not self.spawn
+            else "weakened: process creation and exec allowed (Triton runs ptxas and a C compiler in the worker); "
+            "sockets, ptrace, cross-process memory, mounts, bpf stay trapped",
+            "rlimits": "holds (file size, no core dumps, address space)"
+            if self.rlimit_as
+            else "no address-space limit (CUDA reserves huge virtual ranges); file size and core dumps hold; "
+            f"device memory capped at {self.device_memory_fraction or 1.0:.0%} through the CUDA allocator, "
+            "resident memory by the parent's watcher",
+        }
+        return out
+
+
+CPU_PROFILE = SandboxProfile("cpu")
+GPU_PROFILE = SandboxProfile(
+    "gpu", devices=NVIDIA_DEVICES, reads=NVIDIA_READS, rlimit_as=False, device_memory_fraction=0.9
+)
+TRITON_GPU_PROFILE = SandboxProfile(
+    "triton-gpu",
+    devices=NVIDIA_DEVICES,
+    reads=NVIDIA_READS,
+    rlimit_as=False,
+    device_memory_fraction=0.9,
+    spawn=True,
+    scratch_env=("TRITON_CACHE_DIR",),
+)
+PROFILES = {p.name: p for p in (CPU_PROFILE, GPU_PROFILE, TRITON_GPU_PROFILE)}
+
+
 @dataclass(frozen=True)
 class SandboxStatus:
     """What the sandbox can do on this machine; ``available`` is the verdict."""
@@ -308,8 +402,9 @@ def landlock_abi() -> int:
     return max(0, int(version))
 
 
-def restrict_writes(scratch: str) -> int:
-    """Landlock: file-system writes only beneath ``scratch``; no TCP; scoped signals. Returns the ABI used (0: none)."""
+def restrict_writes(scratch: str, devices: Iterable[str] = ()) -> int:
+    """Landlock: file-system writes only beneath ``scratch`` (and to ``/dev/null`` and the profile's ``devices``,
+    which the GPU driver opens read-write); no TCP; scoped signals. Returns the ABI used (0: none)."""
     abi = landlock_abi()
     if abi <= 0:
         return 0
@@ -322,7 +417,8 @@ def restrict_writes(scratch: str) -> int:
     if ruleset < 0:
         raise SandboxSetupError(f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
     try:
-        for path, rights in ((scratch, fs), ("/dev/null", (1 << 1) | ((1 << 14) if abi >= 3 else 0))):
+        node = (1 << 1) | ((1 << 14) if abi >= 3 else 0)  # WRITE_FILE, TRUNCATE
+        for path, rights in ((scratch, fs), ("/dev/null", node), *((d, node) for d in devices if os.path.exists(d))):
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 rule = _PathBeneath(rights if os.path.isdir(path) else rights & ((1 << 1) | (1 << 14)), fd)

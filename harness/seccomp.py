@@ -95,21 +95,27 @@ def syscall_check(number: int) -> tuple[str, str]:
     return "sandbox_escape", name
 
 
-def lock_down(report_fd: int) -> list[str]:
-    """Install the SIGSYS reporter and the seccomp filter for every thread of this process (irreversible)."""
+def lock_down(report_fd: int, spawn: bool = False) -> list[str]:
+    """Install the SIGSYS reporter and the seccomp filter for every thread of this process (irreversible).
+
+    ``spawn``: process creation and exec are not trapped (the sandbox profile of a runtime that runs its own
+    compilers in the worker: Triton's ptxas; ``harness.sandbox.TRITON_GPU_PROFILE``)."""
     import pyseccomp as sc
 
     reporter = compile_cpp(_SIGSYS_SOURCE)
     if reporter.kope_install_sigsys(report_fd) != 0:
         raise SandboxSetupError("cannot install the SIGSYS reporter")
     f = sc.SyscallFilter(defaction=sc.ALLOW)
-    for names in TRAPPED.values():
+    for check, names in TRAPPED.items():
+        if spawn and check == "process_spawn":
+            continue
         for name in names:
             try:
                 f.add_rule(sc.TRAP, name)
             except (OSError, ValueError, RuntimeError):
                 continue  # not a syscall on this architecture
-    f.add_rule(sc.TRAP, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    if not spawn:
+        f.add_rule(sc.TRAP, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     # A candidate's own SIGSYS handler would hide what it tried: the filter kills the process instead.
     f.add_rule(sc.KILL_PROCESS, "rt_sigaction", sc.Arg(0, sc.EQ, SIGSYS))

@@ -32,8 +32,9 @@ def _early_limits(config: dict) -> None:
 
 
 def apply_memory_limit(config: dict) -> None:
-    """Cap the address space at (size now) + the memory budget, soft and hard (the candidate cannot raise it)."""
-    if not config.get("rlimit_as"):
+    """Cap the address space at (size now) + the memory budget, soft and hard (the candidate cannot raise it).
+    Not where the target or the sandbox profile says no (CUDA: ``harness.sandbox.SandboxProfile.rlimit_as``)."""
+    if not config.get("rlimit_as") or not config.get("profile", {}).get("rlimit_as", True):
         return
     import resource
 
@@ -74,6 +75,19 @@ def classify(exc: BaseException, phase: str) -> tuple[str, str]:
     return f"runtime_error:{name}", text
 
 
+RETIRED_KEYS = ("ok", "error_kind", "message", "retire", "sticky")
+
+
+def sticky_error(reply: dict) -> bool:
+    """Whether an error reply is a sticky device error (it notes which in ``reply["sticky"]``)."""
+    from harness.serve.quarantine import sticky_signature
+
+    name = sticky_signature([reply.get("message"), reply.get("traceback")])
+    if name is not None:
+        reply["sticky"] = name
+    return name is not None
+
+
 def error_reply(exc: BaseException, phase: str) -> dict:
     kind, message = classify(exc, phase)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -89,12 +103,15 @@ def error_reply(exc: BaseException, phase: str) -> dict:
 
 def boot_private(config: dict) -> None:
     """This worker's own part of the boot: inside the sandbox its read-only view with its scratch tmpfs and
-    Landlock; the compile cache it reads."""
+    Landlock (writes beneath scratch, and to its profile's device nodes); the compile cache it reads."""
+    profile = config.get("profile", {})
     if config.get("sandboxed"):
         from harness import sandbox
 
         sandbox.enter_view(config["scratch"], config.get("hidden", ()))
-        sandbox.restrict_writes(config["scratch"])
+        sandbox.restrict_writes(config["scratch"], profile.get("devices", ()))
+        for name in profile.get("scratch_env", ()):  # a runtime's cache (Triton's): the tree is read-only
+            os.environ[name] = os.path.join(config["scratch"], name.lower())
     if config.get("cache_root"):
         from harness.commands import set_cache_root
 
@@ -182,9 +199,17 @@ def main(argv: list[str]) -> None:
 
 
 def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_booted: bool = False) -> None:
-    """Boot (the shared part too unless the zygote did it: ``shared_booted``), say ``ready``, answer requests."""
+    """Boot (the shared part too unless the zygote did it: ``shared_booted``), say ``ready``, answer requests.
+
+    A sticky device error (``harness.serve.quarantine.sticky_signature``: an illegal address, a trap, a launch
+    failure) leaves this process's CUDA context unusable: its reply says ``retire`` (the parent never reuses
+    the worker: no reference pool, no warm pool) and every later request gets the same error without touching
+    the device, so it stays the outcome of the code that caused it."""
     _early_limits(config)
+    from harness.hardware import mark_final_process
     from harness.ipc import read_message_blocking, write_message
+
+    mark_final_process()  # this process forks no more: it may initialise CUDA (harness.hardware)
 
     try:
         boot_private(config)
@@ -195,6 +220,7 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         raise
     write_message(fd_out, {"op": "ready", "pid": os.getpid()})
     handler = None
+    retired: dict | None = None  # the reply of a sticky device error: every later request gets it
     while True:
         try:
             header, tensors = read_message_blocking(fd_in)
@@ -203,16 +229,26 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         op = header.get("op")
         if op == "exit":
             os._exit(0)
+        if retired is not None:
+            write_message(fd_out, retired)
+            continue
         if handler is None:
             try:
                 handler = _start_role(header, config, fd_in, fd_out, report_fd)
             except BaseException as exc:
-                write_message(fd_out, error_reply(exc, "load"))
+                reply = error_reply(exc, "load")
+                if sticky_error(reply):
+                    reply["retire"] = True
+                    retired = {k: v for k, v in reply.items() if k in RETIRED_KEYS}
+                write_message(fd_out, reply)
                 continue
         try:
             reply, out_tensors = handler.handle(op, header, tensors)
         except BaseException as exc:  # candidate code may raise anything, SystemExit included
             reply, out_tensors = error_reply(exc, getattr(handler, "phase", "run")), []
+        if not reply.get("ok", True) and sticky_error(reply):
+            reply["retire"] = True
+            retired = {k: v for k, v in reply.items() if k in RETIRED_KEYS}
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -221,12 +257,32 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         write_message(fd_out, reply, out_tensors)
 
 
+def open_device(profile: dict) -> None:
+    """A GPU profile's worker initialises CUDA now, before seccomp and before any candidate code: the driver
+    opens its device nodes and maps its memory here (this process forks no more: ``harness.hardware``), and
+    the CUDA allocator gets the device-memory cap (``device_memory_fraction``) that replaces ``RLIMIT_AS``."""
+    if not profile.get("devices") and profile.get("device_memory_fraction") is None:
+        return
+    import torch
+
+    if torch.version.cuda is None or not torch.cuda.is_available():
+        return  # no device here (a CPU machine): the rest of the profile still applies
+    torch.cuda.init()
+    fraction = profile.get("device_memory_fraction")
+    if fraction:
+        torch.cuda.set_per_process_memory_fraction(float(fraction))
+    torch.zeros(1, device="cuda").add_(1)
+    torch.cuda.synchronize()
+
+
 def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: int):
     role = header.get("role", "reference" if "candidate" not in header else "candidate")
     from harness import cpu
 
     if config.get("sandboxed"):
         cpu.use_remote_compiler(fd_in, fd_out)
+    profile = config.get("profile", {})
+    open_device(profile)
     if role == "reference":
         apply_memory_limit(config)
         from harness.worker_reference import ReferenceWorker
@@ -236,7 +292,7 @@ def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: 
         if config.get("sandboxed"):
             from harness.seccomp import lock_down
 
-            lock_down(report_fd)
+            lock_down(report_fd, spawn=bool(profile.get("spawn")))
         apply_memory_limit(config)
         from harness.worker_candidate import CandidateWorker
 

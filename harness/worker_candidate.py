@@ -96,7 +96,9 @@ class CandidateWorker:
         self.omp_env = os.environ.get("OMP_NUM_THREADS")
         torch_ext.install()
         path = Path(header["candidate"]).resolve()
-        self.audit = AuditGuard(allowed_roots=[cache_root(), path])
+        # the harness's own files: the compile cache, the candidate, a runtime's cache in scratch (Triton's)
+        runtime_caches = [os.environ[v] for v in ("TRITON_CACHE_DIR",) if os.environ.get(v)]
+        self.audit = AuditGuard(allowed_roots=[cache_root(), path, *runtime_caches])
         self.target.prime()
         prime()
         self.timed = TimedCalls(self.target, self.hardware)
@@ -169,6 +171,8 @@ class CandidateWorker:
                 native_base = native_thread_count()
             recorder = AtenRecorder()
             traffic = HostTraffic.for_target(self.target) if t == 0 else None  # GPU targets: no CPU fallback
+            if traffic is not None:
+                traffic.start_profiler()  # the profiler starts and stops outside the guarded window
             self.audit.arm()
             try:
                 with torch.no_grad(), recorder, traffic or contextlib.nullcontext():
@@ -177,6 +181,8 @@ class CandidateWorker:
                     forward_s = _clock() - start
             finally:
                 events = self.audit.disarm()
+                if traffic is not None:
+                    traffic.stop_profiler()  # its events are read in memory, never through a file
             fallback = traffic.problem(inputs) if traffic is not None else None
             if fallback is not None:
                 raise Cheat("device_to_host", fallback)

@@ -50,6 +50,7 @@ from typing import Any
 import harness
 from harness.ipc import MessageReader, PeerClosed, ProtocolError, ReadTimeout, write_message
 from harness.record import excerpt
+from harness.sandbox import CPU_PROFILE, SandboxProfile
 from harness.worker import EXIT_REPORT
 
 OUTPUT_KEEP = 4000
@@ -133,6 +134,7 @@ class Worker:
         hidden: tuple[str, ...] = (),
         cache_root: str | None = None,
         zygote: bool = True,
+        profile: SandboxProfile = CPU_PROFILE,
     ) -> None:
         self.role = role  # "reference", "candidate" or "warm" until the first load
         self.sandboxed = sandboxed
@@ -141,6 +143,7 @@ class Worker:
         self.scratch.mkdir()
         self.limits = limits
         self.killed_for_memory = False
+        self.retired = False  # it met a sticky device error: never reused (harness.worker.serve)
         self.pending = 0  # requests sent and not yet answered
         self.ready = False
         self.compile_service: Callable[[dict], dict] | None = None
@@ -163,14 +166,18 @@ class Worker:
             "file_bytes": limits.file_bytes,
             "rlimit_as": uses_rlimit_as,
             "cache_root": cache_root,
+            "profile": profile.to_config(),
         }
-        self.forked = sandboxed and zygote and zygote_enabled()
+        self.forked = sandboxed and zygote and zygote_enabled() and zygote_refusal(env) is None
         self.proc: subprocess.Popen[bytes] | ForkedProcess
         try:
             if self.forked:  # a fork of the zygote: the same sandbox, without an interpreter and torch to boot
                 fds = [p2c_r, c2p_w, rep_w, self._stdout.fileno(), self._stderr.fileno()]
-                self.proc = zygote_for(env, hidden).spawn(config, fds)
-            else:
+                try:
+                    self.proc = zygote_for(env, hidden).spawn(config, fds)
+                except ZygoteRefused:  # it may have touched CUDA: this worker (and every later one) boots fresh
+                    self.forked = False
+            if not self.forked:
                 command = [
                     sys.executable,
                     "-m",
@@ -264,6 +271,8 @@ class Worker:
                     f"the {self.role} worker sent a malformed reply: {exc}", self.output(), "runtime_error:protocol"
                 ) from None
             header = message[0]
+            if header.get("retire"):
+                self.retired = True
             if header.get("op") == "compile":  # the worker asks the parent to compile for it
                 self._serve_compile(header)
                 continue
@@ -565,12 +574,17 @@ class ForkedProcess:
             os.close(fd)
 
 
+class ZygoteRefused(WorkerError):
+    """The zygote would not fork: a fork of it could not use CUDA (``harness.zygote.cuda_state``)."""
+
+
 class Zygote:
     """The parent side of ``harness.zygote``: one sandboxed process, booted once, that forks workers on request."""
 
     def __init__(self, env: dict[str, str], hidden: tuple[str, ...]) -> None:
         from harness.sandbox import launcher
 
+        self.key = _zygote_key(env)
         self.workdir = Path(tempfile.mkdtemp(prefix="kope-zygote-"))
         scratch = self.workdir / "scratch"
         scratch.mkdir()
@@ -633,13 +647,33 @@ class Zygote:
             readable, _, _ = select.select([ours], [], [], timeout)
             if not readable:
                 raise WorkerTimeout(f"the zygote did not fork a worker within {timeout:.0f} s", self.output())
-            _data, ancillary, _flags, _addr = ours.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("3i")))
+            data, ancillary, _flags, _addr = ours.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("3i")))
+            if data == b"0":  # the zygote refused to fork: it found CUDA state in itself (harness.zygote)
+                why = b""
+                while chunk := ours.recv(1 << 12):
+                    why += chunk
+                reason = why.decode(errors="replace") or "no reason given"
+                with _ZYGOTES_LOCK:
+                    _REFUSED[self.key] = reason
+                raise ZygoteRefused(f"the worker zygote refused to fork: {reason}")
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
                 pid, _uid, _gid = struct.unpack("3i", payload[: struct.calcsize("3i")])
                 if pid > 0:
                     return ForkedProcess(pid)
         raise WorkerDied("the forked worker did not start (no PID 1 credentials)", self.output(), "runtime_error:boot")
+
+    def state(self, timeout: float = BOOT_TIMEOUT_S) -> dict[str, Any]:
+        """What the zygote process says of its own CUDA state (``harness.zygote.cuda_state``), read in it."""
+        import select
+
+        with self._lock:
+            self._wait_ready(timeout)
+            self._control.send(json.dumps({"op": "state"}).encode())
+            readable, _, _ = select.select([self._control], [], [], timeout)
+            if not readable:
+                raise WorkerTimeout(f"the zygote did not answer within {timeout:.0f} s", self.output())
+            return dict(json.loads(self._control.recv(1 << 16)))
 
     def output(self) -> str:
         try:
@@ -664,6 +698,17 @@ class Zygote:
 
 _ZYGOTES: dict[tuple[tuple[str, str], ...], Zygote] = {}
 _ZYGOTES_LOCK = threading.Lock()
+_REFUSED: dict[tuple[tuple[str, str], ...], str] = {}  # environments whose zygote refused to fork, and why
+
+
+def _zygote_key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(env.items()))
+
+
+def zygote_refusal(env: dict[str, str]) -> str | None:
+    """Why workers with this environment boot fresh instead of being forked (None: they may be forked)."""
+    with _ZYGOTES_LOCK:
+        return _REFUSED.get(_zygote_key(env))
 
 
 def zygote_for(env: dict[str, str], hidden: tuple[str, ...]) -> Zygote:
@@ -671,7 +716,7 @@ def zygote_for(env: dict[str, str], hidden: tuple[str, ...]) -> Zygote:
 
     Not keyed by the hidden folders: each forked worker sets up its own view with its own (the zygote runs
     nothing but the harness and torch), so evaluations that hide different folders share one zygote."""
-    key = tuple(sorted(env.items()))
+    key = _zygote_key(env)
     with _ZYGOTES_LOCK:
         zygote = _ZYGOTES.get(key)
         if zygote is not None and not zygote.alive():
@@ -732,6 +777,7 @@ class WorkerSpec:
     sandboxed: bool
     hidden: tuple[str, ...]
     cache_root: str | None
+    profile: SandboxProfile = CPU_PROFILE  # what the sandbox opens for the target (harness.sandbox.PROFILES)
 
     def start(self, role: str = "warm", zygote: bool = True) -> Worker:
         """A worker booting now (``zygote=False``: an interpreter and torch of its own, not a fork of the zygote)."""
@@ -744,6 +790,7 @@ class WorkerSpec:
             hidden=self.hidden,
             cache_root=self.cache_root,
             zygote=zygote,
+            profile=self.profile,
         )
 
 
@@ -909,7 +956,8 @@ class ReferencePool:
         return None
 
     def give(self, key: tuple, worker: Worker, info: dict) -> None:
-        if worker.pending or not worker.alive() or self.size <= 0:  # an unread reply would answer the next one
+        # an unread reply would answer the next one; a retired worker (sticky device error) is never reused
+        if worker.pending or worker.retired or not worker.alive() or self.size <= 0:
             worker.close()
             return
         with self._lock:

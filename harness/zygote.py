@@ -22,6 +22,17 @@ zygote is outside its PID namespace and its ``/proc``), and nothing outlives it 
 PID 1 ends the namespace). When the parent goes away the control socket closes, the zygote (PID
 1 of its own namespace) exits, and every worker it forked dies with it.
 
+CUDA: a process forked after CUDA was initialised in its parent cannot use the GPU (torch:
+``Cannot re-initialize CUDA in forked subprocess``; the driver itself does not survive a fork). So
+the zygote must never touch CUDA, and it proves it before every fork (``cuda_state``): torch's
+``torch.cuda.is_initialized()``, a tripwire on every torch entry point that initialises the driver or
+poisons forks (``is_available``, ``device_count``, ``init``, ``_lazy_init``, installed right after torch
+is imported, before anything else of the harness), no ``libcuda`` mapped, no ``/dev/nvidia*`` open, and
+once, at boot, a probe fork that asks torch whether it considers itself in a bad fork. If any of these
+fails the zygote refuses (it answers the fork request with ``0`` and the reason) and the parent boots
+that worker, and every later one with the same environment, fresh (``harness.worker_pool``). A worker
+takes its GPU fingerprint itself, once it is the last process of its namespace (``harness.hardware``).
+
 ``python -m harness.zygote CONTROL_FD CONFIG_JSON``; the parent side is ``harness.worker_pool.Zygote``.
 """
 
@@ -53,6 +64,106 @@ def _open_fds() -> list[int]:
     return [int(name) for name in os.listdir("/proc/self/fd")]
 
 
+# -- CUDA must never be touched here --------------------------------------------------------------------
+
+_TRIPPED: list[str] = []  # torch CUDA entry points called in this process (by name)
+_ORIGINALS: list[tuple[object, str, object]] = []  # (owner, name, original) of every wrapped entry point
+_BAD_FORK: list[str] = []  # what the boot-time probe fork said, when it found a poisoned fork
+
+
+def install_tripwire() -> None:
+    """Record every call of a torch entry point that initialises CUDA or poisons forks (and let it run: refusing
+    to fork afterwards is the remedy, not a broken import)."""
+    import torch
+
+    def wrap(owner: object, name: str) -> None:
+        original = getattr(owner, name, None)
+        if original is None or getattr(original, "__kope_tripwire__", False):
+            return
+
+        def tripped(*args: object, **kwargs: object) -> object:
+            _TRIPPED.append(f"{getattr(owner, '__name__', owner)}.{name}")
+            return original(*args, **kwargs)
+
+        tripped.__kope_tripwire__ = True  # type: ignore[attr-defined]
+        _ORIGINALS.append((owner, name, original))
+        setattr(owner, name, tripped)
+
+    for name in ("is_available", "device_count", "init", "_lazy_init", "current_device", "get_device_properties"):
+        wrap(torch.cuda, name)
+    for name in ("_cuda_getDeviceCount", "_cuda_init"):
+        wrap(torch._C, name)
+
+
+def remove_tripwire() -> None:
+    """In a forked worker: torch's own entry points back (the worker may use CUDA)."""
+    for owner, name, original in _ORIGINALS:
+        setattr(owner, name, original)
+    _ORIGINALS.clear()
+
+
+def probe_fork() -> None:
+    """Fork once and ask torch, in the child, whether it is in a bad fork (CUDA used before the fork)."""
+    import torch
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(3 if torch.cuda._is_in_bad_fork() else 0)
+        finally:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        _BAD_FORK.append(f"a probe fork found itself in a bad fork (exit {os.waitstatus_to_exitcode(status)})")
+
+
+def cuda_state() -> dict:
+    """This process's CUDA state: everything that would make a fork of it unable to use the GPU."""
+    torch = sys.modules.get("torch")
+    initialized = False
+    if torch is not None:
+        try:
+            initialized = bool(torch.cuda.is_initialized())
+        except Exception:  # a torch without CUDA
+            initialized = False
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            libcuda = sorted({line.split()[-1] for line in maps if "libcuda.so" in line or "libnvidia-ml" in line})
+    except OSError:
+        libcuda = []
+    devices = []
+    for fd in _open_fds():
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/dev/nvidia"):
+            devices.append(target)
+    return {
+        "initialized": initialized,
+        "calls": list(_TRIPPED),
+        "libcuda": libcuda,
+        "device_fds": devices,
+        "bad_fork": list(_BAD_FORK),
+    }
+
+
+def cuda_touched(state: dict | None = None) -> str | None:
+    """Why a fork of this process could not use CUDA (None: it never touched CUDA)."""
+    state = cuda_state() if state is None else state
+    why = []
+    if state["initialized"]:
+        why.append("torch.cuda.is_initialized() is True")
+    if state["calls"]:
+        why.append("called " + ", ".join(sorted(set(state["calls"]))))
+    if state["libcuda"]:
+        why.append("mapped " + ", ".join(state["libcuda"]))
+    if state["device_fds"]:
+        why.append("holds " + ", ".join(state["device_fds"]))
+    why.extend(state["bad_fork"])
+    return "; ".join(why) or None
+
+
 def _child(request: dict, fds: list[int]) -> None:
     """In the forked child: keep only this worker's descriptors, new namespaces, then PID 1 and the worker."""
     from harness import sandbox
@@ -71,6 +182,7 @@ def _child(request: dict, fds: list[int]) -> None:
                 os.close(fd)
             except OSError:
                 pass
+    remove_tripwire()
     sandbox.unshare_worker_namespaces()
     if os.fork() != 0:
         os._exit(0)  # the zygote reaps this child; PID 1 of the new namespace goes on
@@ -82,7 +194,22 @@ def _child(request: dict, fds: list[int]) -> None:
     serve(to_worker, from_worker, report, request["config"], shared_booted=True)
 
 
+def _refuse(fds: list[int], reason: str) -> None:
+    """Answer a fork request with ``0`` and why on its credentials socket (the parent boots the worker fresh)."""
+    try:
+        with socket.socket(fileno=os.dup(fds[-1])) as sock:
+            sock.sendall(b"0" + reason.encode())
+    except OSError:
+        pass
+    for fd in fds:
+        os.close(fd)
+
+
 def _spawn(request: dict, fds: list[int]) -> None:
+    touched = cuda_touched()
+    if touched is not None:  # checked before every fork: a fork of this process could not use the GPU
+        _refuse(fds, f"CUDA was touched in the zygote ({touched})")
+        return
     pid = os.fork()
     if pid == 0:
         try:
@@ -100,10 +227,14 @@ def main(argv: list[str]) -> None:
     config = json.loads(argv[2])
     try:
         from harness import sandbox
-        from harness.worker import boot_shared
 
         sandbox.enter_view(config["scratch"], config.get("hidden", ()))
+        from harness.worker import boot_shared, keep_heap
+
+        keep_heap()
+        install_tripwire()  # torch first, so that nothing of the harness or torch's lazy imports slips past it
         boot_shared()
+        probe_fork()
     except BaseException as exc:  # say why in the greeting, then stop
         control.send(json.dumps({"op": "failed", "message": f"{type(exc).__name__}: {exc}"}).encode())
         raise
@@ -122,6 +253,9 @@ def main(argv: list[str]) -> None:
             request = json.loads(message)
         except ValueError:
             request = None
+        if request is not None and request.get("op") == "state" and not fds:
+            control.send(json.dumps({**cuda_state(), "touched": cuda_touched()}).encode())
+            continue
         if request is None or len(fds) != FDS_PER_WORKER:
             for fd in fds:
                 os.close(fd)

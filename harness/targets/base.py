@@ -41,6 +41,10 @@ class Target:
     def timings_valid(self) -> bool:
         return True
 
+    def sandbox_profile(self) -> str:
+        """The name of the sandbox profile its workers run under (``harness.sandbox.PROFILES``): ``cpu`` or ``gpu``."""
+        return "cpu"
+
     def worker_env(self, threads: int) -> dict[str, str]:
         """Fixed thread count for every runtime. OMP_WAIT_POLICY=PASSIVE: torch's OpenMP runtime and the
         candidate's (often a different libgomp) alternate in one process while timing; spinning idle
@@ -101,6 +105,13 @@ class Target:
         from harness.hardware import cpu_fingerprint
 
         return cpu_fingerprint()
+
+
+def gpu_worker_env() -> dict[str, str]:
+    """What a GPU target's worker runs with: one device, the first of ``CUDA_VISIBLE_DEVICES`` (else 0; an
+    evaluation worker service sets one per device)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return {"CUDA_VISIBLE_DEVICES": visible or "0"}
 
 
 def import_file(path: Path, name: str) -> ModuleType:

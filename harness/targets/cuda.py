@@ -6,7 +6,7 @@ from typing import Any
 
 from harness.errors import TargetUnavailableError
 from harness.record import Hardware
-from harness.targets.base import Target
+from harness.targets.base import Target, gpu_worker_env
 
 
 class CudaTarget(Target):
@@ -17,13 +17,19 @@ class CudaTarget(Target):
     check_native_threads = False
 
     def check_available(self) -> None:
-        import torch
+        from harness.hardware import gpu_available
 
-        if not torch.cuda.is_available():
+        if not gpu_available():  # asked in a fresh interpreter: this process may still fork workers
             raise TargetUnavailableError(
                 "target cuda needs an NVIDIA GPU, and torch sees none (torch.cuda.is_available() is False)",
                 hint="run on a machine with an NVIDIA GPU and a CUDA build of torch; use --target cpu here",
             )
+
+    def worker_env(self, threads: int) -> dict[str, str]:
+        return {**super().worker_env(threads), **gpu_worker_env()}
+
+    def sandbox_profile(self) -> str:
+        return "gpu"
 
     def synchronize(self) -> None:
         import torch

@@ -7,14 +7,15 @@ from typing import Any
 
 from harness.errors import TargetUnavailableError
 from harness.record import Hardware
-from harness.targets.base import Target
+from harness.targets.base import Target, gpu_worker_env
 
 
 def _has_gpu() -> bool:
-    try:
-        import torch
+    """Whether a GPU is usable, asked without initialising CUDA here (this process may still fork workers)."""
+    from harness.hardware import gpu_available
 
-        return torch.cuda.is_available()
+    try:
+        return gpu_available()
     except Exception:  # a broken CUDA install reads as no GPU
         return False
 
@@ -34,6 +35,9 @@ class TritonTarget(Target):
     def options(self) -> dict[str, object]:
         return {"interpret": self.interpret}
 
+    def sandbox_profile(self) -> str:
+        return "cpu" if self.interpret else "triton-gpu"
+
     def check_available(self) -> None:
         try:
             import triton  # noqa: F401 - imported only to see whether it is installed
@@ -47,6 +51,8 @@ class TritonTarget(Target):
         from harness.commands import cache_root
 
         env = super().worker_env(threads)
+        if not self.interpret:
+            env.update(gpu_worker_env())
         env["TRITON_INTERPRET"] = "1" if self.interpret else "0"
         env.setdefault("TRITON_CACHE_DIR", str(cache_root() / "triton"))  # compiled kernels reused across evaluations
         return env
