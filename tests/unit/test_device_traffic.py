@@ -4,7 +4,8 @@ The GPU run is scripts/gpu_check.sh (tests/e2e/test_harness_gpu_trust.py)."""
 
 import torch
 
-from harness.device_traffic import LIMIT_FLOOR_BYTES, HostTraffic, trace_dtoh_bytes, verdict
+from harness.device_traffic import LIMIT_FLOOR_BYTES, HostTraffic, event_bytes, trace_dtoh_bytes, verdict
+from harness.guards import AuditGuard
 
 
 def test_a_few_scalars_read_back_are_allowed():
@@ -49,3 +50,25 @@ def test_a_cpu_target_gets_no_monitor():
         device = "cuda"
 
     assert HostTraffic.for_target(Cpu()) is None and isinstance(HostTraffic.for_target(Cuda()), HostTraffic)
+
+
+def test_the_profiler_layer_reads_bytes_from_in_memory_event_metadata():
+    assert event_bytes(0, '"device": 0, "stream": 7, "bytes": 4096, "memory bandwidth (GB/s)": 1.5') == 4096
+    assert event_bytes(512, '"bytes": 4096') == 512  # kineto's own count first
+    assert event_bytes(0, "") == 0 and event_bytes(0, "not json") == 0
+
+
+def test_the_device_traffic_check_inside_the_guarded_window_opens_no_file():
+    # The worst case: the whole check, profiler included, inside the armed window (the worker starts and stops
+    # the profiler outside it). Until issue 32 the trace went through a temporary file: file_access on the GPU.
+    guard = AuditGuard()
+    x = torch.randn(512, 512)
+    traffic = HostTraffic(source="cpu", activities=("CPU",))
+    guard.arm()
+    try:
+        with traffic:
+            (x * 2).relu().sum()
+    finally:
+        events = guard.disarm()
+    assert events == [], events
+    assert traffic.profiler_error is None and traffic.profiler_events > 0  # the profiler did record the forward
