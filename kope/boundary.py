@@ -91,6 +91,7 @@ __all__ = [
     "load_task_view",
     "read_task_info",
     "sandbox_report",
+    "sandbox_target_layers",
     "select_cases",
     "selected_cases",
     "serve_worker",
@@ -464,6 +465,25 @@ def sandbox_report() -> SandboxReport:
         layers=dict(status.layers),
         env=SANDBOX_ENV,
     )
+
+
+def sandbox_target_layers() -> dict[str, dict[str, str]]:
+    """Per target (cpu, cuda, triton on a GPU): each sandbox layer under the target's profile
+    (``harness.sandbox.PROFILES``) on this machine: "holds ...", how the profile opens it, or why it does not hold here."""
+    from harness.sandbox import PROFILES, sandbox_status
+    from harness.targets import get_target
+
+    status = sandbox_status()
+    targets = {"cpu": get_target("cpu"), "cuda": get_target("cuda"), "triton": get_target("triton", interpret=False)}
+    report: dict[str, dict[str, str]] = {}
+    for name, target in targets.items():
+        layers = PROFILES[target.sandbox_profile()].layers()
+        for layer in ("namespaces", "seccomp", "landlock"):
+            here = status.layers.get(layer, "not probed")
+            if not here.startswith("ok"):
+                layers[layer] = f"does not hold on this machine: {here}"
+        report[name] = layers
+    return report
 
 
 def harness_version() -> str:

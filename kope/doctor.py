@@ -132,6 +132,28 @@ def check_sandbox() -> Check:
     )
 
 
+def check_sandbox_targets() -> list[Check]:
+    """Which sandbox layers hold for each target on this machine (the GPU targets open the driver's device nodes
+    and drop the address-space limit; Triton on a GPU also runs its compilers in the worker)."""
+    from kope.boundary import sandbox_target_layers
+
+    checks = []
+    for target, layers in sandbox_target_layers().items():
+        weakened = [k for k, v in layers.items() if not v.startswith("holds")]
+        detail = "; ".join(f"{k}: {v}" for k, v in layers.items())
+        checks.append(
+            Check(
+                f"Sandbox layers ({target})",
+                "ok" if not weakened else "info",
+                detail,
+                None
+                if not weakened
+                else f"not every layer holds as on cpu: {', '.join(weakened)} (docs/harness-workers.md)",
+            )
+        )
+    return checks
+
+
 def _tool_check(name: str, finder: Callable[[], Any], required_for: str) -> Check:
     try:
         tool = finder()
@@ -184,7 +206,7 @@ def check_llm(config: KopeConfig) -> Check:
 
 
 def run_checks(config: KopeConfig) -> list[Check]:
-    checks = [check_python(), *check_torch(), check_triton(), check_cxx(), check_sandbox()]
+    checks = [check_python(), *check_torch(), check_triton(), check_cxx(), check_sandbox(), *check_sandbox_targets()]
     java = _tool_check("Java 17+", find_java, "needed for the local Neo4j server")
     if config.uses_local_server and java.level != "ok":
         java.level = "missing"

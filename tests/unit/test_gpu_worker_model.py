@@ -125,3 +125,16 @@ def test_a_sticky_cuda_error_is_recognised_and_an_ordinary_one_is_not():
     assert sticky_error(sticky) and sticky["sticky"] == "cuda:illegal_address"
     assert sticky_error({"ok": False, "message": "x", "traceback": "CUDA error: unspecified launch failure"})
     assert not sticky_error({"ok": False, "message": "RuntimeError: shapes do not match"})
+
+
+def test_doctor_says_which_sandbox_layers_hold_for_each_target():
+    from harness.sandbox import sandbox_status
+    from kope.doctor import check_sandbox_targets
+
+    checks = {c.name: c for c in check_sandbox_targets()}
+    assert set(checks) == {"Sandbox layers (cpu)", "Sandbox layers (cuda)", "Sandbox layers (triton)"}
+    if sandbox_status().available and sandbox_status().layers["landlock"].startswith("ok"):
+        assert checks["Sandbox layers (cpu)"].level == "ok"
+    cuda, triton = checks["Sandbox layers (cuda)"], checks["Sandbox layers (triton)"]
+    assert "no address-space limit" in cuda.detail and "rlimits" in (cuda.fix or "")
+    assert "seccomp: weakened" in triton.detail and "seccomp" in (triton.fix or "")
