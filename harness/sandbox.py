@@ -27,6 +27,11 @@ Layers, each from the kernel or a well-kept tool, in the order they are set up:
    allowed).
 5. **rlimits** (``harness.worker``): file size, no core dumps, address space.
 
+What a layer opens for a target is its **profile** (``SandboxProfile``, ``PROFILES``): the GPU profiles
+let the NVIDIA driver's device nodes be opened read-write (Landlock), drop the address-space limit
+(a device-memory cap through the CUDA allocator instead) and, for Triton, leave process creation and
+exec untrapped (ptxas); ``SandboxProfile.layers()`` says which layers hold (``kope doctor``).
+
 Why these: they need nothing beyond the base system (util-linux, libseccomp, which systemd
 already depends on) and PyPI (``pyseccomp``, a ctypes binding with libseccomp's own Python
 API), work without root (unprivileged user namespaces), and each closes a class of escape
