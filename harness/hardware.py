@@ -176,6 +176,7 @@ def cpu_fingerprint(
 
 _FINAL = False  # True in a process that forks no more (a worker): it may initialise CUDA itself
 PROBE_TIMEOUT_S = 120.0
+DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg")  # the NVIDIA driver's control node; WSL's GPU node
 
 # Run in a fresh interpreter by gpu_devices(): one JSON line, the devices torch sees (or why none).
 _PROBE_SOURCE = r"""
@@ -260,6 +261,8 @@ def gpu_devices() -> tuple[list[GpuInfo], str | None]:
     ``CUDA_VISIBLE_DEVICES``); (devices, why none). This process initialises nothing: it may still fork."""
     if not torch_has_cuda():
         return [], "torch was built without CUDA"
+    if sys.platform == "linux" and not any(os.path.exists(p) for p in DRIVER_NODES):
+        return [], f"no NVIDIA driver device node ({', '.join(DRIVER_NODES)})"
     devices, why = _probe(os.environ.get("CUDA_VISIBLE_DEVICES"))
     return list(devices), why
 
