@@ -32,6 +32,7 @@ from __future__ import annotations
 import atexit
 import fcntl
 import json
+import logging
 import os
 import shutil
 import signal
@@ -53,6 +54,7 @@ from harness.record import excerpt
 from harness.sandbox import CPU_PROFILE, SandboxProfile
 from harness.worker import EXIT_REPORT
 
+log = logging.getLogger(__name__)
 OUTPUT_KEEP = 4000
 BOOT_TIMEOUT_S = 180.0
 
@@ -175,7 +177,8 @@ class Worker:
                 fds = [p2c_r, c2p_w, rep_w, self._stdout.fileno(), self._stderr.fileno()]
                 try:
                     self.proc = zygote_for(env, hidden).spawn(config, fds)
-                except ZygoteRefused:  # it may have touched CUDA: this worker (and every later one) boots fresh
+                except ZygoteRefused as refused:  # it touched CUDA: this worker (and every later one) boots fresh
+                    log.warning("%s; workers with this environment boot on their own from now on", refused)
                     self.forked = False
             if not self.forked:
                 command = [
