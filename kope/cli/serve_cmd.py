@@ -60,6 +60,13 @@ def _when(ts: float | None) -> str:
 @click.option(
     "--max-import-mb", default=256.0, show_default=True, type=click.FloatRange(0.001), help="Largest memory import."
 )
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    help="Address of a reverse proxy whose X-Forwarded-For is believed (repeatable; default: none, the "
+    "client address is the socket's).",
+)
 @registry_option
 @click.pass_context
 def command(
@@ -72,6 +79,7 @@ def command(
     rate_limit: str,
     max_body_mb: float,
     max_import_mb: float,
+    trusted_proxies: tuple[str, ...],
 ) -> None:
     """Serve the Experience Graph to several teams: REST (/v1, docs at /docs) and MCP (/mcp), bearer keys.
 
@@ -103,6 +111,7 @@ def command(
             max_import_bytes=int(max_import_mb * 1024 * 1024),
             rate_limit=rate_limit,
         ),
+        trusted_proxies=tuple(trusted_proxies),
     )
     state: State = ctx.obj
     with GraphClient.from_config(state.config, connection_timeout=5.0) as client:
