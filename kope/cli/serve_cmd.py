@@ -193,14 +193,44 @@ def _sharing(private: bool, public: bool, share_with: tuple[str, ...]) -> tuple[
     return "private", []
 
 
+def _refuse_graph_data(name: str, owner: str) -> None:
+    """UsageError when the graph holds data under ``name`` (or cannot be asked): it was not written by this server."""
+    from kope.db.client import GraphClient
+    from kope.errors import KopeError, UsageError
+    from kope.server.store import MemoryStore
+
+    state = click.get_current_context().ensure_object(State)
+    try:
+        with GraphClient.from_config(state.config, connection_timeout=5.0) as client:
+            held = MemoryStore(client).holds_data(name)
+    except KopeError as exc:
+        raise UsageError(
+            f"cannot check whether the graph holds data under {name!r} ({exc.message})",
+            hint="start Neo4j, or pass --adopt to create it without looking",
+        ) from None
+    if held:
+        raise UsageError(
+            f"the graph already holds data under {name!r} that this server did not write",
+            hint=f"pass --adopt to give that data to team {owner!r}",
+        )
+
+
 @namespaces.command("create")
 @click.argument("name")
 @click.option("--owner", required=True, help="The team that owns it (the only one that may write to it).")
 @click.option("--share-with", multiple=True, help="Teams that may read it (repeatable or comma-separated).")
 @click.option("--public", is_flag=True, help="Every team of this server may read it.")
-def ns_create(name: str, owner: str, share_with: tuple[str, ...], public: bool) -> None:
-    """Create a namespace owned by a team (private unless shared)."""
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Create it even when the graph holds data under this name that this server did not write "
+    "(e.g. over Bolt): that data is then the owner team's.",
+)
+def ns_create(name: str, owner: str, share_with: tuple[str, ...], public: bool, adopt: bool) -> None:
+    """Create a namespace owned by a team (private unless shared); never over data the graph holds unless --adopt."""
     visibility, teams = _sharing(False, public, share_with)
+    if not adopt:
+        _refuse_graph_data(name, owner)
     ns = _registry().create_namespace(name, owner, visibility=visibility, shared_with=teams, by="operator")
     out.print(f"namespace {ns.name}: owner {ns.owner}, {_readers(ns)}")
 

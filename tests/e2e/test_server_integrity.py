@@ -23,6 +23,7 @@ from kope.memory.errors import ExportFormatError
 from kope.memory.remote import RemoteMemory
 from kope.memory.retrieval import RetrievalQuery
 from kope.server.errors import RegistryError
+from kope.server.registry import Registry
 from tests.e2e.test_server_mcp import session_calls
 from tests.support.memory_server import client_env, memory_server
 
@@ -355,3 +356,28 @@ def test_a_client_run_names_its_real_namespace_and_gives_hints_that_work_for_a_c
     for hint in hints:  # every hint works for this client
         ran = kope_cli(*hint.split()[1:], env=env)
         assert ran.returncode == 0, (hint, ran.stderr)
+
+
+def test_the_operator_creates_a_namespace_over_graph_data_only_when_it_says_adopt(neo4j_server, graph_client, tmp_path):
+    import subprocess
+
+    from tests.support.memory_server import KOPE
+
+    graph = ExperienceGraph(graph_client, namespace="bolt-only")
+    graph.start_run(synthetic.run_spec(OP, run_id="bolt-run"))
+    env = neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data"), NO_COLOR="1")
+    registry = str(tmp_path / "r.sqlite3")
+
+    def serve(*args):
+        return subprocess.run([str(KOPE), "serve", "--registry", registry, *args], capture_output=True, text=True,
+                              env=env, timeout=120)  # fmt: skip
+
+    assert serve("keys", "create", "--team", "op-team").returncode == 0
+    refused = serve("namespaces", "create", "bolt-only", "--owner", "op-team")
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert refused.returncode == 2 and len(errors) == 1 and "already holds data" in errors[0], refused.stderr
+    assert serve("namespaces", "create", "fresh", "--owner", "op-team").returncode == 0
+    adopted = serve("namespaces", "create", "bolt-only", "--owner", "op-team", "--adopt")
+    assert adopted.returncode == 0, adopted.stderr
+    names = {n.name: n.owner for n in Registry(registry).namespaces()}
+    assert names == {"op-team": "op-team", "fresh": "op-team", "bolt-only": "op-team"}
