@@ -134,11 +134,22 @@ def keys() -> None:
 @click.option("--scopes", default="read,write", show_default=True, help="Comma-separated: read, write, admin.")
 @click.option("--label", help="A note on who or what holds the key.")
 @click.option("--json", "as_json", is_flag=True, help="Print the key as JSON (token included, once).")
-def keys_create(team: str, scopes: str, label: str | None, as_json: bool) -> None:
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="For a new team: create its home namespace even when the graph holds data under the team's name.",
+)
+def keys_create(team: str, scopes: str, label: str | None, as_json: bool, adopt: bool) -> None:
     """Create a key; prints its token once (only its hash is kept)."""
     from kope.server.auth import issue_key
+    from kope.server.registry import check_team_name, parse_scopes
 
-    record, token = issue_key(_registry(), team, scopes, label)
+    registry = _registry()
+    if registry.team(team) is None and not adopt:  # a new team: its home namespace is named like it
+        check_team_name(team)
+        parse_scopes(scopes)
+        _refuse_graph_data(team, team)
+    record, token = issue_key(registry, team, scopes, label)
     if as_json:
         print_json({**record.to_dict(), "token": token})
         return

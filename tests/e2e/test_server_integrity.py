@@ -379,5 +379,11 @@ def test_the_operator_creates_a_namespace_over_graph_data_only_when_it_says_adop
     assert serve("namespaces", "create", "fresh", "--owner", "op-team").returncode == 0
     adopted = serve("namespaces", "create", "bolt-only", "--owner", "op-team", "--adopt")
     assert adopted.returncode == 0, adopted.stderr
+    # a new team's home namespace is named like the team: the same rule
+    refused = serve("keys", "create", "--team", "bolt-only")
+    assert refused.returncode == 2 and "already holds data" in refused.stderr
+    ExperienceGraph(graph_client, namespace="bolt-team").start_run(synthetic.run_spec(OP, run_id="bolt-run"))
+    assert "already holds data" in serve("keys", "create", "--team", "bolt-team").stderr
+    assert serve("keys", "create", "--team", "bolt-team", "--adopt").returncode == 0
     names = {n.name: n.owner for n in Registry(registry).namespaces()}
-    assert names == {"op-team": "op-team", "fresh": "op-team", "bolt-only": "op-team"}
+    assert names == {"op-team": "op-team", "fresh": "op-team", "bolt-only": "op-team", "bolt-team": "bolt-team"}
