@@ -110,6 +110,7 @@ class RunSummary:
     memory_before: dict[str, int] = field(default_factory=dict)
     memory_after: dict[str, int] = field(default_factory=dict)
     resumed_at: int | None = None
+    namespace: str = ""  # the memory's namespace (through a server: the one the server resolved)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -239,6 +240,7 @@ class Optimizer:
             "step budget reached",
             memory_before=memory_before,
             resumed_at=resumed_at,
+            namespace=self.memory.namespace,
         )
         run_dir = opts.out_dir / task.operator / run_id
         began = time.monotonic()

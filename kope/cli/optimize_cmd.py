@@ -201,6 +201,11 @@ def command(
     from kope.agent.loop import LoopOptions
     from kope.agent.runner import make_proposer, optimize_tasks, suite_tasks
 
+    if cases is not None and not cases.strip(" ,"):
+        raise UsageError(
+            "--cases is empty: it selects harness cases by index, range or name",
+            hint="e.g. --cases 0,3-5 (leave it out for every case)",
+        )
     state.override(**{"memory.team": team, "memory.namespace": namespace, "evaluator.backend": evaluator})
     config = state.config
     if resume and task is None and suite is None:
@@ -288,8 +293,20 @@ def _memory_and_browser(config: Any, summaries: list[Any]) -> None:
             f"{sum(v for k, v in counts.items() if k != 'relationships')} nodes, {counts.get('relationships', 0)} relationships"
         )
 
-    out.print(f"memory (namespace {config.memory.namespace}): before {describe(before)}")
+    namespace = summaries[0].namespace or config.memory.namespace
+    out.print(f"memory (namespace {namespace}): before {describe(before)}")
     out.print(f"                          after  {describe(after)}")
+    if config.memory.url:  # a client of a memory server: no Bolt, no Browser; the memory commands work
+        import shlex
+
+        out.print(f"The memory is on the server {config.memory.url}; inspect it with", highlight=False)
+        scope = f"--namespace {shlex.quote(namespace)}"
+        for s in summaries:
+            out.print(f"  `kope memory show {shlex.quote(s.run_id)} {scope}`", soft_wrap=True, highlight=False)
+            if s.best_id:
+                out.print(f"  `kope memory lineage {shlex.quote(s.best_id)} {scope}`", soft_wrap=True, highlight=False)
+        out.print(f"  `kope memory stats {scope}`", soft_wrap=True, highlight=False)
+        return
     out.print(f"Inspect the lineages in Neo4j Browser: {config.browser_url}")
     if config.uses_local_server:
         out.print(

@@ -60,6 +60,13 @@ def _when(ts: float | None) -> str:
 @click.option(
     "--max-import-mb", default=256.0, show_default=True, type=click.FloatRange(0.001), help="Largest memory import."
 )
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    help="Address of a reverse proxy whose X-Forwarded-For is believed (repeatable; default: none, the "
+    "client address is the socket's).",
+)
 @registry_option
 @click.pass_context
 def command(
@@ -72,6 +79,7 @@ def command(
     rate_limit: str,
     max_body_mb: float,
     max_import_mb: float,
+    trusted_proxies: tuple[str, ...],
 ) -> None:
     """Serve the Experience Graph to several teams: REST (/v1, docs at /docs) and MCP (/mcp), bearer keys.
 
@@ -103,6 +111,7 @@ def command(
             max_import_bytes=int(max_import_mb * 1024 * 1024),
             rate_limit=rate_limit,
         ),
+        trusted_proxies=tuple(trusted_proxies),
     )
     state: State = ctx.obj
     with GraphClient.from_config(state.config, connection_timeout=5.0) as client:
@@ -125,11 +134,22 @@ def keys() -> None:
 @click.option("--scopes", default="read,write", show_default=True, help="Comma-separated: read, write, admin.")
 @click.option("--label", help="A note on who or what holds the key.")
 @click.option("--json", "as_json", is_flag=True, help="Print the key as JSON (token included, once).")
-def keys_create(team: str, scopes: str, label: str | None, as_json: bool) -> None:
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="For a new team: create its home namespace even when the graph holds data under the team's name.",
+)
+def keys_create(team: str, scopes: str, label: str | None, as_json: bool, adopt: bool) -> None:
     """Create a key; prints its token once (only its hash is kept)."""
     from kope.server.auth import issue_key
+    from kope.server.registry import check_team_name, parse_scopes
 
-    record, token = issue_key(_registry(), team, scopes, label)
+    registry = _registry()
+    if registry.team(team) is None and not adopt:  # a new team: its home namespace is named like it
+        check_team_name(team)
+        parse_scopes(scopes)
+        _refuse_graph_data(team, team)
+    record, token = issue_key(registry, team, scopes, label)
     if as_json:
         print_json({**record.to_dict(), "token": token})
         return
@@ -184,14 +204,44 @@ def _sharing(private: bool, public: bool, share_with: tuple[str, ...]) -> tuple[
     return "private", []
 
 
+def _refuse_graph_data(name: str, owner: str) -> None:
+    """UsageError when the graph holds data under ``name`` (or cannot be asked): it was not written by this server."""
+    from kope.db.client import GraphClient
+    from kope.errors import KopeError, UsageError
+    from kope.server.store import MemoryStore
+
+    state = click.get_current_context().ensure_object(State)
+    try:
+        with GraphClient.from_config(state.config, connection_timeout=5.0) as client:
+            held = MemoryStore(client).holds_data(name)
+    except KopeError as exc:
+        raise UsageError(
+            f"cannot check whether the graph holds data under {name!r} ({exc.message})",
+            hint="start Neo4j, or pass --adopt to create it without looking",
+        ) from None
+    if held:
+        raise UsageError(
+            f"the graph already holds data under {name!r} that this server did not write",
+            hint=f"pass --adopt to give that data to team {owner!r}",
+        )
+
+
 @namespaces.command("create")
 @click.argument("name")
 @click.option("--owner", required=True, help="The team that owns it (the only one that may write to it).")
 @click.option("--share-with", multiple=True, help="Teams that may read it (repeatable or comma-separated).")
 @click.option("--public", is_flag=True, help="Every team of this server may read it.")
-def ns_create(name: str, owner: str, share_with: tuple[str, ...], public: bool) -> None:
-    """Create a namespace owned by a team (private unless shared)."""
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Create it even when the graph holds data under this name that this server did not write "
+    "(e.g. over Bolt): that data is then the owner team's.",
+)
+def ns_create(name: str, owner: str, share_with: tuple[str, ...], public: bool, adopt: bool) -> None:
+    """Create a namespace owned by a team (private unless shared); never over data the graph holds unless --adopt."""
     visibility, teams = _sharing(False, public, share_with)
+    if not adopt:
+        _refuse_graph_data(name, owner)
     ns = _registry().create_namespace(name, owner, visibility=visibility, shared_with=teams, by="operator")
     out.print(f"namespace {ns.name}: owner {ns.owner}, {_readers(ns)}")
 

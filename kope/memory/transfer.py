@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from kope import __version__
+from kope.boundary import STATUSES
 from kope.db.client import GraphClient, Tx
 from kope.memory import present
 from kope.memory.errors import ExportFormatError, InvalidRecordError
@@ -58,6 +59,14 @@ REL_KEYS = frozenset(
     }
 )
 INTERNAL = frozenset({"uid", "ns", "_lock"}) | present.DERIVED_PROPERTIES
+_NUMBER = (int, float)
+# Properties every node of a label must hold (KOPE writes them with every node): a file without them is refused
+# whole, before anything is written (an empty Decision would break every later read of the namespace).
+REQUIRED: dict[str, dict[str, tuple[type, ...]]] = {
+    "Decision": {"step": (int,), "title": (str,), "status": (str,), "r": _NUMBER},
+    "Run": {"operator": (str,), "started_at": _NUMBER},
+    "Kernel": {"source": (str,)},
+}
 PAGE = 2000
 BATCH = 1000
 
@@ -146,6 +155,19 @@ def _check_id(value: Any, where: str) -> None:
         raise ExportFormatError(exc.message) from None
 
 
+def _check_required(obj: dict[str, Any], where: str) -> None:
+    label, props = obj["node"], obj["props"]
+    for key, kinds in REQUIRED.get(label, {}).items():
+        value = props.get(key)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise ExportFormatError(
+                f"{where}: {label} {obj['id']!r} lacks {key!r} (or it has the wrong type): "
+                f"every {label} of an export holds {', '.join(REQUIRED[label])}"
+            )
+    if label == "Decision" and props["status"] not in STATUSES:
+        raise ExportFormatError(f"{where}: Decision {obj['id']!r} has status {props['status']!r}, not a harness status")
+
+
 def _check_value(value: Any, where: str) -> None:
     scalar = (str, int, float, bool, type(None))
     if isinstance(value, scalar):
@@ -232,6 +254,7 @@ def _parse(
             _check_id(obj["id"], f"{where}: {obj['node']} id")
             for key, value in obj["props"].items():
                 _check_value(value, f"{where} {obj['node']}.{key}")
+            _check_required(obj, where)
             nodes.append(obj)
         elif "rel" in obj:
             frm, to = obj.get("from"), obj.get("to")
@@ -272,6 +295,12 @@ def _parse(
             f"{trailer.get('relationships')} relationships, the file holds {len(nodes)} and {len(rels)}"
         )
     return header, nodes, rels, trailer
+
+
+def parse_export(stream: IO[str], source: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The nodes and relationships of a whole export file, validated (``ExportFormatError`` otherwise)."""
+    _header, nodes, rels, _trailer = _parse(stream, source)
+    return nodes, rels
 
 
 def import_namespace(client: GraphClient, ns: str, stream: IO[str], source: str = "<input>") -> TransferReport:

@@ -41,7 +41,7 @@ class Identity:
 
 def issue_key(registry: Registry, team: str, scopes: str, label: str | None = None) -> tuple[KeyRecord, str]:
     """Create a key for ``team`` (the team, with its home namespace, on first use); returns (record, token)."""
-    check_name(team, "team")
+    check_name(team, "team")  # a new team's name is checked further by the registry
     parsed = parse_scopes(scopes)
     key_id = secrets.token_hex(8)
     secret = secrets.token_urlsafe(32)
@@ -61,13 +61,17 @@ class Authenticator:
         self._verified: dict[str, str] = {}  # key id -> sha256 of the token that verified
         self._lock = threading.Lock()
 
-    def needs_hash_check(self, header: str | None) -> bool:
-        """True when ``identify`` would verify an argon2 hash (the token was not seen verified)."""
+    def needs_hash_check(self, header: str | None) -> str | None:
+        """The key id when ``identify`` would verify an argon2 hash (a well-formed token of a known key that was
+        not seen verified), else None: a token of an unknown key id costs one indexed read, not a hash."""
         token = _bearer(header)
         match = TOKEN.match(token) if token is not None else None
         if token is None or match is None:
-            return False
-        return self._verified.get(match.group(1)) != hashlib.sha256(token.encode()).hexdigest()
+            return None
+        key_id = match.group(1)
+        if self._verified.get(key_id) == hashlib.sha256(token.encode()).hexdigest():
+            return None
+        return key_id if self.registry.key(key_id) is not None else None
 
     def identify(self, header: str | None) -> Identity:
         token = _bearer(header)

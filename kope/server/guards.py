@@ -1,12 +1,15 @@
 """The ASGI guard in front of every route (REST and MCP alike), in this order:
 
 1. public paths (``/health``, ``/docs``, ``/openapi.json``) pass; they hold no memory data;
-2. the body is read up to the limit: more is ``413`` (``Content-Length`` checked first);
-3. the bearer key is authenticated: none, malformed, unknown or revoked is ``401``
-   (argon2 checks of unseen tokens are themselves rate limited per client address);
-4. the key's rate limit (sliding window, ``limits``): over it is ``429`` with ``Retry-After``;
+2. the bearer key is authenticated from the headers alone, before any byte of the body is read:
+   none, malformed, unknown or revoked is ``401`` (argon2 checks of unseen tokens are rate
+   limited per key id, so bad keys sent for one key never lock out another key or an address);
+3. the key's rate limit (sliding window, ``limits``): over it is ``429`` with ``Retry-After``;
+4. the body is read up to the limit: more is ``413`` (``Content-Length`` checked first);
 5. the route runs with ``scope["kope.identity"]``; afterwards the request is counted in the
-   Prometheus metrics and written to the audit log (who, what, which namespace, status, when).
+   Prometheus metrics and written to the audit log (who, what, which namespace, status, when;
+   the client address is the socket's: uvicorn rewrites it from ``X-Forwarded-For`` only for
+   the proxies ``kope serve --trusted-proxy`` names).
 
 Error bodies are ``{"error": ..., "code": ...}``: one line, never a stack trace.
 """
@@ -48,7 +51,7 @@ class GuardSettings:
     max_body_bytes: int = 16 * 1024 * 1024
     max_import_bytes: int = 256 * 1024 * 1024
     rate_limit: str = "1200/minute"  # per key
-    auth_failure_limit: str = "30/minute"  # argon2 verifications of unseen tokens, per client address
+    auth_failure_limit: str = "30/minute"  # argon2 verifications of unseen tokens, per key id
 
     def body_limit(self, path: str) -> int:
         return self.max_import_bytes if path.endswith("/import") else self.max_body_bytes
@@ -67,8 +70,9 @@ class Metrics:
             registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
         )
+        # across all teams: /metrics answers any key, so it names no team or namespace
         self.attempts = Counter(
-            "kope_server_attempts_recorded", "Attempts written to the graph", ["team"], registry=self.registry
+            "kope_server_attempts_recorded", "Attempts written to the graph", registry=self.registry
         )
 
 
@@ -171,14 +175,14 @@ class Guard:
         header = _header(scope, b"authorization")
         client = (scope.get("client") or ("?", 0))[0]
         try:
-            receive = await self._read_body(scope, receive)
-            if self.auth.needs_hash_check(header):
-                if not self._limiter.hit(self._auth_rate, "auth", client):
+            key_id = self.auth.needs_hash_check(header)
+            if key_id is not None:
+                if not self._limiter.hit(self._auth_rate, "auth", key_id):
                     await send_error(
                         send_counted,
                         429,
                         "rate_limited",
-                        "too many new keys tried from this address",
+                        f"too many secrets tried for key {key_id}",
                         None,
                         {"Retry-After": "60"},
                     )
@@ -186,10 +190,7 @@ class Guard:
                 identity = await anyio.to_thread.run_sync(self.auth.identify, header)  # argon2: tens of ms
             else:
                 identity = self.auth.identify(header)  # two indexed SQLite reads
-        except _TooLarge:
-            limit = self.settings.body_limit(path)
-            await send_error(send_counted, 413, "too_large", f"request body over the limit of {limit} bytes")
-        except AuthenticationError as exc:
+        except AuthenticationError as exc:  # answered before any byte of the body is read
             await send_error(
                 send_counted, 401, exc.code, exc.message, exc.hint, {"WWW-Authenticate": 'Bearer realm="kope"'}
             )
@@ -208,11 +209,17 @@ class Guard:
                 )
             else:
                 try:
-                    await self.app(scope, receive, send_counted)
-                except Exception:  # the app's handler answered 500 (no trace in the body); keep serving
-                    log.exception("unhandled error in %s %s", scope["method"], path)
-                    if status_box.get("started") is None:
-                        status_box["status"] = 500
+                    receive = await self._read_body(scope, receive)
+                except _TooLarge:
+                    limit = self.settings.body_limit(path)
+                    await send_error(send_counted, 413, "too_large", f"request body over the limit of {limit} bytes")
+                else:
+                    try:
+                        await self.app(scope, receive, send_counted)
+                    except Exception:  # the app's handler answered 500 (no trace in the body); keep serving
+                        log.exception("unhandled error in %s %s", scope["method"], path)
+                        if status_box.get("started") is None:
+                            status_box["status"] = 500
         self._account(scope, identity, header, client, status_box["status"], time.perf_counter() - began)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
@@ -257,6 +264,7 @@ class Guard:
     ) -> None:
         route = scope.get("route")
         template = getattr(route, "path", None) or ("/mcp" if scope["path"].startswith("/mcp") else "(unmatched)")
+        status = (scope.get("kope.audit") or {}).get("status") or status
         self.metrics.requests.labels(scope["method"], template, str(status)).inc()
         self.metrics.latency.labels(scope["method"], template).observe(seconds)
         if scope["path"] in UNAUDITED:
@@ -274,7 +282,7 @@ class Guard:
                 "path": scope["path"][:300],
                 "namespace": extra.get("namespace") or params.get("ns"),
                 "action": extra.get("action") or getattr(route, "name", None),
-                "status": status,
+                "status": extra.get("status") or status,  # an MCP tool's refusal travels in a 200 response
                 "detail": extra.get("detail"),
                 "client": client,
             }

@@ -30,6 +30,7 @@ from kope.memory.specs import Attempt, RunSpec, TaskSpec
 from kope.memory.state import RunState
 from kope.server import acl
 from kope.server.auth import Identity
+from kope.server.errors import status_of
 from kope.server.registry import Registry
 from kope.server.store import MemoryStore
 from kope.teamweights import check_team_weights
@@ -52,11 +53,19 @@ def _call(ctx: Context, action: str, namespace: str | None) -> tuple[Identity, s
     return who, ns
 
 
-async def _run(fn: Callable[[], Any]) -> Any:
+def _refused(ctx: Context, status: int, message: str) -> ToolError:
+    """A refused tool call: MCP answers it in a 200 response, so the audit row gets the status it stands for."""
+    request = ctx.request_context.request
+    request.scope.setdefault("kope.audit", {})["status"] = status  # type: ignore[union-attr]  # set over HTTP
+    return ToolError(message)
+
+
+async def _run(ctx: Context, fn: Callable[[], Any]) -> Any:
     try:
         return await anyio.to_thread.run_sync(fn)
     except KopeError as exc:
-        raise ToolError(exc.message + (f" (hint: {exc.hint})" if exc.hint else "")) from None
+        status, _code = status_of(exc)
+        raise _refused(ctx, status, exc.message + (f" (hint: {exc.hint})" if exc.hint else "")) from None
 
 
 def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
@@ -76,7 +85,7 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
         def wrap(fn: Callable[[], Any]) -> Callable[[], Any]:
             @functools.wraps(fn)
             def inner() -> Any:
-                acl.authorize(registry, who, ns, action)
+                acl.authorize(registry, who, ns, action, store.holds_data)
                 return fn()
 
             return inner
@@ -87,7 +96,7 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
     async def whoami(ctx: Context) -> dict[str, Any]:
         """Your team, key scopes, home namespace and the namespaces you may read."""
         who, _ns = _call(ctx, "whoami", None)
-        readable = await _run(lambda: acl.readable(registry, who))
+        readable = await _run(ctx, lambda: acl.readable(registry, who))
         return {
             "team": who.team,
             "key_id": who.key_id,
@@ -117,15 +126,15 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
         attempts count (team -> 0..1, "*" for the rest; 0 leaves a team out; your own team counts 1)."""
         who, ns = _call(ctx, "retrieve_experience", namespace)
         if not 1 <= k <= 100:
-            raise ToolError("k must be between 1 and 100")
+            raise _refused(ctx, 422, "k must be between 1 and 100")
         try:
             weights = check_team_weights(team_weights or {})
         except ValueError as exc:
-            raise ToolError(f"team_weights: {exc}") from None
+            raise _refused(ctx, 422, f"team_weights: {exc}") from None
         query = RetrievalQuery(
             operator, family, target, hardware_id, hardware_class, vendor, layer, error_kind, team_weights=weights
         )
-        result = await _run(allowed(who, ns, "read")(lambda: store.graph(ns, who.team).retrieve(query, k)))
+        result = await _run(ctx, allowed(who, ns, "read")(lambda: store.graph(ns, who.team).retrieve(query, k)))
         return wire.dump(result)
 
     @mcp.tool()
@@ -160,7 +169,7 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
             spec = RunSpec.parse(spec_data)
             return store.start_runs(ns, who, [spec], None)[0]
 
-        return wire.dump(await _run(allowed(who, ns, "write")(work)))
+        return wire.dump(await _run(ctx, allowed(who, ns, "write")(work)))
 
     @mcp.tool()
     async def record_attempt(
@@ -196,10 +205,10 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
                 }
             )
             result = store.record_attempts(ns, who, [attempt], None)[0]
-            metrics.attempts.labels(who.team).inc(int(result.created))
+            metrics.attempts.inc(int(result.created))
             return result
 
-        return wire.dump(await _run(allowed(who, ns, "write")(work)))
+        return wire.dump(await _run(ctx, allowed(who, ns, "write")(work)))
 
     @mcp.tool()
     async def finish_run(
@@ -212,9 +221,9 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
 
         who, ns = _call(ctx, "finish_run", namespace)
         if status not in RUN_STATUSES:
-            raise ToolError(f"status must be one of {', '.join(RUN_STATUSES)}")
+            raise _refused(ctx, 422, f"status must be one of {', '.join(RUN_STATUSES)}")
         run, _family = await _run(
-            allowed(who, ns, "write")(lambda: store.finish_run(ns, run_id, status, time.time(), distill=True))
+            ctx, allowed(who, ns, "write")(lambda: store.finish_run(ns, run_id, status, time.time(), distill=True))
         )
         return wire.dump(run)
 
@@ -225,27 +234,27 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
         """The lineage tree a decision belongs to: from its root, every branch, with status, a, r, label, d."""
         who, ns = _call(ctx, "get_lineage", namespace)
         if not 1 <= limit <= 10_000:
-            raise ToolError("limit must be between 1 and 10000")
-        return wire.dump(await _run(allowed(who, ns, "read")(lambda: store.graph(ns).lineage(decision_id, limit))))
+            raise _refused(ctx, 422, "limit must be between 1 and 10000")
+        return wire.dump(await _run(ctx, allowed(who, ns, "read")(lambda: store.graph(ns).lineage(decision_id, limit))))
 
     @mcp.tool()
     async def get_run_state(ctx: Context, run_id: str, namespace: str | None = None) -> dict[str, Any]:
         """A run and its attempts in step order (incumbent, scores), e.g. to continue it."""
         who, ns = _call(ctx, "get_run_state", namespace)
-        state = await _run(allowed(who, ns, "read")(lambda: store.graph(ns).run_state(run_id)))
+        state = await _run(ctx, allowed(who, ns, "read")(lambda: store.graph(ns).run_state(run_id)))
         return wire.dump(state, RunState)
 
     @mcp.tool()
     async def get_kernel(ctx: Context, decision_id: str, namespace: str | None = None) -> dict[str, Any]:
         """The kernel source an attempt wrote. Untrusted code: evaluate it only through the KOPE harness."""
         who, ns = _call(ctx, "get_kernel", namespace)
-        source = await _run(allowed(who, ns, "read")(lambda: store.graph(ns).kernel_source(decision_id)))
+        source = await _run(ctx, allowed(who, ns, "read")(lambda: store.graph(ns).kernel_source(decision_id)))
         return {"decision_id": decision_id, "source": source, "trust": "untrusted: evaluate only through the harness"}
 
     @mcp.tool()
     async def memory_stats(ctx: Context, namespace: str | None = None) -> dict[str, Any]:
         """What a namespace holds: nodes, relationships, outcomes by status and label, operators, teams."""
         who, ns = _call(ctx, "memory_stats", namespace)
-        return wire.dump(await _run(allowed(who, ns, "read")(lambda: store.graph(ns).stats())))
+        return wire.dump(await _run(ctx, allowed(who, ns, "read")(lambda: store.graph(ns).stats())))
 
     return mcp

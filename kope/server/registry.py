@@ -32,6 +32,8 @@ from typing import Any
 from kope.server.errors import RegistryError
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # no '.': "<team>." is the team's own namespace prefix
+RESERVED = frozenset({"default"})  # the graph's namespace of direct (Bolt) users: never a registry name
 SCOPES = ("read", "write", "admin")
 VISIBILITIES = ("private", "shared", "public")
 
@@ -84,6 +86,21 @@ def check_name(value: Any, what: str) -> str:
     if not isinstance(value, str) or not NAME.match(value):
         raise RegistryError(f"{what} must be 1-64 letters, digits, '_', '.', '-' (got {value!r})")
     return value
+
+
+def check_team_name(value: Any) -> str:
+    """A new team's name: a namespace name without '.' (so no team name is inside another team's prefix)."""
+    check_name(value, "team")
+    if not TEAM.match(value):
+        raise RegistryError(f"a team name has no '.' (got {value!r}): '<team>.' is the prefix of its namespaces")
+    if value.lower() in RESERVED:
+        raise RegistryError(f"{value!r} is reserved (the graph's own namespace of direct users)")
+    return str(value)
+
+
+def team_prefix(team: str) -> str:
+    """Names a team may create namespaces under by itself (with an admin key): ``<team>.<anything>``."""
+    return f"{team}."
 
 
 def parse_scopes(value: str | Iterable[str]) -> tuple[str, ...]:
@@ -192,6 +209,8 @@ class Registry:
             row = db.execute("SELECT * FROM teams WHERE name = ?", (name,)).fetchone()
             if row:
                 return Team(row["name"], row["home"], row["created_at"])
+            check_team_name(name)
+            self._check_case(db, name)
             now = time.time()
             taken = db.execute("SELECT owner FROM namespaces WHERE name = ?", (name,)).fetchone()
             if taken:
@@ -225,6 +244,11 @@ class Registry:
     ) -> Namespace:
         check_name(name, "namespace")
         self._check_visibility(visibility, shared_with)
+        if "." in name and not name.startswith(team_prefix(owner)):
+            raise RegistryError(
+                f"namespace {name!r} is inside team {name.split('.', 1)[0]!r}'s prefix: "
+                f"names with a '.' start with their owner's name and a '.' ({team_prefix(owner)}...)"
+            )
         with self._tx() as db:
             if db.execute("SELECT 1 FROM teams WHERE name = ?", (owner,)).fetchone() is None:
                 raise RegistryError(
@@ -233,6 +257,7 @@ class Registry:
             row = db.execute("SELECT owner FROM namespaces WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 raise RegistryError(f"namespace {name!r} exists already (owner: team {row['owner']})")
+            self._check_case(db, name)
             db.execute(
                 "INSERT INTO namespaces (name, owner, visibility, created_at, created_by) VALUES (?, ?, ?, ?, ?)",
                 (name, owner, visibility, time.time(), by or None),
@@ -250,6 +275,17 @@ class Registry:
             db.execute("DELETE FROM shares WHERE namespace = ?", (name,))
             self._set_shares(db, name, shared_with)
         return self.namespace(name)  # type: ignore[return-value]  # written in this transaction, so not None
+
+    @staticmethod
+    def _check_case(db: sqlite3.Connection, name: str) -> None:
+        """Refuse a name that differs only in case from a team's or a namespace's (or from a reserved one)."""
+        if name.lower() in RESERVED and name not in RESERVED:
+            raise RegistryError(f"{name!r} differs only in case from the reserved name {name.lower()!r}")
+        for table in ("teams", "namespaces"):
+            row = db.execute(f"SELECT name FROM {table} WHERE lower(name) = lower(?) AND name <> ?", (name, name))  # noqa: S608 - table from the tuple above
+            other = row.fetchone()
+            if other is not None:
+                raise RegistryError(f"{name!r} differs only in case from the existing name {other['name']!r}")
 
     @staticmethod
     def _check_visibility(visibility: str, shared_with: Sequence[str]) -> None:

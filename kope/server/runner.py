@@ -37,6 +37,8 @@ class ServeOptions:
     keyfile: Path | None = None
     guard: GuardSettings = GuardSettings()
     log_level: str = "warning"
+    # addresses of reverse proxies whose X-Forwarded-For / -Proto is believed; none: the socket's address counts
+    trusted_proxies: tuple[str, ...] = ()
 
 
 def _server_class() -> type[uvicorn.Server]:
@@ -110,6 +112,9 @@ def serve(client: GraphClient, registry: Registry, options: ServeOptions) -> Non
         ssl_keyfile=str(options.keyfile) if options.keyfile else None,
         lifespan="on",
         timeout_graceful_shutdown=10,
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: a local client could forge its address
+        proxy_headers=bool(options.trusted_proxies),
+        forwarded_allow_ips=",".join(options.trusted_proxies) or None,
     )
     server = _server_class()(config)
     shown = options.host if ":" not in options.host else f"[{options.host}]"

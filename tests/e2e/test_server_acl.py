@@ -76,18 +76,19 @@ def attempt_body(run_id="run-a", step=1):
 
 
 def test_team_b_cannot_write_runs_or_attempts_into_team_a_namespace(server, teams, graph_client):
+    # 404 as for a missing namespace (issue 35): a refusal does not tell that team-a exists
     before = graph_shape(graph_client, "team-a")
     runs = {"runs": [synthetic.run_spec(OP, run_id="run-b").model_dump(mode="json", by_alias=True)]}
-    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/runs", json=runs), 403, "forbidden")
-    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/attempts", json=attempt_body()), 403)
-    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/runs/run-a/finish", json={}), 403)
+    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/runs", json=runs), 404, "unknown_namespace")
+    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/attempts", json=attempt_body()), 404)
+    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/runs/run-a/finish", json={}), 404)
     assert graph_shape(graph_client, "team-a") == before
 
 
 def test_team_b_cannot_prune_or_import_into_team_a_namespace(server, teams, graph_client):
     before = graph_shape(graph_client, "team-a")
     body = {"everything": True}
-    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/prune", json=body), 403, "forbidden")
+    one_line_error(call(server, teams["b"], "POST", "/v1/namespaces/team-a/prune", json=body), 404, "unknown_namespace")
     with RemoteMemory(server.url, teams["b"]) as b:
         b.start_run(synthetic.run_spec(OP, run_id="run-b"))
         export = call(server, teams["b"], "GET", "/v1/namespaces/team-b/export").text
@@ -95,7 +96,7 @@ def test_team_b_cannot_prune_or_import_into_team_a_namespace(server, teams, grap
         server, teams["b"], "POST", "/v1/namespaces/team-a/import", content=export.encode(),
         headers={"Content-Type": "application/x-ndjson"},
     )  # fmt: skip
-    one_line_error(response, 403, "forbidden")
+    one_line_error(response, 404, "unknown_namespace")
     assert graph_shape(graph_client, "team-a") == before
 
 
@@ -320,7 +321,7 @@ def test_the_audit_log_records_who_read_and_wrote_what_including_refusals(server
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     seen = {(r["team"], r["action"], r["status"]) for r in rows}
-    assert ("team-b", "stats", 404) in seen and ("team-b", "record_attempts", 403) in seen
+    assert ("team-b", "stats", 404) in seen and ("team-b", "record_attempts", 404) in seen
     assert ("team-a", "run_state", 200) in seen and ("team-a", "record_attempts", 200) in seen
     written = next(r for r in rows if r["team"] == "team-a" and r["action"] == "record_attempts")
     assert written["detail"]["attempts"] == 1 and written["key_id"] == teams["a"].split("_")[1]

@@ -144,13 +144,13 @@ def test_kope_memory_commands_work_through_the_server_without_any_neo4j_setting(
         exported = tmp_path / "export.jsonl"
         kope_cli("memory", "export", "-o", str(exported), env=env, check=True)
         assert json.loads(exported.read_text().splitlines()[-1])["end"] is True
-        imported = kope_cli("memory", "import", str(exported), "--namespace", "team-cli-copy", env=env, check=True)
-        assert "imported into namespace team-cli-copy" in imported.stdout
-        copy = json.loads(kope_cli("memory", "stats", "--json", "-n", "team-cli-copy", env=env, check=True).stdout)
-        assert copy["nodes"]["Decision"] == 4 and server.registry.namespace("team-cli-copy").owner == "team-cli"
+        imported = kope_cli("memory", "import", str(exported), "--namespace", "team-cli.copy", env=env, check=True)
+        assert "imported into namespace team-cli.copy" in imported.stdout
+        copy = json.loads(kope_cli("memory", "stats", "--json", "-n", "team-cli.copy", env=env, check=True).stdout)
+        assert copy["nodes"]["Decision"] == 4 and server.registry.namespace("team-cli.copy").owner == "team-cli"
         dry = kope_cli("memory", "sync", "--dry-run", env=env, check=True)
         assert "6 entries, 6 already in the graph, 0 missing" in dry.stdout
-        pruned = kope_cli("memory", "prune", "--run", "cli-run", "-n", "team-cli-copy", env=env, check=True)
+        pruned = kope_cli("memory", "prune", "--run", "cli-run", "-n", "team-cli.copy", env=env, check=True)
         assert "removed 1 runs, 4 attempts" in pruned.stdout
         assert "Traceback" not in pruned.stderr
     finally:

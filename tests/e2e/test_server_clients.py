@@ -119,6 +119,9 @@ def test_a_small_kope_bench_through_the_server_leaves_the_graph_direct_bolt_leav
     server = memory_server(neo4j_server, tmp_path)
     try:
         token = server.key("team-bench", "read,write,admin")  # a bench wipes (prunes) its namespaces first
+        server.registry.create_namespace(
+            "bench-srv-active", "team-bench"
+        )  # names outside a team's prefix: the operator's
         data = tmp_path / "client"
         env = client_env(neo4j_server, server, token, data)
         proc = kope_cli(

@@ -62,9 +62,14 @@ def test_only_the_owner_team_writes_and_only_its_admin_keys_prune_or_create(regi
                 acl.authorize(registry, identity, "alpha", action)
     with pytest.raises(ForbiddenError, match="no admin scope"):
         acl.authorize(registry, b_writer, "beta", "admin")
-    with pytest.raises(NamespaceNotFoundError, match="admin scope creates it"):
-        acl.authorize(registry, b_writer, "beta-new", "write")
-    created = acl.authorize(registry, b_admin, "beta-new", "write")
+    with pytest.raises(NamespaceNotFoundError, match="inside its team's prefix"):
+        acl.authorize(registry, b_writer, "beta.new", "write", lambda ns: False)
+    for outside in ("beta-new", "gamma", "default", "beta."):  # only "beta.<name>" is the team's to create
+        with pytest.raises(NamespaceNotFoundError):
+            acl.authorize(registry, b_admin, outside, "write", lambda ns: False)
+    with pytest.raises(ForbiddenError, match="already holds data"):
+        acl.authorize(registry, b_admin, "beta.bolt", "write", lambda ns: True)
+    created = acl.authorize(registry, b_admin, "beta.new", "write", lambda ns: False)
     assert (created.owner, created.visibility) == ("beta", "private")
 
 
