@@ -282,7 +282,9 @@ class Registry:
         if name.lower() in RESERVED and name not in RESERVED:
             raise RegistryError(f"{name!r} differs only in case from the reserved name {name.lower()!r}")
         for table in ("teams", "namespaces"):
-            row = db.execute(f"SELECT name FROM {table} WHERE lower(name) = lower(?) AND name <> ?", (name, name))  # the table name comes from the tuple above
+            row = db.execute(
+                f"SELECT name FROM {table} WHERE lower(name) = lower(?) AND name <> ?", (name, name)
+            )  # the table name comes from the tuple above
             other = row.fetchone()
             if other is not None:
                 raise RegistryError(f"{name!r} differs only in case from the existing name {other['name']!r}")
