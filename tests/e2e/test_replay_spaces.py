@@ -140,3 +140,28 @@ def test_the_bench_runs_on_recorded_spaces_without_a_final_evaluation(kope_cli, 
     assert all(p["final"] is None and len(p["attempts"]) == 3 for p in pairs)
     for config in ("active", "no-memory"):
         assert_recorded(graph_outcomes(graph_client, f"bench-replay-e2e-{config}"))
+
+
+def steps_to_optimum(summary: dict[str, Any], optimum: float) -> int | None:
+    """The first step (counted from 1) whose replayed speedup is the space's optimum (None: never)."""
+    return next((s["step"] + 1 for s in summary["steps"] if s["speedup"] == optimum), None)
+
+
+def test_with_memory_later_operators_reach_the_recorded_optimum_in_no_more_steps(kope_cli, neo4j_server, tmp_path):
+    """The learning regression test: fixed seeds, the committed spaces; a proposer change that makes memory
+    slower than no memory to the optimum of the 2nd or 3rd operator fails here."""
+    recorded = spaces()
+    operators = sorted(recorded)
+    steps = str(max(len(f.settings) for f in recorded.values()))  # enough to try every recorded setting
+    common = ("--suite", "builtin", "--family", "elementwise", "--limit", str(len(operators)), "--steps", steps)
+    results = {}
+    for label, extra in (("memory", ()), ("no-memory", ("--no-memory",))):
+        summaries = optimize(kope_cli, neo4j_server, tmp_path, f"replay-learn-{label}", *common, *extra)
+        results[label] = {
+            s["operator"]: steps_to_optimum(s, recorded[s["operator"]].optimum() or 0.0) for s in summaries
+        }
+    later = operators[1:]
+    assert all(results["no-memory"][op] is not None for op in operators), results  # every space is exhausted
+    for op in later:
+        with_memory = results["memory"][op]
+        assert with_memory is not None and with_memory <= results["no-memory"][op], results  # type: ignore[operator]
