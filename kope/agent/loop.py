@@ -222,7 +222,9 @@ class Optimizer:
         hardware = self.evaluator.hardware(opts.target)  # the run is filed under the hardware that evaluates it
         # a replay answers only recorded settings: the proposer is told which exist (refused here when none do)
         self.allowed = (
-            self.evaluator.space(task.operator, opts.target) if isinstance(self.evaluator, RecordedSpace) else None
+            self.evaluator.space(task_path, opts.target, opts.cases)
+            if isinstance(self.evaluator, RecordedSpace)
+            else None
         )
         memory_before = self._memory_counts()
         run_id, resumed_at = self._start(task, hardware, resume)

@@ -59,8 +59,9 @@ class RecordedSpace(Protocol):
 
     replays: bool
 
-    def space(self, operator: str, target: str) -> Mapping[str, frozenset[str]]:
-        """Template name -> the recorded settings of ``operator`` (``settings_key`` texts); an error when none."""
+    def space(self, task_path: Path, target: str, cases: CaseSelection) -> Mapping[str, frozenset[str]]:
+        """Template name -> the recorded settings of the task (``settings_key`` texts); an error when it cannot
+        answer this task, target and case selection."""
         ...
 
     def evaluate_setting(

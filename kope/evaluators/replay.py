@@ -110,9 +110,13 @@ class ReplayEvaluator:
             )
         return files
 
-    def space(self, operator: str, target: str) -> dict[str, frozenset[str]]:
-        """Template -> the settings recorded for ``operator`` on ``target`` (``settings_key`` texts)."""
-        return {name: frozenset(f.done()) for name, f in self._files(operator, target).items()}
+    def space(self, task_path: Path, target: str, cases: CaseSelection) -> dict[str, frozenset[str]]:
+        """Template -> the settings recorded for the task on ``target`` (``settings_key`` texts); ``ReplayMiss``
+        when the folder cannot answer a run of this task with this case selection."""
+        files = self._files(read_task_info(task_path).operator, target)
+        for f in files.values():
+            self._check_request(f, task_path, cases)
+        return {name: frozenset(f.done()) for name, f in files.items()}
 
     def optimum(self, operator: str, target: str) -> float | None:
         """The best recorded speedup of a correct setting (every template of the operator)."""

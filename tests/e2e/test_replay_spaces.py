@@ -120,7 +120,8 @@ def test_a_proposal_outside_the_recorded_space_is_refused_with_one_error(kope_cl
     )  # fmt: skip
     assert other_cases.returncode == 2, other_cases.stderr
     errors = [line for line in other_cases.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "recorded 0" in errors[0], other_cases.stderr
+    assert len(errors) == 1 and "the run evaluates cases" in errors[0], other_cases.stderr
+    assert "the run is kept" not in other_cases.stderr  # refused before a run was started
 
 
 def test_the_bench_runs_on_recorded_spaces_without_a_final_evaluation(kope_cli, neo4j_server, graph_client, tmp_path):

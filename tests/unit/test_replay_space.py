@@ -66,7 +66,7 @@ def test_a_recorded_setting_is_answered_with_the_recorded_outcome(tmp_path):
     options = eval_options(target="cpu", cases="0")
     assert evaluator.evaluate(task, candidate, options).to_dict() == answered.to_dict()  # by kernel text
     assert evaluator.hardware("cpu").id == space.hardware.id
-    allowed = evaluator.space(space.operator, "cpu")
+    allowed = evaluator.space(task, "cpu", "0")
     assert allowed == {space.template: frozenset(settings_key(e["settings"]) for e in space.settings)}
 
 
@@ -86,10 +86,12 @@ def test_a_setting_outside_the_space_is_refused_with_one_clear_error(tmp_path):
     assert "\n" not in caught.value.message
     with pytest.raises(ReplayMiss, match="not a kernel of the recorded space"):
         evaluator.evaluate_setting(task, candidate, target="cpu", cases="0", template=None, settings=None)
-    relu = builtin_task_path("sigmoid")
-    assert relu is not None
+    sigmoid = builtin_task_path("sigmoid")
+    assert sigmoid is not None
     with pytest.raises(ReplayMiss, match="no recorded space for sigmoid"):
-        evaluator.space("sigmoid", "cpu")
+        evaluator.space(sigmoid, "cpu", "0")
+    with pytest.raises(ReplayMiss, match=r"the run evaluates cases .* recorded 1024x7168"):
+        evaluator.space(task, "cpu", "1")
     with pytest.raises(ReplayMiss, match="no space recorded for the cuda target"):
         evaluator.hardware("cuda")
 
