@@ -161,6 +161,7 @@ def test_with_memory_later_operators_reach_the_recorded_optimum_in_no_more_steps
         results[label] = {
             s["operator"]: steps_to_optimum(s, recorded[s["operator"]].optimum() or 0.0) for s in summaries
         }
+    print(f"steps to the recorded optimum: {results}")  # the figures docs/bench.md quotes (pytest -s)
     later = operators[1:]
     assert all(results["no-memory"][op] is not None for op in operators), results  # every space is exhausted
     for op in later:
