@@ -37,7 +37,7 @@ from kope.context.budget import Budget
 from kope.context.knowledge import load_knowledge
 from kope.context.state import build_context
 from kope.errors import KopeError, UsageError
-from kope.evaluators import Evaluator, LocalEvaluator
+from kope.evaluators import Evaluator, LocalEvaluator, RecordedSpace
 from kope.hints import kope_command
 from kope.memory import Attempt, DecisionParams, Memory, RunSpec, TaskSpec, UsedItem
 from kope.memory.records import DecisionRecord
@@ -144,6 +144,7 @@ class Optimizer:
         self.budget = Budget.from_settings(config.context)
         ev = config.evaluator  # each step's timing budget (the evaluator settings; harness defaults otherwise)
         self.timing = timing_budget(warmup_ms=ev.warmup_ms, rep_ms=ev.rep_ms, min_reps=ev.min_reps)
+        self.allowed: Mapping[str, frozenset[str]] | None = None  # a replay's recorded settings (run sets it)
 
     # -- run setup -----------------------------------------------------------------------------
     def _start(self, task: TaskView, hardware: Hardware, resume: str | None) -> tuple[str, int | None]:
@@ -220,6 +221,12 @@ class Optimizer:
     def run(self, task: TaskView, task_path: Path, *, resume: str | None = None) -> RunSummary:
         opts = self.options
         hardware = self.evaluator.hardware(opts.target)  # the run is filed under the hardware that evaluates it
+        # a replay answers only recorded settings: the proposer is told which exist (refused here when none do)
+        self.allowed = (
+            self.evaluator.space(task_path, opts.target, opts.cases)
+            if isinstance(self.evaluator, RecordedSpace)
+            else None
+        )
         memory_before = self._memory_counts()
         run_id, resumed_at = self._start(task, hardware, resume)
         self.memory.upsert_knowledge(
@@ -321,6 +328,7 @@ class Optimizer:
                 backtracked,
                 cases=cases,
                 tuning=self._tuning(task, cases, hardware, run_id),
+                allowed=self.allowed,
             )
             try:
                 proposal = self.proposer.propose(request)
@@ -395,6 +403,7 @@ class Optimizer:
     ) -> StepReport:
         opts = self.options
         outcome: Outcome
+        replayed = False
         if proposal.code is None:
             problem = proposal.format_problem
             assert problem is not None  # a proposal without code says why
@@ -408,6 +417,9 @@ class Optimizer:
                 hardware=hardware,
                 cases=task.case_params(),
             )
+        elif isinstance(self.evaluator, RecordedSpace):
+            outcome = self._replay(task_path, proposal, proposal.code, run_dir / "candidates" / f"step-{step:03d}.py")
+            replayed = True
         else:
             outcome = evaluate_code(
                 task_path,
@@ -442,6 +454,7 @@ class Optimizer:
             prompt_tokens=proposal.prompt_tokens if self.proposer.name == "llm" else context_tokens,
             completion_tokens=proposal.completion_tokens,
             params=params,
+            replayed=replayed,
         )
         result = self.memory.record_attempt(attempt)
         return StepReport(
@@ -466,6 +479,22 @@ class Optimizer:
             in_graph=result.in_graph,
             cited=list(proposal.cited),
             model=dict(tuner) if isinstance(tuner := extension.get("tuner"), Mapping) else None,
+        )
+
+    def _replay(self, task_path: Path, proposal: Proposal, code: str, path: Path) -> Outcome:
+        """The recorded outcome of the proposal's template setting (``ReplayMiss`` when it is not recorded)."""
+        assert isinstance(self.evaluator, RecordedSpace)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(code, encoding="utf-8")
+        params = proposal.params or {}
+        template, settings = params.get("template"), params.get("settings")
+        return self.evaluator.evaluate_setting(
+            task_path,
+            path,
+            target=self.options.target,
+            cases=self.options.cases,
+            template=template if isinstance(template, str) else None,
+            settings=settings if isinstance(settings, Mapping) else None,
         )
 
     def _write_best(self, run_dir: Path, decision_id: str) -> Path:

@@ -196,6 +196,8 @@ class OfflineProposer:
             tuner.space.pin(operator, start.settings) if start is not None and start.template == template.name else None
         )
         records = data.records if data is not None else ()
+        # a replay evaluator's recorded space: only its settings (none of this template's: nothing to propose)
+        allowed = request.allowed.get(template.name, frozenset()) if request.allowed is not None else None
         plan = tuner.plan(
             operator,
             [case_shape(c) for c in (request.cases or request.task.cases)],
@@ -204,6 +206,7 @@ class OfflineProposer:
             data.hardware if data is not None else {},
             tried,
             base,
+            allowed,
         )
         for choice in plan.choices:
             code = self._render(template, operator, choice.settings)
@@ -217,6 +220,7 @@ class OfflineProposer:
             f"the offline proposer tried every setting of template '{template.name}' that matters for {operator} "
             f"({len(tuner.candidates(operator))} combinations"
             + (f", {len(plan.vetoes)} ruled out by memory" if plan.vetoes else "")
+            + (f"; the recorded space holds {len(allowed)} of them" if allowed is not None else "")
             + ")"
         )
 

@@ -54,6 +54,9 @@ class ProposalRequest:
     backtracked: bool = False
     cases: Sequence[Mapping[str, Any]] = ()  # the cases this run evaluates (name + parameters); () = all
     tuning: TuningData | None = None  # the training sample a proposer asked for (UsesTuningRecords)
+    # a replay evaluator's recorded space (kope.evaluators.RecordedSpace): template -> the settings that exist
+    # (settings_key texts); a proposer proposes only those. None: every setting can be evaluated
+    allowed: Mapping[str, frozenset[str]] | None = None
 
 
 @dataclass(frozen=True)

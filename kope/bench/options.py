@@ -68,7 +68,7 @@ class BenchRequest:
     final_rep_ms: float = 300.0
     final_min_reps: int = 5
     repeats: int = 1
-    evaluator: str = "local"  # local, worker URLs or ray[://ADDRESS] (kope.evaluators.spec)
+    evaluator: str = "local"  # local, worker URLs, ray[://ADDRESS] or replay:DIR (kope.evaluators.spec)
 
 
 def _evaluator(request: BenchRequest) -> str:
@@ -76,6 +76,13 @@ def _evaluator(request: BenchRequest) -> str:
     from kope.evaluators.spec import parse_evaluator
 
     return str(parse_evaluator(request.evaluator))
+
+
+def is_replay(evaluator: str) -> bool:
+    """Whether ``evaluator`` (as a plan stores it) answers from recorded spaces (``replay:DIR``)."""
+    from kope.evaluators.spec import REPLAY
+
+    return evaluator.startswith(REPLAY)
 
 
 def _check_baseline(baseline: str | None, configs: tuple[str, ...]) -> None:
@@ -121,7 +128,8 @@ def fresh_options(request: BenchRequest, model: str | None) -> BenchOptions:
         name=check_name(request.name or default_name(request.out)),
         imports=tuple(imports),
         baseline=request.baseline,
-        final=not request.no_final,
+        # a replay has no held-out cases (nor fresh timings) to give: no final evaluation
+        final=not request.no_final and not is_replay(_evaluator(request)),
         final_seeds=request.final_seeds,
         final_rep_ms=request.final_rep_ms,
         final_min_reps=request.final_min_reps,
@@ -172,7 +180,13 @@ def resume_options(request: BenchRequest, given: Collection[str], model: str | N
     if "workers" in given:
         stored.workers = request.workers
     if "evaluator" in given:  # another evaluator may resume the bench (note_resume checks its hardware)
-        stored.evaluator = _evaluator(request)
+        evaluator = _evaluator(request)
+        if is_replay(evaluator) != is_replay(stored.evaluator):
+            raise UsageError(
+                f"--resume: the bench was evaluated by {stored.evaluator}; it cannot continue with {evaluator}",
+                hint="replayed and measured pairs do not mix in one bench: resume with the same kind of evaluator",
+            )
+        stored.evaluator = evaluator
     if "baseline" in given:
         _check_baseline(request.baseline, stored.configs)
         stored.baseline = request.baseline

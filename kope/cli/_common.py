@@ -106,8 +106,9 @@ def evaluator_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--evaluator",
         default=None,
-        metavar="local|URL[,URL...]|ray[://ADDRESS]",
+        metavar="local|URL[,URL...]|ray[://ADDRESS]|replay:DIR",
         help="Where candidates are evaluated: local (default), evaluation workers (`kope worker`) at "
         "http://HOST:PORT[,...] with KOPE_WORKER_KEY, or a Ray cluster: ray (RAY_ADDRESS or the one "
-        "running here) or ray://HOST:PORT (KOPE_EVALUATOR).",
+        "running here) or ray://HOST:PORT, or replay:DIR: the outcomes recorded in DIR by `kope bench record-space`, "
+        "marked replayed (KOPE_EVALUATOR).",
     )(func)

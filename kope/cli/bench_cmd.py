@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -220,7 +221,7 @@ def command(
 
 def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, fresh: bool, as_json: bool) -> None:
     from kope.agent.runner import make_proposer
-    from kope.bench.options import fresh_options, resume_options
+    from kope.bench.options import fresh_options, is_replay, resume_options
     from kope.bench.plan import build_plan
     from kope.bench.report import with_metrics, write_report
     from kope.bench.runner import BenchRunner, plan_from_store
@@ -241,6 +242,8 @@ def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, 
                 hint="continue it with --resume, start over with --fresh, or choose another --out",
             )
         plan = build_plan(options, note=lambda line: err.print(line, style="dim", markup=False))
+        if is_replay(options.evaluator) and not request.no_final:
+            err.print("[dim]› replay: no final evaluation (held-out cases are not recorded)[/dim]")
     make_proposer(state.config, options.proposer)  # fails now, not mid-bench, when an LLM is not configured
     if options.proposer == "offline":
         err.print("[dim]proposer: offline (expert kernel templates explored step by step; no LLM)[/dim]")
@@ -353,3 +356,82 @@ def relabel_hardware(state: State, source: Path, target: Path, hw_class: str, ve
         f"{report['nodes']} node(s) rewritten",
         markup=False,
     )
+
+
+@command.command("record-space")
+@click.option("--suite", default="builtin", show_default=True, help="The suite to record (only `builtin` for now).")
+@click.option("--family", default=None, help="Record the operators of this family.")
+@click.option("--operators", default=None, help="Only these operators (comma-separated), e.g. relu,elu.")
+@click.option("--cases", default=None, help="Case selection every setting is evaluated on, e.g. 0 (default: all).")
+@click.option("--target", type=click.Choice(TARGETS), default="cpu", show_default=True)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder of the space files (one <operator>.<template>.space.json per operator).",
+)
+@click.option(
+    "--max-settings",
+    type=click.IntRange(1, 100_000),
+    default=24,
+    show_default=True,
+    help="The full grid when it is this small; else the defaults, every single-knob change and a seeded sample up "
+    "to this many.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random sample.")
+@click.option(
+    "--budget-ms",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Measured time per implementation and case (default: evaluator.rep_ms).",
+)
+@click.option("--resume", is_flag=True, help="Continue a recording in --out (recorded settings are skipped).")
+@pass_state
+def record_space(
+    state: State,
+    suite: str,
+    family: str | None,
+    operators: str | None,
+    cases: str | None,
+    target: str,
+    out_dir: Path,
+    max_settings: int,
+    seed: int,
+    budget_ms: float | None,
+    resume: bool,
+) -> None:
+    """Measure a bounded set of kernel-template settings per operator once, for `--evaluator replay:DIR`.
+
+    Each setting is compiled, checked and timed by the real harness on this machine; every space file
+    is rewritten after each setting, so an interrupted recording continues with --resume."""
+    from kope.bench.record_space import RecordRequest, record_spaces, summarize
+
+    if suite != "builtin":
+        raise UsageError(f"--suite {suite!r}: record-space records the built-in suite only (--suite builtin)")
+    names = tuple(o.strip() for o in (operators or "").split(",") if o.strip())
+    if not family and not names:
+        raise UsageError("say what to record: --family F and/or --operators a,b")
+    ev = state.config.evaluator
+    request = RecordRequest(
+        out=out_dir,
+        family=family,
+        operators=names,
+        cases=cases,
+        target=target,
+        max_settings=max_settings,
+        seed=seed,
+        warmup_ms=ev.warmup_ms,
+        rep_ms=ev.rep_ms if budget_ms is None else budget_ms,
+        min_reps=ev.min_reps,
+        resume=resume,
+    )
+    began = time.monotonic()
+    paths = record_spaces(
+        request,
+        note=lambda line: err.print(f"› {line}", style="dim", markup=False),
+        progress=lambda line: err.print(line, markup=False),
+    )
+    for line in summarize(paths):
+        out.print(line, markup=False)
+    out.print(f"recorded in {time.monotonic() - began:.0f} s", markup=False)

@@ -8,7 +8,10 @@ with the hardware of the host that evaluated it:
 * worker URLs (``kope.evaluators.http.HttpEvaluator``): ``python -m harness serve`` /
   ``kope worker`` on target hosts, over HTTP with the workers' bearer key;
 * ``ray`` / ``ray://ADDRESS`` (``kope.evaluators.ray.RayEvaluator``, the optional extra ``kope[ray]``):
-  each evaluation a Ray task on a cluster's node, with CPU or GPU resource requests.
+  each evaluation a Ray task on a cluster's node, with CPU or GPU resource requests;
+* ``replay:DIR`` (``kope.evaluators.replay.ReplayEvaluator``): the outcome recorded for the proposed
+  setting in a recorded search space (``kope bench record-space``), nothing compiled or timed; it is
+  also a ``RecordedSpace``: the loop asks it which settings exist and marks its outcomes replayed.
 
 Everything from the harness comes through ``kope.boundary``. Problems with the task,
 target or options raise ``kope.boundary.TaskError`` (as a local evaluation does); an
@@ -19,10 +22,11 @@ retries: it is never an outcome and never the candidate's failure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from kope.boundary import Hardware, Outcome, evaluate_local, hardware_for, prestart_workers
+from kope.boundary import CaseSelection, Hardware, Outcome, evaluate_local, hardware_for, prestart_workers
 from kope.config import KopeConfig
 from kope.evaluators.spec import LOCAL, EvaluatorSpec, parse_evaluator
 
@@ -46,6 +50,30 @@ class Evaluator(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RecordedSpace(Protocol):
+    """An evaluator that answers from a recorded search space (``replay:DIR``): it says which settings exist,
+    answers a proposal by its template setting, and its outcomes are recorded as replayed."""
+
+    replays: bool
+
+    def space(self, task_path: Path, target: str, cases: CaseSelection) -> Mapping[str, frozenset[str]]:
+        """Template name -> the recorded settings of the task (``settings_key`` texts); an error when it cannot
+        answer this task, target and case selection."""
+        ...
+
+    def evaluate_setting(
+        self,
+        task_path: Path,
+        candidate: Path,
+        *,
+        target: str,
+        cases: CaseSelection,
+        template: str | None,
+        settings: Mapping[str, Any] | None,
+    ) -> Outcome: ...
 
 
 class LocalEvaluator:
@@ -78,6 +106,10 @@ def make_evaluator(config: KopeConfig, spec: str | EvaluatorSpec | None = None) 
             timeout_s=config.evaluator.timeout,
             attempts=config.evaluator.attempts,
         )
+    if parsed.kind == "replay":
+        from kope.evaluators.replay import ReplayEvaluator
+
+        return ReplayEvaluator(parsed)
     if parsed.kind == "ray":
         from kope.evaluators.ray import RayEvaluator
 
@@ -90,4 +122,4 @@ def make_evaluator(config: KopeConfig, spec: str | EvaluatorSpec | None = None) 
     return LocalEvaluator()
 
 
-__all__ = ["Evaluator", "EvaluatorSpec", "LocalEvaluator", "make_evaluator", "parse_evaluator"]
+__all__ = ["Evaluator", "EvaluatorSpec", "LocalEvaluator", "RecordedSpace", "make_evaluator", "parse_evaluator"]

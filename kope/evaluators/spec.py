@@ -1,28 +1,34 @@
-"""The ``--evaluator`` value: ``local``, worker URLs (``http[s]://HOST:PORT[,URL...]``), ``ray`` or ``ray://ADDRESS``."""
+"""The ``--evaluator`` value: ``local``, worker URLs (``http[s]://HOST:PORT[,URL...]``), ``ray``, ``ray://ADDRESS``
+or ``replay:DIR`` (answers from recorded search spaces, ``kope.evaluators.replay``)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from kope.errors import UsageError
 
 LOCAL = "local"
+REPLAY = "replay:"
 _HOST = re.compile(r"^[A-Za-z0-9.\-\[\]:]+$")
 
 
 @dataclass(frozen=True)
 class EvaluatorSpec:
-    kind: str  # local | http | ray
+    kind: str  # local | http | ray | replay
     urls: tuple[str, ...] = ()  # http: the workers' base URLs
     address: str | None = None  # ray: ray://HOST:PORT (Ray Client), or None for ray.init()'s own choice
+    folder: str | None = None  # replay: the folder of recorded space files (an absolute path)
 
     def __str__(self) -> str:
         if self.kind == "http":
             return ",".join(self.urls)
         if self.kind == "ray":
             return self.address or "ray"
+        if self.kind == "replay":
+            return f"{REPLAY}{self.folder}"
         return LOCAL
 
 
@@ -56,6 +62,13 @@ def parse_evaluator(text: str | None) -> EvaluatorSpec:
         if not value[len("ray://") :].strip("/"):
             raise UsageError(f"bad Ray address {value!r}: give ray://HOST:PORT (the cluster's Ray Client port)")
         return EvaluatorSpec("ray", address=value)
+    if value.startswith(REPLAY):
+        folder = value[len(REPLAY) :].strip()
+        if not folder:
+            raise UsageError(
+                f"bad evaluator {value!r}: give replay:DIR, DIR a folder of recorded spaces (`kope bench record-space`)"
+            )
+        return EvaluatorSpec("replay", folder=str(Path(folder).expanduser().resolve()))
     if value.startswith(("http://", "https://")):
         urls = tuple(_worker_url(part.strip()) for part in value.split(",") if part.strip())
         if len(set(urls)) != len(urls):
@@ -63,5 +76,5 @@ def parse_evaluator(text: str | None) -> EvaluatorSpec:
         return EvaluatorSpec("http", urls=urls)
     raise UsageError(
         f"unknown evaluator {value!r}",
-        hint="use local, worker URLs (http://HOST:PORT[,http://HOST2:PORT]), ray or ray://HOST:PORT",
+        hint="use local, worker URLs (http://HOST:PORT[,http://HOST2:PORT]), ray, ray://HOST:PORT or replay:DIR",
     )

@@ -53,6 +53,7 @@ class LineageNode(GraphRecord):
     cases_json: str | None = None
     cases_passed: int | None = None
     cases_total: int | None = None
+    replayed: bool = False  # the outcome came from a recorded space (--evaluator replay:DIR), not a measurement
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LineageNode:

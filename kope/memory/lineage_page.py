@@ -201,6 +201,8 @@ def _detail(group: OperatorLineages, n: LineageNode, element_id: str) -> str:
         ("downstream d(v)", f"{n.d:.3f}"),
         ("cases passed", f"{n.cases_passed}/{n.cases_total}" if n.cases_total is not None else "-"),
     ]
+    if n.replayed:
+        facts.append(("replayed", "yes: the outcome recorded for this setting in a recorded space, not measured now"))
     if n.incumbent:
         facts.append(("incumbent", "yes: the best correct attempt of its run"))
     if n.backtrack:

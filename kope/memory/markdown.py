@@ -52,6 +52,8 @@ def attempt_block(attempt: Attempt, parent_a: float | None, parent_known: bool) 
     status = f"{o.status}, {o.cases_passed}/{o.cases_total} cases passed"
     if o.error_kind:
         status += f", {o.error_kind}"
+    if attempt.replayed:
+        status += " (replayed from a recorded space, not measured now)"
     lines.append(f"- **Status**: {status}")
     measures = []
     if o.speedup is not None:

@@ -343,6 +343,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
             "threads": o.threads,
             "duration_s": o.duration_s,
             "cases_json": json.dumps(cases, separators=(",", ":")),
+            "replayed": True if at.replayed else None,  # answered from a recorded space (absent: measured)
         }
     )
     kernel = None

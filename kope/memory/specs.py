@@ -138,6 +138,9 @@ class Attempt(_Spec):
     # proposer's template and knob settings); stored as params_json (see kope.memory.params).
     params: ParamsField = Field(default_factory=DecisionParams)
     created_at: float = Field(default_factory=time.time)
+    # the outcome was answered from a recorded search space (``--evaluator replay:DIR``), not measured now;
+    # stored as the Outcome node's ``replayed`` property, left out of the JSON (and the content hash) when false
+    replayed: bool = False
     _hash: str | None = PrivateAttr(default=None)
     _json: dict[str, Any] | None = PrivateAttr(default=None)
 
@@ -170,7 +173,7 @@ class Attempt(_Spec):
     def to_json(self) -> dict[str, Any]:
         """The attempt as JSON-ready data (computed once; do not modify the result)."""
         if self._json is None:
-            self._json = self.model_dump(mode="json", by_alias=True)
+            self._json = self.model_dump(mode="json", by_alias=True, exclude=None if self.replayed else {"replayed"})
         return self._json
 
 

@@ -168,6 +168,7 @@ def _first_proposal(name: str):
         backtracked=False,
         cases=(),
         tuning=None,
+        allowed=None,
     )
     return OfflineProposer().propose(request)
 

@@ -1,4 +1,4 @@
-"""`--evaluator` values: local, worker URLs, ray, ray://ADDRESS; bad values are one clear error."""
+"""`--evaluator` values: local, worker URLs, ray, ray://ADDRESS, replay:DIR; bad values are one clear error."""
 
 import pytest
 
@@ -32,6 +32,7 @@ def test_evaluator_values_parse(text, kind, shown):
         ("http://h:1?x=1", "no query"),
         ("http://h:1,http://h:1", "twice"),
         ("ray://", "ray://HOST:PORT"),
+        ("replay:", "give replay:DIR"),
         ("ftp://h:1", "unknown evaluator"),
     ],
 )
@@ -66,3 +67,10 @@ def test_a_ray_address_nothing_answers_at_is_one_clear_error_not_a_silent_local_
 def test_a_bad_ray_cpu_count_names_the_setting(value):
     with pytest.raises(ConfigError, match="evaluator.ray_cpus"):
         load_config(environ={"KOPE_EVALUATOR_RAY_CPUS": value})
+
+
+def test_a_replay_folder_is_kept_as_an_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = parse_evaluator("replay:spaces")
+    assert spec.kind == "replay" and spec.folder == str(tmp_path / "spaces")
+    assert str(spec) == f"replay:{tmp_path / 'spaces'}"

@@ -9,6 +9,7 @@ import pytest
 from harness.suite.kernel_templates import template_for
 from kope.agent.offline import OfflineProposer
 from kope.agent.proposal import ProposerExhausted
+from kope.agent.tuner import settings_key
 from kope.memory.shapes import case_shape
 from kope.memory.tuning import CaseSpeed, HardwareFacts, TuningData, TuningQuery, TuningRecord
 
@@ -45,7 +46,7 @@ def record(id, operator, template, settings, a, *, own=False, status="correct"):
     )
 
 
-def request(operator, records=(), history=()):
+def request(operator, records=(), history=(), allowed=None):
     task = NS(operator=operator, family="normalization", cases=(CASE,))
     data = TuningData(
         TuningQuery("row_norm", "r", operator), tuple(records), {HW["id"]: HardwareFacts.from_fingerprint(HW)}
@@ -60,6 +61,7 @@ def request(operator, records=(), history=()):
         history=list(history),
         cases=(CASE,),
         tuning=data if records else None,
+        allowed=allowed,
     )
 
 
@@ -69,6 +71,16 @@ def test_without_experience_the_first_step_is_the_templates_defaults():
     assert proposal.params["template"] == "row_norm"
     assert proposal.params["settings"] == template_for("rms_norm", "cpu").default_settings()
     assert proposal.thought.startswith("[offline proposer]") and "ModelNew" in proposal.code
+
+
+def test_on_a_recorded_space_only_the_recorded_settings_are_proposed():
+    row_norm = template_for("rms_norm", "cpu")
+    recorded = {**row_norm.default_settings(), "lanes": 16}
+    only = {"row_norm": frozenset({settings_key(recorded)})}
+    proposal = OfflineProposer().propose(request("rms_norm", allowed=only))
+    assert proposal.params["settings"] == recorded  # not the defaults: they were not recorded
+    with pytest.raises(ProposerExhausted, match="the recorded space holds 0 of them"):
+        OfflineProposer().propose(request("rms_norm", allowed={"other_template": frozenset()}))
 
 
 def test_with_recorded_attempts_of_another_operator_the_model_starts_where_they_were_fast():

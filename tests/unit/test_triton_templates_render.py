@@ -88,6 +88,7 @@ def test_the_offline_proposer_proposes_a_triton_template_for_the_triton_target()
         hardware={"id": "test-gpu", "class": "sm90", "vendor": "nvidia"},  # no records: only the initial design
         cases=(),
         tuning=None,
+        allowed=None,
     )
     proposal = OfflineProposer().propose(request)
     template = template_for("gemm_bias_relu", "triton")

@@ -1,6 +1,7 @@
 // mode: read
 // The lineage page: every decision of a namespace (or of one operator) with
-// its outcome, its class label and whether it is an incumbent or a backtrack.
+// its outcome, its class label, whether it is an incumbent or a backtrack, and
+// whether its outcome was replayed from a recorded space rather than measured.
 MATCH (d:Decision)
 WHERE d.ns = $ns AND ($operator IS NULL OR d.operator = $operator)
 OPTIONAL MATCH (d)-[:PRODUCED]->(o:Outcome)
@@ -9,5 +10,6 @@ RETURN d.id AS id, d.run_id AS run_id, d.operator AS operator, d.family AS famil
        d.thought AS thought, d.status AS status, d.a AS a, d.r AS r, d.d AS d, d.diff AS diff,
        d.error_kind AS error_kind, [l IN labels(d) WHERE l IN $classes][0] AS class,
        d:Incumbent AS incumbent, d:Backtrack AS backtrack, o.cases_json AS cases_json,
-       o.error_excerpt AS error_excerpt, o.cases_passed AS cases_passed, o.cases_total AS cases_total
+       o.error_excerpt AS error_excerpt, o.cases_passed AS cases_passed, o.cases_total AS cases_total,
+       coalesce(o.replayed, false) AS replayed
 ORDER BY operator, run_id, step

@@ -129,13 +129,19 @@ class Tuner:
         hardware_facts: Mapping[str, HardwareFacts],
         tried: set[str],
         base: Mapping[str, Any] | None = None,
+        allowed: frozenset[str] | None = None,
     ) -> Plan:
+        """``allowed``: only these settings (``settings_key`` texts) may be proposed (a recorded space); None: any."""
         shapes = list(shapes) or [CaseShape("default", ())]
         summary = ShapeSummary.of(shapes)
         shape_class = summary.shape_class if summary else None
         own = [r for r in records if r.own and r.correct and r.a]
         incumbent = max((r.a for r in own if r.a), default=None)
-        pool = [c for c in self.candidates(operator) if settings_key(c) not in tried]
+        pool = [
+            c
+            for c in self.candidates(operator)
+            if settings_key(c) not in tried and (allowed is None or settings_key(c) in allowed)
+        ]
         vetoes = self._vetoes(operator, records, shape_class, hardware.hw_class)
         vetoed = {v.settings_key for v in vetoes}
         pool = [c for c in pool if settings_key(c) not in vetoed]

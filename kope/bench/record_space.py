@@ -1,0 +1,260 @@
+"""``kope bench record-space``: measure a bounded set of template settings per operator, once, for replay.
+
+For each selected operator the offline proposer's template (the one that computes the task's
+traced structure) is rendered with a set of settings of the knobs that matter for the operator
+(the others stay at their defaults, as the tuner proposes them):
+
+* the full grid when it has at most ``max_settings`` settings (design ``grid``);
+* else (design ``one-knob+sample``) the defaults, every single-knob change from them (each
+  isolates one knob's effect; all of them even when they alone exceed ``max_settings``), then a
+  random sample of the rest of the grid, seeded by ``seed``, template and operator, up to
+  ``max_settings``.
+
+Each setting is evaluated with the real harness on this machine (``evaluate_code``, the loop's
+evaluation) and its outcome is added to the operator's space file (``kope.evaluators.space``),
+which is rewritten atomically after every setting. ``resume`` continues a recording: settings
+already in the file are skipped; its harness options, hardware, template and task must match.
+Operators without a template are skipped (nothing to replay: their runs use no template setting).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kope.agent.tuner import Tuner, settings_key
+from kope.boundary import (
+    TaskInfo,
+    evaluate_code,
+    hardware_for,
+    harness_version,
+    is_match,
+    read_task_info,
+    render_for_task,
+    select_cases,
+    suite_tasks,
+    task_structure,
+    templates_for_target,
+    timing_budget,
+)
+from kope.errors import UsageError
+from kope.evaluators.replay import file_sha256
+from kope.evaluators.space import SpaceFile
+from kope.memory.ids import kernel_id
+
+Note = Callable[[str], None]
+DEFAULT_MAX_SETTINGS = 24
+
+
+@dataclass(frozen=True)
+class RecordRequest:
+    out: Path
+    family: str | None = None
+    operators: tuple[str, ...] = ()
+    cases: str | None = None
+    target: str = "cpu"
+    max_settings: int = DEFAULT_MAX_SETTINGS
+    seed: int = 0
+    warmup_ms: float | None = None
+    rep_ms: float | None = None  # --budget-ms: measured time per implementation and case
+    min_reps: int | None = None
+    resume: bool = False
+
+
+@dataclass(frozen=True)
+class Planned:
+    task: TaskInfo
+    template: Any  # harness KernelTemplate
+    match: Any  # its structure match
+    served: str  # the operator the template renders the task as
+    design: str
+    settings: list[dict[str, Any]]
+
+
+def design(template: Any, served: str, max_settings: int, seed: int) -> tuple[str, list[dict[str, Any]]]:
+    """(design name, the settings to evaluate, in order)."""
+    tuner = Tuner(template, seed)
+    grid = tuner.candidates(served)
+    if len(grid) <= max_settings:
+        return "grid", grid
+    defaults = template.default_settings()
+    chosen = [defaults]
+    for knob in template.relevant_knobs(served):
+        chosen.extend({**defaults, knob.name: v} for v in knob.values if v != defaults[knob.name])
+    taken = {settings_key(s) for s in chosen}
+    rest = [s for s in grid if settings_key(s) not in taken]
+    random.Random(f"{seed}:{template.name}:{served}").shuffle(rest)
+    chosen.extend(rest[: max(0, max_settings - len(chosen))])
+    return "one-knob+sample", chosen
+
+
+def _tasks(request: RecordRequest) -> list[TaskInfo]:
+    tasks = suite_tasks(request.family)
+    if not tasks:
+        raise UsageError(f"the built-in suite has no operator of family {request.family!r}")
+    if request.operators:
+        by_name = {t.operator: t for t in tasks}
+        missing = [o for o in request.operators if o not in by_name]
+        if missing:
+            where = f"family {request.family}" if request.family else "the built-in suite"
+            raise UsageError(f"unknown operator(s) in {where}: {', '.join(missing)}")
+        tasks = [by_name[o] for o in request.operators]
+    return tasks
+
+
+def plan(request: RecordRequest, note: Note) -> list[Planned]:
+    """The operators to record, each with its template and settings (skips those without a template)."""
+    if request.max_settings < 1:
+        raise UsageError("--max-settings must be at least 1")
+    templates = templates_for_target(request.target)
+    planned = []
+    for task in _tasks(request):
+        match = task_structure(task.path, task.operator, request.target)
+        if not is_match(match):
+            note(f"{task.operator}: skipped, no kernel template computes it ({match.explanation()})")
+            continue
+        template = templates[match.template]
+        served = str(getattr(match, "operator", None) or task.operator)
+        kind, settings = design(template, served, request.max_settings, request.seed)
+        planned.append(Planned(task, template, match, served, kind, settings))
+    if not planned:
+        raise UsageError("no selected operator has a kernel template: nothing to record")
+    return planned
+
+
+def _harness_options(request: RecordRequest, task: TaskInfo) -> dict[str, Any]:
+    budget = timing_budget(warmup_ms=request.warmup_ms, rep_ms=request.rep_ms, min_reps=request.min_reps)
+    return {
+        "cases": [c.name for c in select_cases(read_task_info(task.path), request.cases)],
+        "case_selection": request.cases,
+        "seeds": 3,  # the loop's correctness trials per case (harness EvalOptions default)
+        "warmup_ms": budget.warmup_ms,
+        "rep_ms": budget.rep_ms,
+        "min_reps": budget.min_reps,
+        "harness_version": harness_version(),
+    }
+
+
+def _open(request: RecordRequest, item: Planned, hardware: Any) -> SpaceFile:
+    path = request.out / SpaceFile.file_name(item.task.operator, item.template.name)
+    harness = _harness_options(request, item.task)
+    fresh = SpaceFile(
+        operator=item.task.operator,
+        family=str(item.task.family),
+        level=item.task.level,
+        template=item.template.name,
+        served_as=item.served,
+        target=request.target,
+        task_sha256=file_sha256(Path(item.task.path)),
+        hardware=hardware,
+        harness=harness,
+        design={
+            "kind": item.design,
+            "max_settings": request.max_settings,
+            "seed": request.seed,
+            "knobs": [k.name for k in item.template.relevant_knobs(item.served)],
+            "grid_size": len(Tuner(item.template).candidates(item.served)),
+            "planned": len(item.settings),
+        },
+    )
+    if not path.exists():
+        return fresh
+    if not request.resume:
+        raise UsageError(f"{path} already exists", hint="continue the recording with --resume, or choose another --out")
+    old = SpaceFile.read(path)
+    checks = {
+        "hardware": (old.hardware.id, hardware.id),
+        "harness options": (
+            {k: v for k, v in old.harness.items() if k != "harness_version"},
+            {k: v for k, v in harness.items() if k != "harness_version"},
+        ),
+        "task file": (old.task_sha256, fresh.task_sha256),
+        "template": (old.served_as, fresh.served_as),
+    }
+    for what, (before, now) in checks.items():
+        if before != now:
+            raise UsageError(
+                f"--resume: {path} was recorded with another {what} ({before} vs now {now})",
+                hint="resume with the options it was recorded with, or record into another --out",
+            )
+    old.design = {**fresh.design, "planned": max(fresh.design["planned"], len(old.settings))}
+    return old
+
+
+def _eta(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def record_spaces(request: RecordRequest, note: Note, progress: Note) -> list[Path]:
+    """Record every selected operator's space into ``request.out``; the files written."""
+    planned = plan(request, note)
+    hardware = hardware_for(request.target)
+    budget = timing_budget(warmup_ms=request.warmup_ms, rep_ms=request.rep_ms, min_reps=request.min_reps)
+    spaces = [_open(request, item, hardware) for item in planned]
+    todo = [[s for s in item.settings if settings_key(s) not in space.done()] for item, space in zip(planned, spaces)]
+    total = sum(len(item.settings) for item in planned)
+    remaining = sum(len(t) for t in todo)
+    done = total - remaining
+    if done:
+        note(f"resuming: {done} of {total} settings already recorded")
+    spent, measured = 0.0, 0
+    paths = []
+    scratch = Path(tempfile.mkdtemp(prefix="kope-record-space-"))  # the candidate files, removed at the end
+    for item, space, settings in zip(planned, spaces, todo):
+        path = request.out / SpaceFile.file_name(item.task.operator, item.template.name)
+        for setting in settings:
+            began = time.monotonic()
+            code = render_for_task(item.template, item.match, setting)
+            last = measured + 1 == remaining
+            outcome = evaluate_code(
+                Path(item.task.path),
+                code,
+                scratch / f"{item.task.operator}.py",
+                target=request.target,
+                cases=request.cases,
+                budget=budget,
+                last=last,
+            )
+            space.add(setting, kernel_id(code), outcome)
+            space.write(path)
+            spent += time.monotonic() - began
+            measured += 1
+            done += 1
+            left = spent / measured * (remaining - measured)
+            speed = f"{outcome.speedup:.2f}x" if outcome.speedup else "-"
+            progress(
+                f"[{done}/{total}] {item.task.operator} / {item.template.name} {_changes(item, setting)}: "
+                f"{outcome.status.value} {speed}; {spent / measured:.1f} s per setting, about {_eta(left)} left"
+            )
+        if not settings and not path.exists():
+            space.write(path)
+        paths.append(path)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return paths
+
+
+def _changes(item: Planned, setting: dict[str, Any]) -> str:
+    defaults = item.template.default_settings()
+    changed = [f"{k}={v}" for k, v in setting.items() if defaults.get(k) != v]
+    return ", ".join(changed) or "defaults"
+
+
+def summarize(paths: Sequence[Path]) -> list[str]:
+    """One line per space file: settings, correct ones, the optimum."""
+    lines = []
+    for path in paths:
+        space = SpaceFile.read(path)
+        correct = sum(1 for e in space.settings if e["outcome"]["status"] == "correct")
+        best = space.optimum()
+        lines.append(
+            f"{path}: {len(space.settings)} settings ({space.design['kind']}), {correct} correct, optimum "
+            f"{f'{best:.2f}x' if best else '-'}"
+        )
+    return lines

@@ -1,0 +1,198 @@
+"""Recorded search spaces: one ``kope.space/1`` JSON file per (operator, kernel template).
+
+``kope bench record-space`` writes them (``kope.bench.record_space``); the replay evaluator
+(``kope.evaluators.replay``) answers proposals from them. A file holds:
+
+* ``schema`` (``kope.space/1``), the ``operator`` (the task's name), its ``family`` and
+  ``level``, the ``template`` and the operator it renders the task as (``served_as``),
+  the ``target`` and the ``task_sha256`` of the task file it was recorded on;
+* ``hardware``: the fingerprint of the machine that measured it (``kope.outcome/1``'s);
+* ``harness``: the options every setting was evaluated with (the case names, the timing
+  budget, correctness seeds, the harness version);
+* ``design``: how the settings were chosen (``grid``, or ``one-knob+sample``: the defaults,
+  every single-knob change from them and a seeded random sample up to ``max_settings``),
+  the relevant knobs and the planned settings in order;
+* ``settings``: one entry per evaluated setting, in the order evaluated: the knob
+  ``settings`` (every knob, those that do not matter for the operator at their defaults),
+  the ``kernel`` hash of the rendered candidate, and the ``outcome``: the fields of the
+  ``kope.outcome/1`` record the harness returned that are not the file's own (status,
+  speedup, per-case results and times, ...). ``file.outcome(entry)`` rebuilds the record.
+
+Files are written whole and atomically (a temporary file, then ``os.replace``), so an
+interrupted recording leaves the last complete file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kope.boundary import Hardware, Outcome
+from kope.errors import UsageError
+
+SPACE_SCHEMA = "kope.space/1"
+SUFFIX = ".space.json"
+# the outcome fields a space file keeps once, for the whole file (not per setting)
+FILE_FIELDS = ("schema", "task", "family", "level", "target", "hardware")
+
+
+def settings_key(settings: Mapping[str, Any]) -> str:
+    """The identity of a setting (the same text as the tuner's ``settings_key``)."""
+    return json.dumps(dict(settings), sort_keys=True)
+
+
+class SpaceFileError(UsageError):
+    """A space file or folder that cannot be read."""
+
+
+@dataclass
+class SpaceFile:
+    operator: str
+    family: str
+    level: int | None
+    template: str
+    served_as: str
+    target: str
+    task_sha256: str
+    hardware: Hardware
+    harness: dict[str, Any]
+    design: dict[str, Any]
+    settings: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+
+    @staticmethod
+    def file_name(operator: str, template: str) -> str:
+        return f"{operator}.{template}{SUFFIX}"
+
+    @property
+    def cases(self) -> tuple[str, ...]:
+        return tuple(self.harness["cases"])
+
+    def done(self) -> set[str]:
+        return {settings_key(e["settings"]) for e in self.settings}
+
+    def entry(self, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+        key = settings_key(settings)
+        return next((e for e in self.settings if settings_key(e["settings"]) == key), None)
+
+    def add(self, settings: Mapping[str, Any], kernel: str, outcome: Outcome) -> dict[str, Any]:
+        data = outcome.to_dict()
+        entry = {
+            "settings": dict(settings),
+            "kernel": kernel,
+            "outcome": {k: v for k, v in data.items() if k not in FILE_FIELDS},
+        }
+        self.settings.append(entry)
+        return entry
+
+    def outcome(self, entry: Mapping[str, Any]) -> Outcome:
+        """The ``kope.outcome/1`` record the harness returned for ``entry``."""
+        return Outcome.from_dict(
+            {
+                "schema": "kope.outcome/1",
+                "task": self.operator,
+                "family": self.family,
+                "level": self.level,
+                "target": self.target,
+                "hardware": self.hardware.to_dict(),
+                **entry["outcome"],
+            }
+        )
+
+    def optimum(self) -> float | None:
+        """The best speedup of a correct setting in the space (None: none is correct)."""
+        speeds = [
+            e["outcome"]["speedup"]
+            for e in self.settings
+            if e["outcome"]["status"] == "correct" and e["outcome"].get("speedup")
+        ]
+        return max(speeds, default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SPACE_SCHEMA,
+            "operator": self.operator,
+            "family": self.family,
+            "level": self.level,
+            "template": self.template,
+            "served_as": self.served_as,
+            "target": self.target,
+            "task_sha256": self.task_sha256,
+            "hardware": self.hardware.to_dict(),
+            "harness": self.harness,
+            "design": self.design,
+            "settings": self.settings,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: Path | None = None) -> SpaceFile:
+        where = str(path) if path else "space file"
+        if data.get("schema") != SPACE_SCHEMA:
+            raise SpaceFileError(f"{where} is not a {SPACE_SCHEMA} file (schema={data.get('schema')!r})")
+        try:
+            space = cls(
+                operator=str(data["operator"]),
+                family=str(data["family"]),
+                level=data["level"],
+                template=str(data["template"]),
+                served_as=str(data["served_as"]),
+                target=str(data["target"]),
+                task_sha256=str(data["task_sha256"]),
+                hardware=Hardware.from_dict(data["hardware"]),
+                harness=dict(data["harness"]),
+                design=dict(data["design"]),
+                settings=[dict(e) for e in data["settings"]],
+                path=path,
+            )
+            for entry in space.settings:
+                space.outcome(entry)  # every entry rebuilds a valid record
+            tuple(space.harness["cases"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SpaceFileError(f"{where} is not a valid {SPACE_SCHEMA} file: {type(exc).__name__}: {exc}") from None
+        return space
+
+    @classmethod
+    def read(cls, path: Path) -> SpaceFile:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SpaceFileError(f"cannot read space file {path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise SpaceFileError(f"{path} is not a {SPACE_SCHEMA} file")
+        return cls.from_dict(data, path)
+
+    def write(self, path: Path) -> None:
+        """Write the whole file atomically (readers and a resumed recording never see half a file)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # a data file like any other (mkstemp makes it private)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.path = path
+
+
+def read_spaces(folder: Path) -> list[SpaceFile]:
+    """Every space file in ``folder`` (sorted by name); an error when there is none or one is broken."""
+    if not folder.is_dir():
+        raise SpaceFileError(
+            f"no such folder of recorded spaces: {folder}", hint="record one with `kope bench record-space`"
+        )
+    files = sorted(folder.glob(f"*{SUFFIX}"))
+    if not files:
+        raise SpaceFileError(
+            f"{folder} holds no recorded spaces (*{SUFFIX})", hint="record them with `kope bench record-space`"
+        )
+    return [SpaceFile.read(f) for f in files]

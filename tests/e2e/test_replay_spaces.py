@@ -1,0 +1,169 @@
+"""`--evaluator replay:DIR` end to end: the real CLI, loop, offline proposer, memory and Neo4j; the outcomes
+come from the spaces committed in tests/fixtures/spaces (recorded once with the real harness, `--cases 0`).
+
+Replayed outcomes must be the recorded ones, marked replayed in the graph and in the lineage report; a
+proposal outside the space is refused with one error line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kope.evaluators.space import SpaceFile, read_spaces
+
+pytestmark = pytest.mark.slow
+SPACES = Path(__file__).resolve().parents[1] / "fixtures" / "spaces"
+CASES = "0"  # the recorded case selection
+
+
+def spaces() -> dict[str, SpaceFile]:
+    return {f.operator: f for f in read_spaces(SPACES)}
+
+
+def kope(kope_cli, neo4j_server, tmp_path, namespace: str, *args: str):
+    env = neo4j_server.env(KOPE_NAMESPACE=namespace, KOPE_DATA_DIR=str(tmp_path / "data"))
+    return kope_cli(*args, env=env, timeout=900)
+
+
+def optimize(kope_cli, neo4j_server, tmp_path, namespace: str, *args: str) -> list[dict[str, Any]]:
+    proc = kope(
+        kope_cli, neo4j_server, tmp_path, namespace,
+        "optimize", *args, "--proposer", "offline", "--cases", CASES, "--evaluator", f"replay:{SPACES}",
+        "--out", str(tmp_path / "out" / namespace), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    return json.loads(proc.stdout)
+
+
+def graph_outcomes(graph_client, namespace: str) -> list[dict[str, Any]]:
+    records, _, _ = graph_client._driver.execute_query(
+        "MATCH (d:Decision {ns: $ns})-[:PRODUCED]->(o:Outcome) "
+        "RETURN d.operator AS operator, d.step AS step, d.run_id AS run_id, d.params_json AS params, "
+        "o.replayed AS replayed, o.status AS status, o.speedup_measured AS speedup, o.cases_passed AS passed, "
+        "o.cases_total AS total, o.duration_s AS duration_s, o.cases_json AS cases ORDER BY operator, step",
+        {"ns": namespace},
+        database_=graph_client.database,
+    )
+    return [dict(r) for r in records]
+
+
+def assert_recorded(rows: list[dict[str, Any]]) -> None:
+    """Every outcome in the graph is marked replayed and is the one recorded for its setting."""
+    recorded = spaces()
+    assert rows
+    for row in rows:
+        assert row["replayed"] is True, row
+        params = json.loads(row["params"])
+        space = recorded[row["operator"]]
+        assert params["template"] == space.template
+        entry = space.entry(params["settings"])
+        assert entry is not None, params["settings"]
+        want = entry["outcome"]
+        assert (row["status"], row["speedup"], row["passed"], row["total"], row["duration_s"]) == (
+            want["status"], want["speedup"], want["cases_passed"], want["cases_total"], want["duration_s"],
+        )  # fmt: skip
+        cases = json.loads(row["cases"])
+        assert [(c["name"], c["passed"], c["speedup"]) for c in cases] == [
+            (c["name"], c["passed"], c["speedup"]) for c in want["cases"]
+        ]
+        assert [c["cand_ms"] for c in cases] == [
+            c["cand_ms"]["median"] if c["cand_ms"] else None for c in want["cases"]
+        ]
+
+
+def test_optimize_on_recorded_spaces_records_the_recorded_outcomes_marked_replayed(
+    kope_cli, neo4j_server, graph_client, tmp_path
+):
+    operators = sorted(spaces())
+    summaries = optimize(
+        kope_cli, neo4j_server, tmp_path, "replay-e2e",
+        "--suite", "builtin", "--family", "elementwise", "--limit", str(len(operators)), "--steps", "4",
+    )  # fmt: skip
+    assert [s["operator"] for s in summaries] == operators
+    assert all(len(s["steps"]) == 4 for s in summaries), [s["stop_reason"] for s in summaries]
+    rows = graph_outcomes(graph_client, "replay-e2e")
+    assert len(rows) == 4 * len(operators)
+    assert_recorded(rows)
+    # the runs are filed under the recorded machine
+    records, _, _ = graph_client._driver.execute_query(
+        "MATCH (r:Run {ns: $ns}) RETURN DISTINCT r.hw_id AS hw", {"ns": "replay-e2e"}, database_=graph_client.database
+    )
+    assert {r["hw"] for r in records} == {f.hardware.id for f in spaces().values()}
+
+    page = tmp_path / "lineage.html"
+    proc = kope(kope_cli, neo4j_server, tmp_path, "replay-e2e", "memory", "report", "-o", str(page))
+    assert proc.returncode == 0, proc.stderr
+    assert page.read_text().count("<th>replayed</th>") == len(rows)
+
+
+def test_a_proposal_outside_the_recorded_space_is_refused_with_one_error(kope_cli, neo4j_server, tmp_path):
+    outside = kope(
+        kope_cli, neo4j_server, tmp_path, "replay-e2e-refused",
+        "optimize", "sigmoid", "--proposer", "offline", "--cases", CASES, "--steps", "1",
+        "--evaluator", f"replay:{SPACES}", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert outside.returncode == 2, outside.stderr
+    errors = [line for line in outside.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no recorded space for sigmoid on cpu" in errors[0], outside.stderr
+    assert "Traceback" not in outside.stderr
+
+    operator = sorted(spaces())[0]
+    other_cases = kope(
+        kope_cli, neo4j_server, tmp_path, "replay-e2e-refused",
+        "optimize", operator, "--proposer", "offline", "--cases", "1", "--steps", "1",
+        "--evaluator", f"replay:{SPACES}", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert other_cases.returncode == 2, other_cases.stderr
+    errors = [line for line in other_cases.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "the run evaluates cases" in errors[0], other_cases.stderr
+    assert "the run is kept" not in other_cases.stderr  # refused before a run was started
+
+
+def test_the_bench_runs_on_recorded_spaces_without_a_final_evaluation(kope_cli, neo4j_server, graph_client, tmp_path):
+    operators = sorted(spaces())
+    out = tmp_path / "bench"
+    proc = kope(
+        kope_cli, neo4j_server, tmp_path, "unused",
+        "bench", "--suite", "builtin", "--family", "elementwise", "--limit", str(len(operators)), "--cases", CASES,
+        "--steps", "3", "--configs", "active,no-memory", "--evaluator", f"replay:{SPACES}", "--out", str(out),
+        "--name", "replay-e2e",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "replay: no final evaluation" in proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    pairs = results["pairs"]
+    assert sorted({p["operator"] for p in pairs}) == operators and len(pairs) == 2 * len(operators)
+    assert all(p["final"] is None and len(p["attempts"]) == 3 for p in pairs)
+    for config in ("active", "no-memory"):
+        assert_recorded(graph_outcomes(graph_client, f"bench-replay-e2e-{config}"))
+
+
+def steps_to_optimum(summary: dict[str, Any], optimum: float) -> int | None:
+    """The first step (counted from 1) whose replayed speedup is the space's optimum (None: never)."""
+    return next((s["step"] + 1 for s in summary["steps"] if s["speedup"] == optimum), None)
+
+
+def test_with_memory_later_operators_reach_the_recorded_optimum_in_no_more_steps(kope_cli, neo4j_server, tmp_path):
+    """The learning regression test: fixed seeds, the committed spaces; a proposer change that makes memory
+    slower than no memory to the optimum of the 2nd or 3rd operator fails here."""
+    recorded = spaces()
+    operators = sorted(recorded)
+    steps = str(max(len(f.settings) for f in recorded.values()))  # enough to try every recorded setting
+    common = ("--suite", "builtin", "--family", "elementwise", "--limit", str(len(operators)), "--steps", steps)
+    results = {}
+    for label, extra in (("memory", ()), ("no-memory", ("--no-memory",))):
+        summaries = optimize(kope_cli, neo4j_server, tmp_path, f"replay-learn-{label}", *common, *extra)
+        results[label] = {
+            s["operator"]: steps_to_optimum(s, recorded[s["operator"]].optimum() or 0.0) for s in summaries
+        }
+    print(f"steps to the recorded optimum: {results}")  # the figures docs/bench.md quotes (pytest -s)
+    later = operators[1:]
+    assert all(results["no-memory"][op] is not None for op in operators), results  # every space is exhausted
+    for op in later:
+        with_memory = results["memory"][op]
+        assert with_memory is not None and with_memory <= results["no-memory"][op], results  # type: ignore[operator]

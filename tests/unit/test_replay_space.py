@@ -1,0 +1,146 @@
+"""Recorded search spaces and the replay evaluator, on the committed spaces (tests/fixtures/spaces).
+
+The spaces were recorded once with the real harness (`kope bench record-space`); nothing here
+compiles or times a kernel: a replay answers from the record, or refuses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kope.bench.record_space import design
+from kope.boundary import builtin_task_path, eval_options, render_for_task, task_structure, template_for
+from kope.config import load_config
+from kope.evaluators import RecordedSpace, make_evaluator
+from kope.evaluators.replay import ReplayEvaluator, ReplayMiss
+from kope.evaluators.space import SPACE_SCHEMA, SpaceFile, SpaceFileError, read_spaces, settings_key
+from kope.evaluators.spec import parse_evaluator
+from kope.memory import Attempt, synthetic
+
+SPACES = Path(__file__).resolve().parents[1] / "fixtures" / "spaces"
+
+
+def replay() -> ReplayEvaluator:
+    evaluator = make_evaluator(load_config(), f"replay:{SPACES}")
+    assert isinstance(evaluator, ReplayEvaluator) and isinstance(evaluator, RecordedSpace)
+    return evaluator
+
+
+def test_the_committed_spaces_are_small_versioned_files_of_one_machine():
+    files = read_spaces(SPACES)
+    assert len(files) >= 2
+    assert len({f.hardware.id for f in files}) == 1
+    for f in files:
+        assert f.path is not None and f.path.stat().st_size < 64_000
+        assert json.loads(f.path.read_text())["schema"] == SPACE_SCHEMA
+        assert f.harness["cases"] and f.design["kind"] in ("grid", "one-knob+sample")
+        assert len(f.settings) == f.design["planned"]
+        assert f.optimum() is not None
+
+
+def test_a_recorded_setting_is_answered_with_the_recorded_outcome(tmp_path):
+    evaluator = replay()
+    space = read_spaces(SPACES)[0]
+    entry = space.settings[-1]
+    candidate = tmp_path / "c.py"
+    candidate.write_text("anything: looked up by setting, then checked against the recorded kernel")
+    task = builtin_task_path(space.operator)
+    assert task is not None
+    with pytest.raises(ReplayMiss, match="not the one recorded"):
+        evaluator.evaluate_setting(
+            task, candidate, target="cpu", cases="0", template=space.template, settings=entry["settings"]
+        )
+    match = task_structure(task, space.operator, "cpu")
+    code = render_for_task(template_for(space.served_as), match, entry["settings"])  # type: ignore[arg-type]
+    candidate.write_text(code)
+    answered = evaluator.evaluate_setting(
+        task, candidate, target="cpu", cases="0", template=space.template, settings=entry["settings"]
+    )
+    assert answered.to_dict() == space.outcome(entry).to_dict()
+    assert answered.to_dict()["cases"] == [
+        {**c, "params": c["params"]} for c in entry["outcome"]["cases"]
+    ]  # per-case times as the harness returned them
+    options = eval_options(target="cpu", cases="0")
+    assert evaluator.evaluate(task, candidate, options).to_dict() == answered.to_dict()  # by kernel text
+    assert evaluator.hardware("cpu").id == space.hardware.id
+    allowed = evaluator.space(task, "cpu", "0")
+    assert allowed == {space.template: frozenset(settings_key(e["settings"]) for e in space.settings)}
+
+
+def test_a_setting_outside_the_space_is_refused_with_one_clear_error(tmp_path):
+    evaluator = replay()
+    space = read_spaces(SPACES)[0]
+    template = template_for(space.served_as)
+    assert template is not None
+    grid = [s for s in design(template, space.served_as, 10_000, 0)[1]]
+    outside = next(s for s in grid if space.entry(s) is None)
+    candidate = tmp_path / "c.py"
+    candidate.write_text("class ModelNew: pass\n")
+    task = builtin_task_path(space.operator)
+    assert task is not None
+    with pytest.raises(ReplayMiss, match="outside the recorded space") as caught:
+        evaluator.evaluate_setting(task, candidate, target="cpu", cases="0", template=space.template, settings=outside)
+    assert "\n" not in caught.value.message
+    with pytest.raises(ReplayMiss, match="not a kernel of the recorded space"):
+        evaluator.evaluate_setting(task, candidate, target="cpu", cases="0", template=None, settings=None)
+    sigmoid = builtin_task_path("sigmoid")
+    assert sigmoid is not None
+    with pytest.raises(ReplayMiss, match="no recorded space for sigmoid"):
+        evaluator.space(sigmoid, "cpu", "0")
+    with pytest.raises(ReplayMiss, match=r"the run evaluates cases .* recorded 1024x7168"):
+        evaluator.space(task, "cpu", "1")
+    with pytest.raises(ReplayMiss, match="no space recorded for the cuda target"):
+        evaluator.hardware("cuda")
+
+
+def test_a_folder_without_spaces_or_with_a_broken_file_is_one_error(tmp_path):
+    with pytest.raises(SpaceFileError, match="no such folder"):
+        ReplayEvaluator(parse_evaluator(f"replay:{tmp_path / 'nowhere'}"))
+    with pytest.raises(SpaceFileError, match="holds no recorded spaces"):
+        ReplayEvaluator(parse_evaluator(f"replay:{tmp_path}"))
+    (tmp_path / "x.pointwise.space.json").write_text('{"schema": "kope.space/1", "operator": "x"}')
+    with pytest.raises(SpaceFileError, match="not a valid kope.space/1 file"):
+        ReplayEvaluator(parse_evaluator(f"replay:{tmp_path}"))
+
+
+def test_a_space_file_round_trips_and_rebuilds_each_outcome(tmp_path):
+    space = read_spaces(SPACES)[0]
+    copy = tmp_path / "copy.space.json"
+    space.write(copy)
+    again = SpaceFile.read(copy)
+    assert again.to_dict() == space.to_dict()
+    for entry in again.settings:
+        outcome = again.outcome(entry)
+        assert outcome.task == space.operator and outcome.hardware.id == space.hardware.id
+        assert outcome.status.value == entry["outcome"]["status"] and outcome.speedup == entry["outcome"]["speedup"]
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_the_design_is_the_grid_when_small_else_defaults_single_knob_changes_and_a_seeded_sample():
+    template = template_for("relu")
+    assert template is not None
+    kind, grid = design(template, "relu", 10_000, 0)
+    relevant = template.relevant_knobs("relu")
+    size = 1
+    for knob in relevant:
+        size *= len(knob.values)
+    assert kind == "grid" and len(grid) == size
+    kind, chosen = design(template, "relu", 12, 0)
+    singles = sum(len(k.values) - 1 for k in relevant)
+    assert kind == "one-knob+sample" and len(chosen) == max(12, 1 + singles)
+    assert chosen[0] == template.default_settings()
+    assert len({settings_key(s) for s in chosen}) == len(chosen)
+    assert design(template, "relu", 12, 0) == (kind, chosen)
+    assert design(template, "relu", 12, 1)[1][: 1 + singles] == chosen[: 1 + singles]
+
+
+def test_a_measured_attempt_keeps_its_content_hash_a_replayed_one_says_so():
+    live = synthetic.attempt("run-1", 0, "relu", created_at=1.0)
+    assert "replayed" not in live.to_json()
+    replayed = Attempt.parse({**live.to_json(), "replayed": True})
+    assert replayed.replayed and replayed.to_json()["replayed"] is True
+    assert replayed.content_hash() != live.content_hash()
+    assert Attempt.parse(live.to_json()).content_hash() == live.content_hash()
