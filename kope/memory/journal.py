@@ -13,12 +13,23 @@ by a crash in the middle of a write is never acknowledged to the caller; the
 next append starts on a fresh line, and ``scan`` reports the torn line and
 skips it.
 
-A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end"|"knowledge", "key": id,
+A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end"|"knowledge"|"distill", "key": id,
 "op": operator, "ts": nanoseconds, "data": {...}}``; ``data`` is the
-``RunSpec`` / ``Attempt`` / run-end record / knowledge document as JSON.
+``RunSpec`` / ``Attempt`` / run-end record / knowledge document / distillation as JSON.
 Knowledge documents (what attempts cite through USED edges) go to
 ``wal/_knowledge.jsonl``, each version once (key ``<id>#<content hash>``), so a
 replay into an empty graph can restore every USED edge.
+
+Insights are derived, never journaled as facts: the journal records *when* they
+were distilled (a run end's ``"distill": true``, or a ``distill`` entry in
+``wal/_distill.jsonl`` for an explicit ``kope memory distill``), and a replay
+distils at the same points of the journal's order. So the insights an attempt
+cited exist again when the attempt is replayed, and its USED edges to them are
+restored (the insights are a pure function of the graph: ``kope.memory.insights``).
+
+``JournalWriter`` is the journal-first half of a memory store, written once for
+both stores (``ExperienceGraph`` and ``RemoteMemory``): it builds the entries and
+Markdown blocks of each write and appends them before the store writes.
 """
 
 from __future__ import annotations
@@ -36,8 +47,10 @@ from typing import Any
 from kope.memory.errors import JournalError
 
 WAL_VERSION = 1
-KINDS = ("run", "attempt", "run_end", "knowledge")
+KINDS = ("run", "attempt", "run_end", "knowledge", "distill")
 KNOWLEDGE = "_knowledge"  # the journal file of knowledge documents (not an operator)
+DISTILL = "_distill"  # the journal file of explicit distillations (not an operator)
+SHARED = (KNOWLEDGE, DISTILL)  # journal files every operator's replay reads too
 
 
 @dataclass(frozen=True)
