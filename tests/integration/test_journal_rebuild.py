@@ -7,34 +7,7 @@ import shutil
 
 from kope.memory import ExperienceGraph, Journal
 from tests.support import journal_scenario
-
-
-def cypher(graph_client, query, **params):
-    records, _, _ = graph_client._driver.execute_query(query, params, database_=graph_client.database)
-    return [r.data() for r in records]
-
-
-def snapshot(graph_client, ns):
-    """Nodes by label, relationships by type (every relationship between two nodes of the namespace), d(v)."""
-    nodes = cypher(graph_client, "MATCH (n {ns: $ns}) UNWIND labels(n) AS label RETURN label, count(*) AS n", ns=ns)
-    rels = cypher(graph_client, "MATCH ({ns: $ns})-[r]->({ns: $ns}) RETURN type(r) AS type, count(*) AS n", ns=ns)
-    scores = cypher(graph_client, "MATCH (d:Decision {ns: $ns}) RETURN d.id AS id, d.d AS d, d.label AS l", ns=ns)
-    insights = cypher(
-        graph_client,
-        "MATCH (i:Insight {ns: $ns}) RETURN i.id AS id, [i.active, i.support, i.confidence, i.text] AS facts",
-        ns=ns,
-    )
-    return {
-        "nodes": {r["label"]: r["n"] for r in nodes},
-        "relationships": {r["type"]: r["n"] for r in rels},
-        "d": {r["id"]: (r["d"], r["l"]) for r in scores},
-        "insights": {r["id"]: r["facts"] for r in insights},
-    }
-
-
-def used_insight_edges(graph_client, ns):
-    rows = cypher(graph_client, "MATCH (d:Decision {ns: $ns})-[:USED]->(i:Insight) RETURN count(*) AS n", ns=ns)
-    return rows[0]["n"]
+from tests.support.journal_scenario import cypher, snapshot, used_insight_edges
 
 
 def test_a_namespace_rebuilt_from_its_journal_has_identical_nodes_relationships_and_scores(graph_client, tmp_path):
