@@ -27,11 +27,11 @@ COLOURS = {
     "failed": "#E5484D",
     None: "#D0D4DA",
 }
-MEANING = {
-    "effective": "at least 5% faster than its baseline",
-    "partial": "as fast as its baseline, up to 5% faster",
-    "ineffective": "up to 15% slower than its baseline",
-    "negative": "more than 15% slower than its baseline",
+MEANING = {  # the class is the speedup over the baseline, PyTorch (kope.memory.present.outcome_class)
+    "effective": "at least 5% faster than PyTorch",
+    "partial": "as fast as PyTorch, up to 5% faster",
+    "ineffective": "up to 15% slower than PyTorch",
+    "negative": "more than 15% slower than PyTorch",
     "failed": "not correct on every case",
 }
 INCUMBENT_COLOUR = "#C0392B"
