@@ -314,7 +314,7 @@ def render_page(namespace: str, groups: list[OperatorLineages], *, generated_at:
     for group in groups:
         best = group.best
         summary = (
-            f"best {_speed(best.a)} ({_e(best.caption or best.title)}, run {_e(best.run_id)})"
+            f"best {_speed(best.a)} (s{best.step} {_e(best.title)}, run {_e(best.run_id)})"
             if best is not None
             else "no correct attempt yet"
         )
