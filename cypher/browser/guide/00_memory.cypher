@@ -10,13 +10,13 @@ CALL () {
   UNION ALL
   MATCH (n:Decision) WHERE n.ns = $ns RETURN 'Decision' AS kind, count(n) AS nodes, 'an attempt: title, thought, layer, diff against its parent' AS holds
   UNION ALL
-  MATCH (n:Decision:Effective) WHERE n.ns = $ns RETURN '  Effective' AS kind, count(n) AS nodes, 'at least 5% faster than its baseline' AS holds
+  MATCH (n:Decision:Effective) WHERE n.ns = $ns RETURN '  Effective' AS kind, count(n) AS nodes, 'at least 5% faster than PyTorch' AS holds
   UNION ALL
-  MATCH (n:Decision:Partial) WHERE n.ns = $ns RETURN '  Partial' AS kind, count(n) AS nodes, 'as fast as its baseline, up to 5% faster' AS holds
+  MATCH (n:Decision:Partial) WHERE n.ns = $ns RETURN '  Partial' AS kind, count(n) AS nodes, 'as fast as PyTorch, up to 5% faster' AS holds
   UNION ALL
-  MATCH (n:Decision:Ineffective) WHERE n.ns = $ns RETURN '  Ineffective' AS kind, count(n) AS nodes, 'up to 15% slower than its baseline' AS holds
+  MATCH (n:Decision:Ineffective) WHERE n.ns = $ns RETURN '  Ineffective' AS kind, count(n) AS nodes, 'up to 15% slower than PyTorch' AS holds
   UNION ALL
-  MATCH (n:Decision:Negative) WHERE n.ns = $ns RETURN '  Negative' AS kind, count(n) AS nodes, 'more than 15% slower than its baseline' AS holds
+  MATCH (n:Decision:Negative) WHERE n.ns = $ns RETURN '  Negative' AS kind, count(n) AS nodes, 'more than 15% slower than PyTorch' AS holds
   UNION ALL
   MATCH (n:Decision:Failed) WHERE n.ns = $ns RETURN '  Failed' AS kind, count(n) AS nodes, 'not correct on every case (see its Outcome)' AS holds
   UNION ALL
