@@ -28,6 +28,7 @@ carry ``team`` as provenance.
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import re
 import time
@@ -422,10 +423,14 @@ class ExperienceGraph:
     def import_from(
         self, stream: IO[str], source: str = "<input>", *, distill: bool = True
     ) -> transfer_mod.TransferReport:
+        """Import an export into this namespace (journaled first, with the file: a replay imports it again)."""
+        text = stream.read()
+        if self.journal is not None:
+            JournalWriter(self.journal).import_(text, source, distill=distill)
         self._ensure_schema()
-        report = transfer_mod.import_namespace(self.client, self.namespace, stream, source)
-        if distill:
-            self.distill()
+        report = transfer_mod.import_namespace(self.client, self.namespace, io.StringIO(text), source)
+        if distill:  # journaled with the import
+            insights_mod.distill(self.client, self.namespace, None)
         return report
 
     def prune(

@@ -3,19 +3,21 @@
 ``ExperienceGraph`` (Bolt) and ``RemoteMemory`` (a memory server) journal the same
 things in the same way before they write: run starts, attempts (with the evidence
 they cite, which become USED edges), run ends (and whether the family was distilled
-there), knowledge documents (each version once) and explicit distillations. This
+there), knowledge documents (each version once), explicit distillations and imports. This
 module builds those entries and Markdown blocks; ``kope.memory.journal`` stores them.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kope.memory import markdown, scoring
 from kope.memory.ids import content_hash
-from kope.memory.journal import DISTILL, KNOWLEDGE, Journal, JournalEntry
+from kope.memory.journal import DISTILL, IMPORTS, KNOWLEDGE, Journal, JournalEntry
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.transfer import export_ids
 
 
 def knowledge_data(doc: KnowledgeDoc) -> dict[str, Any]:
@@ -82,3 +84,12 @@ class JournalWriter:
     def distill(self, family: str | None) -> None:
         """An explicit distillation of one family (None: the whole namespace)."""
         self.journal.append([JournalEntry("distill", family or "*", DISTILL, {"family": family})])
+
+    def import_(self, text: str, source: str, *, distill: bool) -> None:
+        """An import of an export file (validated first: a file the import would refuse is not journaled); the
+        file is kept in the journal, so a replay can import it again."""
+        runs, decisions = export_ids(text, source)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+        self.journal.keep_import(digest, text)
+        data = {"file": digest, "source": source, "distill": distill, "runs": runs, "decisions": decisions}
+        self.journal.append([JournalEntry("import", digest, IMPORTS, data)])

@@ -455,6 +455,9 @@ class RemoteMemory:
     def distill_family(self, family: str | None) -> None:
         self._distill(family)
 
+    def replay_import(self, text: str, source: str, *, distill: bool) -> None:
+        self._send_import(text, distill)
+
     def journal_dir(self) -> Path | None:
         return self.journal.root if self.journal else None
 
@@ -491,10 +494,17 @@ class RemoteMemory:
         return report
 
     def import_from(self, stream: IO[str], source: str = "<input>", *, distill: bool = True) -> TransferReport:
+        """Import an export through the server (journaled first, with the file: a replay imports it again)."""
+        text = stream.read()
+        if self.journal is not None:
+            JournalWriter(self.journal).import_(text, source, distill=distill)
+        return self._send_import(text, distill)
+
+    def _send_import(self, text: str, distill: bool) -> TransferReport:
         response = self._request(
             "POST",
             self._path("/import"),
-            content=stream.read().encode("utf-8"),
+            content=text.encode("utf-8"),
             params={"distill": "true" if distill else "false"},
             headers={"Content-Type": "application/x-ndjson"},
         )

@@ -31,13 +31,14 @@ implements them over HTTP. This module does not know ``ExperienceGraph``.
 from __future__ import annotations
 
 import functools
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kope.db.client import GraphClient
 from kope.errors import DatabaseUnavailableError, KopeError
-from kope.memory import insights
+from kope.memory import insights, transfer
 from kope.memory.ids import uid
 from kope.memory.journal import SHARED, Journal, JournalEntry
 from kope.memory.recorder import RecordResult, finish_run_tx, write_attempts, write_runs
@@ -60,7 +61,7 @@ class SyncReport:
     present: int = 0
     pending: int = 0  # entries the graph lacked
     replayed: dict[str, int] = field(
-        default_factory=lambda: {"run": 0, "attempt": 0, "run_end": 0, "knowledge": 0, "distill": 0}
+        default_factory=lambda: {"run": 0, "attempt": 0, "run_end": 0, "knowledge": 0, "distill": 0, "import": 0}
     )
     failed: list[str] = field(default_factory=list)  # "kind key: why"
     problems: list[str] = field(default_factory=list)  # torn / unreadable log lines
@@ -124,6 +125,10 @@ class SyncTarget(Protocol):
         """Distil one family's insights (None: every family), without journaling it again."""
         ...
 
+    def replay_import(self, text: str, source: str, *, distill: bool) -> None:
+        """Import this export again (then distil every family, when the import did), without journaling it."""
+        ...
+
 
 class GraphSync:
     """``SyncTarget`` on a Neo4j client: the recorder's write functions; ``ensure_schema`` runs before a write
@@ -169,6 +174,12 @@ class GraphSync:
         self._ensure_schema()
         insights.distill(self.client, self.namespace, family)
 
+    def replay_import(self, text: str, source: str, *, distill: bool) -> None:
+        self._ensure_schema()
+        transfer.import_namespace(self.client, self.namespace, io.StringIO(text), source)
+        if distill:
+            insights.distill(self.client, self.namespace, None)
+
 
 def _present(target: SyncTarget, kind: str, uids: list[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
@@ -186,8 +197,13 @@ def _distills(entry: JournalEntry) -> bool:
 def _missing(target: SyncTarget, entries: list[JournalEntry]) -> tuple[list[JournalEntry], dict[str, dict[str, Any]]]:
     """The entries to replay (journal order), and the attempts the memory holds (uid -> {})."""
     ns = target.namespace
-    runs = _present(target, "run", sorted({uid(ns, e.key) for e in entries if e.kind in ("run", "run_end")}))
-    attempts = _present(target, "attempt", sorted({uid(ns, e.key) for e in entries if e.kind == "attempt"}))
+    imports = [e for e in entries if e.kind == "import"]
+    run_ids = {uid(ns, e.key) for e in entries if e.kind in ("run", "run_end")}
+    run_ids |= {uid(ns, r) for e in imports for r in e.data.get("runs", ())}
+    attempt_ids = {uid(ns, e.key) for e in entries if e.kind == "attempt"}
+    attempt_ids |= {uid(ns, d) for e in imports for d in e.data.get("decisions", ())}
+    runs = _present(target, "run", sorted(run_ids))
+    attempts = _present(target, "attempt", sorted(attempt_ids))
     docs = _present(target, "knowledge", sorted({uid(ns, e.data["id"]) for e in entries if e.kind == "knowledge"}))
     latest: dict[str, JournalEntry] = {}
     for e in entries:  # only a document's last version counts
@@ -211,6 +227,11 @@ def _missing(target: SyncTarget, entries: list[JournalEntry]) -> tuple[list[Jour
             if row is None or row["status"] != e.data["status"] or row["ended_at"] != e.data["ended_at"]:
                 missing.append(e)
         elif e.kind == "distill" and missing:  # a distillation after something the memory lacked: again
+            missing.append(e)
+        elif e.kind == "import" and (
+            any(uid(ns, r) not in runs for r in e.data.get("runs", ()))
+            or any(uid(ns, d) not in attempts for d in e.data.get("decisions", ()))
+        ):
             missing.append(e)
     return missing, attempts
 
@@ -343,6 +364,11 @@ def sync_journal(
                 target.replay_knowledge([data])
             elif entry.kind == "distill":
                 target.distill_family(data["family"])
+            elif entry.kind == "import":
+                path = journal.import_file(data["file"])
+                if not path.exists():
+                    raise KopeError(f"the imported file {path} is not in the journal any more")
+                target.replay_import(path.read_text(encoding="utf-8"), data["source"], distill=data["distill"])
             else:
                 family = target.replay_end(data["run_id"], data["status"], data["ended_at"])
                 if family and _distills(entry):  # where the run's end distilled its family: here too

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -272,6 +273,15 @@ def _parse(
             f"{trailer.get('relationships')} relationships, the file holds {len(nodes)} and {len(rels)}"
         )
     return header, nodes, rels, trailer
+
+
+def export_ids(text: str, source: str = "<input>") -> tuple[list[str], list[str]]:
+    """Validate an export (as ``import_namespace`` does, raising ``ExportFormatError``); its run and decision ids
+    (what the journal's ``import`` entry records, so that ``sync`` can tell whether the graph holds the import)."""
+    _header, nodes, _rels, _trailer = _parse(io.StringIO(text), source)
+    runs = sorted(obj["id"] for obj in nodes if obj["node"] == "Run")
+    decisions = sorted(obj["id"] for obj in nodes if obj["node"] == "Decision")
+    return runs, decisions
 
 
 def import_namespace(client: GraphClient, ns: str, stream: IO[str], source: str = "<input>") -> TransferReport:

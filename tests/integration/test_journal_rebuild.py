@@ -64,3 +64,33 @@ def test_evidence_outside_the_namespace_is_not_reported_as_a_missing_relationshi
     result = graph.record_attempt(synthetic.attempt("r1", 0, "softmax", hw=hw, used=(elsewhere,)))
     assert result.missing_evidence == ("decision:other-team-run:s4",)
     assert graph.sync(dry_run=True).relationships == {}  # nothing to restore: it cannot be linked here
+
+
+def test_an_import_is_journaled_so_a_namespace_grown_from_it_rebuilds_identically(graph_client, tmp_path):
+    import io
+
+    from kope.memory import synthetic
+
+    seed = ExperienceGraph(graph_client, namespace="seed")
+    journal_scenario.record(seed)
+    export = io.StringIO()
+    seed.export_to(export)
+    export_path = tmp_path / "seed.jsonl"
+    export_path.write_text(export.getvalue(), encoding="utf-8")
+
+    grown = ExperienceGraph(graph_client, namespace="grown", journal=Journal(tmp_path / "j", "grown"))
+    with open(export_path, encoding="utf-8") as handle:
+        grown.import_from(handle, source=str(export_path))
+    export_path.unlink()  # the journal keeps its own copy
+    hw = journal_scenario.HW
+    grown.start_run(synthetic.run_spec("softmax", run_id="after", hw=hw))
+    grown.record_attempt(synthetic.attempt("after", 0, "softmax", parent="r0:s1", hw=hw, speedup=2.0))  # an import's
+    grown.finish_run("after")
+    before = snapshot(graph_client, "grown")
+
+    shutil.copytree(tmp_path / "j" / "grown", tmp_path / "j" / "rebuilt")
+    rebuilt = ExperienceGraph(graph_client, namespace="rebuilt", journal=Journal(tmp_path / "j", "rebuilt"))
+    report = rebuilt.sync()
+    assert report.ok and report.replayed["import"] == 1 and report.replayed["attempt"] == 1, report.to_dict()
+    assert snapshot(graph_client, "rebuilt") == before
+    assert rebuilt.sync(dry_run=True).pending == 0  # the import is there now: not replayed again
