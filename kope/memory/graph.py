@@ -424,7 +424,7 @@ class ExperienceGraph:
         self, stream: IO[str], source: str = "<input>", *, distill: bool = True
     ) -> transfer_mod.TransferReport:
         """Import an export into this namespace (journaled first, with the file: a replay imports it again)."""
-        text = stream.read()
+        text = transfer_mod.read_export(stream, source)
         if self.journal is not None:
             JournalWriter(self.journal).import_(text, source, distill=distill)
         self._ensure_schema()

@@ -56,7 +56,7 @@ from kope.memory.schema import SchemaReport
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport, sync_journal
-from kope.memory.transfer import TransferReport
+from kope.memory.transfer import TransferReport, read_export
 from kope.memory.tuning import TuningData, TuningQuery
 from kope.teamweights import check_team_weights
 
@@ -495,7 +495,7 @@ class RemoteMemory:
 
     def import_from(self, stream: IO[str], source: str = "<input>", *, distill: bool = True) -> TransferReport:
         """Import an export through the server (journaled first, with the file: a replay imports it again)."""
-        text = stream.read()
+        text = read_export(stream, source)
         if self.journal is not None:
             JournalWriter(self.journal).import_(text, source, distill=distill)
         return self._send_import(text, distill)

@@ -275,6 +275,11 @@ def _parse(
     return header, nodes, rels, trailer
 
 
+def read_export(stream: IO[str], source: str = "<input>") -> str:
+    """The whole text of an export (``ExportFormatError`` for a file that is not UTF-8 text, as the import says)."""
+    return "".join(line for _number, line in _lines(stream, source))
+
+
 def export_ids(text: str, source: str = "<input>") -> tuple[list[str], list[str]]:
     """Validate an export (as ``import_namespace`` does, raising ``ExportFormatError``); its run and decision ids
     (what the journal's ``import`` entry records, so that ``sync`` can tell whether the graph holds the import)."""
