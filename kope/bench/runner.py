@@ -137,7 +137,8 @@ class BenchRunner:
         done = []
         for item in self.plan.options.imports:
             path = Path(item["file"])
-            with self._graph(namespace) as graph, open(path, encoding="utf-8") as handle:
+            # journaled: the runs that grow from the seeded memory rebuild from the journal too
+            with self._graph(namespace, journal=True) as graph, open(path, encoding="utf-8") as handle:
                 report = graph.import_from(handle, source=str(path))
             self.progress(
                 "info",

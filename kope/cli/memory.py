@@ -109,8 +109,16 @@ def sync(state: State, operator: str | None, dry_run: bool, as_json: bool) -> No
                 if dry_run
                 else f"{done['run']} runs, {done['attempt']} attempts, {done['run_end']} run ends"
                 + (f", {done['knowledge']} knowledge documents" if done.get("knowledge") else "")
+                + (f", {done['distill']} distillations" if done.get("distill") else "")
             )
         )
+        lost = report.relationships
+        if lost:
+            by_type = ", ".join(f"{kind} {n}" for kind, n in sorted(lost.items()))
+            out.print(
+                f"{sum(lost.values())} relationships missing ({by_type}) on attempts the graph holds; "
+                + ("sync restores them" if dry_run else f"restored the relationships of {report.relinked} attempts")
+            )
         for problem in report.problems:
             err.print(f"skipped {problem}")
         for failure in report.failed:

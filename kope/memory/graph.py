@@ -28,6 +28,7 @@ carry ``team`` as provenance.
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import re
 import time
@@ -40,12 +41,13 @@ from kope.db.client import GraphClient, Tx
 from kope.errors import DatabaseUnavailableError, KopeError, UsageError
 from kope.memory import insights as insights_mod
 from kope.memory import inspect as inspect_mod
-from kope.memory import markdown, present, scoring
+from kope.memory import present
 from kope.memory import prune as prune_mod
 from kope.memory import transfer as transfer_mod
 from kope.memory.errors import UnknownDecisionError, UnknownRunError
 from kope.memory.ids import uid
-from kope.memory.journal import Journal, JournalEntry
+from kope.memory.journal import Journal
+from kope.memory.journaling import JournalWriter, knowledge_data
 from kope.memory.lineage import OperatorLineages, load_lineages
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights, with_own_team
 from kope.memory.recorder import RecordResult, RunResult, finish_run_tx, write_attempts, write_runs
@@ -54,7 +56,7 @@ from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
 from kope.memory.schema import SchemaReport, apply_schema
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
-from kope.memory.sync import GraphSync, SyncReport, sync_journal
+from kope.memory.sync import PRESENT, GraphSync, SyncReport, sync_journal
 from kope.memory.tuning import TuningData, TuningQuery, fetch_tuning
 from kope.teamweights import check_team_weights
 
@@ -210,18 +212,7 @@ class ExperienceGraph:
         for spec in parsed:
             self._run_operator[spec.run_id] = spec.task.operator
         if self.journal is not None:
-            self.journal.append(
-                [
-                    JournalEntry(
-                        "run",
-                        s.run_id,
-                        s.task.operator,
-                        {"spec": s.model_dump(mode="json", by_alias=True), "team": self.team},
-                    )
-                    for s in parsed
-                ],
-                [(s.task.operator, markdown.run_block(s, self.team)) for s in parsed],
-            )
+            JournalWriter(self.journal).runs(parsed, self.team)
         team = self.team
         try:
             return self._write(lambda tx: write_runs(tx, self.namespace, team, parsed))
@@ -238,12 +229,7 @@ class ExperienceGraph:
         ended_at = time.time()
         if self.journal is not None:
             operator = self._run_operator.get(run_id) or self._operator_of(run_id)
-            entry = JournalEntry(
-                "run_end", run_id, operator, {"run_id": run_id, "status": status, "ended_at": ended_at}
-            )
-            self.journal.append(
-                [entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))]
-            )
+            JournalWriter(self.journal).run_end(run_id, operator, status, ended_at, distill=distill)
         try:
             family = self._write(
                 functools.partial(finish_run_tx, ns=self.namespace, run_id=run_id, status=status, ended_at=ended_at)
@@ -252,7 +238,8 @@ class ExperienceGraph:
             self._unavailable(exc, "run_end", (run_id, status, ended_at))
             return None
         if distill and family:
-            self.distill(family)
+            self._ensure_schema()
+            insights_mod.distill(self.client, self.namespace, family)  # journaled with the run's end
         return self.run(run_id)
 
     def _operator_of(self, run_id: str) -> str:
@@ -317,23 +304,11 @@ class ExperienceGraph:
     ) -> list[RecordResult]:
         parsed = [Attempt.parse(a) for a in attempts]
         if self.journal is not None:
-            self._journal_attempts(parsed)
+            JournalWriter(self.journal).attempts(parsed, self._known_a)
         results: list[RecordResult] = []
         for start in range(0, len(parsed), batch_size):
             results.extend(self._write_attempts(parsed[start : start + batch_size]))
         return results
-
-    def _journal_attempts(self, attempts: list[Attempt]) -> None:
-        entries, blocks = [], []
-        local_a = dict(self._known_a)
-        for at in attempts:
-            entries.append(JournalEntry("attempt", at.id, at.outcome.task, at.to_json()))
-            known = at.parent_id is None or at.parent_id in local_a
-            parent_a = local_a.get(at.parent_id) if at.parent_id else None
-            blocks.append((at.outcome.task, markdown.attempt_block(at, parent_a, known)))
-            local_a[at.id] = scoring.absolute_speedup(at.outcome)
-        assert self.journal is not None  # called only with a journal
-        self.journal.append(entries, blocks)
 
     def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
         work = functools.partial(write_attempts, ns=self.namespace, attempts=batch)
@@ -386,47 +361,23 @@ class ExperienceGraph:
 
     # -- insights and knowledge ------------------------------------------------------------------
     def distill(self, family: str | None = None) -> insights_mod.DistillReport:
+        """Distil the insights of one family (None: every family); journaled, so a replay distils here too."""
+        if self.journal is not None:
+            JournalWriter(self.journal).distill(family)
         self._ensure_schema()
         return insights_mod.distill(self.client, self.namespace, family)
 
     def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict[str, Any]]) -> int:
         """Knowledge documents as nodes (journaled first, each version once, so a replay can restore USED edges)."""
-        rows = []
-        for doc in docs:
-            doc = KnowledgeDoc.parse(doc)
-            rows.append(
-                {
-                    "uid": self.uid(doc.id),
-                    "ns": self.namespace,
-                    "id": doc.id,
-                    "title": doc.title,
-                    "text": doc.text,
-                    "targets": list(doc.targets),
-                    "families": list(doc.families),
-                }
-            )
-        if not rows:
+        parsed = [KnowledgeDoc.parse(doc) for doc in docs]
+        if not parsed:
             return 0
         if self.journal is not None:
-            self._journal_knowledge(rows)
+            JournalWriter(self.journal).knowledge(parsed)
+        rows = [{**knowledge_data(doc), "uid": self.uid(doc.id), "ns": self.namespace} for doc in parsed]
         self._ensure_schema()
         written: int = self.client.write(lambda tx: tx.run("memory/knowledge/upsert", rows=rows))[0]["written"]
         return written
-
-    def _journal_knowledge(self, rows: list[dict[str, Any]]) -> None:
-        from kope.memory.ids import content_hash
-        from kope.memory.journal import KNOWLEDGE
-
-        assert self.journal is not None
-        known = self.journal.knowledge_keys()
-        entries = []
-        for row in rows:
-            data = {k: v for k, v in row.items() if k not in ("uid", "ns")}
-            key = f"{row['id']}#{content_hash(data, 12)}"
-            if key not in known:
-                entries.append(JournalEntry("knowledge", key, KNOWLEDGE, data))
-        if entries:
-            self.journal.append(entries)
 
     # -- maintenance -----------------------------------------------------------------------------
     def sync(self, operator: str | None = None, *, dry_run: bool = False) -> SyncReport:
@@ -440,10 +391,11 @@ class ExperienceGraph:
         self.client.verify()
 
     def present(self, kind: str, uids: Sequence[str]) -> list[dict[str, Any]]:
-        """Which of these runs (``kind="run"``: uid, status, ended_at), attempts (``"attempt"``: uid) or
-        knowledge documents (``"knowledge"``: uid) the graph holds: what ``sync`` asks before it replays."""
-        if kind not in ("run", "attempt", "knowledge"):
-            raise UsageError(f"present: kind must be run, attempt or knowledge (got {kind!r})")
+        """Which of these runs (``kind="run"``: uid, status, ended_at), attempts (``"attempt"``: uid), knowledge
+        documents (``"knowledge"``: uid) or insights (``"insight"``: uid) the graph holds, or the relationships of
+        these decisions (``"edges"``): what ``sync`` asks before it replays."""
+        if kind not in PRESENT:
+            raise UsageError(f"present: kind must be one of {', '.join(PRESENT)} (got {kind!r})")
         return GraphSync(self.client, self.namespace).present(kind, uids)
 
     def journal_dir(self) -> Path | None:
@@ -471,10 +423,14 @@ class ExperienceGraph:
     def import_from(
         self, stream: IO[str], source: str = "<input>", *, distill: bool = True
     ) -> transfer_mod.TransferReport:
+        """Import an export into this namespace (journaled first, with the file: a replay imports it again)."""
+        text = transfer_mod.read_export(stream, source)
+        if self.journal is not None:
+            JournalWriter(self.journal).import_(text, source, distill=distill)
         self._ensure_schema()
-        report = transfer_mod.import_namespace(self.client, self.namespace, stream, source)
-        if distill:
-            self.distill()
+        report = transfer_mod.import_namespace(self.client, self.namespace, io.StringIO(text), source)
+        if distill:  # journaled with the import
+            insights_mod.distill(self.client, self.namespace, None)
         return report
 
     def prune(

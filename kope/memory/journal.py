@@ -13,12 +13,28 @@ by a crash in the middle of a write is never acknowledged to the caller; the
 next append starts on a fresh line, and ``scan`` reports the torn line and
 skips it.
 
-A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end"|"knowledge", "key": id,
+A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end"|"knowledge"|"distill", "key": id,
 "op": operator, "ts": nanoseconds, "data": {...}}``; ``data`` is the
-``RunSpec`` / ``Attempt`` / run-end record / knowledge document as JSON.
+``RunSpec`` / ``Attempt`` / run-end record / knowledge document / distillation as JSON.
 Knowledge documents (what attempts cite through USED edges) go to
 ``wal/_knowledge.jsonl``, each version once (key ``<id>#<content hash>``), so a
 replay into an empty graph can restore every USED edge.
+
+Insights are derived, never journaled as facts: the journal records *when* they
+were distilled (a run end's ``"distill": true``, or a ``distill`` entry in
+``wal/_distill.jsonl`` for an explicit ``kope memory distill``), and a replay
+distils at the same points of the journal's order. So the insights an attempt
+cited exist again when the attempt is replayed, and its USED edges to them are
+restored (the insights are a pure function of the graph: ``kope.memory.insights``).
+
+Imports are journaled too: the imported export is kept under
+``imports/<content hash>.jsonl`` and an ``import`` entry in ``wal/_imports.jsonl``
+names it with the runs and decisions it holds; a replay imports it again (at
+its place in the journal's order) where the graph lacks any of them.
+
+``JournalWriter`` is the journal-first half of a memory store, written once for
+both stores (``ExperienceGraph`` and ``RemoteMemory``): it builds the entries and
+Markdown blocks of each write and appends them before the store writes.
 """
 
 from __future__ import annotations
@@ -36,8 +52,11 @@ from typing import Any
 from kope.memory.errors import JournalError
 
 WAL_VERSION = 1
-KINDS = ("run", "attempt", "run_end", "knowledge")
+KINDS = ("run", "attempt", "run_end", "knowledge", "distill", "import")
 KNOWLEDGE = "_knowledge"  # the journal file of knowledge documents (not an operator)
+DISTILL = "_distill"  # the journal file of explicit distillations (not an operator)
+IMPORTS = "_imports"  # the journal file of imports (the imported files are kept under imports/)
+SHARED = (KNOWLEDGE, DISTILL, IMPORTS)  # journal files every operator's replay reads too
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,28 @@ class Journal:
 
     def markdown_file(self, operator: str) -> Path:
         return self.markdown_dir / f"{safe_name(operator)}.md"
+
+    def import_file(self, digest: str) -> Path:
+        """Where an imported export is kept (by content hash), for a replay of its ``import`` entry."""
+        return self.root / "imports" / f"{safe_name(digest)}.jsonl"
+
+    def keep_import(self, digest: str, text: str) -> Path:
+        """Keep an imported export (written to a temporary name, fsync'ed, then renamed): once per content."""
+        path = self.import_file(digest)
+        if path.exists():
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        try:
+            with open(partial, "wb") as handle:
+                handle.write(text.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, path)
+        except OSError as exc:
+            raise JournalError(f"cannot keep the imported file in the journal ({path}): {exc.strerror}") from None
+        _fsync_dir(path.parent)
+        return path
 
     def append(self, entries: Sequence[JournalEntry], markdown: Iterable[tuple[str, str]] = ()) -> None:
         """Log ``entries`` (one write + fsync per operator file), then the Markdown blocks."""

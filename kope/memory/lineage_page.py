@@ -27,11 +27,11 @@ COLOURS = {
     "failed": "#E5484D",
     None: "#D0D4DA",
 }
-MEANING = {
-    "effective": "at least 5% faster than its baseline",
-    "partial": "as fast as its baseline, up to 5% faster",
-    "ineffective": "up to 15% slower than its baseline",
-    "negative": "more than 15% slower than its baseline",
+MEANING = {  # the class is the speedup over the baseline, PyTorch (kope.memory.present.outcome_class)
+    "effective": "at least 5% faster than PyTorch",
+    "partial": "as fast as PyTorch, up to 5% faster",
+    "ineffective": "up to 15% slower than PyTorch",
+    "negative": "more than 15% slower than PyTorch",
     "failed": "not correct on every case",
 }
 INCUMBENT_COLOUR = "#C0392B"
@@ -316,7 +316,7 @@ def render_page(namespace: str, groups: list[OperatorLineages], *, generated_at:
     for group in groups:
         best = group.best
         summary = (
-            f"best {_speed(best.a)} ({_e(best.caption or best.title)}, run {_e(best.run_id)})"
+            f"best {_speed(best.a)} (s{best.step} {_e(best.title)}, run {_e(best.run_id)})"
             if best is not None
             else "no correct attempt yet"
         )

@@ -8,20 +8,20 @@ a replayed or imported memory reads exactly like the original:
 * the **outcome class**, a label on the Decision and on its Outcome
   (``:Effective :Partial :Ineffective :Negative :Failed``): ``failed`` for any
   attempt that is not correct; otherwise the step label's thresholds
-  (``kope.memory.scoring``) applied to the speedup over the attempt's baseline.
-  The baseline is the parent's speed (so the ratio is the step ratio r), except
-  where there is no parent speed to compare with — a root, or a parent that
-  failed or was not timed: there the baseline is the PyTorch reference, so the
-  ratio is the absolute speedup a. A 0.71x root is therefore ``:Negative``
-  (slower than PyTorch), where its step label says ``partial`` (r = 1: a root
-  changed nothing relative to where it started). The ``label`` property keeps
-  the step label the ranking uses;
+  (``kope.memory.scoring``) applied to the speedup over the baseline, the
+  PyTorch reference: the absolute speedup a. So colour says how fast a kernel
+  is: a lineage 4x slower than PyTorch is ``:Negative`` at every step, however
+  much each step gained on its parent. The step ratio r (against the parent)
+  is the secondary mark, in the caption (``↑1.69`` / ``↓0.80``); the ``label``
+  property keeps the step label the ranking uses;
 * ``:Root`` (no parent), ``:Backtrack`` (the loop went back to an earlier state
   for this attempt), ``:Incumbent`` (some run's current best; moved in the
   transaction that changes the incumbent, ``memory/present/incumbents``), on
   the Decision and on its Outcome;
-* a short ``caption`` on Decision, Outcome (the same text: ``s3 unroll 2→1 ·
-  2.36×``; a root's names its operator), Run and Kernel nodes;
+* a short ``caption`` on Decision, Outcome (the same text, the speed first so
+  that a drawing that cuts a caption never cuts it: ``2.36× ↑1.69 · s3 unroll
+  2→1``; a root's names its operator: ``0.71× · relu · s0 baseline``), Run and
+  Kernel nodes;
 * ``(:Outcome)-[:FROM]->(:Outcome)``, the decision lineage mirrored on the
   outcomes: Browser's "Connect result nodes" draws every relationship between
   the nodes of a result, and between decisions there are NEXT and USED edges
@@ -58,16 +58,20 @@ DERIVED_PROPERTIES = frozenset(
 TITLE_CHARS = 20
 
 
-def outcome_class(correct: bool, a: float | None, r: float, against_reference: bool) -> str:
-    """The class of one attempt (see the module docstring)."""
+def outcome_class(correct: bool, a: float | None) -> str:
+    """The class of one attempt: by its speedup over PyTorch (see the module docstring); a correct attempt whose
+    speed was not measured is ``partial``."""
     if not correct:
         return "failed"
-    ratio = (a if a is not None else 1.0) if against_reference else r
-    return scoring.label_for(ratio, True)
+    return scoring.label_for(a if a is not None else 1.0, True)
 
 
-def baseline_is_reference(has_parent: bool, parent_a: float | None) -> bool:
-    return not has_parent or parent_a is None or parent_a <= 0
+def step_mark(correct: bool, r: float, has_parent: bool, parent_a: float | None) -> str | None:
+    """The step ratio against the parent (``↑1.69``, ``↓0.80``): None for a failure, a root, or a parent with no
+    speed to compare with."""
+    if not correct or not has_parent or parent_a is None or parent_a <= 0:
+        return None
+    return f"{'↑' if r >= 1 else '↓'}{r:.2f}"
 
 
 def short_title(title: str, params: Mapping[str, Any] | None = None) -> str:
@@ -91,11 +95,19 @@ def speed(a: float | None, status: str) -> str:
 
 
 def decision_caption(
-    step: int, title: str, params: Mapping[str, Any] | None, status: str, a: float | None, root_of: str | None = None
+    step: int,
+    title: str,
+    params: Mapping[str, Any] | None,
+    status: str,
+    a: float | None,
+    root_of: str | None = None,
+    mark: str | None = None,
 ) -> str:
-    """``s3 unroll 2→1 · 2.36×``; a root (``root_of``: its operator) names the operator its lineage belongs to."""
-    caption = f"s{step} {short_title(title, params)} · {speed(a, status)}"
-    return f"{root_of} · {caption}" if root_of else caption
+    """``2.36× ↑1.69 · s3 unroll 2→1``: the speed (or the failure) first, then the step mark (``step_mark``), what
+    was tried; a root (``root_of``: its operator) names the operator its lineage belongs to."""
+    head = f"{speed(a, status)} {mark}" if mark else speed(a, status)
+    what = f"s{step} {short_title(title, params)}"
+    return f"{head} · {root_of} · {what}" if root_of else f"{head} · {what}"
 
 
 def _ms(value: float | None) -> str:
@@ -165,13 +177,16 @@ class DecisionFacts:
 
 def decision_row(f: DecisionFacts) -> dict[str, Any]:
     """Parameters of ``memory/present/decisions`` for one decision."""
-    cls = outcome_class(f.status == "correct", f.a, f.r, baseline_is_reference(f.has_parent, f.parent_a))
+    correct = f.status == "correct"
+    mark = step_mark(correct, f.r, f.has_parent, f.parent_a)
     return {
         "uid": f.uid,
-        "class": cls,
+        "class": outcome_class(correct, f.a),
         "root": not f.has_parent,
         "backtrack": bool((f.params or {}).get("backtracked")),
-        "caption": decision_caption(f.step, f.title, f.params, f.status, f.a, None if f.has_parent else f.operator),
+        "caption": decision_caption(
+            f.step, f.title, f.params, f.status, f.a, None if f.has_parent else f.operator, mark
+        ),
         **case_columns(list(f.cases)),
     }
 

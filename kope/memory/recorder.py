@@ -440,6 +440,23 @@ def _link_used(tx: Tx, ns: str, new: list[_Prepared]) -> dict[str, list[str]]:
     return missing
 
 
+def _relink(tx: Tx, ns: str, attempts: list[Attempt]) -> dict[str, list[str]]:
+    """Relationships of decisions recorded before that the graph lacks, restored from their attempts (all
+    idempotent: an edge that is there is left alone); returns decision uid -> evidence not in the graph."""
+    rows = [{"uid": uid(ns, at.id), "run_id": at.run_id, "parent_id": at.parent_id} for at in attempts]
+    tx.run("memory/attempt/relink", ns=ns, rows=rows)
+    used = [
+        {"from": uid(ns, at.id), "items": [[i.kind, i.id, i.tier, i.rank, i.tokens] for i in at.used]}
+        for at in attempts
+        if at.used
+    ]
+    missing: dict[str, list[str]] = {}
+    for row in tx.run("memory/attempt/relink_used", ns=ns, rows=used) if used else []:
+        missing.setdefault(row["from"], []).extend(row["missing"])
+    _relink_next(tx, ns, sorted({at.run_id for at in attempts}))
+    return missing
+
+
 def recompute_scores(tx: Tx, affected: list[str]) -> dict[str, float]:
     """d(v) for ``affected`` (which must contain every ancestor of every node in it
     whose score changed) from their children; stores them and releases the locks."""
@@ -471,8 +488,12 @@ def recompute_scores(tx: Tx, affected: list[str]) -> dict[str, float]:
     return scores
 
 
-def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt]) -> list[RecordResult]:
-    """Write a batch of attempts in this transaction; one result per distinct attempt, in input order."""
+def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt], *, relink: bool = False) -> list[RecordResult]:
+    """Write a batch of attempts in this transaction; one result per distinct attempt, in input order.
+
+    ``relink`` (journal sync): for attempts recorded before with the same content, restore the relationships
+    the attempt says they have and the graph lacks (``_relink``); their results list the evidence that is
+    still not in the graph."""
     by_uid: dict[str, Attempt] = {}
     for at in attempts:
         key = uid(ns, at.id)
@@ -489,6 +510,7 @@ def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt]) -> list[RecordR
     new = [at for key, at in by_uid.items() if key not in existing]
     results = _write_new(tx, ns, new) if new else {}
     others = [key for key in by_uid if key not in results]
+    missing = _relink(tx, ns, [by_uid[key] for key in others]) if relink and others else {}
     if others:  # recorded before (or concurrently by another writer): report what the graph holds
         for row in tx.run("memory/attempt/results", uids=others):
             results[row["uid"]] = RecordResult(
@@ -500,6 +522,7 @@ def write_attempts(tx: Tx, ns: str, attempts: Sequence[Attempt]) -> list[RecordR
                 label=row["label"],
                 d=row["d"],
                 incumbent_id=row["incumbent_id"],
+                missing_evidence=tuple(missing.get(row["uid"], ())),
             )
     return [results[key] for key in by_uid]
 

@@ -33,7 +33,7 @@ import httpx
 from kope import __version__
 from kope.boundary import harness_version
 from kope.errors import DatabaseUnavailableError, KopeError, UsageError
-from kope.memory import markdown, scoring, wire
+from kope.memory import wire
 from kope.memory.errors import (
     ExportFormatError,
     InvalidRecordError,
@@ -46,7 +46,8 @@ from kope.memory.graph import RUN_STATUSES
 from kope.memory.ids import uid
 from kope.memory.insights import DistillReport
 from kope.memory.inspect import LineageTree, MemoryStats, UsedInsight
-from kope.memory.journal import Journal, JournalEntry
+from kope.memory.journal import Journal
+from kope.memory.journaling import JournalWriter, knowledge_data
 from kope.memory.prune import PruneReport
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import OutcomeNodeRecord, RunRecord
@@ -55,7 +56,7 @@ from kope.memory.schema import SchemaReport
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport, sync_journal
-from kope.memory.transfer import TransferReport
+from kope.memory.transfer import TransferReport, read_export
 from kope.memory.tuning import TuningData, TuningQuery
 from kope.teamweights import check_team_weights
 
@@ -281,8 +282,10 @@ class RemoteMemory:
         }
         return self._post_record(list[RunResult], self._path("/runs"), body)
 
-    def _send_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
-        body = {"attempts": [a.to_json() for a in batch], "harness_version": self.harness_version}
+    def _send_attempts(self, batch: list[Attempt], *, relink: bool = False) -> list[RecordResult]:
+        body: dict[str, Any] = {"attempts": [a.to_json() for a in batch], "harness_version": self.harness_version}
+        if relink:  # attempts the server holds already: restore the relationships they lack (sync)
+            body["relink"] = True
         return self._post_record(list[RecordResult], self._path("/attempts"), body)
 
     def _send_end(
@@ -302,18 +305,7 @@ class RemoteMemory:
         for spec in parsed:
             self._run_operator[spec.run_id] = spec.task.operator
         if self.journal is not None:
-            self.journal.append(
-                [
-                    JournalEntry(
-                        "run",
-                        s.run_id,
-                        s.task.operator,
-                        {"spec": s.model_dump(mode="json", by_alias=True), "team": self.team},
-                    )
-                    for s in parsed
-                ],
-                [(s.task.operator, markdown.run_block(s, self.team)) for s in parsed],
-            )
+            JournalWriter(self.journal).runs(parsed, self.team)
         try:
             started: list[RunResult] = self._write("run", parsed)
             return started
@@ -327,16 +319,11 @@ class RemoteMemory:
         ended_at = time.time()
         if self.journal is not None:
             operator = self._run_operator.get(run_id) or self._operator_of(run_id)
-            entry = JournalEntry(
-                "run_end", run_id, operator, {"run_id": run_id, "status": status, "ended_at": ended_at}
-            )
-            self.journal.append(
-                [entry], [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))]
-            )
+            JournalWriter(self.journal).run_end(run_id, operator, status, ended_at, distill=distill)
         try:
             ended: tuple[RunRecord, str | None] = self._write("run_end", (run_id, status, ended_at, distill))
         except DatabaseUnavailableError as exc:
-            self._unavailable(exc, "run_end", (run_id, status, ended_at, False))
+            self._unavailable(exc, "run_end", (run_id, status, ended_at, distill))
             return None
         return ended[0]
 
@@ -375,23 +362,11 @@ class RemoteMemory:
     ) -> list[RecordResult]:
         parsed = [Attempt.parse(a) for a in attempts]
         if self.journal is not None:
-            self._journal_attempts(parsed)
+            JournalWriter(self.journal).attempts(parsed, self._known_a)
         results: list[RecordResult] = []
         for start in range(0, len(parsed), batch_size):
             results.extend(self._write_attempts(parsed[start : start + batch_size]))
         return results
-
-    def _journal_attempts(self, attempts: list[Attempt]) -> None:
-        entries, blocks = [], []
-        local_a = dict(self._known_a)
-        for at in attempts:
-            entries.append(JournalEntry("attempt", at.id, at.outcome.task, at.to_json()))
-            known = at.parent_id is None or at.parent_id in local_a
-            parent_a = local_a.get(at.parent_id) if at.parent_id else None
-            blocks.append((at.outcome.task, markdown.attempt_block(at, parent_a, known)))
-            local_a[at.id] = scoring.absolute_speedup(at.outcome)
-        assert self.journal is not None  # the caller journals only when there is a journal
-        self.journal.append(entries, blocks)
 
     def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
         results: list[RecordResult]
@@ -438,13 +413,25 @@ class RemoteMemory:
 
     # -- insights and knowledge ------------------------------------------------------------------
     def distill(self, family: str | None = None) -> DistillReport:
+        """Have the server distil one family (None: every family); journaled, so a replay distils here too."""
+        if self.journal is not None:
+            JournalWriter(self.journal).distill(family)
+        return self._distill(family)
+
+    def _distill(self, family: str | None) -> DistillReport:
         return self._post_record(DistillReport, self._path("/distill"), {"family": family})
 
     def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict[str, Any]]) -> int:
-        parsed = [KnowledgeDoc.parse(d).model_dump(mode="json") for d in docs]
+        """Knowledge documents (journaled first, each version once, so a replay can restore every USED edge)."""
+        parsed = [KnowledgeDoc.parse(d) for d in docs]
         if not parsed:
             return 0
-        return int(self._post(self._path("/knowledge"), {"docs": parsed})["written"])
+        if self.journal is not None:
+            JournalWriter(self.journal).knowledge(parsed)
+        return self._send_knowledge([knowledge_data(d) for d in parsed])
+
+    def _send_knowledge(self, docs: Sequence[dict[str, Any]]) -> int:
+        return int(self._post(self._path("/knowledge"), {"docs": list(docs)})["written"])
 
     # -- maintenance -----------------------------------------------------------------------------
     def sync(self, operator: str | None = None, *, dry_run: bool = False) -> SyncReport:
@@ -456,17 +443,20 @@ class RemoteMemory:
     def replay_runs(self, items: Sequence[tuple[RunSpec, str]]) -> None:
         self._send_runs([spec for spec, _team in items])  # the server stamps the key's team
 
-    def replay_attempts(self, batch: Sequence[Attempt]) -> list[RecordResult]:
-        return self._send_attempts(list(batch))
+    def replay_attempts(self, batch: Sequence[Attempt], *, relink: bool = False) -> list[RecordResult]:
+        return self._send_attempts(list(batch), relink=relink)
 
     def replay_end(self, run_id: str, status: str, ended_at: float) -> str | None:
         return self._send_end(run_id, status, ended_at)[1]
 
     def replay_knowledge(self, docs: Sequence[dict[str, Any]]) -> None:
-        self.upsert_knowledge(docs)
+        self._send_knowledge(docs)
 
-    def distill_family(self, family: str) -> None:
-        self.distill(family)
+    def distill_family(self, family: str | None) -> None:
+        self._distill(family)
+
+    def replay_import(self, text: str, source: str, *, distill: bool) -> None:
+        self._send_import(text, distill)
 
     def journal_dir(self) -> Path | None:
         return self.journal.root if self.journal else None
@@ -504,10 +494,17 @@ class RemoteMemory:
         return report
 
     def import_from(self, stream: IO[str], source: str = "<input>", *, distill: bool = True) -> TransferReport:
+        """Import an export through the server (journaled first, with the file: a replay imports it again)."""
+        text = read_export(stream, source)
+        if self.journal is not None:
+            JournalWriter(self.journal).import_(text, source, distill=distill)
+        return self._send_import(text, distill)
+
+    def _send_import(self, text: str, distill: bool) -> TransferReport:
         response = self._request(
             "POST",
             self._path("/import"),
-            content=stream.read().encode("utf-8"),
+            content=text.encode("utf-8"),
             params={"distill": "true" if distill else "false"},
             headers={"Content-Type": "application/x-ndjson"},
         )

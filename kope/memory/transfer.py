@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -301,6 +302,20 @@ def parse_export(stream: IO[str], source: str) -> tuple[list[dict[str, Any]], li
     """The nodes and relationships of a whole export file, validated (``ExportFormatError`` otherwise)."""
     _header, nodes, rels, _trailer = _parse(stream, source)
     return nodes, rels
+
+
+def read_export(stream: IO[str], source: str = "<input>") -> str:
+    """The whole text of an export (``ExportFormatError`` for a file that is not UTF-8 text, as the import says)."""
+    return "".join(line for _number, line in _lines(stream, source))
+
+
+def export_ids(text: str, source: str = "<input>") -> tuple[list[str], list[str]]:
+    """Validate an export (as ``import_namespace`` does, raising ``ExportFormatError``); its run and decision ids
+    (what the journal's ``import`` entry records, so that ``sync`` can tell whether the graph holds the import)."""
+    _header, nodes, _rels, _trailer = _parse(io.StringIO(text), source)
+    runs = sorted(obj["id"] for obj in nodes if obj["node"] == "Run")
+    decisions = sorted(obj["id"] for obj in nodes if obj["node"] == "Decision")
+    return runs, decisions
 
 
 def import_namespace(client: GraphClient, ns: str, stream: IO[str], source: str = "<input>") -> TransferReport:

@@ -51,6 +51,7 @@ class RunsBody(_Body):
 class AttemptsBody(_Body):
     attempts: list[Attempt] = Field(min_length=1, max_length=MAX_BATCH)
     harness_version: str | None = Field(default=None, pattern=HARNESS_VERSION)
+    relink: bool = False  # journal sync: restore the relationships of attempts recorded before with this content
 
 
 class FinishBody(_Body):
@@ -113,7 +114,7 @@ class TuningBody(_Body):
 
 
 class PresentBody(_Body):
-    kind: Literal["run", "attempt", "knowledge"]
+    kind: Literal["run", "attempt", "knowledge", "insight", "edges"]
     ids: list[str] = Field(max_length=10_000)
 
 
@@ -221,7 +222,7 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
     @r.post("/namespaces/{ns}/attempts", name="record_attempts")
     def record_attempts(who: Who, ns: NS, request: Request, body: AttemptsBody) -> Response:
         allow(who, ns, "write")
-        results = store.record_attempts(ns, who, body.attempts, body.harness_version)
+        results = store.record_attempts(ns, who, body.attempts, body.harness_version, relink=body.relink)
         created = sum(x.created for x in results)
         metrics.attempts.inc(created)
         note(request, attempts=len(results), created=created)

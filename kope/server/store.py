@@ -74,10 +74,19 @@ class MemoryStore:
         return self.client.write(work)
 
     def record_attempts(
-        self, ns: str, who: Identity, attempts: Sequence[Attempt], harness_version: str | None
+        self,
+        ns: str,
+        who: Identity,
+        attempts: Sequence[Attempt],
+        harness_version: str | None,
+        *,
+        relink: bool = False,
     ) -> list[RecordResult]:
+        """Write attempts; ``relink``: restore the relationships of those recorded before with the same content
+        (an attempt's relationships are part of its content, checked by hash: nothing new is taken)."""
+
         def work(tx: Tx) -> list[RecordResult]:
-            results = write_attempts(tx, ns, list(attempts))
+            results = write_attempts(tx, ns, list(attempts), relink=relink)
             created = [uid(ns, r.decision_id) for r in results if r.created]
             if created:
                 tx.run("server/stamp_decisions", **self._stamp(ns, who, created, harness_version))

@@ -15,7 +15,14 @@ import pytest
 
 from kope.db.client import GraphClient
 from kope.memory import ExperienceGraph, Journal, UsedItem, synthetic
-from tests.support.neo4j_browser import NAMESPACE, Guide, NeoBrowser, find_chromium, start_chromium
+from tests.support.neo4j_browser import (
+    NAMESPACE,
+    SLOW_OPERATOR,
+    Guide,
+    NeoBrowser,
+    find_chromium,
+    start_chromium,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HW = synthetic.hardware("cpu-e2e00001", "x86_64-avx2", "intel")
@@ -83,6 +90,25 @@ def _history(graph: ExperienceGraph) -> None:
             ]
         )  # fmt: skip
         graph.finish_run(rid)
+    _slow_lineage(graph)
+
+
+def _slow_lineage(graph: ExperienceGraph) -> None:
+    """A lineage 4x slower than PyTorch whose every step gains on its parent (#35 item 13): its nodes must read
+    negative (the speedup over PyTorch), with the step's gain as the secondary mark."""
+    rid = f"hist-{SLOW_OPERATOR}"
+    graph.start_run(synthetic.run_spec(SLOW_OPERATOR, run_id=rid, family="elementwise", hw=HW))
+    graph.record_attempts(
+        [
+            synthetic.attempt(rid, 0, SLOW_OPERATOR, family="elementwise", hw=HW, speedup=0.1,
+                              title="baseline: template pointwise", params={"template": "pointwise"}),
+            synthetic.attempt(rid, 1, SLOW_OPERATOR, parent=f"{rid}:s0", family="elementwise", hw=HW, speedup=0.25,
+                              title="unroll: 2 -> 4", params=_knob("unroll", 2, 4), layer="unrolling"),
+            synthetic.attempt(rid, 2, SLOW_OPERATOR, parent=f"{rid}:s1", family="elementwise", hw=HW, speedup=0.27,
+                              title="vector_width: 256 -> 512", params=_knob("vector_width", 256, 512)),
+        ]
+    )  # fmt: skip
+    graph.finish_run(rid)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from kope.memory.browser import load_slides
 from kope.memory.lineage_page import COLOURS
-from tests.support.neo4j_browser import NAMESPACE
+from tests.support.neo4j_browser import NAMESPACE, SLOW_OPERATOR
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GRAPH_SLIDES = {"01_best_lineage", "02_branches", "07_insights", "08_timeline"}
@@ -95,6 +95,33 @@ def test_the_best_lineage_slide_names_the_operator_shows_speedup_class_and_the_i
     incumbents = result.element.find_elements(By.CSS_SELECTOR, "svg g.node circle.b-outline[stroke='#C0392B']")
     assert len(incumbents) == len(operators)  # the incumbent ring of the KOPE style
     neo.screenshot(artifacts / "best-lineage-slide.png")
+    result.close()
+    params.close()
+
+
+def test_the_best_lineage_slide_colours_by_speedup_over_pytorch_and_captions_every_node(neo, guide, memory):
+    """#35 item 13: a lineage 4x slower than PyTorch reads negative at every step (the class the lineage page
+    shows), each step's gain on its parent is the secondary mark, and every node's caption shows its speedup."""
+    guide.go_to("Best lineage per operator")
+    params_block, query_block = guide.blocks()
+    params = neo.run_block(params_block)
+    result = neo.run_block(query_block)
+    want = expected(memory, next(s for s in load_slides() if s.name.endswith("01_best_lineage")))
+    result.wait_drawing(want["nodes"], want["types"]["FROM"])
+    nodes = result.element.find_elements(By.CSS_SELECTOR, "svg g.node")
+    captions = [" ".join(t.text for t in n.find_elements(By.CSS_SELECTOR, "text")) for n in nodes]
+    assert len(captions) == want["nodes"]
+    for caption in captions:  # every node of a best lineage is correct: its speedup, never cut off
+        assert re.match(r"\d+\.\d\d×", caption), captions
+    slow = {a: nodes[i] for i, c in enumerate(captions) for a in ("0.10×", "0.25×", "0.27×") if c.startswith(a)}
+    assert set(slow) == {"0.10×", "0.25×", "0.27×"}, captions
+    fills = {
+        a: n.find_element(By.CSS_SELECTOR, "circle.b-outline").get_attribute("fill").upper() for a, n in slow.items()
+    }
+    assert fills == {a: COLOURS["negative"] for a in slow}  # slower than PyTorch: negative, as on the lineage page
+    step = captions[nodes.index(slow["0.25×"])]
+    assert step.startswith("0.25× ↑2.50") and "s1" in step, step  # 2.5x faster than its parent: the mark
+    assert f"{SLOW_OPERATOR} ·" in captions[nodes.index(slow["0.10×"])]
     result.close()
     params.close()
 

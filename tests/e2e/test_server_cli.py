@@ -149,7 +149,8 @@ def test_kope_memory_commands_work_through_the_server_without_any_neo4j_setting(
         copy = json.loads(kope_cli("memory", "stats", "--json", "-n", "team-cli.copy", env=env, check=True).stdout)
         assert copy["nodes"]["Decision"] == 4 and server.registry.namespace("team-cli.copy").owner == "team-cli"
         dry = kope_cli("memory", "sync", "--dry-run", env=env, check=True)
-        assert "6 entries, 6 already in the graph, 0 missing" in dry.stdout
+        # run start, 4 attempts, run end and the journaled `kope memory distill` (#35 item 11)
+        assert "7 entries, 7 already in the graph, 0 missing" in dry.stdout
         pruned = kope_cli("memory", "prune", "--run", "cli-run", "-n", "team-cli.copy", env=env, check=True)
         assert "removed 1 runs, 4 attempts" in pruned.stdout
         assert "Traceback" not in pruned.stderr

@@ -20,8 +20,7 @@ import time
 
 import pytest
 
-from kope.context.knowledge import load_knowledge
-from kope.memory import ExperienceGraph, Journal
+from kope.memory import Journal
 from tests.support.memory_server import KOPE, client_env, memory_server
 
 pytestmark = pytest.mark.slow
@@ -80,11 +79,7 @@ def replay_direct(kope_cli, neo4j_server, graph_client, client_data, source_ns, 
     """The client's journal of ``source_ns``, written direct to Bolt into ``target_ns``."""
     direct = tmp_path / f"direct-{target_ns}"
     shutil.copytree(client_data / "memory" / source_ns, direct / "memory" / target_ns)
-    docs = [
-        {"id": d.id, "title": d.title, "text": d.body, "targets": list(d.targets), "families": list(d.families)}
-        for d in load_knowledge()
-    ]
-    ExperienceGraph(graph_client, namespace=target_ns).upsert_knowledge(docs)  # what the loop does at run start
+    # The journal alone: the client journaled the knowledge documents its prompts cite (#35 item 11).
     proc = kope_cli("memory", "sync", "--namespace", target_ns, env=neo4j_server.env(KOPE_DATA_DIR=str(direct)))
     assert proc.returncode == 0, proc.stderr
 

@@ -25,6 +25,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 WAIT_S = 60
 NAMESPACE = "browser-e2e"  # the memory the real-browser tests record and inspect
+SLOW_OPERATOR = "elu"  # the recorded lineage 4x slower than PyTorch (tests/browser/conftest.py)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
 
