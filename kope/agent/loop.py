@@ -418,7 +418,9 @@ class Optimizer:
                 cases=task.case_params(),
             )
         elif isinstance(self.evaluator, RecordedSpace):
-            outcome = self._replay(task_path, proposal, proposal.code, run_dir / "candidates" / f"step-{step:03d}.py")
+            outcome = self._answer_from_space(
+                task_path, proposal, proposal.code, run_dir / "candidates" / f"step-{step:03d}.py"
+            )
             replayed = True
         else:
             outcome = evaluate_code(
@@ -481,7 +483,7 @@ class Optimizer:
             model=dict(tuner) if isinstance(tuner := extension.get("tuner"), Mapping) else None,
         )
 
-    def _replay(self, task_path: Path, proposal: Proposal, code: str, path: Path) -> Outcome:
+    def _answer_from_space(self, task_path: Path, proposal: Proposal, code: str, path: Path) -> Outcome:
         """The recorded outcome of the proposal's template setting (``ReplayMiss`` when it is not recorded)."""
         assert isinstance(self.evaluator, RecordedSpace)
         path.parent.mkdir(parents=True, exist_ok=True)

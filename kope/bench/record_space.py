@@ -30,6 +30,7 @@ from typing import Any
 
 from kope.agent.tuner import Tuner, settings_key
 from kope.boundary import (
+    Hardware,
     TaskInfo,
     evaluate_code,
     hardware_for,
@@ -141,7 +142,7 @@ def _harness_options(request: RecordRequest, task: TaskInfo) -> dict[str, Any]:
     }
 
 
-def _open(request: RecordRequest, item: Planned, hardware: Any) -> SpaceFile:
+def _open(request: RecordRequest, item: Planned, hardware: Hardware) -> SpaceFile:
     path = request.out / SpaceFile.file_name(item.task.operator, item.template.name)
     harness = _harness_options(request, item.task)
     fresh = SpaceFile(

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kope.boundary import Hardware, Outcome
+from kope.boundary import SCHEMA, Hardware, Outcome
 from kope.errors import UsageError
 
 SPACE_SCHEMA = "kope.space/1"
@@ -91,18 +91,10 @@ class SpaceFile:
         return entry
 
     def outcome(self, entry: Mapping[str, Any]) -> Outcome:
-        """The ``kope.outcome/1`` record the harness returned for ``entry``."""
-        return Outcome.from_dict(
-            {
-                "schema": "kope.outcome/1",
-                "task": self.operator,
-                "family": self.family,
-                "level": self.level,
-                "target": self.target,
-                "hardware": self.hardware.to_dict(),
-                **entry["outcome"],
-            }
-        )
+        """The ``kope.outcome/1`` record the harness returned for ``entry``: its stored part and the file's own
+        (``FILE_FIELDS``, kept once per file)."""
+        shared = (SCHEMA, self.operator, self.family, self.level, self.target, self.hardware.to_dict())
+        return Outcome.from_dict({**dict(zip(FILE_FIELDS, shared, strict=True)), **entry["outcome"]})
 
     def optimum(self) -> float | None:
         """The best speedup of a correct setting in the space (None: none is correct)."""
