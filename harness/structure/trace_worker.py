@@ -352,10 +352,8 @@ def _traced_apart(task: str, max_cases: int, protocol: int) -> dict[str, Any]:
     except ValueError:
         reply = None
     if not isinstance(reply, dict):
-        how = (
-            f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"status {os.waitstatus_to_exitcode(status)}"
-        )
-        return {"schema": SCHEMA, "error": f"the process tracing the task ended with {how} before its result"}
+        code = os.waitstatus_to_exitcode(status)  # -N: killed by signal N, as a parent's returncode says it
+        return {"schema": SCHEMA, "error": f"the tracing worker failed (exit {code}): the task's process ended first"}
     return reply
 
 
