@@ -11,10 +11,11 @@ The child gets the compiler's sandbox (``harness.commands.sandboxed_command``) a
 2. **environment** (``harness.sandbox.clean_env``): ``PATH``, the locale, one thread per pool, no
    ``KOPE_*`` and no credential;
 3. **view** (``harness.sandbox.enter_view``): the whole tree read-only, a private tmpfs as scratch (cwd,
-   ``HOME``, ``TMPDIR``), empty over the credential folders of ``harness.sandbox.hidden_paths`` and over the
-   harness cache's own folders and files (reference outputs and their seed salt, loaded tasks, compiled
-   kernels, keys), except the folders on the way to the files the child must read (a task the worker
-   service keeps under its cache);
+   ``HOME``, ``TMPDIR``), empty over the credential folders of ``harness.sandbox.hidden_paths`` and over
+   every folder and file of the private roots (``private_roots``: the harness cache with its reference
+   outputs, seed salt, loaded tasks, compiled kernels and keys; the extension caches; a worker service's
+   evaluations folder, other clients' tasks and candidates), except the folders on the way to the files
+   the child must read (a task the worker service keeps there);
 4. **Landlock** (``harness.sandbox.restrict_writes``, where the kernel has it): writes only beneath the
    scratch; no TCP; no mount or unmount (the view cannot be undone);
 5. **no capabilities**: the bounding set is emptied before the module is executed, so the child is root
@@ -103,39 +104,53 @@ def use_sandbox() -> bool:
     )
 
 
-def private_paths(reads: Iterable[str | Path] = ()) -> tuple[list[str], list[str]]:
-    """(folders, files) of the harness cache to hide: every entry, except the folders on the way to ``reads``."""
-    root = cache_root()
-    try:
-        root = root.resolve()
-    except OSError:
-        return [], []
-    keep: set[Path] = set()
+def private_roots(extra: Iterable[str | Path] = ()) -> list[Path]:
+    """Folders whose contents task code never needs and may not read: the harness cache, the compiled-extension
+    caches a target names (other candidates' kernels), and ``extra`` (a worker service's evaluations folder)."""
+    roots = [
+        cache_root(),
+        *(Path(os.environ[v]) for v in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR") if v in os.environ),
+    ]
+    return [*roots, *(Path(p) for p in extra)]
+
+
+def private_paths(reads: Iterable[str | Path] = (), private: Iterable[str | Path] = ()) -> tuple[list[str], list[str]]:
+    """(folders, files) to hide: every entry of each private root (``private_roots(private)``), except the
+    folders on the way to ``reads`` (a task file the worker service keeps under its evaluations folder)."""
+    wanted = []
     for path in reads:
-        p = Path(path).resolve()
-        if p.is_relative_to(root):
-            keep.update(parent for parent in p.parents if parent.is_relative_to(root))
+        try:
+            wanted.append(Path(path).resolve())
+        except OSError:
+            continue
     folders: list[str] = []
     files: list[str] = []
 
-    def walk(folder: Path) -> None:
+    def walk(folder: Path, keep: set[Path]) -> None:
         try:
             entries = sorted(folder.iterdir())
         except OSError:
             return
         for entry in entries:
-            if entry in keep and entry.is_dir() and not entry.is_symlink():
-                walk(entry)  # on the way to a file the child reads: hide its other entries
-            elif entry.is_symlink():
+            if entry.is_symlink():
                 continue  # a link points somewhere the view shows (or hides) anyway
+            if entry in keep and entry.is_dir():
+                walk(entry, keep)  # on the way to a file the child reads: hide its other entries
             elif entry.is_dir():
                 folders.append(str(entry))
-            elif entry.is_file() and not any(entry == Path(r).resolve() for r in reads):
+            elif entry.is_file() and entry not in wanted:
                 files.append(str(entry))
 
-    if root in keep or root.is_dir():
-        walk(root)
-    return folders, files
+    for root in private_roots(private):
+        try:
+            root = root.resolve()
+        except OSError:
+            continue
+        if not root.is_dir() or any(root.is_relative_to(Path(f)) for f in folders):
+            continue
+        keep = {parent for p in wanted if p.is_relative_to(root) for parent in p.parents if parent.is_relative_to(root)}
+        walk(root, keep)
+    return sorted(set(folders)), sorted(set(files))
 
 
 def command(
@@ -145,6 +160,7 @@ def command(
     *,
     sandboxed: bool,
     reads: Iterable[str | Path] = (),
+    private: Iterable[str | Path] = (),
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
     cpu_s: float | None = None,
     threads: int = 1,
@@ -160,7 +176,7 @@ def command(
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         return target, env
     reads = list(reads)
-    folders, files = private_paths(reads)
+    folders, files = private_paths(reads, private)
     hidden = sandbox.hidden_paths(folders)
     wrapper = [sys.executable, "-S", "-m", "harness.isolated", "enter", "--scratch", str(scratch)]
     for h in hidden:
@@ -182,6 +198,7 @@ def run_module(
     *,
     timeout_s: float,
     reads: Iterable[str | Path] = (),
+    private: Iterable[str | Path] = (),
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
     cpu_s: float | None = None,
     threads: int = 1,
@@ -197,6 +214,7 @@ def run_module(
             scratch,
             sandboxed=sandboxed,
             reads=reads,
+            private=private,
             memory_bytes=memory_bytes,
             cpu_s=cpu_s,
             threads=threads,

@@ -251,7 +251,8 @@ def run_request(request: EvalRequest, root: Path) -> Any:
     options = request.options.to_eval_options()
     # The task is another client's code: imported in a sandboxed worker under the task timeout, never in this
     # (long-lived) process, where it could patch what the next request is compared with.
-    task = load_task_isolated(materialize_task(request.task, root))
+    # Other clients' tasks and candidates under ``root`` are hidden from it.
+    task = load_task_isolated(materialize_task(request.task, root), private=(root,))
     scratch = Path(tempfile.mkdtemp(prefix="eval-", dir=root))
     try:
         candidate = scratch / request.candidate.name

@@ -77,8 +77,9 @@ def read_task_info(path: str | Path) -> TaskInfo:
     return info if info is not None else load_task_isolated(resolve_task_path(path))
 
 
-def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task:
-    """The validated task, imported in a worker process that is killed after ``timeout_s``."""
+def load_task_isolated(path: str | Path, timeout_s: float | None = None, private: tuple[Path, ...] = ()) -> Task:
+    """The validated task, imported in a sandboxed worker process that is killed after ``timeout_s``; ``private``
+    folders are hidden from it besides the harness cache (``harness.isolated.private_roots``)."""
     p = resolve_task_path(path)
     try:
         data = p.read_bytes()
@@ -90,7 +91,7 @@ def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task
             return _cache[key]
     payload = _read_disk(key)
     if payload is None:
-        payload = _load_in_worker(p, default_timeout() if timeout_s is None else timeout_s)
+        payload = _load_in_worker(p, default_timeout() if timeout_s is None else timeout_s, private)
         _write_disk(key, payload)
     task = task_from_payload(payload, p)
     with _lock:
@@ -146,7 +147,7 @@ def _digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, allow_nan=False).encode()).hexdigest()
 
 
-def _load_in_worker(path: Path, timeout_s: float) -> dict[str, Any]:
+def _load_in_worker(path: Path, timeout_s: float, private: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The task's payload (``task_payload``), made by importing it in a sandboxed worker process."""
     from harness.isolated import run_module
 
@@ -155,6 +156,7 @@ def _load_in_worker(path: Path, timeout_s: float) -> dict[str, Any]:
         [str(path)],
         timeout_s=timeout_s,
         reads=[path],
+        private=private,
         memory_bytes=TASK_MEMORY_BYTES,
         cpu_s=max(timeout_s, 1.0) * 2,
     )
