@@ -174,8 +174,8 @@ def command(
         env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.update(threads_env)
         return target, env
-    reads = list(reads)
     folders, files = private_paths(reads, private)
     hidden = sandbox.hidden_paths(folders)
     wrapper = [sys.executable, "-S", "-m", "harness.isolated", "enter", "--scratch", str(scratch)]

@@ -239,3 +239,15 @@ def test_the_service_erases_its_key_from_its_own_environment_block():
     proc = subprocess.run([sys.executable, "-c", code, KEY], capture_output=True, text=True, env=env, timeout=60)
     assert proc.stdout.split() == ["True", "True", "0", "0"], proc.stderr
     assert json.dumps(KEY) not in proc.stdout
+
+
+def test_without_the_sandbox_task_code_is_refused_unless_the_user_opts_out(tmp_path, monkeypatch):
+    import harness.sandbox as sb
+    from harness.errors import SandboxUnavailableError
+
+    monkeypatch.setattr(sb, "sandbox_status", lambda: sb.SandboxStatus(False, {"namespaces": "off"}, "namespaces: off"))
+    task = Path(shutil.copy(TASKS / "tiny_relu.py", tmp_path / "tiny_relu.py"))
+    with pytest.raises(SandboxUnavailableError, match="KOPE_HARNESS_SANDBOX=off"):
+        load_task_isolated(task)
+    monkeypatch.setenv("KOPE_HARNESS_SANDBOX", "off")
+    assert load_task_isolated(task).operator == "tiny_relu"
