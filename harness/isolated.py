@@ -32,9 +32,9 @@ plain interpreter in its own session, without credentials, under the same timeou
 says which, for the caller's messages). Where it cannot be set up and the user did not opt out,
 ``SandboxUnavailableError``: task code is never run bare without the user's say-so.
 
-GPU devices: Landlock's write rule would refuse the device files a CUDA runtime opens for writing, and its
-address space is far larger than any limit worth setting, so ``gpu=True`` keeps every other layer and drops
-those two (not tested here: no GPU).
+GPU devices (``gpu=True``, the cost helper on a GPU): Landlock also lets the child write the NVIDIA device
+nodes (``harness.sandbox.GPU_PROFILE``, as a GPU worker's), and there is no address-space limit (CUDA
+maps far more than any useful limit); every other layer stays (not run here: no GPU).
 """
 
 from __future__ import annotations
@@ -183,9 +183,12 @@ def command(
         wrapper += ["--hide", h]
     for f in files:
         wrapper += ["--hide-file", f]
-    wrapper += ["--file-bytes", str(DEFAULT_FILE_BYTES)]
-    if not gpu:
-        wrapper += ["--memory-bytes", str(memory_bytes), "--landlock"]
+    wrapper += ["--file-bytes", str(DEFAULT_FILE_BYTES), "--landlock"]
+    if gpu:  # the driver's device nodes are opened read-write; CUDA maps far more than any useful limit
+        for device in sandbox.GPU_PROFILE.device_paths():
+            wrapper += ["--device", device]
+    else:
+        wrapper += ["--memory-bytes", str(memory_bytes)]
     if cpu_s is not None:
         wrapper += ["--cpu-s", str(max(1, int(cpu_s + 0.999)))]
     env = sandbox.clean_env({"PYTHONPATH": root, "PYTHONDONTWRITEBYTECODE": "1", **threads_env})
@@ -282,7 +285,7 @@ def _hide_file(path: str) -> None:
 
 def enter_main(argv: list[str]) -> None:
     """``python -S -m harness.isolated enter --scratch DIR [--hide DIR]... [--hide-file F]... [--memory-bytes N]
-    [--cpu-s N] [--file-bytes N] [--landlock] -- CMD...``: the layers, then exec CMD."""
+    [--cpu-s N] [--file-bytes N] [--landlock [--device NODE]...] -- CMD...``: the layers, then exec CMD."""
     options: dict[str, list[str]] = {}
     flags = {"--landlock"}
     i = 0
@@ -298,8 +301,8 @@ def enter_main(argv: list[str]) -> None:
     sandbox.enter_view(scratch=scratch, hidden=options.get("--hide", []))
     for path in options.get("--hide-file", []):
         _hide_file(path)
-    if "--landlock" in options:
-        sandbox.restrict_writes(scratch)  # last of the mounts: a landlocked process cannot mount
+    if "--landlock" in options:  # last of the mounts: a landlocked process cannot mount
+        sandbox.restrict_writes(scratch, options.get("--device", []))
     file_bytes = int(options.get("--file-bytes", [str(DEFAULT_FILE_BYTES)])[0])
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
