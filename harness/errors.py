@@ -26,6 +26,10 @@ class TaskFormatError(HarnessError):
     """A task file is not a valid (KernelBench-compatible) task."""
 
 
+class SandboxUnavailableError(HarnessError):
+    """The OS sandbox cannot be set up here and the user did not opt out of it (candidates, task files)."""
+
+
 class TaskNotFoundError(HarnessError):
     """No task file at that path and no built-in task of that name."""
 

@@ -36,7 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.device_lock import device_lock
-from harness.errors import CandidateNotFoundError, HarnessError, OptionsError, ReferenceFailedError
+from harness.errors import (
+    CandidateNotFoundError,
+    HarnessError,
+    OptionsError,
+    ReferenceFailedError,
+    SandboxUnavailableError,
+)
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, TimingStats, excerpt, geometric_mean
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging
@@ -67,10 +73,6 @@ PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time i
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
 log = logging.getLogger("harness")
-
-
-class SandboxUnavailableError(HarnessError):
-    """The OS sandbox cannot be set up here and the user did not opt out of it."""
 
 
 @dataclass

@@ -10,7 +10,9 @@ evaluating host's, so a request cannot turn a check off.
 
 The receiving side writes the task under a content-addressed folder (the same task
 file for every evaluation of that content, so the trusted reference worker is
-reused), writes the candidate into a fresh folder, runs the same
+reused), loads it in a sandboxed worker under the task timeout
+(``harness.task_loader.load_task_isolated``: task code never runs in the receiving
+process), writes the candidate into a fresh folder, runs the same
 ``harness.evaluate`` as a local evaluation (fresh isolated candidate process, every
 static and run-time check, every timeout) and returns the ``kope.outcome/1``
 record, with the evaluating host's hardware.
@@ -243,11 +245,14 @@ def materialize_task(task: TaskFile, root: Path) -> Path:
 def run_request(request: EvalRequest, root: Path) -> Any:
     """Evaluate ``request`` with ``root`` as the scratch folder; the Outcome, or a ``HarnessError``."""
     from harness.evaluate import evaluate
-    from harness.task import load_task
+    from harness.task_loader import load_task_isolated
 
     root.mkdir(parents=True, exist_ok=True)
     options = request.options.to_eval_options()
-    task = load_task(materialize_task(request.task, root))
+    # The task is another client's code: imported in a sandboxed worker under the task timeout, never in this
+    # (long-lived) process, where it could patch what the next request is compared with.
+    # Other clients' tasks and candidates under ``root`` are hidden from it.
+    task = load_task_isolated(materialize_task(request.task, root), private=(root,))
     scratch = Path(tempfile.mkdtemp(prefix="eval-", dir=root))
     try:
         candidate = scratch / request.candidate.name

@@ -13,7 +13,8 @@ values). Measured in a separate process with every core (or on the GPU):
   on a GPU), 2*M*N*K FLOPs each.
 
 Each case's least work (``case_costs``, computed once per task file content
-in a process that runs the task's reference, kept under
+in a process that runs the task's reference - task code: in the sandbox of
+``harness.isolated``, under the measurement timeout - kept under
 ``cache_dir()/costs/``): the bytes of its inputs, parameters and outputs
 (each must be read or written at least once) and the FLOPs
 ``torch.utils.flop_counter.FlopCounterMode`` counts on the reference (matrix
@@ -57,6 +58,7 @@ PEAKS_SCHEMA = "kope.peaks/1"
 COSTS_SCHEMA = "kope.costs/1"
 PEAKS_ENV = "KOPE_HARNESS_PEAKS"
 MEASURE_TIMEOUT_S = 300.0
+COSTS_MEMORY_BYTES = 64 << 30  # the cost helper's address space: the reference runs on real inputs
 
 
 @dataclass(frozen=True)
@@ -222,9 +224,7 @@ def case_costs(task: Any, indices: list[int], device: str, threads: int) -> dict
     known = {c["name"]: c for c in data.get("cases", [])} if data.get("schema") == COSTS_SCHEMA else {}
     wanted = [i for i in indices if task.case(i).name not in known]
     if wanted:
-        computed = _run_helper(
-            ["costs", str(task.path), device, str(threads), ",".join(map(str, wanted))], MEASURE_TIMEOUT_S
-        )
+        computed = _run_costs(Path(task.path), device, threads, wanted)
         for case in computed["cases"]:
             known[case["name"]] = case
         _write_json(path, {"schema": COSTS_SCHEMA, "task": str(task.path), "cases": sorted(known.values(), key=str)})
@@ -371,17 +371,57 @@ def _run_helper(args: list[str], timeout: float) -> dict[str, Any]:
         return data
 
 
+def _run_costs(task_path: Path, device: str, threads: int, indices: list[int]) -> dict[str, Any]:
+    """``measure_costs`` in the sandbox of ``harness.isolated``: it runs the task's code (its reference)."""
+    from harness.errors import HarnessError
+    from harness.isolated import run_module
+
+    args = ["costs", str(task_path), device, str(threads), ",".join(map(str, indices)), "-"]
+    done = run_module(
+        "harness.roofline",
+        args,
+        timeout_s=MEASURE_TIMEOUT_S,
+        reads=[task_path],
+        memory_bytes=COSTS_MEMORY_BYTES,
+        cpu_s=MEASURE_TIMEOUT_S * max(1, threads),
+        threads=threads,
+        gpu=device != "cpu",
+    )
+    if done.timed_out:
+        raise HarnessError(f"{task_path}: measuring the cases' costs took longer than {MEASURE_TIMEOUT_S:.0f} s")
+    try:
+        data = json.loads(done.report.decode("utf-8"))
+        cases = [{"name": str(c["name"]), "bytes": int(c["bytes"]), "flops": int(c["flops"])} for c in data["cases"]]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        cases = None
+    if done.returncode != 0 or cases is None:
+        tail = done.output.splitlines()[-1:] or ["no output"]
+        raise HarnessError(f"{task_path}: measuring the cases' costs failed ({done.describe_exit()}): {tail[0]}")
+    return {"cases": cases}
+
+
 def main(argv: list[str]) -> int:
-    kind, out = argv[0], Path(argv[-1])
+    kind, out = argv[0], argv[-1]
+    channel = None
+    if out == "-":  # the report on stdout; what the task prints goes to stderr
+        channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
     if kind == "peaks":
         data = measure_peaks(argv[1], int(argv[2]))
     elif kind == "costs":
         data = measure_costs(argv[1], argv[2], int(argv[3]), [int(i) for i in argv[4].split(",") if i])
     else:
         raise SystemExit(f"unknown request {kind!r}")
-    out.write_text(json.dumps(data), encoding="utf-8")
+    if channel is not None:
+        channel.write(json.dumps(data))
+        channel.flush()
+    else:
+        Path(out).write_text(json.dumps(data), encoding="utf-8")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stderr.flush()
+    os._exit(code)  # the task may have started threads: do not wait for them

@@ -1,7 +1,7 @@
 """Check a task file end to end: validate it, then run every case's reference once in a worker.
 
 ``check_task`` loads the task (``TaskFormatError`` for a bad file), then asks a
-reference worker to build the model and compute the output of every case, held-out ones included
+sandboxed reference worker (the one an evaluation uses) to build the model and compute the output of every case, held-out ones included
 (``get_init_inputs``, ``Model(...)``, ``get_inputs``, ``forward``); with
 ``measure=True`` it also times the reference (median of a few warm calls), to
 see whether a case falls in the intended 1-100 ms range.
@@ -9,7 +9,6 @@ see whether a case falls in the intended 1-100 ms range.
 
 from __future__ import annotations
 
-import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from harness.hardware import available_cores
 from harness.targets import get_target
 from harness.task import Task
 from harness.task_loader import load_task_isolated
-from harness.worker_pool import Limits, Worker, WorkerError
+from harness.worker_pool import WorkerError
 
 
 @dataclass
@@ -48,9 +47,13 @@ def check_task(
     tgt = get_target(target)
     tgt.check_available()
     threads = threads or available_cores()
-    env = dict(os.environ)
-    env.update(tgt.worker_env(threads))
-    worker = Worker("reference", env, Limits(), tgt.uses_rlimit_as)
+    # The reference is the task's code: the same sandboxed worker as an evaluation's (SandboxUnavailableError
+    # where it cannot be set up and the user did not opt out), not an unsandboxed one with this environment.
+    from harness.evaluate import EvalOptions, use_sandbox, worker_spec
+
+    worker = worker_spec(tgt, threads, use_sandbox(None), EvalOptions(target=target, threads=threads)).start(
+        "reference"
+    )
     results: list[CaseCheck] = []
     try:
         reply, _ = worker.request(

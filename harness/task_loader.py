@@ -1,15 +1,20 @@
 """Loading a task file in a worker process under a timeout: task code never runs in the caller's process.
 
-A task file is Python: importing it (to read metadata whose values are not
-literals, or its cases) runs its module-level code, which can be slow, hang or
-crash. ``load_task_isolated(path)`` imports it in a fresh interpreter
-(``python -m harness.task_loader PATH OUT``) in its own session, with an
-environment stripped of credentials, and kills the whole process group when
-it takes longer than ``timeout_s`` (default ``TASK_LOAD_TIMEOUT_S``, or the
+A task file is Python from outside the project (a user's, another team's):
+importing it (to read metadata whose values are not literals, or its cases)
+runs its module-level code, which can be slow, hang, crash or be hostile.
+``load_task_isolated(path)`` imports it in a fresh interpreter
+(``python -m harness.task_loader PATH``) in the sandbox of ``harness.isolated``
+(no network, a read-only view without the harness cache's private folders, a
+scratch tmpfs, Landlock, no capabilities, address-space and CPU-time limits, a
+clean environment) and kills it, and everything it started, when it takes
+longer than ``timeout_s`` (default ``TASK_LOAD_TIMEOUT_S``, or the
 ``KOPE_HARNESS_TASK_TIMEOUT`` environment variable, in seconds). The worker
-writes the validated task as JSON; the caller rebuilds the ``Task`` from it and
-keeps it, keyed by the file's path and content hash, so a loop that evaluates
-the same task many times pays for one import. The JSON is also kept on disk
+writes the validated task as JSON to its stdout; a task that replaces the
+harness's own code at import (the comparison, say) is refused. The caller
+rebuilds the ``Task`` from the JSON (checking its shape: it is the task's own
+data) and keeps it, keyed by the file's path and content hash, so a loop that
+evaluates the same task many times pays for one import. The JSON is also kept on disk
 (``cache_root()/tasks``, mode 0600, written atomically, with a digest of its
 contents; the sandbox hides the folder from candidates), keyed by the path, the
 file's content, this loader's and ``harness/task.py``'s own source and the torch
@@ -17,8 +22,10 @@ version, so every later process loading the same unchanged task skips the
 import (an interpreter and torch: about 2 s of CPU) too; an edited task file
 is a new key, a damaged entry is ignored and rewritten.
 
-Failures are ``TaskFormatError`` with one clear line: the task's own message,
-a timeout, or the worker's crash. Workers that must run the task's code (the
+Failures are ``TaskFormatError`` with one clear line naming the task file: the
+task's own message, a timeout, or the worker's crash; ``SandboxUnavailableError``
+where the sandbox cannot be set up and the user did not switch it off
+(``KOPE_HARNESS_SANDBOX=off``: the worker then runs as before, without it). Workers that must run the task's code (the
 reference and candidate workers) call ``harness.task.load_task`` directly.
 """
 
@@ -29,10 +36,7 @@ import hashlib
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,7 @@ from harness.errors import HarnessError, TaskFormatError, TaskNotFoundError
 from harness.task import Case, Task, TaskInfo, read_task_literals, resolve_task_path
 
 TASK_LOAD_TIMEOUT_S = 60.0
+TASK_MEMORY_BYTES = 16 << 30  # the importing process's address space (torch's import maps ~2 GiB of it)
 TIMEOUT_ENV = "KOPE_HARNESS_TASK_TIMEOUT"
 # Variables that may hold credentials: never handed to task code.
 _SECRET = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|CREDENTIAL|_KEY$)", re.IGNORECASE)
@@ -72,8 +77,9 @@ def read_task_info(path: str | Path) -> TaskInfo:
     return info if info is not None else load_task_isolated(resolve_task_path(path))
 
 
-def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task:
-    """The validated task, imported in a worker process that is killed after ``timeout_s``."""
+def load_task_isolated(path: str | Path, timeout_s: float | None = None, private: tuple[Path, ...] = ()) -> Task:
+    """The validated task, imported in a sandboxed worker process that is killed after ``timeout_s``; ``private``
+    folders are hidden from it besides the harness cache (``harness.isolated.private_roots``)."""
     p = resolve_task_path(path)
     try:
         data = p.read_bytes()
@@ -85,7 +91,7 @@ def load_task_isolated(path: str | Path, timeout_s: float | None = None) -> Task
             return _cache[key]
     payload = _read_disk(key)
     if payload is None:
-        payload = _load_in_worker(p, default_timeout() if timeout_s is None else timeout_s)
+        payload = _load_in_worker(p, default_timeout() if timeout_s is None else timeout_s, private)
         _write_disk(key, payload)
     task = task_from_payload(payload, p)
     with _lock:
@@ -141,60 +147,45 @@ def _digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, allow_nan=False).encode()).hexdigest()
 
 
-def _load_in_worker(path: Path, timeout_s: float) -> dict[str, Any]:
-    """The task's payload (``task_payload``), made by importing it in a worker process."""
-    import harness
+def _load_in_worker(path: Path, timeout_s: float, private: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The task's payload (``task_payload``), made by importing it in a sandboxed worker process."""
+    from harness.isolated import run_module
 
-    root = str(Path(harness.__file__).resolve().parent.parent)
-    with tempfile.TemporaryDirectory(prefix="kope-task-") as scratch:
-        out = Path(scratch) / "task.json"
-        env = clean_env()
-        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        with open(Path(scratch) / "output", "w+b") as output:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.task_loader", str(path), str(out)],
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
-                cwd=scratch,
-                env=env,
-                start_new_session=True,
-            )
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill(proc)
-                raise TaskFormatError(
-                    f"{path}: importing the task did not finish within {timeout_s:g} s "
-                    "(its module-level code runs when the task is loaded)",
-                    hint=f"make the task's module-level code fast, or raise {TIMEOUT_ENV} (seconds)",
-                ) from None
-            finally:
-                _kill(proc)  # anything the task started in its session goes too
-            output.seek(0)
-            printed = output.read()[-2000:].decode(errors="replace").strip()
-        if not out.is_file():
-            last = printed.splitlines()[-1] if printed else "no output"
-            raise TaskFormatError(
-                f"{path}: the process importing the task exited with status {proc.returncode} ({last})"
-            )
-        payload = json.loads(out.read_text(encoding="utf-8"))
+    done = run_module(
+        "harness.task_loader",
+        [str(path)],
+        timeout_s=timeout_s,
+        reads=[path],
+        private=private,
+        memory_bytes=TASK_MEMORY_BYTES,
+        cpu_s=max(timeout_s, 1.0) * 2,
+    )
+    if done.timed_out:
+        raise TaskFormatError(
+            f"{path}: importing the task did not finish within {timeout_s:g} s "
+            "(its module-level code runs when the task is loaded)",
+            hint=f"make the task's module-level code fast, or raise {TIMEOUT_ENV} (seconds)",
+        )
+    try:
+        payload = json.loads(done.report.decode("utf-8")) if done.report.strip() else None
+    except (UnicodeDecodeError, ValueError):
+        payload = None
+    if done.returncode != 0 or not isinstance(payload, dict):
+        last = done.output.splitlines()[-1] if done.output else "no output"
+        raise TaskFormatError(
+            f"{path}: the process importing the task exited with {done.describe_exit()} ({last})"
+            + ("" if done.sandboxed else " [task sandbox off]")
+        )
     if not payload.get("ok"):
         error = TaskNotFoundError if payload.get("kind") == "TaskNotFoundError" else TaskFormatError
-        raise error(payload["message"], hint=payload.get("hint"))
+        message, hint = payload.get("message"), payload.get("hint")
+        raise error(
+            str(message) if message else f"{path}: the task could not be loaded",
+            hint=str(hint) if hint else None,
+        )
+    if not isinstance(payload.get("task"), dict):
+        raise TaskFormatError(f"{path}: the process importing the task sent a malformed reply")
     return payload["task"]
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 # -- the payload: a Task as JSON, held-out cases included (it only travels between harness processes) --------------
@@ -217,6 +208,15 @@ def task_payload(task: Task) -> dict[str, Any]:
 
 
 def task_from_payload(data: dict[str, Any], path: Path) -> Task:
+    """The ``Task`` of a payload; ``TaskFormatError`` when the payload is not one (a worker's reply is the task's
+    own data: a hostile task can write anything to it)."""
+    try:
+        return _task_from_payload(data, path)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TaskFormatError(f"{path}: the process importing the task sent a malformed task ({exc!r:.200})") from None
+
+
+def _task_from_payload(data: dict[str, Any], path: Path) -> Task:
     def cases(key: str) -> list[Case]:
         return [Case(c["index"], c["name"], dict(c["params"]), bool(c["heldout"])) for c in data[key]]
 
@@ -235,20 +235,52 @@ def task_from_payload(data: dict[str, Any], path: Path) -> Task:
     )
 
 
+def _harness_code() -> dict[str, int]:
+    """Every function of the harness's loaded modules (and its classes' methods) by name: the id of its code."""
+    found: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        if not (name == "harness" or name.startswith("harness.")) or module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if getattr(value, "__module__", None) != name:
+                continue
+            members = vars(value).items() if isinstance(value, type) else [("", value)]
+            for member, item in members:
+                code = getattr(getattr(item, "__func__", item), "__code__", None)
+                if code is not None:
+                    found[f"{name}.{attr}{'.' + member if member else ''}"] = id(code)
+    return found
+
+
 def main(argv: list[str]) -> int:
+    """The worker: the task's payload as one JSON object on stdout; what the task prints goes to stderr."""
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    import harness.compare
+    import harness.fast_compare  # noqa: F401 - watched: a task that patches the comparison is refused
     from harness.task import load_task
 
-    path, out = argv[0], Path(argv[1])
+    path = argv[0]
+    before = _harness_code()
     try:
-        payload: dict[str, Any] = {"ok": True, "task": task_payload(load_task(path))}
+        task = load_task(path)
+        after = _harness_code()
+        changed = sorted(k for k, v in before.items() if after.get(k) != v)
+        if changed:
+            raise TaskFormatError(
+                f"{path}: importing the task replaced the harness's own code "
+                f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}); a task may not patch the harness"
+            )
+        payload: dict[str, Any] = {"ok": True, "task": task_payload(task)}
     except HarnessError as exc:
         payload = {"ok": False, "kind": type(exc).__name__, "message": exc.message, "hint": exc.hint}
-    out.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
+    channel.write(json.dumps(payload, allow_nan=False))
+    channel.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.stdout.flush()
     code = main(sys.argv[1:])
-    sys.stdout.flush()
+    sys.stderr.flush()
     os._exit(code)  # the task may have started threads: do not wait for them

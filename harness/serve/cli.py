@@ -6,7 +6,8 @@
                             [--tls-cert FILE --tls-key FILE]
 
 The key comes from ``--key`` or ``KOPE_WORKER_KEY`` (required, at least 16 characters);
-it is removed from the environment before any evaluation process starts.
+it is removed from the environment before any evaluation process starts, and erased from
+the memory ``/proc/<service pid>/environ`` (and ``cmdline``, for ``--key``) shows.
 """
 
 from __future__ import annotations
@@ -106,6 +107,9 @@ def _gpus(spec: str) -> list[int]:
 def _check(args: argparse.Namespace) -> str:
     key = args.key if args.key is not None else os.environ.get(KEY_ENV, "")
     os.environ.pop(KEY_ENV, None)  # no process this service starts inherits it
+    erase_from_process_block(KEY_ENV.encode() + b"=", "env")  # nor does /proc/<this pid>/environ show it
+    if key and args.key is not None:
+        erase_from_process_block(key.encode(), "arg")  # nor /proc/<this pid>/cmdline
     if not key:
         raise OptionsError(
             f"no worker key: set {KEY_ENV} (or --key)",
@@ -126,6 +130,30 @@ def _check(args: argparse.Namespace) -> str:
         if not Path(path).is_file():
             raise OptionsError(f"TLS file not found: {path}")
     return key
+
+
+def erase_from_process_block(prefix: bytes, block: str) -> bool:
+    """Overwrite with NULs every entry starting with ``prefix`` in this process's initial environment
+    (``block="env"``), or holding it in its argument block (``"arg"``): the memory ``/proc/PID/environ`` and ``/proc/PID/cmdline``
+    show to any process of the same user (``os.environ.pop`` only unlinks the variable; its bytes stay).
+    True when something was erased; False where the block cannot be found (not Linux)."""
+    import ctypes
+
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        first = 45 if block == "arg" else 47  # fields 48/49: arg_start/arg_end; 50/51: env_start/env_end
+        start, end = int(fields[first]), int(fields[first + 1])
+    except (OSError, IndexError, ValueError):
+        return False
+    if not 0 < start < end:
+        return False
+    erased, offset = False, 0
+    for entry in ctypes.string_at(start, end - start).split(b"\0"):
+        if entry.startswith(prefix) if block == "env" else prefix in entry:  # an argument: --key=KEY too
+            ctypes.memset(start + offset, 0, len(entry))
+            erased = True
+        offset += len(entry) + 1
+    return erased
 
 
 def _bind(host: str, port: int) -> socket.socket:

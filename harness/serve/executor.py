@@ -3,7 +3,9 @@
 It imports torch and the harness once, then evaluates requests one at a time, so the
 harness's pools (the trusted reference workers, warm candidate workers) stay warm
 between evaluations. Every evaluation still runs the candidate in a fresh isolated
-process of its own (``harness.evaluate``).
+process of its own (``harness.evaluate``), and this process never imports a task file:
+each request's task is loaded in the sandboxed loader (``harness.task_loader``, under the
+task timeout), so nothing a request's code does can survive into the next request.
 
 Protocol, one JSON object per line: the service writes ``{"id": N, "payload": REQUEST}``
 to stdin; the executor answers ``{"id": N, "result": {"outcome": ...} | {"error": ...}}``

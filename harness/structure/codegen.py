@@ -145,9 +145,9 @@ def forward_source(match: Match, calls: list[str]) -> str:
 
 
 def constructor_for(match: Match) -> Constructor:
-    from harness.task import load_task
+    from harness.task_loader import load_task_isolated
 
-    task = load_task(match.task)
+    task = load_task_isolated(match.task)  # task code runs in the sandboxed loader, never in this process
     keys = {k for c in task.cases for k in c.params}
     try:
         return reuse_constructor(task.source, keys)

@@ -2,9 +2,12 @@
 
 Run as ``python -m harness.structure.trace_worker TASK... [--max-cases N]``; it prints one
 JSON object (``kope.trace/1``) per task on stdout, in order, after a ``ready`` line once
-its imports are done (what the task code prints goes to stderr). It runs in its own process because task code
-is untrusted-ish and may be slow; the parent (``harness.structure.tracing``) gives it a
-timeout and caches the result by the task file's content hash.
+its imports are done (what the task code prints goes to stderr). It runs in its own process,
+in the sandbox of ``harness.isolated``, because task code comes from outside the project and
+may be slow or hostile; the parent (``harness.structure.tracing``) gives it a timeout and
+caches the result by the task file's content hash. Each task is traced in a process forked
+for it alone (its result comes back through a pipe; it cannot reach the protocol), so the
+worker itself never runs task code and one task cannot change how the next is traced.
 
 Each case is traced first under torch's ``FakeTensorMode`` (shapes and dtypes only, so a
 case of any size costs milliseconds, and CPU dispatch is what real CPU tensors would get)
@@ -302,25 +305,67 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tasks", nargs="+", help="task files; one JSON line per task, in order")
     parser.add_argument("--max-cases", type=int, default=16)
     args = parser.parse_args(argv)
-    from harness.errors import HarnessError
     from harness.task import load_task  # noqa: F401  (imported before "ready": the parent's timeout is per task)
 
     out = os.fdopen(os.dup(1), "w")  # the protocol; what task code prints goes to stderr
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    _not_dumpable()  # a task's process cannot open this one's descriptors through /proc (the protocol)
     out.write("ready\n")
     out.flush()
     for task in args.tasks:
-        try:
-            result = trace(task, args.max_cases)
-        except HarnessError as exc:
-            result = {"schema": SCHEMA, "error": exc.message}
-        except Exception as exc:  # a task that breaks the tracer itself: report it, go on with the next
-            result = {"schema": SCHEMA, "error": f"tracing failed: {type(exc).__name__}: {str(exc)[:300]}"}
+        result = _traced_apart(task, args.max_cases, out.fileno())
         result["path"] = task
         out.write(json.dumps(result) + "\n")
         out.flush()
     return 0
+
+
+def _not_dumpable() -> None:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+
+
+def _traced_apart(task: str, max_cases: int, protocol: int) -> dict[str, Any]:
+    """``trace(task)`` in a process forked for this task alone: its code never runs in this (the worker's)
+    process, so a task cannot change how a later task is traced; the result comes back through a pipe."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the task's process
+        os.close(read_end)
+        os.close(protocol)
+        try:
+            result = _trace_reported(task, max_cases)
+            data = json.dumps(result).encode()
+        except BaseException as exc:  # whatever happens, the parent gets one answer
+            data = json.dumps({"schema": SCHEMA, "error": f"tracing failed: {type(exc).__name__}"}).encode()
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(data)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    try:
+        reply: Any = json.loads(data) if data else None
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        code = os.waitstatus_to_exitcode(status)  # -N: killed by signal N, as a parent's returncode says it
+        return {"schema": SCHEMA, "error": f"the tracing worker failed (exit {code}): the task's process ended first"}
+    return reply
+
+
+def _trace_reported(task: str, max_cases: int) -> dict[str, Any]:
+    from harness.errors import HarnessError
+
+    try:
+        return trace(task, max_cases)
+    except HarnessError as exc:
+        return {"schema": SCHEMA, "error": exc.message}
+    except Exception as exc:  # a task that breaks the tracer itself: report it, go on with the next
+        return {"schema": SCHEMA, "error": f"tracing failed: {type(exc).__name__}: {str(exc)[:300]}"}
 
 
 if __name__ == "__main__":

@@ -1,7 +1,12 @@
 """Tracing a task in a worker process with a timeout, cached by the task file's content hash.
 
 ``trace_task(path)`` returns a ``Trace``: the op graph of each traced case (at most
-``max_cases``, first cases first). The worker is ``python -m harness.structure.trace_worker``;
+``max_cases``, first cases first). The worker is ``python -m harness.structure.trace_worker``
+in the sandbox of ``harness.isolated`` (task files are code from outside the project: no
+network, a read-only view without the harness cache's private folders, a scratch tmpfs,
+Landlock, no capabilities, address-space and CPU-time limits, a clean environment); it
+traces each task in a process forked for that task alone, so one task cannot change
+another's trace;
 a task whose reference hangs or is very slow ends in ``StructureError`` after ``timeout``
 seconds, naming the task. ``warm(paths)`` traces many tasks in one worker (the timeout
 applies to each; a task that hangs or breaks the worker costs only itself). Results are
@@ -19,7 +24,6 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -34,6 +38,7 @@ TRACER_VERSION = "3"  # 3: every value records its device
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_CASES = 16
 STARTUP_TIMEOUT_S = 120.0  # the worker's imports (torch) before the per-task timeout starts
+TRACE_MEMORY_BYTES = 32 << 30  # the tracing worker's address space (a reference may run on real tensors)
 
 
 class StructureError(HarnessError):
@@ -74,14 +79,6 @@ def _key(source: bytes, max_cases: int) -> str:
     return digest.hexdigest()
 
 
-def _worker_env() -> dict[str, str]:
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
-
-
 def _run_worker(paths: list[Path], timeout: float, max_cases: int) -> dict[str, dict[str, Any]]:
     """Trace ``paths`` in one worker process: {path: JSON result}, one for every path.
 
@@ -99,16 +96,28 @@ def _run_worker(paths: list[Path], timeout: float, max_cases: int) -> dict[str, 
 
 def _one_worker(paths: list[Path], timeout: float, max_cases: int, results: dict[str, dict[str, Any]]) -> int:
     """Run one worker over ``paths`` until it ends or stalls; returns how many tasks got a result."""
-    command = [sys.executable, "-m", "harness.structure.trace_worker", *map(str, paths), "--max-cases", str(max_cases)]
+    from harness.isolated import command, use_sandbox
+
+    sandboxed = use_sandbox()
     lines: queue.Queue[str | None] = queue.Queue()
-    with tempfile.TemporaryFile("w+") as stderr:
+    with tempfile.TemporaryFile("w+") as stderr, tempfile.TemporaryDirectory(prefix="kope-trace-") as scratch:
+        cmd, env = command(
+            "harness.structure.trace_worker",
+            [*map(str, paths), "--max-cases", str(max_cases)],
+            Path(scratch),
+            sandboxed=sandboxed,
+            reads=paths,
+            memory_bytes=TRACE_MEMORY_BYTES,
+            cpu_s=2 * max(timeout, STARTUP_TIMEOUT_S),  # per task: each is traced in a process of its own
+        )
         proc = subprocess.Popen(
-            command,
+            cmd,
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
             text=True,
-            env=_worker_env(),
+            cwd=scratch,
+            env=env,
             start_new_session=True,
         )
         assert proc.stdout is not None
@@ -138,8 +147,13 @@ def _one_worker(paths: list[Path], timeout: float, max_cases: int, results: dict
                 if line.strip() == "ready":
                     ready = True
                 elif line.startswith("{"):
-                    data = json.loads(line)
-                    results[data.get("path", str(paths[done]))] = data
+                    try:
+                        data = json.loads(line)
+                    except ValueError:
+                        data = None
+                    if not isinstance(data, dict) or data.get("path") != str(paths[done]):
+                        data = {"error": "the tracing worker sent a malformed result"}
+                    results[str(paths[done])] = data  # in order: a reply names the task it was asked for
                     done += 1
             return done
         finally:

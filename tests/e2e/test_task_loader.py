@@ -39,6 +39,12 @@ def get_init_inputs():
 """
 
 
+def bare(monkeypatch) -> None:
+    """These tasks report through a file outside their scratch folder, which the sandbox forbids: they run in
+    the loader's unsandboxed worker (the opt-out). tests/e2e/test_task_sandbox.py checks the sandboxed one."""
+    monkeypatch.setenv("KOPE_HARNESS_SANDBOX", "off")
+
+
 def task_file(tmp_path: Path, prelude: str, name: str = "task.py") -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(TASK.format(prelude=prelude)))
@@ -56,7 +62,8 @@ def test_slow_module_code_is_stopped_at_the_timeout(tmp_path, monkeypatch):
     assert "KOPE_HARNESS_TASK_TIMEOUT" in err.value.hint
 
 
-def test_task_code_runs_in_another_process_and_once_per_content(tmp_path):
+def test_task_code_runs_in_another_process_and_once_per_content(tmp_path, monkeypatch):
+    bare(monkeypatch)
     marks = tmp_path / "pids"
     path = task_file(tmp_path, f"open({str(marks)!r}, 'a').write(str(os.getpid()) + '\\n')")
     first = load_task_isolated(path)
@@ -69,6 +76,7 @@ def test_task_code_runs_in_another_process_and_once_per_content(tmp_path):
 def test_a_later_process_reads_the_loaded_task_from_the_disk_cache_until_the_file_changes(tmp_path, monkeypatch):
     from harness import task_loader
 
+    bare(monkeypatch)
     monkeypatch.setenv("KOPE_HARNESS_CACHE", str(tmp_path / "cache"))
     task_loader._loader_version.cache_clear()
     marks = tmp_path / "pids"
@@ -90,6 +98,7 @@ def test_a_later_process_reads_the_loaded_task_from_the_disk_cache_until_the_fil
 
 
 def test_task_code_does_not_see_credentials(tmp_path, monkeypatch):
+    bare(monkeypatch)
     monkeypatch.setenv("KOPE_NEO4J_PASSWORD", "hunter2-secret")
     monkeypatch.setenv("KOPE_LLM_API_KEY", "sk-very-secret")
     seen = tmp_path / "seen"
@@ -113,7 +122,8 @@ def test_a_task_that_exits_the_interpreter_is_one_clear_error(tmp_path):
         load_task_isolated(task_file(tmp_path, "os._exit(3)"))
 
 
-def test_non_literal_cases_are_read_in_a_worker_process(tmp_path):
+def test_non_literal_cases_are_read_in_a_worker_process(tmp_path, monkeypatch):
+    bare(monkeypatch)
     marks = tmp_path / "pids"
     path = task_file(tmp_path, f"open({str(marks)!r}, 'a').write(str(os.getpid()))")
     info = read_task_info(path)  # CASES holds an expression: the file must be imported to read it

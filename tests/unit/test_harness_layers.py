@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "harness.compare",
             "harness.hardware",
+            "harness.isolated",
             "harness.reference_cache",
             "harness.remote_memory",
             "harness.serve.probe",
