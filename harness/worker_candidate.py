@@ -16,6 +16,14 @@ Requests:
 * ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {}: one timed unit
   (``harness.worker_timed``); the parent times ``go`` from outside and compares every output
   ``fetch`` returns; the run-time guards run in ``fetch`` (outside the timed window).
+
+Every phase is guarded, the untimed ones too: before and after each request (``go`` right after its
+reply has gone out, off the parent's clock, with a second reply: ``after_reply``) the interpreter's profile/trace hooks must
+be as they were before the candidate was imported (``harness.guards.hooks``: a hook runs on every call
+of input building, preparation and fetch; ``monkey_patch``), and what the audit hook records at any time
+(a deletion outside scratch: ``file_access``; another process's ``/proc/PID/mem``: ``memory_access``) is
+reported. Right after each ``go`` reply, random elements of every timed output are sealed (the parent
+compares them with the outputs it reads: ``lazy_output``, outputs filled after the timed call returned).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,10 +47,13 @@ from harness.guards import (
     aliases,
     child_processes,
     digest,
+    hook_changes,
+    hooks,
     native_thread_count,
     prime,
     python_threads,
     same_bits,
+    seal,
 )
 from harness.targets import get_target, torch_ext
 from harness.targets.base import compile_seconds
@@ -63,20 +75,20 @@ class CandidateWorker:
         self.phase = "load"
         self.task: Task | None = None
         self._case: tuple[int, int] | None = None
+        self._hooks = hooks()  # the interpreter's hooks before any candidate code (harness.guards.hooks)
 
     def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
         self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
-            if op == "load":
-                return self.load(header), []
-            if op == "run":
-                return self.run(header)
-            if op == "prepare":
-                return self.prepare(header), []
-            if op == "go":
+            if op == "go":  # on the parent's clock: guarded right after the reply (after_reply)
                 return {"ok": True, "n": self.timed.go(self.cand)}, []
-            if op == "fetch":
-                return self.fetch(bool(header.get("remote")))
+            if op != "load":
+                self._guard_phase(f"before the {op} request")
+            result = self._dispatch(op, header)
+            if result is not None and result[0].get("ok"):
+                self._guard_phase(f"during the {op} request")
+            if result is not None:
+                return result
         except Cheat as cheat:
             return {
                 "ok": False,
@@ -85,6 +97,47 @@ class CandidateWorker:
                 "compile_time_s": compile_seconds(),
             }, []
         return {"ok": False, "error_kind": "runtime_error:protocol", "message": f"unknown request {op!r}"}, []
+
+    def _dispatch(self, op: str, header: dict) -> tuple[dict, list] | None:
+        if op == "load":
+            return self.load(header), []
+        if op == "run":
+            return self.run(header)
+        if op == "prepare":
+            return self.prepare(header), []
+        if op == "fetch":
+            return self.fetch(bool(header.get("remote")))
+        return None
+
+    def after_reply(self, op: str) -> dict | None:
+        """Called by the worker loop once a reply has gone out. After ``go`` (the parent's clock stopped at that
+        reply): the hooks and audit records are checked and random elements of the timed outputs sealed
+        (``harness.guards.seal``) in a second reply, which the parent reads before it times anything else and
+        checks against the outputs it reads at ``fetch`` (``lazy_output``: filled after the call returned)."""
+        if op != "go":
+            return None
+        try:
+            self._guard_phase("during the timed calls")
+            _, tensors = self.timed.fetch()
+            return {"ok": True, "sealed": seal(tensors)}
+        except Cheat as cheat:
+            return {"ok": False, "error_kind": f"cheat_detected:{cheat.check}", "message": cheat.detail}
+
+    def _guard_phase(self, where: str) -> None:
+        """Hooks as before the candidate was imported; nothing recorded that no phase does."""
+        changed = hook_changes(self._hooks)
+        if changed:
+            raise Cheat(
+                "monkey_patch",
+                f"{where} the candidate installed an interpreter hook, which runs inside the harness "
+                f"(input building, fetching outputs): {'; '.join(changed)}",
+            )
+        audit = getattr(self, "audit", None)  # installed by load
+        if audit is not None:
+            sticky = audit.take_sticky()
+            if sticky:
+                check, detail = sticky[0]
+                raise Cheat(check, f"{where} the candidate {detail} (caught by the audit hook; the sandbox blocks it)")
 
     # -- load ----------------------------------------------------------------------------------------
     def load(self, header: dict) -> dict:
@@ -96,7 +149,8 @@ class CandidateWorker:
         self.omp_env = os.environ.get("OMP_NUM_THREADS")
         torch_ext.install()
         path = Path(header["candidate"]).resolve()
-        self.audit = AuditGuard(allowed_roots=[cache_root(), path])
+        scratch: list[str | Path] = [os.environ.get("TMPDIR") or tempfile.gettempdir(), os.getcwd(), cache_root()]
+        self.audit = AuditGuard(allowed_roots=[cache_root(), path], scratch=scratch)
         self.target.prime()
         prime()
         self.timed = TimedCalls(self.target, self.hardware)
