@@ -9,7 +9,7 @@ import torch.nn as nn
 from harness.cpu import compile_cpp
 
 TASK = "tiny_relu"
-EXPECT_STATIC = "cheat_detected:forbidden_api"
+EXPECT_STATIC = None  # os.rmdir is not on the static list
 EXPECT_RUNTIME = ("cheat_detected:file_access",)
 CAUGHT_BY = "worker: the audit hook records deletions outside scratch in every phase (the sandbox blocks them)"
 
