@@ -9,7 +9,7 @@ Allowed (C++): optimisation levels (``-O0``..``-O3``, ``-Os``, ``-Ofast``, ``-Og
 ``-mtune=`` / ``-mcpu=`` with a CPU name (``native``, ``znver3``, ...); ``-m<isa>`` feature switches
 (``-mavx2``, ``-mfma``, ``-mavx512f``, ``-mno-avx512f``, ``-mprefer-vector-width=256``, ...); the vetted
 ``-f`` optimisation flags in ``F_FLAGS`` (and their ``-fno-`` forms; ``-fopenmp``, ``-funroll-loops``,
-``-ffast-math``, ``-fno-math-errno``, ``-fvect-cost-model=...``, ...); ``-D<NAME>[=value]``, ``-U<NAME>``;
+``-ffast-math``, ``-fno-math-errno``, ``-fvect-cost-model=...``, compile-time limits such as ``-fconstexpr-ops-limit=N``, ...); ``-D<NAME>[=value]``, ``-U<NAME>``;
 ``-std=c++11``..``c++23`` (and ``gnu++``); ``-W<warning>`` (not ``-Wl,``/``-Wa,``/``-Wp,``), ``-w``,
 ``-pedantic``; ``-g``, ``-g0``..``-g3``, ``-pthread``, ``-pipe``. Link flags (``extra_ldflags``):
 ``-fopenmp``, ``-pthread`` and the system libraries ``-lgomp``, ``-lm``, ``-lpthread``.
@@ -92,6 +92,7 @@ _F_VALUED = re.compile(
     r"|-fmax-errors=\d{1,4}$"
     r"|-falign-(loops|functions)=\d{1,3}$"
     r"|-fopenmp-version=\d{2}$"
+    r"|-f(constexpr-loop-limit|constexpr-ops-limit|constexpr-depth|template-depth)=\d{1,20}$"
 )
 _ISA = re.compile(
     r"-m(no-)?("
