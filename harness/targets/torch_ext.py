@@ -160,6 +160,9 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     limit = float(request.get("timeout") or 300.0)
     code, output = run_with_timeout(cmd, limit, env=env)
     if code is None:
+        (build / "lock").unlink(
+            missing_ok=True
+        )  # torch's build lock, left by the killed builder: later builds wait on it
         return {
             "ok": False,
             "message": f"torch.utils.cpp_extension.{kind} timed out after {limit:g} s",
