@@ -103,6 +103,11 @@ def use_remote_compiler(fd_in: int, fd_out: int) -> None:
     _REMOTE = (fd_in, fd_out)
 
 
+def compiles_remotely() -> bool:
+    """True in a sandboxed worker (its compiler is the parent's)."""
+    return _REMOTE is not None
+
+
 def ask_parent(request: dict[str, Any]) -> dict[str, Any]:
     """Send a compile request to the parent and wait for its answer (worker side)."""
     from harness.ipc import read_message_blocking, write_message

@@ -12,7 +12,7 @@
   ``network_access``, ``process_spawn``).
   Whatever is armed or not, it also records, from the moment it is installed (the candidate's import
   included), what no phase of an evaluation does: deleting or renaming a file outside the worker's
-  scratch folder (``file_access``; the sandbox blocks it, this names the attempt) and opening another
+  scratch folder (``file_access``; in the sandbox, which blocks it: this names the attempt) and opening another
   process's ``/proc/PID/mem`` (``memory_access``); ``take_sticky()`` returns them.
 * ``hooks``: the interpreter's profile and trace hooks (``sys``, ``threading``, ``sys.monitoring``):
   a hook the candidate installs runs harness code's every call, input building and output fetching
@@ -288,7 +288,7 @@ class AuditGuard:
         self.armed = False
         self.events: list[tuple[str, str]] = []
         self.sticky: list[tuple[str, str]] = []  # recorded whether armed or not (see the module's docstring)
-        # where deleting is the worker's own business: its scratch folder (and, unsandboxed, the compile cache)
+        # where deleting is the worker's own business: its scratch folder (none given: deletions are not judged)
         self.scratch = tuple(str(Path(p).resolve()).rstrip(os.sep) + os.sep for p in scratch)
         harness_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         roots = {

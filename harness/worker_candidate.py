@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from harness.commands import cache_root
+from harness.cpu import compiles_remotely
 from harness.device_traffic import HostTraffic
 from harness.guards import (
     AtenRecorder,
@@ -149,7 +150,11 @@ class CandidateWorker:
         self.omp_env = os.environ.get("OMP_NUM_THREADS")
         torch_ext.install()
         path = Path(header["candidate"]).resolve()
-        scratch: list[str | Path] = [os.environ.get("TMPDIR") or tempfile.gettempdir(), os.getcwd(), cache_root()]
+        # deletions outside scratch are flagged in the sandbox, which blocks them; an unsandboxed worker (GPU targets)
+        # runs libraries that keep caches in the home folder (Triton renames its cache files into place)
+        scratch: list[str | Path] = (
+            [os.environ.get("TMPDIR") or tempfile.gettempdir(), os.getcwd()] if compiles_remotely() else []
+        )
         self.audit = AuditGuard(allowed_roots=[cache_root(), path], scratch=scratch)
         self.target.prime()
         prime()
