@@ -161,6 +161,7 @@ class CandidateWorker:
         self.timed = TimedCalls(self.target, self.hardware)
         self.snapshot = PatchSnapshot(instances=[("the worker", self), ("the worker's timed calls", self.timed)])
         module = self.target.compile(path)
+        self._guard_phase("at its import")
         model_cls = getattr(module, "ModelNew", None)
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
             found = "nothing" if model_cls is None else type(model_cls).__name__
@@ -199,6 +200,7 @@ class CandidateWorker:
         device = self.target.device
         self.ref = build_reference(module, init, init_seed, device, case.name)
         self.cand = build(self.cls, init, init_seed, device)
+        self._guard_phase("while ModelNew was built")  # a hook from __init__ would see this request's inputs built
         _share_parameters(self.ref, self.cand)
         self.module, self.case, self._case = module, case, (index, init_seed)
 
@@ -277,6 +279,7 @@ class CandidateWorker:
         native_base: int | None,
         lazy_delay: float | None,
     ) -> None:
+        self._guard_phase("in forward")  # before the next trial's inputs are built
         if events:
             check, detail = events[0]
             raise Cheat(check, f"during forward the candidate {detail}")

@@ -174,9 +174,23 @@ def test_honest_flags_openmp_and_several_threads_are_accepted(tmp_path):
 @pytest.mark.parametrize(
     ("where", "top", "init", "forward", "options", "phase"),
     [
-        ("import", "import threading\nthreading.setprofile(lambda *a: None)\n", "pass", "pass", UNTIMED, "load"),
-        ("model init", "", "sys.settrace(_hook)", "pass", UNTIMED, "load"),
-        ("forward, correctness", "", "pass", "sys.setprofile(_hook) if self.calls == 1 else None", UNTIMED, "run"),
+        (
+            "import",
+            "import threading\nthreading.setprofile(lambda *a: None)\n",
+            "pass",
+            "pass",
+            UNTIMED,
+            "at its import",
+        ),
+        ("model init", "", "sys.settrace(_hook)", "pass", UNTIMED, "while ModelNew was built"),
+        (
+            "forward, correctness",
+            "",
+            "pass",
+            "sys.setprofile(_hook) if self.calls == 1 else None",
+            UNTIMED,
+            "in forward",
+        ),
         ("forward, timed", "", "pass", "sys.setprofile(_hook) if self.calls == 8 else None", TIMED, "timed calls"),
     ],
 )
