@@ -849,9 +849,8 @@ class _CaseTimer:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
-        if who == "cand":  # its second reply: its guards ran and its outputs were sealed, off the clock
-            worker.pending += 1  # (a reply to no request of its own)
-            self.sealed = self._receive("cand")[0].get("sealed")
+        if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
+            self.sealed = self._ask("cand", {"op": "seal"})[0].get("sealed")
         return elapsed
 
     def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:

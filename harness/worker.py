@@ -219,14 +219,6 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         except Exception:  # the candidate may have closed or replaced them
             pass
         write_message(fd_out, reply, out_tensors)
-        after_reply = getattr(handler, "after_reply", None)  # the candidate's guards after go, off the parent's clock
-        if after_reply is not None:
-            try:
-                second = after_reply(op)
-            except BaseException as exc:
-                second = error_reply(exc, "time")
-            if second is not None:
-                write_message(fd_out, second)
 
 
 def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: int):

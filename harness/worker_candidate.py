@@ -17,12 +17,12 @@ Requests:
   (``harness.worker_timed``); the parent times ``go`` from outside and compares every output
   ``fetch`` returns; the run-time guards run in ``fetch`` (outside the timed window).
 
-Every phase is guarded, the untimed ones too: before and after each request (``go`` right after its
-reply has gone out, off the parent's clock, with a second reply: ``after_reply``) the interpreter's profile/trace hooks must
+Every phase is guarded, the untimed ones too: before and after each request (``go`` by the ``seal``
+request the parent sends right after it, off its clock) the interpreter's profile/trace hooks must
 be as they were before the candidate was imported (``harness.guards.hooks``: a hook runs on every call
 of input building, preparation and fetch; ``monkey_patch``), and what the audit hook records at any time
 (a deletion outside scratch: ``file_access``; another process's ``/proc/PID/mem``: ``memory_access``) is
-reported. Right after each ``go`` reply, random elements of every timed output are sealed (the parent
+reported. Right after each ``go`` (``seal``), random elements of random timed outputs are sealed (the parent
 compares them with the outputs it reads: ``lazy_output``, outputs filled after the timed call returned).
 """
 
@@ -81,8 +81,10 @@ class CandidateWorker:
     def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
         self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
-            if op == "go":  # on the parent's clock: guarded right after the reply (after_reply)
+            if op == "go":  # on the parent's clock: guarded by the seal request that follows it
                 return {"ok": True, "n": self.timed.go(self.cand)}, []
+            if op == "seal":
+                return self.seal()
             if op != "load":
                 self._guard_phase(f"before the {op} request")
             result = self._dispatch(op, header)
@@ -110,19 +112,14 @@ class CandidateWorker:
             return self.fetch(bool(header.get("remote")))
         return None
 
-    def after_reply(self, op: str) -> dict | None:
-        """Called by the worker loop once a reply has gone out. After ``go`` (the parent's clock stopped at that
-        reply): the hooks and audit records are checked and random elements of the timed outputs sealed
-        (``harness.guards.seal``) in a second reply, which the parent reads before it times anything else and
-        checks against the outputs it reads at ``fetch`` (``lazy_output``: filled after the call returned)."""
-        if op != "go":
-            return None
-        try:
-            self._guard_phase("during the timed calls")
-            _, tensors = self.timed.fetch()
-            return {"ok": True, "sealed": seal(tensors)}
-        except Cheat as cheat:
-            return {"ok": False, "error_kind": f"cheat_detected:{cheat.check}", "message": cheat.detail}
+    def seal(self) -> tuple[dict, list]:
+        """The ``seal`` request, sent by the parent right after each ``go`` reply (its clock and the native
+        sampler stopped): the hooks and audit records are checked and random elements of the timed outputs sealed
+        (``harness.guards.seal``); the parent checks them against the outputs it reads at ``fetch``
+        (``lazy_output``: outputs filled after the timed call returned)."""
+        self._guard_phase("during the timed calls")
+        _, tensors = self.timed.fetch()
+        return {"ok": True, "sealed": seal(tensors)}, []
 
     def _guard_phase(self, where: str) -> None:
         """Hooks as before the candidate was imported; nothing recorded that no phase does."""

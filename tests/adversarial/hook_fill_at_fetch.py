@@ -12,7 +12,7 @@ TASK = "tiny_relu"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
 EXPECT_RUNTIME = ("cheat_detected:monkey_patch",)
 NEEDS_TIMING = True
-CAUGHT_BY = "worker: the interpreter's hooks checked right after each timed unit's reply (off the clock)"
+CAUGHT_BY = "worker: the interpreter's hooks checked by the seal request right after each timed unit (off the clock)"
 HONEST_CALLS = 12  # the correctness trials (and their warm-up) see an honest kernel
 _SRC = r"""
 #include <cstdint>
@@ -33,7 +33,7 @@ _owed = []
 
 
 def _fill(frame, event, arg):
-    if event == "call" and frame.f_code.co_name in ("fetch", "after_reply", "_guard_phase"):
+    if event == "call" and frame.f_code.co_name in ("fetch", "seal", "_guard_phase"):
         while _owed:
             relu(*_owed.pop())
 
