@@ -58,11 +58,15 @@ def run_with_timeout(cmd: list[str], timeout: float, env: dict[str, str] | None 
 
 
 def sandboxed_command(cmd: list[str], writable: list[str]) -> tuple[list[str], dict[str, str]]:
-    """``cmd`` wrapped in the compile sandbox (namespaces, read-only tree except ``writable``), and its env."""
+    """``cmd`` wrapped in the compile sandbox, and its env: namespaces, read-only tree except ``writable`` (also its
+    ``TMPDIR``), the reference cache and the signing key hidden, then no capabilities, Landlock and seccomp
+    (``harness.sandbox.exec_main``)."""
     root = str(Path(__file__).resolve().parent.parent)
     wrapper = [sys.executable, "-S", "-m", "harness.sandbox", "exec"]
     for w in writable:
         wrapper += ["--writable", w]
-    for h in hidden_paths([cache_root() / "refs"]):
+    keys = cache_root() / "keys"  # the cache's signing key (harness.cpu.library_key): made now, so it is hidden
+    keys.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for h in hidden_paths([cache_root() / "refs", keys]):
         wrapper += ["--hide", h]
     return [*launcher(), *wrapper, "--", *cmd], clean_env({"PYTHONPATH": root})

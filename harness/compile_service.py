@@ -25,6 +25,6 @@ def serve_compile(request: dict[str, Any]) -> dict[str, Any]:
             return {"ok": True, "path": str(library), "key": key, "expanded": expanded, "cached": cached}
         if kind == "torch_ext":
             return torch_ext.serve(request)
-    except CompileError as exc:
-        return {"ok": False, "message": str(exc), "timed_out": exc.timed_out}
+    except CompileError as exc:  # ``cheat``: the request itself was an escape attempt (harness.compile_flags)
+        return {"ok": False, "message": str(exc), "timed_out": exc.timed_out, "cheat": exc.cheat}
     return {"ok": False, "message": f"unknown compile request {kind!r}"}

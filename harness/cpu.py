@@ -40,14 +40,20 @@ Rules:
   count (``OMP_NUM_THREADS``; ``threads()`` returns it). Do not change it.
 * Flags: ``-O3 -march=native -fopenmp -fPIC -shared -std=c++17``; add more with
   ``flags=[...]`` (e.g. ``-ffast-math``, at your own risk for accuracy).
+* Flags must be on the allow-list of ``harness.compile_flags`` (optimisation levels, ``-march``/``-m<isa>``,
+  vetted ``-f`` flags, ``-D``, ``-std``, ``-W``); any other flag is a ``CompileError`` naming it, and
+  one that would run a program of the candidate's choosing (``-wrapper``, ``-B``, ``-specs``,
+  ``-fplugin``, ...) is reported as ``cheat_detected:compiler_escape``.
 * The library is cached by a hash of (source, flags, compiler, CPU): the same
   source compiles once per machine. Cache: ``$KOPE_HARNESS_CACHE`` or
-  ``~/.cache/kope/harness``. Each entry carries the SHA-256 of its library
-  (``manifest.json``); an entry whose library does not match is rebuilt.
+  ``~/.cache/kope/harness``. Each entry carries the SHA-256 of its library and an HMAC of
+  (entry key, SHA-256) under a key only the harness reads (``keys/library-key`` in the cache,
+  hidden from every sandbox) in ``manifest.json``; an entry that does not verify (checked on
+  every load) is rebuilt.
 * Inside the sandbox (``harness.sandbox``) the candidate's process can neither run
   a compiler nor write the cache: ``compile_cpp`` asks the parent (``harness.compile_service.serve_compile``),
   which compiles in a sandbox of its own (no network, read-only file tree except
-  a fresh build folder) and installs the result in the cache itself.
+  a fresh build folder, no capabilities, seccomp, Landlock) and installs the result in the cache itself.
 * A compiler error raises ``harness.errors.CompileError`` with the compiler's
   output (the harness reports it as ``compile_error``); the compiler is killed
   after ``timeout`` seconds (default ``$KOPE_HARNESS_COMPILE_TIMEOUT`` or 120).
@@ -58,6 +64,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -69,6 +76,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from harness import compile_flags
 from harness._cdecl import Function, extern_c_functions
 from harness.commands import cache_root, default_compile_timeout, run_with_timeout, sandboxed_command
 from harness.errors import CompileError
@@ -93,6 +101,11 @@ def use_remote_compiler(fd_in: int, fd_out: int) -> None:
     """In a sandboxed worker: every compile_cpp / load_inline goes to the parent over the worker's channel."""
     global _REMOTE
     _REMOTE = (fd_in, fd_out)
+
+
+def compiles_remotely() -> bool:
+    """True in a sandboxed worker (its compiler is the parent's)."""
+    return _REMOTE is not None
 
 
 def ask_parent(request: dict[str, Any]) -> dict[str, Any]:
@@ -218,7 +231,7 @@ def compile_cpp(source: str, *, flags: Sequence[str] = (), timeout: float | None
     started = time.perf_counter()
     STATS["calls"] += 1
     try:
-        if _REMOTE is not None:
+        if _REMOTE is not None:  # the parent checks the flags (and records an escape attempt)
             reply = ask_parent(
                 {"kind": "cpp", "source": source, "flags": list(flags), "timeout": timeout or default_compile_timeout()}
             )
@@ -236,6 +249,7 @@ def compile_cpp(source: str, *, flags: Sequence[str] = (), timeout: float | None
 
 def _library(source: str, flags: list[str], timeout: float | None, *, sandboxed: bool) -> tuple[Path, str, str, bool]:
     """(library path, key, macro-expanded source, was cached); builds when the cache has no valid entry."""
+    compile_flags.check(flags)  # the parent checks again: the worker's own check is the candidate's to skip
     cxx = find_compiler()
     expanded = _expand_macros(source, cxx, sandboxed)
     if not extern_c_functions(expanded):
@@ -243,9 +257,9 @@ def _library(source: str, flags: list[str], timeout: float | None, *, sandboxed:
     key = source_key(source, flags, cxx)
     folder = cache_root() / "cpu" / key[:2] / key
     library = folder / "kernel.so"
-    cached = verified(folder, library)
+    cached = verified(folder, library, key)
     if not cached:
-        _build(source, flags, cxx, folder, library, timeout, sandboxed)
+        _build(source, flags, cxx, folder, library, timeout, sandboxed, key)
     return library, key, expanded, cached
 
 
@@ -257,18 +271,55 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def verified(folder: Path, library: Path) -> bool:
-    """True when ``library`` exists and matches the SHA-256 its folder's manifest records."""
+def library_key() -> bytes:
+    """The secret the harness signs its cache entries with (``keys/library-key`` under the cache root: hidden
+    from every sandbox, so neither a candidate nor its compiler can sign a library of its own)."""
+    path = cache_root() / "keys" / "library-key"
+    try:
+        data = path.read_bytes()
+        if len(data) == 32:
+            return data
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".library-key-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, os.urandom(32))
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)  # the first writer wins; everyone then reads the same key
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_bytes()
+
+
+def signature(entry: str, sha256: str) -> str:
+    """The HMAC of one cache entry: its key (what it was built from) and its library's SHA-256."""
+    return hmac.new(library_key(), f"kope-library/1\0{entry}\0{sha256}".encode(), hashlib.sha256).hexdigest()
+
+
+def verified(folder: Path, library: Path, entry: str) -> bool:
+    """True when ``library`` exists and matches the SHA-256 and the harness's HMAC its folder's manifest records."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
-        return library.is_file() and manifest.get("sha256") == file_sha256(library)
+        if not library.is_file():
+            return False
+        sha = file_sha256(library)
+        return manifest.get("sha256") == sha and hmac.compare_digest(
+            str(manifest.get("hmac", "")), signature(entry, sha)
+        )
     except (OSError, ValueError, AttributeError):
         return False
 
 
-def write_manifest(folder: Path, library: Path) -> None:
+def write_manifest(folder: Path, library: Path, entry: str) -> None:
+    sha = file_sha256(library)
     tmp = folder / f".manifest-{os.getpid()}.json"
-    tmp.write_text(json.dumps({"sha256": file_sha256(library), "file": library.name}))
+    tmp.write_text(json.dumps({"sha256": sha, "hmac": signature(entry, sha), "file": library.name}))
     os.replace(tmp, folder / "manifest.json")
 
 
@@ -292,7 +343,14 @@ def _expand_macros(source: str, cxx: str, sandboxed: bool = False) -> str:
 
 
 def _build(
-    source: str, flags: list[str], cxx: str, folder: Path, library: Path, timeout: float | None, sandboxed: bool
+    source: str,
+    flags: list[str],
+    cxx: str,
+    folder: Path,
+    library: Path,
+    timeout: float | None,
+    sandboxed: bool,
+    entry: str,
 ) -> None:
     """Compile into a fresh build folder (the only place a sandboxed compiler may write), then install."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -316,6 +374,6 @@ def _build(
         tmp = folder / f".kernel-{os.getpid()}-{build.name}.so"
         os.replace(build / "kernel.so", tmp)
         os.replace(tmp, library)
-        write_manifest(folder, library)
+        write_manifest(folder, library, entry)
     finally:
         shutil.rmtree(build, ignore_errors=True)

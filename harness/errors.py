@@ -54,9 +54,11 @@ class CompileError(Exception):
     """Raised inside a candidate's process when its kernel does not compile.
 
     Not a ``HarnessError``: the harness turns it into a ``compile_error`` (or,
-    with ``timed_out``, a ``timeout:compile``) outcome.
+    with ``timed_out``, a ``timeout:compile``) outcome; ``cheat`` names the anti-cheat check a refused
+    request fired (``compiler_escape``: a compiler flag that runs a program of the candidate's choosing).
     """
 
-    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+    def __init__(self, message: str, *, timed_out: bool = False, cheat: str | None = None) -> None:
         super().__init__(message)
         self.timed_out = timed_out
+        self.cheat = cheat

@@ -149,7 +149,8 @@ def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions
     env = dict(target.worker_env(threads))
     if not sandboxed:
         env["KOPE_HARNESS_COMPILE_TIMEOUT"] = str(options.compile_timeout_s)
-    private = [cache_root() / "refs", cache_root() / "tasks"]  # reference outputs, loaded tasks (held-out cases)
+    # reference outputs, loaded tasks (held-out cases), the compile cache's signing key
+    private = [cache_root() / "refs", cache_root() / "tasks", cache_root() / "keys"]
     for folder in private if sandboxed else []:
         try:  # hidden_paths names existing folders only: made now, a prestarted worker's spec is the same later
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -219,6 +220,7 @@ class _Evaluation:
         self.init_seeds = {c.index: self._seed(c, "init") for c in self.cases}
         self.ref: Worker | None = None
         self.cand: Worker | None = None
+        self.compile_cheat: tuple[str, str] | None = None  # an escape attempt refused by the compile service
         self.ref_healthy = True  # False once the reference worker failed: it is then not reused
         self.ref_info: dict = {}
         self.task_threads = 0  # the candidate worker's thread count before the candidate was loaded
@@ -314,7 +316,10 @@ class _Evaluation:
         timeout = request.get("timeout")
         limit = self.options.compile_timeout_s
         request["timeout"] = min(float(timeout), limit) if isinstance(timeout, (int, float)) else limit
-        return serve_compile(request)
+        reply = serve_compile(request)
+        if reply.get("cheat") and self.compile_cheat is None:  # reported even if the candidate swallows the error
+            self.compile_cheat = (str(reply["cheat"]), str(reply.get("message")))
+        return reply
 
     def _pool_key(self) -> tuple:
         stat = self.task.path.stat()
@@ -407,6 +412,13 @@ class _Evaluation:
         """Forbidden system calls the sandbox trapped in the candidate's process are cheats."""
         if self.cand is None or not self.sandboxed:
             return
+        if self.compile_cheat is not None:
+            check, message = self.compile_cheat
+            raise _Stop(
+                f"cheat_detected:{check}",
+                f"while {doing}: {message} (caught by the compile service's flag allow-list)",
+                self.cand.output(),
+            )
         trapped = self.cand.violations()
         if trapped:
             from harness.seccomp import syscall_check
@@ -724,6 +736,7 @@ class _CaseTimer:
         self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
         # the candidate's CPU during the reference's units, their wall time, and the CPU one busy thread got in them
         self.idle_cpu_ns = self.idle_wall_ns = self.idle_basis_ns = 0
+        self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal)
         self.remote = ev.remote_reads()
         self.staging = ev.staging
 
@@ -839,6 +852,8 @@ class _CaseTimer:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
+        if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
+            self.sealed = self._ask("cand", {"op": "seal"})[0].get("sealed")
         return elapsed
 
     def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
@@ -1011,10 +1026,18 @@ class _CaseTimer:
 
     def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[dict, list]]) -> bool:
         from harness.fast_compare import compare_encoded
+        from harness.guards import sealed_mismatch
 
         ev, result = self.ev, self.ev.results[self.case.index]
         self._check_seeds(seeds, fetched["cand"])
         (cand, cand_tensors), (ref, ref_tensors) = fetched["cand"], fetched["ref"]
+        changed = sealed_mismatch(self.sealed, cand_tensors)  # sealed right after its timed calls returned
+        if changed is not None:
+            result.error = f"timed calls: {changed} (random elements sealed right after the call, read at fetch)"
+            raise _Stop(
+                "cheat_detected:lazy_output",
+                f"case {self.case.name!r}: {result.error}: the work must finish inside forward",
+            )
         if cand.get("reused") and not ref.get("reused"):
             result.error = f"timed calls: {cand['reused']}, but the reference returns new memory on every call"
             raise _Stop("cheat_detected:output_reuses_buffer", f"case {self.case.name!r}: {result.error}")

@@ -10,6 +10,13 @@
   while armed around ``forward``, records file opens outside the Python
   installation, socket use and process creation (``file_access``,
   ``network_access``, ``process_spawn``).
+  Whatever is armed or not, it also records, from the moment it is installed (the candidate's import
+  included), what no phase of an evaluation does: deleting or renaming a file outside the worker's
+  scratch folder (``file_access``; in the sandbox, which blocks it: this names the attempt) and opening another
+  process's ``/proc/PID/mem`` (``memory_access``); ``take_sticky()`` returns them.
+* ``hooks``: the interpreter's profile and trace hooks (``sys``, ``threading``, ``sys.monitoring``):
+  a hook the candidate installs runs harness code's every call, input building and output fetching
+  included (``monkey_patch``).
 * ``threads_alive`` / ``native_thread_count`` / ``child_processes``: what is
   still running after ``forward`` returned (``leftover_thread``, ``leftover_process``).
 * ``aliases``: whether an output shares memory with an input.
@@ -20,6 +27,8 @@ from __future__ import annotations
 import builtins
 import hashlib
 import os
+import random
+import re
 import sys
 import threading
 import time
@@ -266,14 +275,21 @@ _NETWORK_EVENTS = (
 )
 
 
+_DELETE_EVENTS = ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree")
+_PROC_MEM = re.compile(r"/proc/(\d+)/(task/\d+/)?mem$")
+
+
 class AuditGuard:
     """One per process. ``arm()``/``disarm()`` around forward; ``take()`` returns (check, detail) pairs seen."""
 
     _installed: AuditGuard | None = None
 
-    def __init__(self, allowed_roots: Iterable[str | Path] = ()) -> None:
+    def __init__(self, allowed_roots: Iterable[str | Path] = (), scratch: Iterable[str | Path] = ()) -> None:
         self.armed = False
         self.events: list[tuple[str, str]] = []
+        self.sticky: list[tuple[str, str]] = []  # recorded whether armed or not (see the module's docstring)
+        # where deleting is the worker's own business: its scratch folder (none given: deletions are not judged)
+        self.scratch = tuple(str(Path(p).resolve()).rstrip(os.sep) + os.sep for p in scratch)
         harness_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         roots = {
             sys.prefix,
@@ -288,6 +304,8 @@ class AuditGuard:
         AuditGuard._installed = self
 
     def _hook(self, event: str, args: tuple) -> None:
+        if event in _DELETE_EVENTS or event == "open":
+            self._never(event, args)
         if not self.armed:
             return
         if event == "open":
@@ -306,6 +324,31 @@ class AuditGuard:
         elif event.startswith(_PROCESS_EVENTS):
             self.events.append(("process_spawn", f"{event}{_short(args)}"))
 
+    def _never(self, event: str, args: tuple) -> None:
+        """Record what no phase does: a deletion outside scratch, another process's memory file opened."""
+        path = args[0] if args else None
+        if path is None or isinstance(path, int):
+            return  # a descriptor: nothing to judge it by
+        try:
+            text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
+            full = os.path.realpath(text)
+        except (TypeError, ValueError, OSError):
+            return
+        dir_fd = args[2] if event == "os.rename" and len(args) > 2 else args[1] if len(args) > 1 else None
+        if event != "open" and not os.path.isabs(text) and isinstance(dir_fd, int) and dir_fd >= 0:
+            return  # relative to a directory descriptor: where it points is not known here
+        if event == "open":
+            m = _PROC_MEM.match(os.path.abspath(text)) or _PROC_MEM.match(full)
+            if m and int(m.group(1)) != os.getpid() and os.path.exists(full):
+                self.sticky.append(("memory_access", f"opened {text!r}, the memory of another process"))
+            return
+        if self.scratch and not (full + os.sep).startswith(self.scratch) and os.path.lexists(full):
+            self.sticky.append(("file_access", f"tried to delete or rename {text!r}, outside its scratch folder"))
+
+    def take_sticky(self) -> list[tuple[str, str]]:
+        found, self.sticky = self.sticky, []
+        return found
+
     def arm(self) -> None:
         self.events = []
         self.armed = True
@@ -319,6 +362,35 @@ class AuditGuard:
 def _short(args: tuple) -> str:
     text = repr(args)
     return text if len(text) < 120 else text[:117] + "..."
+
+
+# -- interpreter hooks -----------------------------------------------------------------------------
+
+
+def hooks() -> dict[str, Any]:
+    """The interpreter's profile and trace hooks now: what a ``sys.setprofile``/``settrace`` (of this thread or,
+    through ``threading``, of every new one) or a ``sys.monitoring`` tool installed."""
+    found: dict[str, Any] = {"sys.getprofile": sys.getprofile(), "sys.gettrace": sys.gettrace()}
+    for name in ("getprofile", "gettrace"):
+        getter = getattr(threading, name, None)
+        found[f"threading.{name}"] = getter() if getter else getattr(threading, f"_{name[3:]}_hook", None)
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:  # Python 3.12+
+        for tool in range(6):
+            name = monitoring.get_tool(tool)
+            if name is not None:
+                found[f"sys.monitoring tool {tool}"] = (name, monitoring.get_events(tool))
+    return found
+
+
+def hook_changes(before: dict[str, Any]) -> list[str]:
+    """What differs from ``before`` (an earlier ``hooks()``)."""
+    now = hooks()
+    return [
+        f"{name} is {now.get(name)!r} (was {before.get(name)!r})"
+        for name in sorted(set(before) | set(now))
+        if now.get(name) is not before.get(name) and now.get(name) != before.get(name)
+    ]
 
 
 # -- what is left running --------------------------------------------------------------------------
@@ -401,3 +473,59 @@ def digest(values: list[Any]) -> str:
         else:
             h.update(repr(v).encode())
     return h.hexdigest()
+
+
+# -- outputs filled after the timed call (the seal) ----------------------------------------------------
+
+# Kept small: every unit pays for it off the clock, and fewer units fit in a case's wall-time budget (with 64
+# outputs and 2048 elements per unit, ~5 ms a unit, the native probe's minimum sample count was missed under load)
+SAMPLES_PER_UNIT = 256  # elements sampled from a timed unit's outputs, at least 8 per tensor sealed
+TENSORS_PER_UNIT = 8  # outputs sealed per unit at most (chosen at random: a unit of fast calls has thousands)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor | None:
+    """``t`` flattened as raw integers of its element size (NaN-safe), None where there is none."""
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    if t.is_complex() or t.element_size() not in ints:
+        return None
+    return t.detach().reshape(-1).view(ints[t.element_size()])
+
+
+def seal(tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
+    """Random elements of random tensors (all of them up to ``TENSORS_PER_UNIT``), chosen now, so that a candidate
+    cannot know which ones to have ready: ``{"i": tensor index, "at": positions, "bits": raw values}`` each, for
+    ``sealed_mismatch`` to check later. A candidate that leaves a fraction f of its outputs for later is caught with
+    probability 1 - (1 - f)^8 or more per unit, and every timed case has several units."""
+    rng = random.Random(os.urandom(16))
+    chosen = sorted(rng.sample(range(len(tensors)), min(len(tensors), TENSORS_PER_UNIT)))
+    per = max(8, SAMPLES_PER_UNIT // max(1, len(chosen)))
+    out: list[dict[str, Any]] = []
+    for i in chosen:
+        t = tensors[i]
+        bits = _bits(t)
+        if bits is None or t.numel() == 0:
+            out.append({"i": i, "at": [], "bits": []})
+            continue
+        at = [rng.randrange(t.numel()) for _ in range(min(t.numel(), per))]
+        out.append({"i": i, "at": at, "bits": bits[torch.tensor(at, device=t.device)].cpu().tolist()})
+    return out
+
+
+def sealed_mismatch(sealed: Any, tensors: list[torch.Tensor]) -> str | None:
+    """Why ``tensors`` (as read now) are not what ``seal`` saw, else None."""
+    if not isinstance(sealed, list) or (tensors and not sealed):
+        return "the worker sealed none of its outputs"
+    for entry in sealed:
+        try:
+            i, at, bits = int(entry["i"]), torch.tensor(entry["at"], dtype=torch.int64), entry["bits"]
+            t = tensors[i]
+            now = _bits(t)
+            if now is None or not len(at):
+                continue
+            if at.numel() != len(bits) or int(at.max()) >= t.numel() or int(at.min()) < 0:
+                return f"the seal of output {i} is malformed"
+            if now[at].tolist() != bits:
+                return f"output {i} changed after the timed call returned"
+        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as exc:
+            return f"a seal entry is malformed ({exc})"
+    return None

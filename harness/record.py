@@ -44,7 +44,10 @@ cheat_detected:<check>      an anti-cheat check fired: reference_call, input_mut
                             missing_trials (fewer or other trials than asked for),
                             input_mismatch (the candidate ran on other inputs),
                             memory_access, sandbox_escape (the sandbox trapped a
-                            forbidden system call or a SIGSYS handler change)
+                            forbidden system call or a SIGSYS handler change, or
+                            its report channel was closed), compiler_escape (a
+                            compiler flag that runs or loads a program of the
+                            candidate's choosing: harness.compile_flags)
 cheat_detected:device_to_host
                             on a GPU target, forward copied more than an eighth of its
                             inputs' bytes to the host (a CPU fallback)

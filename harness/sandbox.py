@@ -441,9 +441,135 @@ def restrict_writes(scratch: str, devices: Iterable[str] = ()) -> int:
 
 # -- a sandboxed command (the compiler) ---------------------------------------------------------------
 
+_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS, _PR_CAP_AMBIENT = 38, 24, 28, 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+# SECBIT_NOROOT, NO_SETUID_FIXUP, KEEP_CAPS off, each locked: uid 0 of the namespace gets no capability from exec
+_SECUREBITS = 0x01 | 0x02 | 0x04 | 0x08 | 0x20
+_CAP_VERSION_3 = 0x20080522
+
+
+def drop_capabilities() -> None:
+    """Give up every capability for good (needs the namespace's CAP_SETPCAP, so it comes after the mounts).
+
+    The bounding set is emptied, the securebits make uid 0 an ordinary user on exec (locked), the
+    ambient set is cleared, then the effective, permitted and inheritable sets: neither this process
+    nor anything it execs can mount, remount the read-only view or change namespaces' settings."""
+    _check(_libc.prctl(_PR_SET_SECUREBITS, _SECUREBITS, 0, 0, 0), "PR_SET_SECUREBITS")
+    try:
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        _check(_libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), f"PR_CAPBSET_DROP {cap}")
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on kernels without ambient caps
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(_libc.capset(header, data), "capset (no capabilities)")
+
+
+# What a compiler never does; each fails with EPERM (the compile sandbox has no reporter to trap to).
+COMPILER_DENIED = (
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
+    "userfaultfd",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "iopl",
+    "ioperm",
+    "capset",
+)
+_CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
+
+
+def compiler_seccomp() -> None:
+    """The compile sandbox's seccomp filter (libseccomp through ctypes: this process runs without site-packages):
+    ``COMPILER_DENIED`` and ``clone`` with any namespace flag fail with EPERM, ``clone3`` with ENOSYS (the C
+    library falls back to ``clone``, whose flags the filter can read). Processes and exec stay allowed: a
+    compiler runs its own stages."""
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError as exc:
+        raise SandboxSetupError(f"libseccomp: {exc}") from None
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_rule_add_array.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp),
+    ]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    ctx = lib.seccomp_init(allow)
+    if not ctx:
+        raise SandboxSetupError("seccomp_init failed")
+    try:
+
+        def rule(action: int, name: str, *cmps: _ArgCmp) -> None:
+            nr = lib.seccomp_syscall_resolve_name(name.encode())
+            if nr < 0:
+                return  # not a syscall on this architecture
+            array = (_ArgCmp * max(1, len(cmps)))(*cmps)
+            result = lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), array)
+            if result < 0:
+                raise SandboxSetupError(f"seccomp rule for {name}: {os.strerror(-result)}")
+
+        for name in COMPILER_DENIED:
+            rule(eperm, name)
+        for flag in _CLONE_NEW_FLAGS:
+            rule(eperm, "clone", _ArgCmp(0, 7, flag, flag))  # SCMP_CMP_MASKED_EQ: (flags & flag) == flag
+        rule(enosys, "clone3")
+        _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        result = lib.seccomp_load(ctx)
+        if result < 0:
+            raise SandboxSetupError(f"seccomp_load: {os.strerror(-result)}")
+    finally:
+        lib.seccomp_release(ctx)
+
 
 def exec_main(argv: list[str]) -> None:
-    """``python -m harness.sandbox exec --writable DIR [--hide DIR]... -- CMD...``: the view, then exec CMD."""
+    """``python -m harness.sandbox exec --writable DIR [--hide DIR]... -- CMD...``: the compile sandbox, then CMD.
+
+    In order: the view (read-only tree, ``DIR`` writable, hidden folders empty); every capability
+    dropped (nothing can remount the view); Landlock (writes beneath ``DIR`` only, no TCP, scoped
+    signals); seccomp (mounts, namespaces, ptrace, cross-process memory, bpf, keyrings, modules
+    denied); then exec. ``TMPDIR`` is ``DIR`` (the compiler's temporary files)."""
     writable, hidden, i = [], [], 0
     while i < len(argv) and argv[i] != "--":
         if argv[i] == "--writable":
@@ -454,6 +580,11 @@ def exec_main(argv: list[str]) -> None:
     command = argv[i + 1 :]
     enter_view(scratch=None, hidden=hidden, writable=writable)
     os.chdir(writable[0] if writable else "/")
+    drop_capabilities()
+    restrict_writes(writable[0] if writable else "/dev/null")
+    compiler_seccomp()
+    if writable:
+        os.environ["TMPDIR"] = writable[0]
     os.execvp(command[0], command)
 
 

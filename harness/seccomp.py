@@ -2,7 +2,9 @@
 
 Process creation (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``) and the other calls in
 ``TRAPPED`` are trapped: the harness's ``SIGSYS`` handler (``_SIGSYS_SOURCE``) writes the syscall number to a
-report pipe the parent reads, so a trapped call becomes a named check. A candidate that installs its own
+report pipe the parent reads, so a trapped call becomes a named check. The pipe cannot be taken away: the
+handler checks before each report that its descriptor is still that pipe, and a closed or replaced channel
+ends the worker with ``SIGSYS`` (``cheat_detected:sandbox_escape``). A candidate that installs its own
 ``SIGSYS`` handler is killed by the filter; ``clone3`` answers ``ENOSYS`` (so libc falls back to ``clone``).
 Uses libseccomp through ``pyseccomp``; the reporter is compiled with ``harness.cpu.compile_cpp``.
 """
@@ -10,6 +12,8 @@ Uses libseccomp through ``pyseccomp``; the reporter is compiled with ``harness.c
 from __future__ import annotations
 
 import errno
+import fcntl
+import os
 
 from harness.cpu import compile_cpp
 from harness.sandbox import SandboxSetupError
@@ -48,18 +52,36 @@ TRAPPED = {
 CLONE_THREAD = 0x00010000
 SIGSYS = 31
 
-# The report channel: one little-endian int32 syscall number per trapped call.
+# The report channel: one little-endian int32 syscall number per trapped call. The reporter checks, before each
+# report, that its descriptor is still the pipe it was given (same device and inode): a candidate that closed it,
+# or put another file in its place, would otherwise make trapped calls go unreported. A broken channel ends the
+# worker the way the filter ends a handler change (SIGSYS; the parent reports cheat_detected:sandbox_escape).
 _SIGSYS_SOURCE = r"""
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 static int report_fd = -1;
+static dev_t report_dev = 0;
+static ino_t report_ino = 0;
+static void channel_broken(void) {
+    // rt_sigaction(SIGSYS) is what the filter answers with SIGSYS for the whole process
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    syscall(SYS_rt_sigaction, SIGSYS, &sa, nullptr, 8);
+    _exit(159);  // not reached
+}
 static void on_sigsys(int, siginfo_t* info, void* context) {
     int saved = errno;
     int32_t nr = info->si_syscall;
-    if (report_fd >= 0) { ssize_t ignored = write(report_fd, &nr, sizeof nr); (void)ignored; }
+    struct stat st;
+    if (report_fd < 0 || fstat(report_fd, &st) != 0 || st.st_dev != report_dev || st.st_ino != report_ino ||
+        write(report_fd, &nr, sizeof nr) != static_cast<ssize_t>(sizeof nr)) {
+        channel_broken();
+    }
     ucontext_t* uc = static_cast<ucontext_t*>(context);
 #if defined(__x86_64__)
     uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
@@ -69,7 +91,11 @@ static void on_sigsys(int, siginfo_t* info, void* context) {
     errno = saved;
 }
 extern "C" int kope_install_sigsys(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return -1;
     report_fd = fd;
+    report_dev = st.st_dev;
+    report_ino = st.st_ino;
     struct sigaction sa {};
     sa.sa_sigaction = on_sigsys;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -77,6 +103,7 @@ extern "C" int kope_install_sigsys(int fd) {
     return sigaction(SIGSYS, &sa, nullptr);
 }
 """
+REPORT_FD_MIN = 900  # the report pipe is moved up here, out of the way of descriptors a candidate opens and closes
 
 
 def syscall_check(number: int) -> tuple[str, str]:
@@ -103,7 +130,9 @@ def lock_down(report_fd: int, spawn: bool = False) -> list[str]:
     import pyseccomp as sc
 
     reporter = compile_cpp(_SIGSYS_SOURCE)
-    if reporter.kope_install_sigsys(report_fd) != 0:
+    high = fcntl.fcntl(report_fd, fcntl.F_DUPFD_CLOEXEC, REPORT_FD_MIN)
+    os.close(report_fd)
+    if reporter.kope_install_sigsys(high) != 0:
         raise SandboxSetupError("cannot install the SIGSYS reporter")
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     for check, names in TRAPPED.items():

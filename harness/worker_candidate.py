@@ -16,6 +16,14 @@ Requests:
 * ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {}: one timed unit
   (``harness.worker_timed``); the parent times ``go`` from outside and compares every output
   ``fetch`` returns; the run-time guards run in ``fetch`` (outside the timed window).
+
+Every phase is guarded, the untimed ones too: before and after each request (``go`` by the ``seal``
+request the parent sends right after it, off its clock) the interpreter's profile/trace hooks must
+be as they were before the candidate was imported (``harness.guards.hooks``: a hook runs on every call
+of input building, preparation and fetch; ``monkey_patch``), and what the audit hook records at any time
+(a deletion outside scratch: ``file_access``; another process's ``/proc/PID/mem``: ``memory_access``) is
+reported. Right after each ``go`` (``seal``), random elements of random timed outputs are sealed (the parent
+compares them with the outputs it reads: ``lazy_output``, outputs filled after the timed call returned).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +39,7 @@ from typing import Any
 import torch
 
 from harness.commands import cache_root
+from harness.cpu import compiles_remotely
 from harness.device_traffic import HostTraffic
 from harness.guards import (
     AtenRecorder,
@@ -38,10 +48,13 @@ from harness.guards import (
     aliases,
     child_processes,
     digest,
+    hook_changes,
+    hooks,
     native_thread_count,
     prime,
     python_threads,
     same_bits,
+    seal,
 )
 from harness.targets import get_target, torch_ext
 from harness.targets.base import compile_seconds
@@ -63,20 +76,22 @@ class CandidateWorker:
         self.phase = "load"
         self.task: Task | None = None
         self._case: tuple[int, int] | None = None
+        self._hooks = hooks()  # the interpreter's hooks before any candidate code (harness.guards.hooks)
 
     def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
         self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
-            if op == "load":
-                return self.load(header), []
-            if op == "run":
-                return self.run(header)
-            if op == "prepare":
-                return self.prepare(header), []
-            if op == "go":
+            if op == "go":  # on the parent's clock: guarded by the seal request that follows it
                 return {"ok": True, "n": self.timed.go(self.cand)}, []
-            if op == "fetch":
-                return self.fetch(bool(header.get("remote")))
+            if op == "seal":
+                return self.seal()
+            if op != "load":
+                self._guard_phase(f"before the {op} request")
+            result = self._dispatch(op, header)
+            if result is not None and result[0].get("ok"):
+                self._guard_phase(f"during the {op} request")
+            if result is not None:
+                return result
         except Cheat as cheat:
             return {
                 "ok": False,
@@ -85,6 +100,42 @@ class CandidateWorker:
                 "compile_time_s": compile_seconds(),
             }, []
         return {"ok": False, "error_kind": "runtime_error:protocol", "message": f"unknown request {op!r}"}, []
+
+    def _dispatch(self, op: str, header: dict) -> tuple[dict, list] | None:
+        if op == "load":
+            return self.load(header), []
+        if op == "run":
+            return self.run(header)
+        if op == "prepare":
+            return self.prepare(header), []
+        if op == "fetch":
+            return self.fetch(bool(header.get("remote")))
+        return None
+
+    def seal(self) -> tuple[dict, list]:
+        """The ``seal`` request, sent by the parent right after each ``go`` reply (its clock and the native
+        sampler stopped): the hooks and audit records are checked and random elements of the timed outputs sealed
+        (``harness.guards.seal``); the parent checks them against the outputs it reads at ``fetch``
+        (``lazy_output``: outputs filled after the timed call returned)."""
+        self._guard_phase("during the timed calls")
+        _, tensors = self.timed.fetch()
+        return {"ok": True, "sealed": seal(tensors)}, []
+
+    def _guard_phase(self, where: str) -> None:
+        """Hooks as before the candidate was imported; nothing recorded that no phase does."""
+        changed = hook_changes(self._hooks)
+        if changed:
+            raise Cheat(
+                "monkey_patch",
+                f"{where} the candidate installed an interpreter hook, which runs inside the harness "
+                f"(input building, fetching outputs): {'; '.join(changed)}",
+            )
+        audit = getattr(self, "audit", None)  # installed by load
+        if audit is not None:
+            sticky = audit.take_sticky()
+            if sticky:
+                check, detail = sticky[0]
+                raise Cheat(check, f"{where} the candidate {detail} (caught by the audit hook; the sandbox blocks it)")
 
     # -- load ----------------------------------------------------------------------------------------
     def load(self, header: dict) -> dict:
@@ -98,12 +149,18 @@ class CandidateWorker:
         path = Path(header["candidate"]).resolve()
         # the harness's own files: the compile cache, the candidate, a runtime's cache in scratch (Triton's)
         runtime_caches = [os.environ[v] for v in ("TRITON_CACHE_DIR",) if os.environ.get(v)]
-        self.audit = AuditGuard(allowed_roots=[cache_root(), path, *runtime_caches])
+        # deletions outside scratch are flagged in the sandbox, which blocks them; an unsandboxed worker runs
+        # libraries that keep caches in the home folder (Triton renames its cache files into place)
+        scratch: list[str | Path] = (
+            [os.environ.get("TMPDIR") or tempfile.gettempdir(), os.getcwd()] if compiles_remotely() else []
+        )
+        self.audit = AuditGuard(allowed_roots=[cache_root(), path, *runtime_caches], scratch=scratch)
         self.target.prime()
         prime()
         self.timed = TimedCalls(self.target, self.hardware)
         self.snapshot = PatchSnapshot(instances=[("the worker", self), ("the worker's timed calls", self.timed)])
         module = self.target.compile(path)
+        self._guard_phase("at its import")
         model_cls = getattr(module, "ModelNew", None)
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
             found = "nothing" if model_cls is None else type(model_cls).__name__
@@ -142,6 +199,7 @@ class CandidateWorker:
         device = self.target.device
         self.ref = build_reference(module, init, init_seed, device, case.name)
         self.cand = build(self.cls, init, init_seed, device)
+        self._guard_phase("while ModelNew was built")  # a hook from __init__ would see this request's inputs built
         _share_parameters(self.ref, self.cand)
         self.module, self.case, self._case = module, case, (index, init_seed)
 
@@ -224,6 +282,7 @@ class CandidateWorker:
         native_base: int | None,
         lazy_delay: float | None,
     ) -> None:
+        self._guard_phase("in forward")  # before the next trial's inputs are built
         if events:
             check, detail = events[0]
             raise Cheat(check, f"during forward the candidate {detail}")

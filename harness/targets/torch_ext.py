@@ -8,10 +8,12 @@ added to ``compile_time_s``, and a build failure raises ``CompileError`` with
 the compiler output.
 
 Inside the sandbox the worker cannot run ninja or a compiler: the wrapper sends the call to the
-parent (``serve``), which runs the real ``load_inline``/``load`` in a sandboxed builder process
-(``python -m harness.targets.torch_ext build``: no network, read-only file tree except the
-build folder) and records the SHA-256 of the built library; the worker then only imports the
-library from the (read-only) build folder.
+parent (``serve``), which checks the call (``harness.compile_flags.check_extension_spec``: flags on the
+allow-list, no include paths, the name an identifier), runs the real ``load_inline``/``load`` in a
+sandboxed builder process (``python -m harness.targets.torch_ext build``: no network, read-only file
+tree except the build folder, no capabilities, seccomp, Landlock) and signs the built library
+(``harness.cpu.write_manifest``: SHA-256 and the harness's HMAC, verified on every load); the worker
+then only imports the library from the (read-only) build folder.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ def _wrap(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
                 return _remote(kind, args, kwargs)
             finally:
                 STATS["seconds"] += time.perf_counter() - started
+        from harness import compile_flags
+
+        compile_flags.check_extension_spec(kind, _call_spec(kind, args, kwargs))  # as the parent would
         build = cache_root() / "torch_ext" / key[:24]
         build.mkdir(parents=True, exist_ok=True)
         kwargs["build_directory"] = str(build)
@@ -127,22 +132,23 @@ def _timeout() -> float:
 
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """Parent side: build a worker's load_inline/load call in the compile sandbox (cached by content)."""
+    from harness import compile_flags
     from harness.commands import cache_root, run_with_timeout, sandboxed_command
-    from harness.cpu import file_sha256
+    from harness.cpu import verified, write_manifest
 
     kind, spec = request.get("call"), request.get("spec")
     if kind not in ("load_inline", "load") or not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
         return {"ok": False, "message": "malformed torch extension request"}
+    try:
+        compile_flags.check_extension_spec(kind, spec)  # flags on the allow-list, the name an identifier
+    except CompileError as exc:
+        return {"ok": False, "message": str(exc), "cheat": exc.cheat}
     key = _key(kind, (), spec)
     build = cache_root() / "torch_ext" / key[:24]
     name = spec["name"]
     library = build / f"{name}.so"
-    manifest = build / "kope-manifest.json"
-    try:
-        if library.is_file() and json.loads(manifest.read_text()).get("sha256") == file_sha256(library):
-            return {"ok": True, "build_directory": str(build), "name": name, "cached": True}
-    except (OSError, ValueError, AttributeError):
-        pass
+    if verified(build, library, key):  # SHA-256 and the harness's HMAC, checked on every load
+        return {"ok": True, "build_directory": str(build), "name": name, "cached": True}
     build.mkdir(parents=True, exist_ok=True)
     (build / "kope-request.json").write_text(json.dumps({"call": kind, "spec": spec}))
     root = str(Path(__file__).resolve().parent.parent.parent)
@@ -154,6 +160,9 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     limit = float(request.get("timeout") or 300.0)
     code, output = run_with_timeout(cmd, limit, env=env)
     if code is None:
+        (build / "lock").unlink(
+            missing_ok=True
+        )  # torch's build lock, left by the killed builder: later builds wait on it
         return {
             "ok": False,
             "message": f"torch.utils.cpp_extension.{kind} timed out after {limit:g} s",
@@ -161,7 +170,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
         }
     if code != 0 or not library.is_file():
         return {"ok": False, "message": f"torch.utils.cpp_extension.{kind} failed:\n{output.strip()[-4000:]}"}
-    manifest.write_text(json.dumps({"sha256": file_sha256(library)}))
+    write_manifest(build, library, key)
     return {"ok": True, "build_directory": str(build), "name": name, "cached": False}
 
 

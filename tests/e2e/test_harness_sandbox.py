@@ -103,7 +103,8 @@ def test_a_candidate_cannot_write_or_delete_outside_its_scratch_folder(tmp_path)
         """,
     )
     outcome = evaluate(TASK, path, OPTIONS)
-    assert outcome.status.value == "correct", outcome.error_excerpt
+    # blocked, and since issue 33 (item 5) flagged too: a blocked deletion was `correct` before
+    assert outcome.error_kind == "cheat_detected:file_access", outcome.error_excerpt
     assert victim.read_text() == "keep me" and not (tmp_path / "new.txt").exists()
 
 

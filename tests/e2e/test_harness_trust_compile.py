@@ -1,0 +1,229 @@
+"""Canaries of issue 33, items 1, 3 and 5: compilation inside the sandbox, the untimed phases guarded, the report
+channel that cannot be taken away, blocked deletions and foreign-memory reads flagged.
+
+Each escape route is tried for real (a real compiler, real namespaces, a real evaluation) and must be caught by
+the layer named in the test; the state outside is checked too.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.evaluate import EvalOptions, evaluate
+from harness.sandbox import sandbox_status
+from harness.timing import Budget
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
+UNTIMED = EvalOptions(timing=False, seeds=2, case_timeout_s=60, static_checks=False)
+TIMED = EvalOptions(seeds=2, case_timeout_s=60, static_checks=False, budget=Budget(warmup_ms=5, rep_ms=20))
+
+pytestmark = pytest.mark.skipif(not sandbox_status().available, reason="no OS sandbox on this machine")
+
+RELU = '''
+import sys, threading
+import torch
+import torch.nn as nn
+from harness.cpu import compile_cpp
+
+_lib = compile_cpp(r"""
+#include <cstdint>
+extern "C" void relu_f32(const float* x, float* y, int64_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+extern "C" void relu_f64(const double* x, double* y, int64_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0 ? x[i] : 0.0;
+}
+""", flags=FLAGS)
+
+
+def relu(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    (_lib.relu_f32 if x.dtype == torch.float32 else _lib.relu_f64)(x, y, x.numel())
+    return y
+
+
+def _hook(frame, event, arg):
+    return None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        INIT
+
+    def forward(self, x):
+        self.calls += 1
+        FORWARD
+        return relu(x)
+'''
+
+
+def candidate(tmp_path: Path, *, top: str = "", init: str = "pass", forward: str = "pass", flags: str = "[]") -> Path:
+    path = tmp_path / "cand.py"
+    body = RELU.replace("FLAGS", flags).replace("INIT", init).replace("FORWARD", forward)
+    path.write_text(textwrap.dedent(top) + body)
+    return path
+
+
+# -- 1. compilation -----------------------------------------------------------------------------------------------
+
+
+def test_the_compile_sandbox_has_no_capabilities_and_cannot_undo_its_view(tmp_path):
+    """What a shell started by the compiler (as -wrapper did) can do: nothing outside its build folder."""
+    from harness.commands import cache_root, sandboxed_command
+    from harness.cpu import library_key
+
+    library_key()  # there is a key to look for
+    build = tmp_path / "build"
+    build.mkdir()
+    outside = tmp_path / "outside.txt"
+    script = f"""
+        grep CapEff /proc/self/status
+        mount -o remount,rw / 2>/dev/null && echo REMOUNTED
+        mount -t tmpfs none {build} 2>/dev/null && echo MOUNTED
+        unshare -U -r true 2>/dev/null && echo UNSHARED
+        echo x > {outside} 2>/dev/null && echo WROTE_OUTSIDE
+        echo x > {build}/inside && echo WROTE_INSIDE
+        ls -A {cache_root() / "keys"} {cache_root() / "refs"}
+        echo TMPDIR=$TMPDIR
+    """
+    cmd, env = sandboxed_command(["sh", "-c", script], [str(build)])
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    out = proc.stdout
+    assert "CapEff:\t0000000000000000" in out, out + proc.stderr
+    for escaped in ("REMOUNTED", "MOUNTED", "UNSHARED", "WROTE_OUTSIDE"):
+        assert escaped not in out, out
+    assert "WROTE_INSIDE" in out and f"TMPDIR={build}" in out
+    assert "library-key" not in out and "seed-salt" not in out  # both hidden folders are empty
+    assert not outside.exists()
+
+
+def test_a_compiler_flag_that_runs_a_program_is_refused_and_reported(tmp_path):
+    canary = Path("/tmp/kope-wrapper-canary")
+    canary.unlink(missing_ok=True)
+    outcome = evaluate(TASK, ROOT / "adversarial" / "compile_flag_wrapper.py", UNTIMED)
+    assert outcome.error_kind == "cheat_detected:compiler_escape", outcome.error_excerpt
+    assert "'-wrapper'" in outcome.error_excerpt and "allow-list" in outcome.error_excerpt
+    assert not canary.exists()
+
+
+def test_a_flag_off_the_allow_list_is_a_compile_error_naming_it(tmp_path):
+    outcome = evaluate(TASK, candidate(tmp_path, flags='["-O3", "-I/tmp"]'), UNTIMED)
+    assert outcome.error_kind == "compile_error", outcome.error_excerpt
+    assert "'-I/tmp'" in outcome.error_excerpt
+
+
+def test_load_inline_options_are_checked_before_anything_is_built():
+    from harness.targets import torch_ext
+
+    spec = {"name": "relu_ext", "cpp_sources": ["int f() { return 1; }"], "functions": ["f"]}
+    for extra, cheat in (
+        ({"extra_cflags": ["-O3", "-B/tmp/evil"]}, "compiler_escape"),
+        ({"extra_ldflags": ["-Wl,--plugin=/tmp/p.so"]}, "compiler_escape"),
+        ({"extra_include_paths": ["/tmp"]}, None),
+        ({"name": "../../escape"}, None),
+    ):
+        reply = torch_ext.serve({"call": "load_inline", "spec": {**spec, **extra}})
+        assert reply["ok"] is False and reply["cheat"] == cheat, reply
+
+
+def test_a_cache_entry_replaced_together_with_its_hash_is_rebuilt(tmp_path, monkeypatch):
+    """The issue's attack: another candidate's library and its SHA-256 replaced; the HMAC under the hidden key
+    does not match, so the harness rebuilds instead of loading the impostor."""
+    import harness.cpu as cpu
+
+    monkeypatch.setenv("KOPE_HARNESS_CACHE", str(tmp_path / "cache"))
+    source = 'extern "C" int answer(void) { return 42; }'
+    first = cpu.compile_cpp(source)
+    assert first.answer() == 42 and not first.cached
+    impostor = cpu.compile_cpp('extern "C" int answer(void) { return 666; }')
+    folder = first.path.parent
+    swap = folder / "swap.so"  # a new file in its place (the loaded library's pages stay this process's)
+    swap.write_bytes(impostor.path.read_bytes())
+    swap.replace(first.path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["sha256"] = cpu.file_sha256(first.path)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert not cpu.verified(folder, first.path, first.key)
+    again = cpu.compile_cpp(source)
+    assert not again.cached  # rebuilt, not loaded
+    assert cpu.verified(folder, again.path, again.key)
+    assert (tmp_path / "cache" / "keys" / "library-key").stat().st_mode & 0o077 == 0
+
+
+def test_honest_flags_openmp_and_several_threads_are_accepted(tmp_path):
+    path = candidate(tmp_path, flags='["-O3", "-funroll-loops", "-ffast-math", "-fno-math-errno", "-DBLOCK=64"]')
+    outcome = evaluate(TASK, path, TIMED)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert outcome.speedup is not None
+
+
+# -- 3. the untimed phases ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "top", "init", "forward", "options", "phase"),
+    [
+        (
+            "import",
+            "import threading\nthreading.setprofile(lambda *a: None)\n",
+            "pass",
+            "pass",
+            UNTIMED,
+            "at its import",
+        ),
+        ("model init", "", "sys.settrace(_hook)", "pass", UNTIMED, "while ModelNew was built"),
+        (
+            "forward, correctness",
+            "",
+            "pass",
+            "sys.setprofile(_hook) if self.calls == 1 else None",
+            UNTIMED,
+            "in forward",
+        ),
+        ("forward, timed", "", "pass", "sys.setprofile(_hook) if self.calls == 8 else None", TIMED, "timed calls"),
+    ],
+)
+def test_an_interpreter_hook_is_caught_whatever_phase_installs_it(tmp_path, where, top, init, forward, options, phase):
+    outcome = evaluate(TASK, candidate(tmp_path, top=top, init=init, forward=forward), options)
+    assert outcome.error_kind == "cheat_detected:monkey_patch", (where, outcome.error_excerpt)
+    assert "interpreter hook" in outcome.error_excerpt and phase in outcome.error_excerpt
+
+
+def test_outputs_filled_after_the_timed_call_are_caught():
+    outcome = evaluate(TASK, ROOT / "adversarial" / "lazy_fill_thread.py", TIMED)
+    assert outcome.error_kind == "cheat_detected:lazy_output", outcome.error_excerpt
+    assert "sealed" in outcome.error_excerpt
+
+
+# -- 5. the report channel, deletions, foreign memory ------------------------------------------------------------
+
+
+def test_closing_the_report_channel_does_not_hide_a_trapped_call():
+    outcome = evaluate(TASK, ROOT / "adversarial" / "report_pipe_closed.py", UNTIMED)
+    assert outcome.error_kind == "cheat_detected:sandbox_escape", outcome.error_excerpt
+
+
+def test_a_blocked_deletion_is_flagged_and_nothing_is_deleted(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    path = candidate(tmp_path, forward=f"import os; os.remove({str(victim)!r}) if self.calls == 1 else None")
+    outcome = evaluate(TASK, path, UNTIMED)
+    assert outcome.error_kind == "cheat_detected:file_access", outcome.error_excerpt
+    assert "delete" in outcome.error_excerpt and victim.read_text() == "keep me"
+
+
+def test_reading_another_processs_memory_is_flagged():
+    outcome = evaluate(TASK, ROOT / "adversarial" / "proc_mem_read.py", UNTIMED)
+    assert outcome.error_kind == "cheat_detected:memory_access", outcome.error_excerpt
+    assert "/proc/1/mem" in outcome.error_excerpt
