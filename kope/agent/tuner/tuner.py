@@ -46,8 +46,8 @@ VETO_RATIO = 3.0
 MIN_DISTINCT = 3  # distinct settings with speed data before the model ranks (else: initial design)
 MAX_SPEED_ROWS = 1500  # cases read from the (already bounded) sample, best-ranked records first
 Z95 = 1.96
-OWN_WEIGHT = 4.0  # an attempt of this run weighs this many memory records of the same hardware tier
-TRUST_SCALE = math.log(1.25)  # a memory operator off by this (rms, log space) on this run keeps half its weight
+OWN_WEIGHT = 1.0  # an attempt of this run weighs this many memory records of the same hardware tier
+TRUST_SCALE = math.log(2.0)  # a memory operator off by this (rms, log space) on this run keeps half its weight
 MIN_TRUST = 0.05  # below this a memory operator's records are left out of the model
 UNSEEN_SD = math.log(4.0)  # the prior spread of a knob value no trusted record measured
 
@@ -171,7 +171,9 @@ class Tuner:
         if distinct >= MIN_DISTINCT:
             feas_x, feas_y = self._feasibility_data(records, hardware_facts)
             model = CostModel(self.seed).fit(speed_x, speed_y, speed_w, feas_x, feas_y)
-            measured = self._measured_values(records, trust)
+            # the optimistic prior is for what memory cannot know: without memory records the initial design
+            # and the run's own attempts already explore each knob
+            measured = self._measured_values(records) if any(not r.own for r in records) else None
             plan.choices = self._by_model(model, operator, pool, shapes, hardware, incumbent, measured)
         else:
             plan.choices = self._initial_design(operator, pool, base)
@@ -270,16 +272,16 @@ class Tuner:
             out.append(math.log(r.a) - float(pred.mean[0]))  # type: ignore[arg-type]
         return out
 
-    def _measured_values(self, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> set[tuple[str, Any]]:
-        """(knob, value) pairs some correct, trusted record measured (read as the record's operator pins them)."""
+    def _measured_values(self, records: Sequence[TuningRecord]) -> set[tuple[str, Any]]:
+        """(knob, value) pairs some correct record (of any operator, trusted or not) measured, read as the
+        record's operator pins them (a knob that does not matter for it counts at its default, the value its
+        kernel ran with): a value measured only on an operator whose response differs is known to
+        exist and run, so it gets no optimism, but also no vote in the model."""
         seen: set[tuple[str, Any]] = set()
         for r in records:
-            if not (r.correct and r.a) or (not r.own and trust.get(r.operator, 1.0) < MIN_TRUST):
+            if not (r.correct and r.a):
                 continue
-            relevant = set(self.relevant_names(r.operator))
-            for k, v in self.space.pin(r.operator, r.settings).items():
-                if k in relevant:
-                    seen.add((k, v))
+            seen.update(self.space.pin(r.operator, r.settings).items())  # a knob that does not matter: its default
         return seen
 
     def _feasibility_data(
@@ -333,13 +335,13 @@ class Tuner:
         best = math.log(incumbent) if incumbent else 0.0
         mean, std = pred.mean.copy(), pred.std.copy()
         if measured is not None:
-            # an optimistic prior for a knob value no trusted record measured: the model cannot know it (its
-            # column is constant in the training data), so its prediction is widened by UNSEEN_SD and its mean
-            # raised to the incumbent; it is then tried before settings memory showed to be mediocre
+            # an optimistic prior for a knob value no record measured: the model cannot know it (its column is
+            # constant in the training data), so its prediction keeps the model's mean (what the other knobs
+            # are known to do) and is widened by UNSEEN_SD; its expected improvement then puts it before
+            # settings memory showed to be mediocre
             relevant = self.relevant_names(operator)
             for i, c in enumerate(pool):
                 if any((k, c[k]) not in measured for k in relevant):
-                    mean[i] = max(mean[i], best)
                     std[i] = math.sqrt(std[i] ** 2 + UNSEEN_SD**2)
         ei = expected_improvement(mean, std, best) * pred.p_correct
         order = sorted(
