@@ -10,9 +10,14 @@ the operator (the others stay at their defaults):
 2. **vetoes**: a setting that memory shows at least ``VETO_RATIO`` (3x) slower
    than the best measured for an operator with the same relevant knobs, on the
    same shape class and hardware class, is never proposed again;
+   Once the run has a correct attempt, each memory operator's rows are weighted
+   by its **trust** here (``_memory_trust``: how well its records predicted this
+   run's own measurements); one trusted less than ``MIN_TRUST`` is left out;
 3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
    by expected improvement over the incumbent times the probability of being
-   correct (``acquisition``); before that, an initial design: the defaults,
+   correct (``acquisition``), where a setting with a knob value no memory record
+   measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
+   model cannot know that value); before that, an initial design: the defaults,
    then one-knob changes of the best state so far (each isolates one knob's
    effect), then the rest in a seeded order.
 
