@@ -366,9 +366,10 @@ class StepsToBest:
 def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest:
     """Steps needed to reach ``fraction`` of the best speedup, per operator and configuration.
 
-    * best: the highest speedup of a correct attempt (its outcome's geometric mean over the
-      selected cases) over every configuration of the bench for that operator, so all
-      configurations are measured against the same bar;
+    * best: the operator's known optimum when the bench has one (``optima``: a replay bench's
+      recorded space, whose best setting is known exactly), else the highest speedup of a correct
+      attempt (its outcome's geometric mean over the selected cases) over every configuration of
+      the bench for that operator, so all configurations are measured against the same bar;
     * steps: 1 + the step index of a configuration's first correct attempt at or above
       ``fraction * best``; ``None`` when it never got there (or nothing was correct anywhere);
     * ``later``: the operator is the second or later of its family in bench order, which is
@@ -380,6 +381,7 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
     configs = [c["name"] for c in data["configurations"]]
     budget = int((data.get("options") or {}).get("steps") or 0)
     pairs = {(p["config"], p["operator"]): p for p in data["pairs"]}
+    optima = data.get("optima") or {}
     seen_in_family: dict[str, int] = {}
     rows = []
     for op in data["operators"]:
@@ -396,6 +398,8 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
                 if a.get("status") == "correct" and positive(a.get("speedup"))
             ]
         best = max((s for points in series.values() for _, s in points), default=None)
+        if positive(optima.get(op["operator"])):
+            best = float(optima[op["operator"]])
         steps = {}
         for config, points in series.items():
             hit = next((step for step, s in points if best is not None and s >= fraction * best), None)
@@ -421,3 +425,24 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
             "mean_steps": sum(penalised) / len(penalised) if penalised else None,
         }
     return StepsToBest(fraction, budget, rows, summary)
+
+
+# -- severe regressions -----------------------------------------------------------------------------
+
+SEVERE_RATIO = 3.0
+
+
+def severe_regressions(attempts: Sequence[Mapping[str, Any]], ratio: float = SEVERE_RATIO) -> int:
+    """Steps at least ``ratio`` times slower than the state they started from: a correct attempt whose
+    speedup is <= its parent's (a correct attempt of the same run) / ``ratio``; a step from the root is
+    compared with the reference (speedup 1)."""
+    by_id = {a.get("decision_id"): a for a in attempts}
+    count = 0
+    for a in attempts:
+        if a.get("status") != "correct" or not positive(a.get("speedup")):
+            continue
+        parent = by_id.get(a.get("parent_id"))
+        start = parent.get("speedup") if parent is not None and parent.get("status") == "correct" else 1.0
+        if positive(start) and a["speedup"] * ratio <= start:
+            count += 1
+    return count

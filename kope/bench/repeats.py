@@ -16,8 +16,10 @@ repeat would mix finished and missing operators):
 * ``steps_ratio``: per repeat, a configuration's mean steps to 90% of the best
   divided by the baseline's, so the pairing inside each repeat is kept;
 * per family: steps to 90% over the family's second and later operators (the
-  ones some configuration solved, a miss counted as budget + 1) and the paired
-  speedup on the family's operators.
+  ones some configuration solved, a miss counted as budget + 1; of the space's
+  recorded optimum on replay), the paired speedup on the family's operators and
+  the severe regressions (steps >= 3x slower than their start) on its second
+  and later operators.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 from scipy.stats import t as student_t
 
-from kope.bench.metrics import bench_metrics, pair_views, paired_views, steps_to_best
+from kope.bench.metrics import bench_metrics, pair_views, paired_views, severe_regressions, steps_to_best
 
 
 def memory_key(config: str, repeat: int) -> str:
@@ -122,6 +124,24 @@ def family_paired(view: Mapping[str, Any], config: str, baseline: str) -> dict[s
     return out
 
 
+def family_severe(view: Mapping[str, Any], configs: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per family and configuration: severe regressions (``metrics.severe_regressions``) over the family's
+    second and later operators (bench order), the ones memory from earlier operators can affect."""
+    families = _family_of(view)
+    seen: dict[str, int] = {}
+    later = set()
+    for op in view["operators"]:
+        family = families[op["operator"]]
+        seen[family] = seen.get(family, 0) + 1
+        if seen[family] >= 2:
+            later.add(op["operator"])
+    out: dict[str, dict[str, int]] = {f: {c: 0 for c in configs} for f in dict.fromkeys(families.values())}
+    for pair in view["pairs"]:
+        if pair["operator"] in later and pair["config"] in configs:
+            out[families[pair["operator"]]][pair["config"]] += severe_regressions(pair.get("attempts") or [])
+    return out
+
+
 def per_repeat(data: Mapping[str, Any], baseline: str, repeat: int) -> dict[str, Any]:
     view = for_repeat(data, repeat)
     configs = [c["name"] for c in data["configurations"]]
@@ -135,6 +155,7 @@ def per_repeat(data: Mapping[str, Any], baseline: str, repeat: int) -> dict[str,
         "steps_to_best": stb,
         "family_steps": fam_steps,
         "family_paired": {c: {f: asdict(p) for f, p in fams.items()} for c, fams in fam_paired.items()},
+        "family_severe": family_severe(view, configs),
     }
 
 
@@ -166,7 +187,10 @@ def repeat_summary(data: Mapping[str, Any], baseline: str) -> dict[str, Any]:
     for family in dict.fromkeys(_family_of(data).values()):
         families[family] = {}
         for c in configs:
-            cell = {"steps_to_90": over(lambda r, c=c, f=family: r["family_steps"].get(f, {}).get(c))}
+            cell = {
+                "steps_to_90": over(lambda r, c=c, f=family: r["family_steps"].get(f, {}).get(c)),
+                "severe": over(lambda r, c=c, f=family: r.get("family_severe", {}).get(f, {}).get(c)),
+            }
             if c != baseline:
                 cell["paired_speedup"] = over(
                     lambda r, c=c, f=family: r["family_paired"][c].get(f, {}).get("speedup"), True

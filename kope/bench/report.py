@@ -112,12 +112,14 @@ def family_table(data: Mapping[str, Any]) -> str:
     configs = [c["name"] for c in data["configurations"]]
     others = [c for c in configs if c != baseline]
     head = ["family", "operators (2nd+)"] + [f"steps: {c}" for c in configs] + [f"paired: {c}" for c in others]
+    head += [f"severe: {c}" for c in configs]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     later = data["steps_to_best"]["per_operator"]
     for family, cells in rs["families"].items():
         n = sum(1 for r in later if r["family"] == family and r["later"])
         row = [family, str(n)] + [ci(cells[c]["steps_to_90"]) for c in configs]
         row += [ci(cells[c].get("paired_speedup"), ".2f", "x") for c in others]
+        row += [ci(cells[c].get("severe")) for c in configs]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

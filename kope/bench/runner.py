@@ -117,10 +117,26 @@ class BenchRunner:
                 "created_at": _now(),
                 "hardware": self.evaluator.hardware(opts.target).to_dict(),
                 "operators": [t.to_dict() for t in self.plan.tasks],
+                "optima": self._optima(),
                 "imports": imports,
                 "memory_start": memory_start,
             },
         )
+
+    def _optima(self) -> dict[str, float]:
+        """Each operator's best recorded speedup when the evaluator knows it (a replay evaluator's spaces)."""
+        known = getattr(self.evaluator, "optimum", None)
+        if known is None:
+            return {}
+        out = {}
+        for task in self.plan.tasks:
+            try:
+                value = known(task.operator, self.plan.options.target)
+            except UsageError:
+                continue
+            if value is not None:
+                out[task.operator] = value
+        return out
 
     def _graph(self, namespace: str, journal: bool = False) -> Memory:
         return open_memory(self.config, namespace=namespace, journal=journal)
@@ -432,6 +448,7 @@ def assemble(store: BenchStore, plan: Plan) -> dict[str, Any]:
             for c in plan.configurations
         ],
         "operators": stored["operators"],
+        "optima": stored.get("optima") or {},
         "imports": stored["imports"],
         "memory_start": stored["memory_start"],
         "pairs": pairs,

@@ -13,6 +13,7 @@ from kope.bench.metrics import (
     geomean,
     memory_series,
     paired_speedup,
+    severe_regressions,
     steps_to_best,
     tokens_by_step,
 )
@@ -244,3 +245,33 @@ def test_steps_to_best_lower_bar_is_reached_earlier():
     rows = {r["operator"]: r for r in steps_to_best(bench_results.results(), fraction=0.5).per_operator}
     assert rows["relu"]["steps"]["active"] == 1  # 1.16 >= 0.5 * 1.9
     assert rows["softmax"]["steps"]["no-memory"] == 1  # 0.7 >= 0.6
+
+
+def test_on_replay_steps_are_counted_to_the_recorded_optimum_not_to_the_best_any_configuration_found():
+    def ok(step, speedup):
+        return {"step": step, "status": "correct", "speedup": speedup, "cases": []}
+
+    data = {
+        "configurations": [{"name": "with"}, {"name": "without"}],
+        "options": {"steps": 3},
+        "operators": [{"operator": "a", "family": "f"}, {"operator": "b", "family": "f"}],
+        "pairs": [
+            {"config": "with", "operator": "b", "attempts": [ok(0, 1.0), ok(1, 2.0), ok(2, 9.5)]},
+            {"config": "without", "operator": "b", "attempts": [ok(0, 1.0), ok(1, 2.0), ok(2, 2.0)]},
+        ],
+    }
+    found = {r["operator"]: r["steps"] for r in steps_to_best(data).per_operator}
+    assert found["b"] == {"with": 3, "without": None}
+    found = {r["operator"]: r["steps"] for r in steps_to_best({**data, "optima": {"b": 20.0}}).per_operator}
+    assert found["b"] == {"with": None, "without": None}  # 9.5 is under 90% of the recorded 20x
+
+
+def test_a_severe_regression_is_a_step_three_times_slower_than_the_state_it_started_from():
+    attempts = [
+        {"decision_id": "d0", "parent_id": None, "status": "correct", "speedup": 0.3},  # 3.3x under the reference
+        {"decision_id": "d1", "parent_id": None, "status": "correct", "speedup": 6.0},
+        {"decision_id": "d2", "parent_id": "d1", "status": "correct", "speedup": 2.0},  # exactly 3x: severe
+        {"decision_id": "d3", "parent_id": "d1", "status": "correct", "speedup": 2.1},
+        {"decision_id": "d4", "parent_id": "d1", "status": "wrong", "speedup": None},  # a failure is not timed
+    ]
+    assert severe_regressions(attempts) == 2

@@ -281,3 +281,41 @@ def test_on_the_real_pointwise_template_math_is_never_touched_for_operators_with
                 kernel_id(proposal.code),
             )
         )
+
+
+def test_a_knob_value_no_operator_measured_is_tried_early_with_memory_of_operators_it_does_not_matter_for():
+    """Memory of opc (math does not matter for it: every record has the default libm) says nothing about
+    math=poly; the optimistic prior for an unmeasured value makes opa try it within its first steps."""
+    earlier = Simulation("opc", run_id="run-a")
+    earlier.until_exhausted()
+    later = Simulation("opa", as_memory(earlier.own))
+    results = later.run(4)
+    assert any(s["math"] == "poly" for s, _ in results), results
+
+    from kope.agent.tuner import Tuner
+    from kope.agent.tuner.tuner import UNSEEN_SD
+
+    request = Simulation("opa", as_memory(earlier.own)).request()
+    plan = Tuner(TEMPLATE).plan(
+        "opa", [case_shape(BIG)], HardwareFacts.from_fingerprint(HW), request.tuning.records,
+        request.tuning.hardware, set(),
+    )  # fmt: skip
+    assert plan.choices and all(c.basis == "model" for c in plan.choices)
+    for c in plan.choices:  # the model cannot know poly: its prediction is at least the prior's width
+        width = math.log(c.high / c.low)
+        assert (width >= 2 * 1.96 * UNSEEN_SD * 0.999) == (c.settings["math"] == "poly"), (c.settings, width)
+
+
+def test_memory_of_an_operator_that_mispredicted_this_run_loses_its_weight():
+    from kope.agent.tuner import Tuner
+
+    tuner = Tuner(TEMPLATE)
+    hw = {HW["id"]: HardwareFacts.from_fingerprint(HW)}
+    defaults = TEMPLATE.default_settings()
+    fast = {**defaults, "block": 16384}
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True)]
+    agreeing = [record("run-x", 0, "opb", defaults, 1.05, own=False), record("run-x", 1, "opb", fast, 1.3, own=False)]
+    wrong = [record("run-y", 0, "opc", defaults, 20.0, own=False), record("run-y", 1, "opc", fast, 0.2, own=False)]
+    trust = tuner._memory_trust("opa", own + agreeing + wrong, hw)
+    assert trust["opb"] > 0.9 and trust["opc"] < 0.1, trust
+    assert tuner._memory_trust("opa", agreeing + wrong, hw) == {}  # nothing measured here yet: nothing to judge

@@ -10,9 +10,14 @@ the operator (the others stay at their defaults):
 2. **vetoes**: a setting that memory shows at least ``VETO_RATIO`` (3x) slower
    than the best measured for an operator with the same relevant knobs, on the
    same shape class and hardware class, is never proposed again;
+   Once the run has a correct attempt, each memory operator's rows are weighted
+   by its **trust** here (``_memory_trust``: how well its records predicted this
+   run's own measurements); one trusted less than ``MIN_TRUST`` is left out;
 3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
    by expected improvement over the incumbent times the probability of being
-   correct (``acquisition``); before that, an initial design: the defaults,
+   correct (``acquisition``), where a setting with a knob value no memory record
+   measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
+   model cannot know that value); before that, an initial design: the defaults,
    then one-knob changes of the best state so far (each isolates one knob's
    effect), then the rest in a seeded order.
 
@@ -28,6 +33,7 @@ import itertools
 import json
 import math
 import random
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +51,10 @@ VETO_RATIO = 3.0
 MIN_DISTINCT = 3  # distinct settings with speed data before the model ranks (else: initial design)
 MAX_SPEED_ROWS = 1500  # cases read from the (already bounded) sample, best-ranked records first
 Z95 = 1.96
+OWN_WEIGHT = 1.0  # an attempt of this run weighs this many memory records of the same hardware tier
+TRUST_SCALE = math.log(2.0)  # a memory operator off by this (rms, log space) on this run keeps half its weight
+MIN_TRUST = 0.05  # below this a memory operator's records are left out of the model
+UNSEEN_SD = math.log(4.0)  # the prior spread of a knob value no trusted record measured
 
 
 def settings_key(settings: Mapping[str, Any]) -> str:
@@ -94,6 +104,7 @@ class Plan:
     shape_class: str | None = None
     failures: int = 0  # failed attempts among the records (the feasibility model's evidence)
     failures_elsewhere: int = 0  # of which recorded on another hardware class (counted at full weight)
+    trust: dict[str, float] = field(default_factory=dict)  # memory operator -> weight from its residuals here
 
     @property
     def memory(self) -> int:
@@ -145,7 +156,8 @@ class Tuner:
         vetoes = self._vetoes(operator, records, shape_class, hardware.hw_class)
         vetoed = {v.settings_key for v in vetoes}
         pool = [c for c in pool if settings_key(c) not in vetoed]
-        speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts)
+        trust = self._memory_trust(operator, records, hardware_facts)
+        speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts, trust)
         failed = [r for r in records if not r.correct]
         plan = Plan(
             [],
@@ -157,26 +169,39 @@ class Tuner:
             shape_class,
             len(failed),
             sum(1 for r in failed if r.hardware_tier in ("vendor", "other")),
+            trust,
         )
         if not pool:
             return plan
         if distinct >= MIN_DISTINCT:
             feas_x, feas_y = self._feasibility_data(records, hardware_facts)
             model = CostModel(self.seed).fit(speed_x, speed_y, speed_w, feas_x, feas_y)
-            plan.choices = self._by_model(model, operator, pool, shapes, hardware, incumbent)
+            # the optimistic prior is for what memory cannot know: without memory records the initial design
+            # and the run's own attempts already explore each knob
+            measured = self._measured_values(records) if any(not r.own for r in records) else None
+            plan.choices = self._by_model(model, operator, pool, shapes, hardware, incumbent, measured)
         else:
             plan.choices = self._initial_design(operator, pool, base)
         return plan
 
     # -- training data ----------------------------------------------------------------------------
     def _speed_data(
-        self, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
+        self,
+        records: Sequence[TuningRecord],
+        hardware_facts: Mapping[str, HardwareFacts],
+        trust: Mapping[str, float] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Speed rows; a memory record's weight is multiplied by its operator's ``trust`` (a record of an
+        operator trusted less than ``MIN_TRUST`` is left out, and its setting does not count as distinct)."""
         rows, targets, weights = [], [], []
         distinct: set[str] = set()
         shapes: dict[str, CaseShape] = {}
+        trust = trust or {}
         for record in records:
             if not record.correct:
+                continue
+            factor = 1.0 if record.own else trust.get(record.operator, 1.0)
+            if factor < MIN_TRUST:
                 continue
             settings_part = None
             for case in record.cases:
@@ -191,12 +216,78 @@ class Tuner:
                     shape = shapes[case.shape] = CaseShape.from_key(case.shape)
                 rows.append(settings_part + self.space.shape_part(shape) + hardware_part)
                 targets.append(math.log(case.speedup))
-                weights.append(HARDWARE_WEIGHT[record.hardware_tier])
+                weights.append(HARDWARE_WEIGHT[record.hardware_tier] * factor * (OWN_WEIGHT if record.own else 1.0))
             if len(targets) >= MAX_SPEED_ROWS:
                 break
         if not targets:
             return np.zeros((0, len(self.space.names))), np.zeros(0), np.zeros(0), 0
         return np.asarray(rows), np.asarray(targets), np.asarray(weights), len(distinct)
+
+    def _memory_trust(
+        self, operator: str, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
+    ) -> dict[str, float]:
+        """Per memory operator: how far to trust its records for this operator, from how well they predicted
+        this run's own measurements (1: no own measurement yet, nothing to judge by).
+
+        The residual of an own correct attempt is log(measured) - log(predicted); the prediction is the
+        operator's own record of the same setting (pinned to this operator's relevant knobs) when it has one,
+        else the prediction of a cost model trained on memory alone. ``trust = 1 / (1 + (rms / TRUST_SCALE)^2)``
+        over the operator's residuals: a record that predicted this operator within ~20% keeps most of its
+        weight, one that was off by a factor of 3 or more keeps almost none."""
+        own = [r for r in records if r.own and r.correct and r.a and r.a > 0]
+        others = [r for r in records if not r.own and r.correct and r.a and r.a > 0]
+        if not own or not others:
+            return {}
+        model_residuals: list[float] | None = None
+        by_operator: dict[str, dict[str, list[float]]] = {}
+        for r in others:
+            key = settings_key(self.space.pin(operator, r.settings))
+            by_operator.setdefault(r.operator, {}).setdefault(key, []).append(math.log(r.a))  # type: ignore[arg-type]
+        trust = {}
+        for other, measured in by_operator.items():
+            residuals = []
+            for r in own:
+                logs = measured.get(settings_key(self.space.pin(operator, r.settings)))
+                if logs:
+                    residuals.append(math.log(r.a) - statistics.fmean(logs))  # type: ignore[arg-type]
+            if not residuals:
+                if model_residuals is None:
+                    model_residuals = self._model_residuals(own, others, hardware_facts)
+                residuals = model_residuals
+            if residuals:
+                rms = math.sqrt(statistics.fmean(e * e for e in residuals))
+                trust[other] = 1.0 / (1.0 + (rms / TRUST_SCALE) ** 2)
+        return trust
+
+    def _model_residuals(
+        self, own: Sequence[TuningRecord], others: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
+    ) -> list[float]:
+        """log(measured) - log(predicted) of each own attempt, by a model trained on memory alone."""
+        x, y, w, distinct = self._speed_data(others, hardware_facts)
+        if not len(y):
+            return []
+        model = CostModel(self.seed).fit(x, y, w, np.zeros((0, 1)), np.zeros(0))
+        out = []
+        for r in own:
+            shapes = [CaseShape.from_key(c.shape) for c in r.cases if c.passed and c.shape] or [
+                CaseShape("default", ())
+            ]
+            rows = self.space.speed_rows(r.operator, [r.settings], shapes, hardware_facts.get(r.hw_id))
+            pred = model.predict(rows, len(shapes), np.zeros((1, 1)))
+            out.append(math.log(r.a) - float(pred.mean[0]))  # type: ignore[arg-type]
+        return out
+
+    def _measured_values(self, records: Sequence[TuningRecord]) -> set[tuple[str, Any]]:
+        """(knob, value) pairs some correct record (of any operator, trusted or not) measured, read as the
+        record's operator pins them (a knob that does not matter for it counts at its default, the value its
+        kernel ran with): a value measured only on an operator whose response differs is known to
+        exist and run, so it gets no optimism, but also no vote in the model."""
+        seen: set[tuple[str, Any]] = set()
+        for r in records:
+            if not (r.correct and r.a):
+                continue
+            seen.update(self.space.pin(r.operator, r.settings).items())  # a knob that does not matter: its default
+        return seen
 
     def _feasibility_data(
         self, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
@@ -241,19 +332,30 @@ class Tuner:
         shapes: list[CaseShape],
         hardware: HardwareFacts,
         incumbent: float | None,
+        measured: set[tuple[str, Any]] | None = None,
     ) -> list[Choice]:
         speed_x = self.space.speed_rows(operator, pool, shapes, hardware)
         feas_x = self.space.feasibility_rows(operator, pool, hardware)
         pred = model.predict(speed_x, len(shapes), feas_x)
         best = math.log(incumbent) if incumbent else 0.0
-        ei = expected_improvement(pred.mean, pred.std, best) * pred.p_correct
+        mean, std = pred.mean.copy(), pred.std.copy()
+        if measured is not None:
+            # an optimistic prior for a knob value no record measured: the model cannot know it (its column is
+            # constant in the training data), so its prediction keeps the model's mean (what the other knobs
+            # are known to do) and is widened by UNSEEN_SD; its expected improvement then puts it before
+            # settings memory showed to be mediocre
+            relevant = self.relevant_names(operator)
+            for i, c in enumerate(pool):
+                if any((k, c[k]) not in measured for k in relevant):
+                    std[i] = math.sqrt(std[i] ** 2 + UNSEEN_SD**2)
+        ei = expected_improvement(mean, std, best) * pred.p_correct
         order = sorted(
             range(len(pool)),
-            key=lambda i: (-round(float(ei[i]), 12), -float(pred.mean[i] + pred.std[i]), settings_key(pool[i])),
+            key=lambda i: (-round(float(ei[i]), 12), -float(mean[i] + std[i]), settings_key(pool[i])),
         )
         choices = []
         for i in order:
-            mu, sd = float(pred.mean[i]), float(pred.std[i])
+            mu, sd = float(mean[i]), float(std[i])
             choices.append(
                 Choice(
                     settings=pool[i],
