@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness import settings
 from harness.sandbox import clean_env, hidden_paths, launcher
 
 _CACHE_ROOT: Path | None = None  # set in a worker (which sees no KOPE_* variables)
@@ -23,21 +24,11 @@ def set_cache_root(path: str | Path) -> None:
 
 
 def cache_root() -> Path:
-    if _CACHE_ROOT is not None:
-        return _CACHE_ROOT
-    env = os.environ.get("KOPE_HARNESS_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kope" / "harness"
+    return _CACHE_ROOT if _CACHE_ROOT is not None else settings.cache_dir()
 
 
 def default_compile_timeout() -> float:
-    value = os.environ.get("KOPE_HARNESS_COMPILE_TIMEOUT", "")
-    try:
-        return float(value) if value else 120.0
-    except ValueError:
-        return 120.0
+    return settings.compile_timeout_s()
 
 
 def run_with_timeout(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int | None, str]:

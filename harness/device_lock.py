@@ -16,12 +16,12 @@ import fcntl
 import os
 from collections.abc import Iterator
 
-ENV = "KOPE_HARNESS_DEVICE_LOCK"
+from harness import settings
 
 
 @contextlib.contextmanager
 def device_lock() -> Iterator[None]:
-    path = os.environ.get(ENV)
+    path = settings.device_lock_path()
     if not path:
         yield
         return

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import harness.sandbox as sandbox
+from harness import settings
 from harness.commands import cache_root
 from harness.errors import SandboxUnavailableError
 
@@ -100,7 +101,7 @@ def use_sandbox() -> bool:
     raise SandboxUnavailableError(
         f"the sandbox for task code cannot be set up on this machine: {status.reason}",
         hint=f"task files are code from outside KOPE; to run them without the sandbox anyway set "
-        f"{sandbox.SANDBOX_ENV}=off",
+        f"{settings.SANDBOX}=off",
     )
 
 

@@ -32,11 +32,11 @@ from typing import Any
 
 import torch
 
+from harness import settings
 from harness.ipc import DTYPES
 
 FORMAT = "kope.refcache/3"  # 2: every entry carries its inputs' digest; 3: outputs' strides, index outputs' inputs
 _MAGIC = b"KREF"
-LIMIT_ENV = "KOPE_HARNESS_REF_CACHE_MB"  # the cache's size cap (default 2048 MiB; oldest entries go first)
 
 
 def folder() -> Path:
@@ -152,8 +152,8 @@ _written = 0
 
 
 def _limit_bytes() -> int:
-    value = os.environ.get(LIMIT_ENV, "")
-    return (int(value) if value.isdigit() else 2048) << 20
+    """The cache's size cap (``KOPE_HARNESS_REF_CACHE_MB``, default 2048 MiB); oldest entries go first."""
+    return settings.ref_cache_bytes()
 
 
 def _evict_if_needed(added: int) -> None:

@@ -50,13 +50,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import settings
 from harness.jsonfile import read_json as _read_json
 from harness.jsonfile import write_json as _write_json
 
 FLAG_FRACTION = 1.5
 PEAKS_SCHEMA = "kope.peaks/1"
 COSTS_SCHEMA = "kope.costs/1"
-PEAKS_ENV = "KOPE_HARNESS_PEAKS"
 MEASURE_TIMEOUT_S = 300.0
 COSTS_MEMORY_BYTES = 64 << 30  # the cost helper's address space: the reference runs on real inputs
 
@@ -120,11 +120,7 @@ class Roofline:
 
 def cache_dir() -> Path:
     """Where peaks and costs are kept: ``KOPE_HARNESS_ROOFLINE_CACHE``, else beside the harness compile cache."""
-    env = os.environ.get("KOPE_HARNESS_ROOFLINE_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kope" / "roofline"
+    return settings.roofline_cache_dir()
 
 
 # -- the machine's peaks -----------------------------------------------------------------------------------------
@@ -132,13 +128,13 @@ def machine_peaks(hardware: Any, device: str, threads: int, *, fresh: bool = Fal
     """Pinned (``KOPE_HARNESS_PEAKS``), cached, or measured now in a separate process and cached."""
     from harness.errors import HarnessError
 
-    pinned = os.environ.get(PEAKS_ENV)
+    pinned = settings.pinned_peaks()
     if pinned:
         data = _read_json(Path(pinned))
         try:
             return Peaks.from_dict(data or {}, source=pinned)
         except (ValueError, KeyError, TypeError) as exc:
-            raise HarnessError(f"{PEAKS_ENV}={pinned}: not a valid peaks file ({exc})") from None
+            raise HarnessError(f"{settings.PEAKS}={pinned}: not a valid peaks file ({exc})") from None
     path = cache_dir() / "peaks" / f"{hardware.id}.json"
     cached = None
     data = _read_json(path)

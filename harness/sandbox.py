@@ -56,7 +56,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SANDBOX_ENV = "KOPE_HARNESS_SANDBOX"  # "off" (or 0/false/no): run without the sandbox (an explicit opt-out)
+from harness import settings
 
 # Folders an evaluation never needs and that hold secrets, relative to $HOME; hidden behind an empty tmpfs.
 HIDDEN_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config", ".netrc", ".local/share/kope/neo4j")
@@ -177,7 +177,7 @@ class SandboxStatus:
 
 def opted_out() -> bool:
     """True when the user switched the sandbox off with ``KOPE_HARNESS_SANDBOX=off``."""
-    return os.environ.get(SANDBOX_ENV, "").strip().lower() in ("off", "0", "false", "no")
+    return settings.sandbox_opted_out()
 
 
 def launcher() -> list[str]:

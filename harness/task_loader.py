@@ -8,7 +8,7 @@ runs its module-level code, which can be slow, hang, crash or be hostile.
 (no network, a read-only view without the harness cache's private folders, a
 scratch tmpfs, Landlock, no capabilities, address-space and CPU-time limits, a
 clean environment) and kills it, and everything it started, when it takes
-longer than ``timeout_s`` (default ``TASK_LOAD_TIMEOUT_S``, or the
+longer than ``timeout_s`` (default ``harness.settings.TASK_TIMEOUT_S``, or the
 ``KOPE_HARNESS_TASK_TIMEOUT`` environment variable, in seconds). The worker
 writes the validated task as JSON to its stdout; a task that replaces the
 harness's own code at import (the comparison, say) is refused. The caller
@@ -41,12 +41,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from harness import settings
 from harness.errors import HarnessError, TaskFormatError, TaskNotFoundError
 from harness.task import Case, Task, TaskInfo, read_task_literals, resolve_task_path
 
-TASK_LOAD_TIMEOUT_S = 60.0
 TASK_MEMORY_BYTES = 16 << 30  # the importing process's address space (torch's import maps ~2 GiB of it)
-TIMEOUT_ENV = "KOPE_HARNESS_TASK_TIMEOUT"
 # Variables that may hold credentials: never handed to task code.
 _SECRET = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|CREDENTIAL|_KEY$)", re.IGNORECASE)
 _cache: dict[tuple[str, str], Task] = {}
@@ -54,16 +53,7 @@ _lock = threading.Lock()
 
 
 def default_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV)
-    if raw is None or not raw.strip():
-        return TASK_LOAD_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise TaskFormatError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise TaskFormatError(f"{TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
-    return value
+    return settings.task_timeout_s()
 
 
 def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -164,7 +154,7 @@ def _load_in_worker(path: Path, timeout_s: float, private: tuple[Path, ...] = ()
         raise TaskFormatError(
             f"{path}: importing the task did not finish within {timeout_s:g} s "
             "(its module-level code runs when the task is loaded)",
-            hint=f"make the task's module-level code fast, or raise {TIMEOUT_ENV} (seconds)",
+            hint=f"make the task's module-level code fast, or raise {settings.TASK_TIMEOUT} (seconds)",
         )
     try:
         payload = json.loads(done.report.decode("utf-8")) if done.report.strip() else None

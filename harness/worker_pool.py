@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+from harness import settings
 from harness.ipc import MessageReader, PeerClosed, ProtocolError, ReadTimeout, write_message
 from harness.record import excerpt
 from harness.sandbox import CPU_PROFILE, SandboxProfile
@@ -99,7 +100,7 @@ def _widen(fd: int) -> None:
     each full buffer costs a context switch between the worker and the parent (2.4x a bare pipe's throughput
     on the 2-core development machine; a timed unit's fetch gained 1.0-1.5x there, its other costs remain).
     A kernel that refuses (a lower pipe-max-size) keeps the default: slower, never wrong."""
-    if os.environ.get("KOPE_HARNESS_PIPE_DEFAULT"):
+    if settings.pipe_default():
         return
     try:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
@@ -508,11 +509,9 @@ class Worker:
 
 # -- the zygote (harness.zygote): workers forked from one booted process --------------------------------
 
-ZYGOTE_ENV = "KOPE_HARNESS_ZYGOTE"  # "off": every sandboxed worker boots an interpreter and torch of its own
-
 
 def zygote_enabled() -> bool:
-    return os.environ.get(ZYGOTE_ENV, "").strip().lower() not in ("off", "0", "false", "no")
+    return settings.zygote_enabled()
 
 
 class ForkedProcess:
@@ -762,9 +761,9 @@ def live_workers() -> list[Worker]:
 
 def pool_size() -> int:
     """Warm workers kept per configuration: ``KOPE_HARNESS_POOL`` or one per two CPUs (1 to 4)."""
-    value = os.environ.get("KOPE_HARNESS_POOL", "")
-    if value.isdigit():
-        return int(value)
+    size = settings.pool_size()
+    if size is not None:
+        return size
     from harness.hardware import available_cores
 
     return max(1, min(4, available_cores() // 2))

@@ -455,7 +455,8 @@ class SandboxReport:
 
 def sandbox_report() -> SandboxReport:
     """Which sandbox layers work on this machine and whether the user switched the sandbox off."""
-    from harness.sandbox import SANDBOX_ENV, opted_out, sandbox_status
+    from harness import settings
+    from harness.sandbox import opted_out, sandbox_status
 
     status = sandbox_status()
     return SandboxReport(
@@ -463,7 +464,7 @@ def sandbox_report() -> SandboxReport:
         opted_out=opted_out(),
         reason=status.reason,
         layers=dict(status.layers),
-        env=SANDBOX_ENV,
+        env=settings.SANDBOX,
     )
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.device_lock import ENV as DEVICE_LOCK_ENV
+from harness import settings
 from harness.remote import scrub_secrets
 from harness.serve.quarantine import ProbeResult, probe_env, result_texts, run_probe, sticky_signature
 
@@ -172,11 +172,11 @@ class Quarantined(Exception):
 
 def device_env(base: dict[str, str], kind: str, index: int | None, cache: Path, name: str) -> dict[str, str]:
     env = probe_env(scrub_secrets(base))
-    env["KOPE_HARNESS_CACHE"] = str(cache / "harness")
+    env[settings.CACHE] = str(cache / "harness")
     env["TORCH_EXTENSIONS_DIR"] = str(cache / "torch-extensions")
     env["TRITON_CACHE_DIR"] = str(cache / "triton")
     (cache / "locks").mkdir(parents=True, exist_ok=True)
-    env[DEVICE_LOCK_ENV] = str(cache / "locks" / f"{name.replace(':', '-')}.lock")
+    env[settings.DEVICE_LOCK] = str(cache / "locks" / f"{name.replace(':', '-')}.lock")
     if kind == "cuda":
         env["CUDA_VISIBLE_DEVICES"] = str(index)
     env["PYTHONUNBUFFERED"] = "1"

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import harness.remote_memory as remote_memory
-from harness.evaluate import REMOTE_FETCH_ENV, EvalOptions, evaluate
+from harness.evaluate import EvalOptions, evaluate
+from harness.settings import REMOTE_FETCH as REMOTE_FETCH_ENV
 from harness.timing import Budget
 from tests.e2e.test_harness_sandbox import candidate
 

@@ -20,7 +20,8 @@ import pytest
 
 from harness.evaluate import evaluate
 from harness.sandbox import sandbox_status
-from harness.worker_pool import ZYGOTE_ENV, close_pools, live_workers, zygote_processes
+from harness.settings import ZYGOTE as ZYGOTE_ENV
+from harness.worker_pool import close_pools, live_workers, zygote_processes
 from tests.e2e.test_harness_sandbox import OPTIONS, TASK, candidate
 from tests.support.processes import descendants, running
 

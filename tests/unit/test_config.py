@@ -155,3 +155,17 @@ def test_team_weights_from_the_environment_and_from_toml(tmp_path):
     (tmp_path / "kope.toml").write_text('[memory]\nteam_weights = { "gpu-a" = 1, "lab.x" = 0 }\n')
     assert load_config(environ={}, cwd=tmp_path).memory.team_weights == {"gpu-a": 1.0, "lab.x": 0.0}
     assert load_config(environ={}, cwd=tmp_path / "nowhere").memory.team_weights == {}
+
+
+def test_the_evaluator_timing_defaults_are_the_harness_budget():
+    # harness.timing.Budget is the one definition of the timing defaults; kope's config (which must not import
+    # the harness, torch with it, to be read) repeats three of them, and this keeps the two from drifting
+    from harness.timing import Budget
+
+    evaluator = load_config(environ={}).evaluator
+    budget = Budget()
+    assert (evaluator.rep_ms, evaluator.warmup_ms, evaluator.min_reps) == (
+        budget.rep_ms,
+        budget.warmup_ms,
+        budget.min_reps,
+    )

@@ -1,0 +1,403 @@
+"""One case's timing, driven from the parent: units of calls in the reference and candidate workers, timed
+from outside, interleaved, with the checks that run on every unit (CPU use, idle work, native sampling,
+sealed outputs, the outputs of every timed call compared with the reference's).
+
+``harness.evaluate`` builds the evaluation and hands each case to ``CaseTimer``; the timer reaches the
+evaluation only through ``TimedEvaluation`` (the workers, options, results and four requests), so the
+timing loop can be read, tested and changed on its own.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import Any, Protocol
+
+from harness.errors import ReferenceFailedError
+from harness.record import CaseResult, TimingStats
+from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging
+from harness.targets.base import Target
+from harness.task import Case, Task
+
+CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
+UNIT_CAP = 4096  # calls per timed unit at most
+UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (their median is subtracted)
+PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
+PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
+# While the reference's unit is timed the candidate's process waits for its next request: it may use at most
+# IDLE_SLACK_NS plus IDLE_SHARE of the unit's wall time (a thread pool going to sleep); more is work done off
+# the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
+IDLE_SLACK_NS = 5_000_000
+IDLE_SHARE = 0.25
+
+
+class Stop(Exception):
+    """Ends the evaluation early with (status-carrying) error kind, message and output."""
+
+    def __init__(self, kind: str, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.kind, self.message, self.output = kind, message, output
+
+
+class TimedEvaluation(Protocol):
+    """What a case's timing needs from the evaluation that runs it (``harness.evaluate._Evaluation``)."""
+
+    ref: Any  # the reference Worker
+    cand: Any  # the candidate Worker
+    options: Any  # harness.evaluate.EvalOptions
+    rng: random.Random
+    staging: Staging
+    target: Target
+    task: Task
+    results: dict[int, CaseResult]  # case index -> its result
+    threads: int
+    task_threads: int
+    ref_healthy: bool
+    case_kinds: Any
+    init_seeds: Any
+
+    def remote_reads(self) -> bool: ...
+
+    def trace(self, what: str) -> None: ...
+
+    def candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[dict, list]: ...
+
+    def reference_reply(self, timeout: float, what: str) -> dict: ...
+
+    def case_error(self, case: Case, reply: dict) -> None: ...
+
+
+class CaseTimer:
+    """One case's timing, driven from the parent: units of calls in each worker, timed from outside."""
+
+    def __init__(self, ev: TimedEvaluation, case: Case) -> None:
+        self.ev, self.case = ev, case
+        self.budget = ev.options.budget
+        self.began = time.monotonic()
+        self.deadline = self.began + min(self.budget.max_wall_s, ev.options.timing_timeout_s)
+        self.rng = ev.rng if ev.options.seed is not None else random.SystemRandom()
+        self.workers = {"ref": ev.ref, "cand": ev.cand}
+        self.overhead_ns: dict[str, float] = {"ref": 0, "cand": 0}
+        self.samples: dict[str, list[float]] = {"ref": [], "cand": []}
+        self.spent_ms = {"ref": 0.0, "cand": 0.0}
+        self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
+        # the candidate's CPU during the reference's units, their wall time, and the CPU one busy thread got in them
+        self.idle_cpu_ns = self.idle_wall_ns = self.idle_basis_ns = 0
+        self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal)
+        self.remote = ev.remote_reads()
+        self.staging = ev.staging
+
+    # -- requests ----------------------------------------------------------------------------------
+    def _ask(self, who: str, header: dict) -> tuple[dict, list]:
+        self._send(who, header)
+        return self._outputs(who, self._receive(who))
+
+    def _send(self, who: str, header: dict) -> None:
+        self.workers[who].send(header)
+
+    def _receive(self, who: str) -> tuple[dict, list]:
+        ev = self.ev
+        timeout = max(1.0, self.deadline - time.monotonic() + 30.0)
+        if who == "ref":
+            reply = ev.reference_reply(timeout, f"timing case {self.case.name!r}")
+            tensors = reply["_tensors"]
+        else:
+            reply, tensors = ev.candidate_reply(timeout, self.case, "timing")
+            if not reply.get("ok"):
+                ev.case_error(self.case, reply)
+                raise Stop(reply.get("error_kind", "runtime_error:unknown"), reply.get("message", ""))
+        return reply, tensors
+
+    def _outputs(self, who: str, received: tuple[dict, list]) -> tuple[dict, list]:
+        reply, tensors = received
+        if "remote" in reply:
+            tensors = self._read_remote(who, reply.pop("remote"))
+        return reply, tensors
+
+    def _fetch_both(self) -> dict[str, tuple[dict, list]]:
+        """Both workers' outputs of the unit just timed: read out of their memory where the kernel allows it
+        (``harness.remote_memory``), else through their pipes."""
+        if self.remote:
+            try:
+                return self._both({"op": "fetch", "remote": True})
+            except RemoteUnavailable as exc:  # both replies were read; both workers still hold their outputs
+                self.remote = False
+                self.ev.trace(f"remote fetch unavailable, outputs through the pipes: {exc}")
+        return self._both({"op": "fetch"})
+
+    def _read_remote(self, who: str, specs: Any) -> list:
+        worker = self.workers[who]
+        try:
+            return self.staging.read(who, worker.pid, specs, self.ev.options.limits.max_message_bytes)
+        except RemoteUnavailable:
+            raise
+        except RemoteMemoryError as exc:
+            if who == "ref":
+                self.ev.ref_healthy = False
+                raise ReferenceFailedError(
+                    f"task {self.ev.task.operator}: the reference worker's timed outputs could not be read: {exc}"
+                ) from None
+            raise Stop(
+                "runtime_error:protocol", f"case {self.case.name!r}: the candidate worker sent a malformed reply: {exc}"
+            ) from None
+
+    def _both(self, header: dict) -> dict[str, tuple[dict, list]]:
+        """The same request to both workers at once (untimed work: input generation, outputs); the reference's
+        reply is always read first, so a candidate that fails never leaves a reply behind in the pooled
+        reference worker's pipe."""
+        self._send_both(header)
+        return self._receive_both()
+
+    def _send_both(self, header: dict) -> None:
+        self._send("ref", header)
+        try:
+            self._send("cand", header)
+        except BaseException:
+            self._receive("ref")
+            raise
+
+    def _receive_both(self) -> dict[str, tuple[dict, list]]:
+        ref = self._receive("ref")
+        cand = self._receive("cand")
+        return {"ref": self._outputs("ref", ref), "cand": self._outputs("cand", cand)}
+
+    def _drain_both(self) -> None:
+        """Reads and drops the replies to requests sent to both workers (the evaluation has its verdict already)."""
+        for who in ("ref", "cand"):
+            try:
+                self.workers[who].receive(max(1.0, self.deadline - time.monotonic() + 30.0), "a reply nobody needs")
+            except Exception:  # a worker in trouble now: the reference one is not reused
+                if who == "ref":
+                    self.ev.ref_healthy = False
+
+    def _prepare_message(self, seeds: list[int]) -> dict:
+        ev = self.ev
+        return {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
+
+    def _unit(self, who: str, seeds: list[int]) -> float:
+        """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns as measured (round trip included)."""
+        self._ask(who, self._prepare_message(seeds))
+        return self._go(who, bool(seeds))
+
+    def _go(self, who: str, calls: bool, sampled: bool = False) -> int:
+        """Times one prepared unit from here (round trip included), with the checks from outside around it."""
+        ev, worker = self.ev, self.workers[who]
+        watch = who == "ref" and calls and ev.target.check_native_threads
+        cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
+        ref0 = worker.cpu_ns() if watch else 0
+        sampler = self.samplers.get(who) if sampled else None
+        if sampler is not None:
+            sampler.enable()
+        start = time.perf_counter_ns()
+        try:
+            self._ask(who, {"op": "go"})
+        finally:
+            elapsed = time.perf_counter_ns() - start
+            if sampler is not None:
+                sampler.disable()
+        if who == "cand" and calls:
+            self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
+        elif watch:
+            self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
+        if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
+            self.sealed = self._ask("cand", {"op": "seal"})[0].get("sealed")
+        return elapsed
+
+    def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
+        """The candidate's process must be idle while the reference is timed (read from /proc, from outside): in each
+        of the reference's units, and over all of them so far (a thread that spins all the time uses less than the
+        per-unit slack in one short unit, but not in all of them together).
+
+        The share allowed is of the CPU time one of the reference's busy threads got (its CPU time over its thread
+        count), not of the wall time: on a machine loaded from outside a spinning thread gets as little of a core as
+        the reference's threads do, and a share of the wall time would let it through."""
+        basis = min(wall_ns, ref_cpu_ns // max(1, self.ev.threads)) if ref_cpu_ns > 0 else wall_ns
+        self.idle_cpu_ns += cpu_ns
+        self.idle_wall_ns += wall_ns
+        self.idle_basis_ns += basis
+        allowed = IDLE_SLACK_NS + IDLE_SHARE * basis
+        total_allowed = IDLE_SLACK_NS + IDLE_SHARE * self.idle_basis_ns
+        if cpu_ns <= allowed and self.idle_cpu_ns > total_allowed:
+            cpu_ns, wall_ns, allowed = self.idle_cpu_ns, self.idle_wall_ns, total_allowed
+        if cpu_ns > allowed:
+            raise Stop(
+                "cheat_detected:background_work",
+                f"case {self.case.name!r}: while the reference's units were timed ({wall_ns / 1e6:.1f} ms) the "
+                f"candidate's process, waiting for its next request, used {cpu_ns / 1e6:.1f} ms of CPU (at most "
+                f"{allowed / 1e6:.1f} ms allowed): work done off the clock or taken from the reference's cores "
+                "(read from /proc/PID/task/*/schedstat by the harness)",
+            )
+
+    def _check_cpu(self, cpu_ns: int, wall_ns: int) -> None:
+        allowed = wall_ns * self.ev.threads * CPU_SLACK + 2e6
+        if cpu_ns > allowed:
+            raise Stop(
+                "cheat_detected:thread_count",
+                f"case {self.case.name!r}: during a timed unit the candidate's process used {cpu_ns / 1e6:.1f} ms of CPU "
+                f"in {wall_ns / 1e6:.1f} ms, more than {self.ev.threads} thread(s) can (read from /proc by the harness)",
+            )
+        if not self.ev.target.check_native_threads:  # CUDA/Triton runtimes start threads of their own
+            return
+        tasks = len(self.ev.cand.tasks())
+        limit = self.ev.task_threads + 2 * max(0, self.ev.threads - 1) + 2
+        if tasks > limit:
+            raise Stop(
+                "cheat_detected:thread_count",
+                f"case {self.case.name!r}: the candidate's process runs {tasks} threads; at {self.ev.threads} thread(s) "
+                f"the harness allows {limit} (read from /proc/PID/task by the harness)",
+            )
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            for sampler in self.samplers.values():
+                sampler.close()
+
+    def _run(self) -> None:
+        ev, result = self.ev, self.ev.results[self.case.index]
+        for who in ("ref", "cand"):  # the cost of an empty round trip, taken off every measurement
+            costs = []
+            for _ in range(5):
+                costs.append(self._unit(who, []))
+            self.overhead_ns[who] = sorted(costs)[len(costs) // 2]
+        # Warm-up (not fetched, not recorded), which also sizes the unit: n doubles (or more) until a unit of
+        # either implementation lasts at least unit_ms and UNIT_OVERHEADS round trips, so the subtracted cost stays
+        # small. Not more: every call of a unit needs an input set of its own, which costs far more than a fast
+        # kernel's call (was 2 ms and 20 round trips: 6 input sets of 16 MB per unit for relu's 0.5 ms calls).
+        target = max(self.budget.unit_ms * 1e6, UNIT_OVERHEADS * max(self.overhead_ns.values()))
+        n, warm_ms, units = 1, 0.0, 0
+        while True:
+            seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+            self._both(self._prepare_message(seeds))
+            raw = {who: self._go(who, True) for who in ("ref", "cand")}
+            units += 1
+            warm_ms += min(raw.values()) / 1e6
+            shortest = min(raw.values())
+            if time.monotonic() > self.deadline or (
+                shortest >= target and (warm_ms >= self.budget.warmup_ms or units >= 3)
+            ):
+                break
+            if shortest < target and n < UNIT_CAP:
+                n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
+        self._open_samplers()
+        rep = 0
+        seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+        self._both(self._prepare_message(seeds))
+        while True:
+            order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
+            # Both workers build their inputs at once (and send their outputs at once), both idle again before
+            # either unit is timed; each unit is timed alone, the other worker idle (which _check_idle verifies
+            # for the candidate). Overlapping a worker's prepare or fetch with the *other's timed unit* was
+            # ~20 % faster but made the units noisier (per-case CI of the candidate's median +-30-140 % instead
+            # of +-12-46 %, softmax and relu, 3 evaluations each; benchmarks/bench_harness.py section 4).
+            for who in order:
+                ns = max(0, self._go(who, True, sampled=True) - self.overhead_ns[who])
+                self.samples[who].append(ns / 1e6 / n)
+                self.spent_ms[who] += ns / 1e6
+            fetched = self._fetch_both()
+            rep += 1
+            done = self._done(rep)
+            following = None if done else [self.rng.randrange(1 << 31) for _ in range(n)]
+            if following is not None:  # the workers build the next unit's inputs while this process compares
+                self._send_both(self._prepare_message(following))
+            try:
+                ok = self._compare_unit(seeds, fetched)
+            except BaseException:
+                if following is not None:
+                    self._drain_both()
+                raise
+            if not ok:
+                if following is not None:
+                    self._drain_both()
+                return
+            if following is None:
+                break
+            self._receive_both()
+            seeds = following
+        self._judge_samples()  # after the measured units, whose outputs were compared first
+        from harness.timing import median_ci
+
+        result.ref_ms = TimingStats.from_samples(self.samples["ref"], median_ci(self.samples["ref"]))
+        result.cand_ms = TimingStats.from_samples(self.samples["cand"], median_ci(self.samples["cand"]))
+        result.speedup = result.ref_ms.median / result.cand_ms.median if result.cand_ms.median > 0 else None
+        ev.trace(f"case {self.case.name}: {rep} units of {n} call(s)")
+
+    def _open_samplers(self) -> None:
+        """perf-event samplers on every thread of both workers, switched on only around their measured units (the
+        reference's too, so both pay the sampling's small cost): the candidate's samples say where its timed
+        calls spent their time, however it was reached (C++ through libtorch, a helper thread, numpy)."""
+        from harness import native_probe
+
+        for who in ("cand", "ref"):
+            try:
+                self.samplers[who] = native_probe.Sampler(self.workers[who].pid, enabled=False)
+            except OSError as exc:
+                self.ev.trace(f"native probe unavailable for the {who} worker: {exc}")
+                if who == "cand":
+                    return
+
+    def _judge_samples(self) -> None:
+        """Time in libtorch's or a BLAS library's compute code during the candidate's timed calls is the reference's work."""
+        sampler = self.samplers.get("cand")
+        if sampler is None:
+            return
+        profile = sampler.profile()
+        self.ev.trace(f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}")
+        if profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
+            self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
+            raise Stop(
+                "cheat_detected:reference_call",
+                f"case {self.case.name!r}: {profile.reference_share:.0%} of the candidate's native forward time was spent "
+                f"in libtorch's, numpy's or a BLAS library's compute code ({profile.top()}; {profile.samples} samples taken "
+                "from outside its process with perf events): the reference's work, reached below Python",
+            )
+
+    def _done(self, rep: int) -> bool:
+        from harness.timing import enough_repetitions
+
+        if time.monotonic() > self.deadline:
+            return True
+        return enough_repetitions(self.budget, rep, self.spent_ms, self.samples, time.monotonic() - self.began)
+
+    def _check_seeds(self, wanted: list[int], fetched: tuple[dict, list]) -> None:
+        reply, _ = fetched
+        got = [i.get("seed") for i in reply.get("items", []) if isinstance(i, dict)]
+        if got != wanted:
+            raise Stop(
+                "cheat_detected:missing_trials",
+                f"case {self.case.name!r}: asked for timed calls with seeds {list(wanted)}, the candidate's worker "
+                f"returned outputs for {got}",
+            )
+
+    def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[dict, list]]) -> bool:
+        from harness.fast_compare import compare_encoded
+        from harness.guards import sealed_mismatch
+
+        ev, result = self.ev, self.ev.results[self.case.index]
+        self._check_seeds(seeds, fetched["cand"])
+        (cand, cand_tensors), (ref, ref_tensors) = fetched["cand"], fetched["ref"]
+        changed = sealed_mismatch(self.sealed, cand_tensors)  # sealed right after its timed calls returned
+        if changed is not None:
+            result.error = f"timed calls: {changed} (random elements sealed right after the call, read at fetch)"
+            raise Stop(
+                "cheat_detected:lazy_output",
+                f"case {self.case.name!r}: {result.error}: the work must finish inside forward",
+            )
+        if cand.get("reused") and not ref.get("reused"):
+            result.error = f"timed calls: {cand['reused']}, but the reference returns new memory on every call"
+            raise Stop("cheat_detected:output_reuses_buffer", f"case {self.case.name!r}: {result.error}")
+        for ref_item, cand_item in zip(ref["items"], cand["items"]):
+            verdict = compare_encoded(cand_item.get("output"), cand_tensors, ref_item, ref_tensors, ev.target.device)
+            if not verdict.ok:
+                result.passed = False
+                result.error = f"timed call on seed {cand_item['seed']}: {verdict.message}"
+                ev.case_kinds[self.case.index] = "incorrect:timed_mismatch"
+                return False
+        return True
+
+
+def join_output(*parts: str | None) -> str:
+    return "\n".join(p.strip("\n") for p in parts if p and p.strip())
