@@ -19,6 +19,7 @@ from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging
 from harness.targets.base import Target
 from harness.task import Case, Task
+from harness.worker_pool import Worker
 
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
@@ -43,8 +44,12 @@ class Stop(Exception):
 class TimedEvaluation(Protocol):
     """What a case's timing needs from the evaluation that runs it (``harness.evaluate._Evaluation``)."""
 
-    ref: Any  # the reference Worker
-    cand: Any  # the candidate Worker
+    @property
+    def ref(self) -> Worker: ...  # the reference worker
+
+    @property
+    def cand(self) -> Worker: ...  # the candidate worker
+
     options: Any  # harness.evaluate.EvalOptions
     rng: random.Random
     staging: Staging

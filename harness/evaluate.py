@@ -179,7 +179,11 @@ class _Evaluation:
         self.target = get_target(options.target)
         self.target.check_available()
         self.sandboxed = use_sandbox(options.sandbox)
-        self.cases = select_cases(task, options.cases, options.case_set)
+        self.cases = select_cases(
+            task,
+            options.cases if options.cases is None or isinstance(options.cases, str) else list(options.cases),
+            options.case_set,
+        )
         self.threads = options.threads or available_cores()
         self.rng = random.Random(options.seed) if options.seed is not None else random.SystemRandom()
         self.results = {
@@ -195,18 +199,32 @@ class _Evaluation:
             from harness import reference_cache
 
             self._salt = reference_cache.seed_salt()
-            self.task_sha = reference_cache.task_digest(task.path)
+            self.task_sha: str | None = reference_cache.task_digest(task.path)
         else:
             self.task_sha = None
         self.init_seeds = {c.index: self._seed(c, "init") for c in self.cases}
-        self.ref: Worker | None = None
-        self.cand: Worker | None = None
+        self._ref: Worker | None = None
+        self._cand: Worker | None = None
         self.compile_cheat: tuple[str, str] | None = None  # an escape attempt refused by the compile service
         self.ref_healthy = True  # False once the reference worker failed: it is then not reused
         self.ref_info: dict = {}
         self.task_threads = 0  # the candidate worker's thread count before the candidate was loaded
         self.staging = Staging()  # parent-side buffers the outputs are read into, reused from unit to unit
         self._remote: bool | None = None  # remote_reads(), once known
+
+    @property
+    def ref(self) -> Worker:
+        """The reference worker (``_reference()`` starts or takes it)."""
+        if self._ref is None:
+            raise HarnessError("the evaluation asked its reference worker before starting it")
+        return self._ref
+
+    @property
+    def cand(self) -> Worker:
+        """The candidate worker (``_start_candidate()`` starts it)."""
+        if self._cand is None:
+            raise HarnessError("the evaluation asked its candidate worker before starting it")
+        return self._cand
 
     def _seed(self, case: Case, what: Any) -> int:
         if self._salt is None:
@@ -228,9 +246,9 @@ class _Evaluation:
                         if self.options.physical_limit:
                             self._physical_limit()
             finally:
-                if self.cand is not None:
+                if self._cand is not None:
                     self.cand.close()
-                if self.ref is not None:
+                if self._ref is not None:
                     self._release_reference()
         except Stop as stop:
             return self._outcome(stop.kind, stop.message, stop.output)
@@ -328,14 +346,14 @@ class _Evaluation:
 
     def _reference(self) -> Worker:
         """The reference worker, loaded (taken from the pool of loaded ones, or started now)."""
-        if self.ref is not None:
+        if self._ref is not None:
             return self.ref
         pooled = REFERENCE_POOL.take(self._pool_key()) if self.options.reuse_reference else None
         if pooled is not None:
-            self.ref, self.ref_info = pooled
+            self._ref, self.ref_info = pooled
             self.trace("reference worker ready (reused)")
             return self.ref
-        self.ref = self._worker()
+        self._ref = self._worker()
         self.ref.role = "reference"
         self.ref.send({**self._load_message(), "role": "reference"})
         reply = self.reference_reply(self.options.startup_timeout_s, "loading the task")
@@ -344,13 +362,13 @@ class _Evaluation:
         return self.ref
 
     def _start_candidate(self) -> None:
-        self.cand = self._worker()
+        self._cand = self._worker()
         self.cand.role = "candidate"
         try:
             self.cand.wait_ready(self.options.startup_timeout_s)
         except WorkerError:  # a pooled worker that died while idle: one fresh try
             self.cand.close()
-            self.cand = self._spec().start("candidate")
+            self._cand = self._spec().start("candidate")
             if self.sandboxed:
                 self.cand.compile_service = self._serve_compile
             try:
@@ -391,7 +409,7 @@ class _Evaluation:
 
     def _check_sandbox(self, doing: str) -> None:
         """Forbidden system calls the sandbox trapped in the candidate's process are cheats."""
-        if self.cand is None or not self.sandboxed:
+        if self._cand is None or not self.sandboxed:
             return
         if self.compile_cheat is not None:
             check, message = self.compile_cheat
@@ -454,7 +472,7 @@ class _Evaluation:
         from harness import reference_cache
 
         use_cache = self.options.reference_cache and self.task_sha is not None
-        keys = [
+        keys: list[str | None] = [
             reference_cache.entry_key(
                 self._cache_context(), case.as_dict(), self.init_seeds[case.index], s, DEGENERATE_RETRIES
             )
@@ -480,8 +498,9 @@ class _Evaluation:
             )
             for i, (trial, tensors) in zip(missing, _split_trials(reply["trials"], reply["_tensors"])):
                 found[i] = (trial, tensors)
-                if keys[i] and not trial.get("degenerate"):
-                    reference_cache.store(keys[i], trial, tensors)
+                key = keys[i]
+                if key and not trial.get("degenerate"):
+                    reference_cache.store(key, trial, tensors)
         return found  # type: ignore[return-value]
 
     def _correctness(self) -> None:
@@ -555,7 +574,7 @@ class _Evaluation:
             if isinstance(trials, list) and all(isinstance(t, dict) for t in trials)
             else None
         )
-        if got == seeds and seeds and not trials[0].get("digest"):
+        if got == seeds and seeds and isinstance(trials, list) and not trials[0].get("digest"):
             got = None  # the first trial must prove which inputs it ran on
         if got != seeds:
             self.results[case.index].error = f"asked for trials with seeds {seeds}, got {got}"
