@@ -61,3 +61,31 @@ def sandboxed_command(cmd: list[str], writable: list[str]) -> tuple[list[str], d
     for h in hidden_paths([cache_root() / "refs", keys]):
         wrapper += ["--hide", h]
     return [*launcher(), *wrapper, "--", *cmd], clean_env({"PYTHONPATH": root})
+
+
+def secret_file(path: Path) -> bytes:
+    """A 32-byte random secret kept at ``path`` (mode 0600, in a folder the sandboxes hide), created on first use.
+
+    Written to a temporary file and linked into place, so the first writer wins and every process reads the
+    same secret, even when several create it at once."""
+    try:
+        data = path.read_bytes()
+        if len(data) == 32:
+            return data
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, os.urandom(32))
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        if len(path.read_bytes()) != 32:  # a damaged secret is replaced, not used
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_bytes()

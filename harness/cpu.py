@@ -78,7 +78,7 @@ from typing import Any, cast
 
 from harness import compile_flags
 from harness._cdecl import Function, extern_c_functions
-from harness.commands import cache_root, default_compile_timeout, run_with_timeout, sandboxed_command
+from harness.commands import cache_root, default_compile_timeout, run_with_timeout, sandboxed_command, secret_file
 from harness.errors import CompileError
 
 FAST_PATH_VERSION = "1"
@@ -274,27 +274,7 @@ def file_sha256(path: Path) -> str:
 def library_key() -> bytes:
     """The secret the harness signs its cache entries with (``keys/library-key`` under the cache root: hidden
     from every sandbox, so neither a candidate nor its compiler can sign a library of its own)."""
-    path = cache_root() / "keys" / "library-key"
-    try:
-        data = path.read_bytes()
-        if len(data) == 32:
-            return data
-    except OSError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".library-key-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, os.urandom(32))
-    finally:
-        os.close(fd)
-    try:
-        os.link(tmp, path)  # the first writer wins; everyone then reads the same key
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path.read_bytes()
+    return secret_file(cache_root() / "keys" / "library-key")
 
 
 def signature(entry: str, sha256: str) -> str:

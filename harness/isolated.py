@@ -63,7 +63,6 @@ REPORT_KEEP = 64 << 20  # at most this much of the child's report is read back
 OUTPUT_KEEP = 4000  # the tail of the child's stderr kept for messages
 # Variables that may hold credentials: never handed to task code, not even without the sandbox.
 _SECRET = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|CREDENTIAL|_KEY$)", re.IGNORECASE)
-_PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -267,14 +266,9 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 def _drop_capabilities() -> None:
-    """Empty the bounding set: after ``exec`` the child has no capability, even as root of its namespace."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in range(64):
-        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            if ctypes.get_errno() == 22:  # EINVAL: past the last capability this kernel knows
-                break
-            raise sandbox.SandboxSetupError(f"cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}")
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    """No capability after ``exec`` (the compile sandbox's ``sandbox.drop_capabilities``), and no new privileges."""
+    sandbox.drop_capabilities()
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise sandbox.SandboxSetupError("PR_SET_NO_NEW_PRIVS failed")
 
 

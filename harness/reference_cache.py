@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import struct
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import torch
 
 from harness import settings
+from harness.commands import secret_file
 from harness.ipc import DTYPES
 
 FORMAT = "kope.refcache/3"  # 2: every entry carries its inputs' digest; 3: outputs' strides, index outputs' inputs
@@ -49,19 +49,7 @@ def folder() -> Path:
 
 def seed_salt() -> bytes:
     """A random secret kept in the (hidden) cache folder, created on first use."""
-    path = folder() / "seed-salt"
-    try:
-        data = path.read_bytes()
-        if len(data) == 32:
-            return data
-    except OSError:
-        pass
-    data = secrets.token_bytes(32)
-    tmp = path.with_name(f".seed-salt-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-    return path.read_bytes()
+    return secret_file(folder() / "seed-salt")
 
 
 def derived_seed(salt: bytes, *parts: Any) -> int:

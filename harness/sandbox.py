@@ -467,8 +467,11 @@ def drop_capabilities() -> None:
     _check(_libc.capset(header, data), "capset (no capabilities)")
 
 
-# What a compiler never does; each fails with EPERM (the compile sandbox has no reporter to trap to).
-COMPILER_DENIED = (
+# System calls no sandboxed process needs: reading or writing another process's memory, and leaving or changing
+# the sandbox (mounts, namespaces, kernel modules, keyrings, BPF, perf, raw I/O). One list for both sandboxes:
+# the candidate's seccomp filter traps them and reports a check (harness.seccomp.TRAPPED), the compiler's denies them.
+MEMORY_SYSCALLS = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "userfaultfd")
+ESCAPE_SYSCALLS = (
     "mount",
     "umount2",
     "pivot_root",
@@ -482,12 +485,6 @@ COMPILER_DENIED = (
     "fsconfig",
     "fspick",
     "mount_setattr",
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "pidfd_getfd",
-    "kcmp",
-    "userfaultfd",
     "bpf",
     "perf_event_open",
     "keyctl",
@@ -500,8 +497,10 @@ COMPILER_DENIED = (
     "kexec_file_load",
     "iopl",
     "ioperm",
-    "capset",
 )
+# What a compiler never does; each fails with EPERM (the compile sandbox has no reporter to trap to). Its
+# capabilities are gone already; capset keeps them gone.
+COMPILER_DENIED = (*MEMORY_SYSCALLS, *ESCAPE_SYSCALLS, "capset")
 _CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 
 

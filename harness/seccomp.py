@@ -16,38 +16,14 @@ import fcntl
 import os
 
 from harness.cpu import compile_cpp
-from harness.sandbox import SandboxSetupError
+from harness.sandbox import ESCAPE_SYSCALLS, MEMORY_SYSCALLS, SandboxSetupError
 
 # Each trapped syscall reports under the anti-cheat check it belongs to.
 TRAPPED = {
     "process_spawn": ("fork", "vfork", "execve", "execveat"),
     "network_access": ("socket", "socketpair"),
-    "memory_access": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "userfaultfd"),
-    "sandbox_escape": (
-        "mount",
-        "umount2",
-        "pivot_root",
-        "chroot",
-        "unshare",
-        "setns",
-        "move_mount",
-        "open_tree",
-        "fsopen",
-        "fsmount",
-        "mount_setattr",
-        "bpf",
-        "perf_event_open",
-        "keyctl",
-        "add_key",
-        "request_key",
-        "init_module",
-        "finit_module",
-        "delete_module",
-        "kexec_load",
-        "iopl",
-        "ioperm",
-        "personality",
-    ),
+    "memory_access": MEMORY_SYSCALLS,
+    "sandbox_escape": (*ESCAPE_SYSCALLS, "personality"),
 }
 CLONE_THREAD = 0x00010000
 SIGSYS = 31
