@@ -63,7 +63,7 @@ class AttemptState:
     reaches every view; none of them keeps a copy (``tests/unit/test_one_definition.py`` checks)."""
 
     decision: DecisionRecord
-    outcome: OutcomeNodeRecord | None  # None: the graph holds no outcome for it (only ``StepState.history``)
+    outcome: OutcomeNodeRecord | None  # None: not read with this state (only ``StepState.history``)
     # None: the attempt wrote no kernel (e.g. a format error); in ``StepState.history`` also: not read
     code: str | None
 
@@ -116,9 +116,8 @@ class StepState(RunState):
 
     @property
     def history(self) -> tuple[AttemptState, ...]:
-        """Every attempt of the run in step order, with its outcome; its kernel only when the state was read
-        with ``history_code`` (otherwise ``code`` is None: the step did not read it)."""
-        return tuple(
-            AttemptState(d, self.outcomes.get(d.id), self.kernels.get(d.id) if self.history_code else None)
-            for d in self.decisions
-        )
+        """Every attempt of the run in step order: the decisions, with their outcomes and kernels only when the
+        state was read with ``history_code`` (the passive policy; otherwise both are None)."""
+        if not self.history_code:
+            return tuple(AttemptState(d, None, None) for d in self.decisions)
+        return tuple(AttemptState(d, self.outcomes.get(d.id), self.kernels.get(d.id)) for d in self.decisions)
