@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -194,6 +194,8 @@ class KnowledgeDoc(_Spec):
     layers: tuple[str, ...] = ()
     hardware: tuple[str, ...] = ()  # hardware-class prefixes; () = any hardware
     path: Path | None = Field(default=None, exclude=True)  # the file it was read from; not sent or stored
+
+    STORED: ClassVar[tuple[str, ...]] = ("id", "title", "text", "targets", "families")  # what a client sends
 
     @field_validator("id")
     @classmethod

@@ -289,3 +289,16 @@ def test_missing_or_empty_folder_is_an_error(tmp_path):
 def test_knowledge_error_is_a_kope_error_with_usage_exit_code():
     assert issubclass(KnowledgeError, KopeError)
     assert KnowledgeError("x").exit_code == 2
+
+
+def test_the_server_takes_only_the_stored_part_of_a_document():
+    from kope.memory.journaling import knowledge_data
+    from kope.server.api import KnowledgeBody
+
+    doc = load_knowledge()[0]
+    assert tuple(knowledge_data(doc)) == KnowledgeDoc.STORED  # what is journaled, sent and stored
+    sent = {"id": doc.id, "title": doc.title, "text": doc.text, "targets": ["cpu"], "families": ["all"]}
+    assert KnowledgeBody.model_validate({"docs": [sent]}).docs[0].id == doc.id
+    for extra in ({"path": "/etc/passwd"}, {"layers": ["tiling"]}, {"hardware": ["x86_64"]}):
+        with pytest.raises(ValidationError, match=f"unknown field '{next(iter(extra))}'"):
+            KnowledgeBody.model_validate({"docs": [{**sent, **extra}]})
