@@ -184,7 +184,7 @@ class KnowledgeDoc(_Spec):
     Knowledge node that prompts cite through USED edges).
 
     Only ``knowledge_data`` (id, title, text, targets, families) is journaled, sent and stored; ``layers`` and
-    ``hardware`` rank a document for a step, ``path`` names its file in error messages."""
+    ``hardware`` select and rank it for a step, ``path`` is the file it was read from."""
 
     id: str
     title: str
