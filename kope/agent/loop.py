@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from kope.agent.proposal import (
-    ParentState,
-    PastAttempt,
     Proposal,
     ProposalRequest,
     Proposer,
@@ -189,13 +187,6 @@ class Optimizer:
             )
         return result.run_id, None
 
-    @staticmethod
-    def _history(state: RunState) -> list[PastAttempt]:
-        return [
-            PastAttempt(d.id, d.step, d.parent_id, d.title, d.layer, d.status, d.label, d.a, d.params, d.code_hash)
-            for d in state.decisions
-        ]
-
     def _parent(self, state: RunState, stale: int) -> tuple[DecisionRecord | None, bool]:
         """The state this step starts from, and whether it is a backtrack."""
         incumbent = state.incumbent
@@ -229,12 +220,7 @@ class Optimizer:
         )
         memory_before = self._memory_counts()
         run_id, resumed_at = self._start(task, hardware, resume)
-        self.memory.upsert_knowledge(
-            [
-                {"id": d.id, "title": d.title, "text": d.body, "targets": list(d.targets), "families": list(d.families)}
-                for d in load_knowledge()
-            ]
-        )
+        self.memory.upsert_knowledge(load_knowledge())
         summary = RunSummary(
             run_id,
             task.operator,
@@ -291,13 +277,12 @@ class Optimizer:
                 break
             stale = self._stale_steps(state)
             parent_record, backtracked = self._parent(state, stale)
-            parent = None
+            parent = state.attempt(parent_record.id) if parent_record is not None else None
             start: AttemptState | None = None  # shown as the incumbent when the step does not start from it
-            if parent_record is not None:
-                at = state.attempt(parent_record.id)
-                parent = ParentState(at.id, at.code, at.params, parent_record.a, parent_record.status)
-                if backtracked or (state.incumbent is None and parent_record.status == "correct"):
-                    start = at
+            if parent_record is not None and (
+                backtracked or (state.incumbent is None and parent_record.status == "correct")
+            ):
+                start = parent
             started = time.monotonic()
             context, retrieval = build_context(
                 task,
@@ -324,7 +309,7 @@ class Optimizer:
                 context,
                 retrieval,
                 parent,
-                self._history(state),
+                state.history,
                 backtracked,
                 cases=cases,
                 tuning=self._tuning(task, cases, hardware, run_id),
@@ -393,7 +378,7 @@ class Optimizer:
         task_path: Path,
         run_id: str,
         step: int,
-        parent: ParentState | None,
+        parent: AttemptState | None,
         proposal: Proposal,
         context: AssembledContext,
         hardware: Hardware,

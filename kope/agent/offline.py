@@ -188,7 +188,7 @@ class OfflineProposer:
         tuner = Tuner(template, self.seed)
         mine = [c for c in (TemplateChoice.of(h.params) for h in request.history) if c.template == template.name]
         tried = {settings_key(tuner.space.pin(operator, c.settings)) for c in mine}
-        hashes = {h.code_hash for h in request.history if h.code_hash}
+        hashes = {h.decision.code_hash for h in request.history if h.decision.code_hash}
         data = request.tuning
         parent = request.parent
         start = TemplateChoice.of(parent.params) if parent is not None else None

@@ -9,36 +9,9 @@ from typing import Any, Protocol, runtime_checkable
 from kope.boundary import Hardware, TaskView
 from kope.context.assemble import AssembledContext
 from kope.context.protocol import FormatProblem
-from kope.memory.params import DecisionParams
 from kope.memory.retrieval import RetrievalResult
+from kope.memory.state import AttemptState
 from kope.memory.tuning import TuningData, TuningQuery
-
-
-@dataclass(frozen=True)
-class ParentState:
-    """The state this step starts from (the incumbent, or an earlier state when backtracking)."""
-
-    id: str
-    code: str | None
-    params: DecisionParams
-    speedup: float | None
-    status: str
-
-
-@dataclass(frozen=True)
-class PastAttempt:
-    """One earlier attempt of this run (from the graph), as proposers read it."""
-
-    id: str
-    step: int
-    parent_id: str | None
-    title: str
-    layer: str
-    status: str
-    label: str
-    a: float | None
-    params: DecisionParams
-    code_hash: str | None = None  # content hash of the kernel it wrote (kope.memory.ids.kernel_id)
 
 
 @dataclass(frozen=True)
@@ -49,8 +22,9 @@ class ProposalRequest:
     hardware: Hardware
     context: AssembledContext
     retrieval: RetrievalResult | None  # None without memory (or a policy that retrieves nothing)
-    parent: ParentState | None
-    history: Sequence[PastAttempt]
+    # the state this step starts from (the incumbent, or an earlier state when backtracking), its kernel read
+    parent: AttemptState | None
+    history: Sequence[AttemptState]  # every earlier attempt, in step order (StepState.history)
     backtracked: bool = False
     cases: Sequence[Mapping[str, Any]] = ()  # the cases this run evaluates (name + parameters); () = all
     tuning: TuningData | None = None  # the training sample a proposer asked for (UsesTuningRecords)

@@ -32,7 +32,6 @@ from kope.context.budget import Budget
 from kope.context.hot import ContextBudgetError, HotSections, HotState, fit_hot, join_sections
 from kope.context.items import (
     ContextItem,
-    HistoryEntry,
     digest_item,
     effect_item,
     history_item,
@@ -40,11 +39,12 @@ from kope.context.items import (
     lineage_item,
     rule_item,
 )
-from kope.context.knowledge import KnowledgeDoc
 from kope.context.templates import render_messages, render_system
 from kope.context.tokens import TokenCounter
 from kope.errors import UsageError
 from kope.memory.retrieval import RetrievalResult
+from kope.memory.specs import KnowledgeDoc
+from kope.memory.state import AttemptState
 
 # Relevance bases: warm experience above cold material; inside a tier, rank order.
 RELEVANCE_RULE = 3.0
@@ -130,7 +130,7 @@ class ContextAssembler:
         state: HotState,
         retrieval: RetrievalResult | None,
         knowledge: Sequence[tuple[KnowledgeDoc, float]],
-        history: Sequence[HistoryEntry],
+        history: Sequence[AttemptState],
     ) -> list[ContextItem]:
         items: list[ContextItem] = []
         if retrieval is not None:
@@ -147,7 +147,8 @@ class ContextAssembler:
                 items.append(lineage_item(lineage, "warm", RELEVANCE_TEXT + 0.4 / (lineage.rank + 2)))
         for i, (doc, score) in enumerate(knowledge):
             items.append(knowledge_item(doc, score, RELEVANCE_KNOWLEDGE + min(score, 4.0) / 20 + 1.0 / (i + 50)))
-        older = [e for e in history if e.id not in (state.incumbent_id,)]
+        incumbent_id = state.incumbent.id if state.incumbent is not None else None
+        older = [e for e in history if e.id not in (incumbent_id,)]
         digest = digest_item(older, RELEVANCE_DIGEST)
         if digest is not None:
             items.append(digest)
@@ -161,7 +162,7 @@ class ContextAssembler:
         policy: str = "active",
         retrieval: RetrievalResult | None = None,
         knowledge: Sequence[tuple[KnowledgeDoc, float]] = (),
-        history: Sequence[HistoryEntry] = (),
+        history: Sequence[AttemptState] = (),
     ) -> AssembledContext:
         if policy not in POLICIES:
             raise UsageError(f"unknown context policy {policy!r} (choose from {', '.join(POLICIES)})")
@@ -299,7 +300,7 @@ def assemble(
     model: str | None = None,
     retrieval: RetrievalResult | None = None,
     knowledge: Sequence[tuple[KnowledgeDoc, float]] = (),
-    history: Sequence[HistoryEntry] = (),
+    history: Sequence[AttemptState] = (),
     encoding_fallback: str = "cl100k_base",
 ) -> AssembledContext:
     """One-call convenience around :class:`ContextAssembler`."""

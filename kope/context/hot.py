@@ -31,7 +31,8 @@ from typing import Any
 from kope.boundary import Hardware
 from kope.context.recipes import recipe
 from kope.errors import KopeError
-from kope.memory.records import OutcomeNodeRecord, StoredCase
+from kope.memory.records import StoredCase
+from kope.memory.state import AttemptState
 
 MAX_LEVEL = 5
 
@@ -56,20 +57,20 @@ class HotState:
     description: str = ""
     objective: str = ""
     step: int = 0
-    incumbent_id: str | None = None
-    incumbent_code: str | None = None
-    incumbent_outcome: OutcomeNodeRecord | None = None
-    latest_title: str | None = None
-    latest_outcome: OutcomeNodeRecord | None = None  # the previous attempt's outcome, as the graph holds it
+    # the kernel this step starts from, its decision and outcome: the incumbent, or the state the step
+    # backtracks to (or repairs, before there is an incumbent)
+    incumbent: AttemptState | None = None
+    latest: AttemptState | None = None  # the previous attempt, as the graph holds it
     latest_note: str | None = None  # e.g. a format problem of the last response
 
     def default_objective(self) -> str:
-        if self.incumbent_code is None:
+        incumbent = self.incumbent
+        if incumbent is None or incumbent.code is None:
             return (
                 f"Write a first correct `{self.target}` kernel for `{self.operator}` that passes every case, "
                 "then make it fast. Correctness first."
             )
-        speed = _fmt_speedup(self.incumbent_outcome.speedup if self.incumbent_outcome else None)
+        speed = _fmt_speedup(incumbent.outcome.speedup if incumbent.outcome else None)
         return (
             f"Make the incumbent `{self.operator}` kernel faster on this hardware (now {speed} vs PyTorch) "
             "without breaking any case. One focused change per attempt."
@@ -236,11 +237,12 @@ def _case_summary(cases: Sequence[StoredCase]) -> str:
 
 
 def feedback_text(state: HotState, level: int, notes: list[str]) -> str:
-    outcome = state.latest_outcome
+    latest = state.latest
+    outcome = latest.outcome if latest is not None else None
     if outcome is None and not state.latest_note:
         return "No attempt yet in this run."
     lines = []
-    title = f' ("{state.latest_title}")' if state.latest_title else ""
+    title = f' ("{latest.decision.title}")' if latest is not None and latest.decision.title else ""
     if outcome is not None:
         lines.append(
             f"Previous attempt{title}: {outcome.status}"
@@ -272,7 +274,7 @@ def feedback_text(state: HotState, level: int, notes: list[str]) -> str:
 def build_hot(state: HotState, level: int) -> HotSections:
     hot = HotSections(level=level)
     reference = strip_cases_block(state.reference_source)
-    incumbent = state.incumbent_code
+    incumbent = state.incumbent.code if state.incumbent is not None else None
     if level >= 4:
         reference = strip_comments(reference)
         incumbent = strip_comments(incumbent) if incumbent else incumbent
@@ -303,10 +305,10 @@ def build_hot(state: HotState, level: int) -> HotSections:
     ]
     if incumbent:
         summary = ""
-        if state.incumbent_outcome:
-            o = state.incumbent_outcome
+        o = state.incumbent.outcome if state.incumbent is not None else None
+        if o:
             summary = f" ({o.cases_passed}/{o.cases_total} cases, {_fmt_speedup(o.speedup)} vs PyTorch)"
-        ident = f" [{state.incumbent_id}]" if state.incumbent_id else ""
+        ident = f" [{state.incumbent.id}]" if state.incumbent is not None and state.incumbent.id else ""
         incumbent_text = (
             f"## Incumbent kernel{ident}{summary}\nStart from this file:\n```python\n{incumbent.strip()}\n```"
         )

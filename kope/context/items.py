@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kope.context.hot import trim_lines
-from kope.context.knowledge import KnowledgeDoc
-from kope.memory.records import InsightRecord, OutcomeNodeRecord
+from kope.memory.records import InsightRecord
 from kope.memory.retrieval import BranchSummary, Lineage, StepSummary
+from kope.memory.specs import KnowledgeDoc
+from kope.memory.state import AttemptState
 
 MAX_DIFF_LINES = 40
 MAX_THOUGHT_CHARS = 400
@@ -144,7 +145,7 @@ def effect_item(effect: InsightRecord, relevance: float) -> ContextItem:
 
 def knowledge_item(doc: KnowledgeDoc, score: float, relevance: float) -> ContextItem:
     """A shipped knowledge document."""
-    body = doc.body.strip()
+    body = doc.text.strip()
     text = f"### Knowledge [{doc.id}] {doc.title}\n{body}"
     paragraphs = [p for p in body.split("\n\n") if p.strip()]
     compact = f"### Knowledge [{doc.id}] {doc.title}\n" + "\n\n".join(paragraphs[:3])
@@ -162,33 +163,16 @@ def knowledge_item(doc: KnowledgeDoc, score: float, relevance: float) -> Context
     )
 
 
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One earlier attempt of this task (for the run digest and the passive policy)."""
-
-    id: str
-    step: int
-    title: str
-    layer: str
-    status: str
-    label: str | None = None
-    r: float | None = None
-    speedup: float | None = None
-    thought: str = ""
-    code: str | None = None
-    outcome: OutcomeNodeRecord | None = None  # what the target said (passive history only)
-
-
-def digest_item(entries: Sequence[HistoryEntry], relevance: float) -> ContextItem | None:
+def digest_item(entries: Sequence[AttemptState], relevance: float) -> ContextItem | None:
     """Older attempts of this run, one line each (newest first)."""
     if not entries:
         return None
     lines = ["### This run so far (older attempts, newest first)"]
-    for e in sorted(entries, key=lambda e: -e.step):
+    for d in sorted((e.decision for e in entries), key=lambda d: -d.step):
         lines.append(
-            f'- step {e.step} [{e.id}] "{e.title}" ({e.layer}): {e.status}'
-            + (f", {e.label}" if e.label else "")
-            + (f", {_num(e.speedup, '.2f')}x" if e.speedup else "")
+            f'- step {d.step} [{d.id}] "{d.title}" ({d.layer}): {d.status}'
+            + (f", {d.label}" if d.label else "")
+            + (f", {_num(d.a, '.2f')}x" if d.a else "")
         )
     compact = "\n".join(lines[:9]) + ("\n- ..." if len(lines) > 9 else "")
     return ContextItem(
@@ -196,17 +180,18 @@ def digest_item(entries: Sequence[HistoryEntry], relevance: float) -> ContextIte
     )
 
 
-def history_item(entry: HistoryEntry) -> ContextItem:
+def history_item(entry: AttemptState) -> ContextItem:
     """A full earlier attempt, code and feedback included (the passive baseline)."""
-    lines = [f'### Attempt step {entry.step} [{entry.id}] "{entry.title}" ({entry.layer})']
-    if entry.thought:
-        lines.append(f"thought: {entry.thought}")
+    d = entry.decision
+    lines = [f'### Attempt step {d.step} [{d.id}] "{d.title}" ({d.layer})']
+    if d.thought:
+        lines.append(f"thought: {d.thought}")
     o = entry.outcome
     counts = f"{o.cases_passed}/{o.cases_total}" if o is not None else "?/?"
     lines.append(
-        f"result: {entry.status}"
+        f"result: {d.status}"
         + (f" [{o.error_kind}]" if o is not None and o.error_kind else "")
-        + f", {counts} cases, speedup {_num(entry.speedup, '.2f')}x"
+        + f", {counts} cases, speedup {_num(d.a, '.2f')}x"
     )
     if o is not None and o.error_excerpt:
         lines.append("error output:\n```\n" + o.error_excerpt.strip() + "\n```")
@@ -214,10 +199,10 @@ def history_item(entry: HistoryEntry) -> ContextItem:
         code, _ = trim_lines(entry.code.strip(), MAX_HISTORY_CODE_LINES // 2)
         lines.append("code:\n```python\n" + code + "\n```")
     return ContextItem(
-        id=entry.id,
+        id=d.id,
         kind="history",
         tier="warm",
-        relevance=float(entry.step),
+        relevance=float(d.step),
         text="\n".join(lines),
         evidence_kind="decision",
     )

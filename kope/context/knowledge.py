@@ -14,7 +14,9 @@ starts with YAML front-matter between two ``---`` lines::
     body in Markdown ...
 
 ``load_knowledge()`` parses and validates every file (a bad one raises
-``KnowledgeError`` naming the file and the field); ``select_knowledge()``
+``KnowledgeError`` naming the file and the field) into a
+``kope.memory.KnowledgeDoc``, the one definition: the loop hands the same
+objects to the memory, which stores them as Knowledge nodes. ``select_knowledge()``
 returns the documents that apply to a target, family and hardware class,
 ranked by a deterministic relevance score.
 """
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ import yaml
 
 from kope.boundary import FAMILIES, LAYERS, TARGETS, UNKNOWN_FAMILY
 from kope.errors import KopeError
+from kope.memory.specs import KnowledgeDoc
 
 ALL_FAMILIES = "all"
 
@@ -54,24 +56,6 @@ class KnowledgeError(KopeError):
     """A knowledge document (or a selection request) is malformed."""
 
     exit_code = 2
-
-
-@dataclass(frozen=True)
-class KnowledgeDoc:
-    """One validated knowledge document."""
-
-    id: str
-    title: str
-    targets: tuple[str, ...]
-    families: tuple[str, ...]  # ("all",) or a subset of FAMILIES
-    layers: tuple[str, ...]
-    hardware: tuple[str, ...]  # hardware-class prefixes; () = any hardware
-    body: str
-    path: Path
-
-    def matches_hardware(self, hardware_class: str) -> bool:
-        """True when one of this doc's prefixes matches ``hardware_class`` on a '-' boundary."""
-        return any(_prefix_match(prefix, hardware_class) for prefix in self.hardware)
 
 
 # folder -> (signature of its *.md files, the parsed documents). The context
@@ -153,7 +137,16 @@ def parse_knowledge_file(path: Path) -> KnowledgeDoc:
     body = match.group(2).strip()
     if not body:
         raise KnowledgeError(f"{path}: field 'body': the document has no text after the front-matter")
-    return KnowledgeDoc(doc_id, title.strip(), targets, families, layers, hardware, body, path)
+    return KnowledgeDoc(
+        id=doc_id,
+        title=title.strip(),
+        text=body,
+        targets=targets,
+        families=families,
+        layers=layers,
+        hardware=hardware,
+        path=path,
+    )
 
 
 def select_knowledge(
@@ -199,10 +192,6 @@ def select_knowledge(
         ranked.append((doc, score))
     ranked.sort(key=lambda pair: (-pair[1], pair[0].id))
     return ranked
-
-
-def _prefix_match(prefix: str, hardware_class: str) -> bool:
-    return hardware_class == prefix or hardware_class.startswith(prefix + "-")
 
 
 def _string_list(path: Path, field: str, value: Any) -> list[str]:

@@ -18,37 +18,14 @@ from kope.boundary import FAMILIES, LAYERS, UNKNOWN_FAMILY, Hardware, TaskView
 from kope.context.assemble import AssembledContext, ContextAssembler
 from kope.context.budget import Budget
 from kope.context.hot import HotState
-from kope.context.items import HistoryEntry
-from kope.context.knowledge import KnowledgeDoc, load_knowledge, select_knowledge
+from kope.context.knowledge import load_knowledge, select_knowledge
 from kope.memory.outcome import parse_hardware
 from kope.memory.protocol import ContextMemory
-from kope.memory.records import OutcomeNodeRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult
+from kope.memory.specs import KnowledgeDoc
 from kope.memory.state import AttemptState, StepState
 
-__all__ = ["TaskView", "build_context", "history_entries"]
-
-
-def history_entries(state: StepState) -> list[HistoryEntry]:
-    """Every attempt of the run, oldest first (code only when the state was read with every kernel)."""
-    entries = []
-    for d in state.decisions:
-        entries.append(
-            HistoryEntry(
-                id=d.id,
-                step=d.step,
-                title=d.title,
-                layer=d.layer,
-                status=d.status,
-                label=d.label,
-                r=d.r,
-                speedup=d.a,
-                thought=d.thought,
-                code=state.kernels.get(d.id) if state.history_code else None,
-                outcome=state.outcomes.get(d.id) if state.history_code else None,
-            )
-        )
-    return sorted(entries, key=lambda e: e.step)
+__all__ = ["TaskView", "build_context"]
 
 
 def build_context(
@@ -84,29 +61,25 @@ def build_context(
     hw = hardware if isinstance(hardware, Hardware) else parse_hardware(hardware)
     if state is None and graph is not None and run_id is not None:
         state = graph.step_state(run_id, history_code=policy == "passive")
-    incumbent_id: str | None = None
-    incumbent_code: str | None = None
-    incumbent_outcome: OutcomeNodeRecord | None = None
-    latest_title: str | None = None
-    latest_outcome: OutcomeNodeRecord | None = None
-    latest_excerpt: str | None = None
-    history: list[HistoryEntry] = []
+    incumbent: AttemptState | None = None
+    latest: AttemptState | None = None
+    history: tuple[AttemptState, ...] = ()
     next_step = step if step is not None else 0
     layer = error_kind = None
     if state is not None:
         next_step = step if step is not None else state.next_step
         incumbent = state.incumbent_attempt
         if incumbent is not None:
-            incumbent_id, incumbent_code, incumbent_outcome = incumbent.id, incumbent.code, incumbent.outcome
             layer = incumbent.decision.layer
-        if state.last is not None:
-            latest_title = state.last.title
-            latest_outcome = state.outcome(state.last.id)
-            error_kind = state.last.error_kind
-            latest_excerpt = latest_outcome.error_excerpt
-        history = history_entries(state)
+        latest = state.latest_attempt
+        if latest is not None:
+            error_kind = latest.decision.error_kind
+        history = state.history
     if start is not None:
-        incumbent_id, incumbent_code, incumbent_outcome = start.id, start.code, start.outcome
+        incumbent = start
+    latest_title = latest.decision.title if latest is not None else None
+    latest_excerpt = latest.outcome.error_excerpt if latest is not None and latest.outcome is not None else None
+    incumbent_id = incumbent.id if incumbent is not None else None
     hot = HotState(
         operator=task.operator,
         family=task.family if task.family_source == "file" else f"{task.family}, inferred from the traced structure",
@@ -117,11 +90,8 @@ def build_context(
         level=task.level,
         description=task.description,
         step=next_step,
-        incumbent_id=incumbent_id,
-        incumbent_code=incumbent_code,
-        incumbent_outcome=incumbent_outcome,
-        latest_title=latest_title,
-        latest_outcome=latest_outcome,
+        incumbent=incumbent,
+        latest=latest,
         latest_note=latest_note,
     )
     retrieval = None

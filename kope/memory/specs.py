@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Annotated, Any, Literal, Self
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -178,16 +179,30 @@ class Attempt(_Spec):
 
 
 class KnowledgeDoc(_Spec):
-    """A cold-tier document (``kope/knowledge/``) stored as a Knowledge node."""
+    """A cold-tier document (``kope/knowledge/*.md``): the one definition, used by the context (selection and
+    the prompt's cold tier, ``kope.context.knowledge`` loads and validates the files) and by the memory (a
+    Knowledge node that prompts cite through USED edges).
+
+    Only ``knowledge_data`` (id, title, text, targets, families) is journaled, sent and stored; ``layers`` and
+    ``hardware`` select and rank it for a step, ``path`` is the file it was read from."""
 
     id: str
     title: str
-    text: str
+    text: str  # the Markdown body
     targets: tuple[str, ...] = ()
-    families: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()  # ("all",) or families; () = none named (documents stored by older clients)
+    layers: tuple[str, ...] = ()
+    hardware: tuple[str, ...] = ()  # hardware-class prefixes; () = any hardware
+    path: Path | None = Field(default=None, exclude=True)  # the file it was read from; not sent or stored
+
+    STORED: ClassVar[tuple[str, ...]] = ("id", "title", "text", "targets", "families")  # what a client sends
 
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
         ids.check_local_id(value, "knowledge id")
         return value
+
+    def matches_hardware(self, hardware_class: str) -> bool:
+        """True when one of this doc's prefixes matches ``hardware_class`` on a '-' boundary."""
+        return any(hardware_class == p or hardware_class.startswith(p + "-") for p in self.hardware)

@@ -54,15 +54,26 @@ class RunState:
 
 @dataclass(frozen=True)
 class AttemptState:
-    """One earlier attempt of the run: the decision, what the target said, and the kernel it wrote."""
+    """One attempt of the run: the decision, what the target said, and the kernel it wrote.
+
+    The one Decision type above the graph's rows: the state a step starts from and the run's history that
+    a proposer reads (``kope.agent.proposal.ProposalRequest``), the incumbent and latest attempt of the hot
+    tier (``kope.context.hot.HotState``) and the passive history and run digest are all ``AttemptState``
+    values, and read the decision's facts through ``decision`` (a ``DecisionRecord``). A field added there
+    reaches every view; none of them keeps a copy (``tests/unit/test_one_definition.py`` checks)."""
 
     decision: DecisionRecord
-    outcome: OutcomeNodeRecord
-    code: str | None  # None: the attempt wrote no kernel (e.g. a format error)
+    outcome: OutcomeNodeRecord | None  # None: not read with this state (only ``StepState.history``)
+    # None: the attempt wrote no kernel (e.g. a format error); in ``StepState.history`` also: not read
+    code: str | None
 
     @property
     def id(self) -> str:
         return self.decision.id
+
+    @property
+    def step(self) -> int:
+        return self.decision.step
 
     @property
     def params(self) -> DecisionParams:
@@ -102,3 +113,11 @@ class StepState(RunState):
 
     def outcome(self, decision_id: str) -> OutcomeNodeRecord:
         return self.outcomes[decision_id]
+
+    @property
+    def history(self) -> tuple[AttemptState, ...]:
+        """Every attempt of the run in step order: the decisions, with their outcomes and kernels only when the
+        state was read with ``history_code`` (the passive policy; otherwise both are None)."""
+        if not self.history_code:
+            return tuple(AttemptState(d, None, None) for d in self.decisions)
+        return tuple(AttemptState(d, self.outcomes.get(d.id), self.kernels.get(d.id)) for d in self.decisions)

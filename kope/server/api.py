@@ -121,6 +121,16 @@ class PresentBody(_Body):
 class KnowledgeBody(_Body):
     docs: list[KnowledgeDoc] = Field(max_length=MAX_BATCH)
 
+    @field_validator("docs", mode="before")
+    @classmethod
+    def _stored_fields_only(cls, docs: Any) -> Any:
+        # a client sends what is stored (KnowledgeDoc.STORED): the file and ranking fields stay with the client
+        for doc in docs if isinstance(docs, list) else ():
+            extra = sorted(set(doc) - set(KnowledgeDoc.STORED)) if isinstance(doc, dict) else []
+            if extra:
+                raise ValueError(f"unknown field {extra[0]!r} (a document has {', '.join(KnowledgeDoc.STORED)})")
+        return docs
+
 
 class PruneBody(_Body):
     run_ids: list[str] = Field(default_factory=list, max_length=MAX_BATCH)

@@ -11,10 +11,10 @@ from harness.vocabulary import LAYERS as ALL_LAYERS
 from harness.vocabulary import STATUSES as ALL_STATUSES
 from kope.context.budget import Budget
 from kope.context.hot import HotState
-from kope.context.items import HistoryEntry
 from kope.context.knowledge import load_knowledge
 from kope.memory.records import InsightRecord, OutcomeNodeRecord
 from kope.memory.retrieval import BranchSummary, Hit, Lineage, Relevance, RetrievalQuery, RetrievalResult, StepSummary
+from tests.support.decisions import attempt
 
 LABELS = ("effective", "partial", "ineffective", "negative")
 STATUSES = tuple(s for s in ALL_STATUSES if s not in ("cheat_detected", "format_error"))
@@ -68,6 +68,7 @@ def outcome(draw):
 def hot_state(draw):
     n_cases = draw(st.integers(1, 12))
     has_incumbent = draw(st.booleans())
+    latest_title, latest_outcome = draw(st.none() | short), draw(st.none() | outcome())
     return HotState(
         operator=draw(st.sampled_from(["relu", "softmax", "matmul"])),
         family="elementwise",
@@ -85,10 +86,12 @@ def hot_state(draw):
             caches={},
         ),
         step=draw(st.integers(0, 40)),
-        incumbent_id="r:s1" if has_incumbent else None,
-        incumbent_code=draw(code()) if has_incumbent else None,
-        latest_title=draw(st.none() | short),
-        latest_outcome=draw(st.none() | outcome()),
+        incumbent=attempt("r:s1", 1, code=draw(code())) if has_incumbent else None,
+        latest=(
+            attempt("r:s0", 0, title=latest_title or "", outcome=latest_outcome)
+            if latest_title is not None or latest_outcome is not None
+            else None
+        ),
     )
 
 
@@ -184,14 +187,14 @@ def budget(draw):
 def history(draw):
     n = draw(st.integers(0, 12))
     return tuple(
-        HistoryEntry(
-            id=f"run:s{i}",
-            step=i,
+        attempt(
+            f"run:s{i}",
+            i,
             title=f"attempt {i}",
             layer="tiling",
             status="correct",
             label="partial",
-            speedup=1.0 + i / 10,
+            a=1.0 + i / 10,
             code=draw(code(max_lines=30)),
             outcome=draw(outcome()),
         )

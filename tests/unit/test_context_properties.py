@@ -48,7 +48,7 @@ def test_prompt_never_exceeds_the_budget_and_hot_is_complete_or_refused(state, b
     assert assembler.count(ctx.human_text) == ctx.tokens["prompt"]
     for heading in HOT_HEADINGS:
         assert heading in ctx.human_text, heading
-    if state.incumbent_code:
+    if state.incumbent is not None and state.incumbent.code:
         assert "class ModelNew" in ctx.human_text
     assert ctx.tokens["warm"] <= (b.warm_cap if policy == "active" else b.total)
     if policy == "active":

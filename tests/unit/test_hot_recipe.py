@@ -11,6 +11,7 @@ from kope.context.budget import Budget
 from kope.context.hot import MAX_LEVEL, HotState, build_hot, fit_hot
 from kope.context.state import build_context
 from kope.context.tokens import TokenCounter
+from tests.support.decisions import attempt
 
 HARDWARE = Hardware(
     id="cpu-0",
@@ -43,7 +44,7 @@ def state(
     target: str, source: str = "x = 1  # a comment the last compression level strips\n" * 300, incumbent: str = ""
 ) -> HotState:
     cases = tuple({"name": f"c{i}", "n": i} for i in range(20))
-    return HotState("op", "fused", target, source, cases, HARDWARE, incumbent_code=incumbent)
+    return HotState("op", "fused", target, source, cases, HARDWARE, incumbent=attempt("", code=incumbent))
 
 
 @pytest.mark.parametrize("target", sorted(MARKS))

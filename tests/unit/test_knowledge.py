@@ -3,16 +3,17 @@
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from harness.vocabulary import FAMILIES, TARGETS
 from kope.context.knowledge import (
     SCORE_EXACT_FAMILY,
-    KnowledgeDoc,
     KnowledgeError,
     load_knowledge,
     select_knowledge,
 )
 from kope.errors import KopeError
+from kope.memory import KnowledgeDoc
 
 GOOD_META = {
     "id": "K-test-doc",
@@ -33,7 +34,14 @@ def write_doc(folder: Path, name: str = "doc.md", body: str = "Some advice.\n", 
 
 def make_doc(doc_id, families, targets=("cpu",), layers=("other",), hardware=()):
     return KnowledgeDoc(
-        doc_id, doc_id, tuple(targets), tuple(families), tuple(layers), tuple(hardware), "body", Path(doc_id)
+        id=doc_id,
+        title=doc_id,
+        text="body",
+        targets=tuple(targets),
+        families=tuple(families),
+        layers=tuple(layers),
+        hardware=tuple(hardware),
+        path=Path(doc_id),
     )
 
 
@@ -47,7 +55,7 @@ def shipped():
 
 def test_shipped_documents_parse_and_validate(shipped):
     assert len(shipped) >= 12
-    assert all(doc.body and doc.title for doc in shipped)
+    assert all(doc.text and doc.title for doc in shipped)
 
 
 def test_shipped_document_ids_are_unique_and_prefixed(shipped):
@@ -57,7 +65,7 @@ def test_shipped_document_ids_are_unique_and_prefixed(shipped):
 
 
 def test_shipped_documents_are_250_to_700_words(shipped):
-    counts = {doc.id: len(doc.body.split()) for doc in shipped}
+    counts = {doc.id: len(doc.text.split()) for doc in shipped}
     assert {k: v for k, v in counts.items() if not 250 <= v <= 700} == {}
 
 
@@ -100,7 +108,7 @@ def test_loading_an_explicit_folder_returns_docs_sorted_by_id(tmp_path):
     assert [d.id for d in docs] == ["K-alpha", "K-zeta"]
     assert docs[0].path == tmp_path / "a.md"
     assert docs[0].targets == ("cpu",) and docs[0].families == ("all",) and docs[0].hardware == ()
-    assert docs[0].body == "Some advice."
+    assert docs[0].text == "Some advice."
 
 
 def test_an_edited_or_added_document_is_reloaded(tmp_path):
@@ -125,7 +133,7 @@ def test_a_document_broken_after_loading_is_reported(tmp_path):
 def test_documents_are_immutable(tmp_path):
     write_doc(tmp_path)
     doc = load_knowledge(tmp_path)[0]
-    with pytest.raises(AttributeError):
+    with pytest.raises(ValidationError, match="frozen"):  # a frozen pydantic model (kope.memory.KnowledgeDoc)
         doc.id = "K-other"
 
 
@@ -281,3 +289,16 @@ def test_missing_or_empty_folder_is_an_error(tmp_path):
 def test_knowledge_error_is_a_kope_error_with_usage_exit_code():
     assert issubclass(KnowledgeError, KopeError)
     assert KnowledgeError("x").exit_code == 2
+
+
+def test_the_server_takes_only_the_stored_part_of_a_document():
+    from kope.memory.journaling import knowledge_data
+    from kope.server.api import KnowledgeBody
+
+    doc = load_knowledge()[0]
+    assert tuple(knowledge_data(doc)) == KnowledgeDoc.STORED  # what is journaled, sent and stored
+    sent = {"id": doc.id, "title": doc.title, "text": doc.text, "targets": ["cpu"], "families": ["all"]}
+    assert KnowledgeBody.model_validate({"docs": [sent]}).docs[0].id == doc.id
+    for extra in ({"path": "/etc/passwd"}, {"layers": ["tiling"]}, {"hardware": ["x86_64"]}):
+        with pytest.raises(ValidationError, match=f"unknown field '{next(iter(extra))}'"):
+            KnowledgeBody.model_validate({"docs": [{**sent, **extra}]})

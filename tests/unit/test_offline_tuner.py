@@ -16,11 +16,13 @@ import pytest
 
 from harness.suite.kernel_templates import KernelTemplate, Knob, template_for
 from kope.agent.offline import OfflineProposer
-from kope.agent.proposal import ParentState, PastAttempt, ProposalRequest, ProposerExhausted
+from kope.agent.proposal import ProposalRequest, ProposerExhausted
 from kope.context.state import TaskView
 from kope.memory.ids import kernel_id
 from kope.memory.shapes import case_shape
+from kope.memory.state import AttemptState
 from kope.memory.tuning import CaseSpeed, HardwareFacts, TuningData, TuningQuery, TuningRecord
+from tests.support.decisions import attempt
 
 HW = {"id": "cpu-test", "class": "x86_64-avx512", "vendor": "intel", "cores": 2, "isa": ["avx2", "avx512f"]}
 BIG = {"name": "big", "batch_size": 1024, "dim": 4096, "DTYPE": "float32"}
@@ -92,14 +94,14 @@ class Simulation:
     def __init__(self, operator, memory=(), *, cases=(BIG,), seed=0, run_id="run-b"):
         self.operator, self.memory, self.cases, self.run_id = operator, list(memory), cases, run_id
         self.proposer = OfflineProposer(seed=seed, templates=lookup)
-        self.history: list[PastAttempt] = []
+        self.history: list[AttemptState] = []
         self.own: list[TuningRecord] = []
         self.proposals = []
 
     def request(self) -> ProposalRequest:
         best = max((r for r in self.own if r.correct), key=lambda r: r.a, default=None)
         parent = (
-            ParentState(best.id, None, {"template": "synth", "settings": best.settings}, best.a, "correct")
+            attempt(best.id, status="correct", a=best.a, params={"template": "synth", "settings": best.settings})
             if best
             else None
         )
@@ -124,17 +126,16 @@ class Simulation:
         a = speedup(self.operator, settings)
         step = len(self.history)
         self.history.append(
-            PastAttempt(
+            attempt(
                 f"{self.run_id}:s{step}",
                 step,
-                None,
-                proposal.title,
-                proposal.layer,
-                "correct",
-                "effective",
-                a,
-                dict(proposal.params),
-                kernel_id(proposal.code),
+                title=proposal.title,
+                layer=proposal.layer,
+                status="correct",
+                label="effective",
+                a=a,
+                params=dict(proposal.params),
+                code_hash=kernel_id(proposal.code),
             )
         )
         self.own.append(record(self.run_id, step, self.operator, settings, a, own=True, cases=self.cases))
@@ -173,17 +174,16 @@ def test_a_kernel_whose_source_was_evaluated_is_skipped_even_under_other_recorde
     sim = Simulation("opa")
     defaults = TEMPLATE.default_settings()
     sim.history.append(
-        PastAttempt(
+        attempt(
             "run-b:s0",
             0,
-            None,
-            "hand-written",
-            "other",
-            "correct",
-            "effective",
-            1.0,
-            {},
-            kernel_id(TEMPLATE.render("opa", defaults)),
+            title="hand-written",
+            layer="other",
+            status="correct",
+            label="effective",
+            a=1.0,
+            params={},
+            code_hash=kernel_id(TEMPLATE.render("opa", defaults)),
         )
     )
     settings, _ = sim.step()
@@ -262,23 +262,22 @@ def test_on_the_real_pointwise_template_math_is_never_touched_for_operators_with
     real = template_for(operator, "cpu")
     assert "math" not in [k.name for k in real.relevant_knobs(operator)]
     proposer = OfflineProposer()
-    history: list[PastAttempt] = []
+    history: list[AttemptState] = []
     for step in range(6):
         request = ProposalRequest(task(operator), "cpu", step, HW, None, None, None, history)
         proposal = proposer.propose(request)
         assert proposal.params["settings"]["math"] == real.knob("math").default
         history.append(
-            PastAttempt(
+            attempt(
                 f"r:s{step}",
                 step,
-                None,
-                proposal.title,
-                proposal.layer,
-                "correct",
-                "effective",
-                1.0,
-                dict(proposal.params),
-                kernel_id(proposal.code),
+                title=proposal.title,
+                layer=proposal.layer,
+                status="correct",
+                label="effective",
+                a=1.0,
+                params=dict(proposal.params),
+                code_hash=kernel_id(proposal.code),
             )
         )
 

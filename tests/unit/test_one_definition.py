@@ -1,4 +1,5 @@
-"""One definition per concept: the outcome record, the vocabulary, the harness boundary, typed layers.
+"""One definition per concept: the outcome record, the vocabulary, the harness boundary, typed layers, the
+Decision and its views, the knowledge document.
 
 These read the source (the AST of every module of kope/ and harness/, task files and example
 kernels excluded: they are data), so a second copy or an untyped shortcut fails here at once.
@@ -9,14 +10,23 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 
 from harness.record import Outcome
 from harness.vocabulary import FAMILIES, LAYERS, STATUSES, TARGETS
 from kope.agent import PROPOSERS
+from kope.agent.proposal import ProposalRequest
 from kope.context import POLICIES
+from kope.context.hot import HotState
+from kope.context.items import digest_item, history_item
+from kope.context.knowledge import load_knowledge
+from kope.memory.records import DecisionRecord
+from kope.memory.specs import KnowledgeDoc
+from kope.memory.state import AttemptState, StepState
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = ("harness/suite/tasks/", "harness/suite/candidates/")
@@ -122,3 +132,65 @@ def test_sync_does_not_reach_into_the_graph_object():
     assert "kope.memory.graph" not in imported
     private = [f"{rel}:{node.lineno}" for rel, node in _nodes(ast.Attribute) if node.attr.startswith("_replay")]
     assert private == []
+
+
+# -- one Decision: the views above the memory are AttemptState, never a hand-kept copy of its fields -----------
+# DecisionRecord's own facts (identity, hardware and token counts left out: many records carry those)
+DECISION_FACTS = {f.name for f in dataclasses.fields(DecisionRecord)} - {
+    "id",
+    "run_id",
+    "operator",
+    "family",
+    "target",
+    "hw_id",
+    "hw_class",
+    "vendor",
+    "created_at",
+    "prompt_tokens",
+    "completion_tokens",
+}
+# rows of other statements and the write side, not views of a read Decision; each says why it has its own shape
+OTHER_SHAPES = {
+    "kope/memory/records.py:DecisionRecord": "the graph's row of a decision: the one definition",
+    "kope/memory/specs.py:Attempt": "what the loop writes (validated input), not a read decision",
+    "kope/memory/retrieval.py:Hit": "a decision of another run as retrieval ranks it, with its diff and cases",
+    "kope/memory/retrieval.py:StepSummary": "an ancestor on a retrieved lineage's chain",
+    "kope/memory/retrieval.py:BranchSummary": "a sibling branch of a retrieved lineage",
+    "kope/memory/lineage.py:LineageNode": "a node of the lineage page (every run of an operator)",
+    "kope/memory/present.py:DecisionFacts": "a row of the presentation statement, across namespaces",
+    "kope/memory/tuning.py:TuningRecord": "a training record of the tuner, across runs",
+    "kope/agent/loop.py:StepReport": "the loop's report of the step it just recorded (summary.json)",
+}
+
+
+def _declared_fields(node: ast.ClassDef) -> set[str]:
+    return {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+
+
+def test_no_class_keeps_a_copy_of_the_decisions_fields():
+    copies = {
+        f"{rel}:{node.name}": sorted(_declared_fields(node) & DECISION_FACTS)
+        for rel, node in _nodes(ast.ClassDef)
+        if len(_declared_fields(node) & DECISION_FACTS) >= 5
+    }
+    unexplained = {where: fields for where, fields in copies.items() if where not in OTHER_SHAPES}
+    assert unexplained == {}, "read the decision through kope.memory.state.AttemptState (its .decision) instead"
+    assert sorted(OTHER_SHAPES) == sorted(copies), "an exception that no longer applies: remove it from OTHER_SHAPES"
+
+
+def test_the_decision_views_are_attempt_states():
+    # the one Decision type: the decision's row, what the target said, the kernel; nothing copied out of them
+    assert [f.name for f in dataclasses.fields(AttemptState)] == ["decision", "outcome", "code"]
+    assert get_type_hints(AttemptState)["decision"] is DecisionRecord
+    request, hot = get_type_hints(ProposalRequest), get_type_hints(HotState)
+    assert request["parent"] == AttemptState | None and request["history"] == Sequence[AttemptState]
+    assert hot["incumbent"] == AttemptState | None and hot["latest"] == AttemptState | None
+    assert get_type_hints(StepState.history.fget)["return"] == tuple[AttemptState, ...]
+    items = get_type_hints(digest_item)["entries"], get_type_hints(history_item)["entry"]
+    assert items == (Sequence[AttemptState], AttemptState)
+
+
+def test_knowledge_doc_is_defined_once_and_loaded_as_the_memory_stores_it():
+    where = [rel for rel, node in _nodes(ast.ClassDef) if node.name == "KnowledgeDoc"]
+    assert where == ["kope/memory/specs.py"]
+    assert all(isinstance(doc, KnowledgeDoc) for doc in load_knowledge())
