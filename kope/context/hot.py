@@ -69,7 +69,7 @@ class HotState:
                 f"Write a first correct `{self.target}` kernel for `{self.operator}` that passes every case, "
                 "then make it fast. Correctness first."
             )
-        speed = _fmt_speedup(self.incumbent_outcome.speedup if self.incumbent_outcome else None)
+        speed = _fmt_speedup(self.incumbent_outcome.speedup_usable if self.incumbent_outcome else None)
         return (
             f"Make the incumbent `{self.operator}` kernel faster on this hardware (now {speed} vs PyTorch) "
             "without breaking any case. One focused change per attempt."
@@ -246,7 +246,7 @@ def feedback_text(state: HotState, level: int, notes: list[str]) -> str:
             f"Previous attempt{title}: {outcome.status}"
             + (f" [{outcome.error_kind}]" if outcome.error_kind else "")
             + f", {outcome.cases_passed}/{outcome.cases_total} cases passed"
-            + f", speedup {_fmt_speedup(outcome.speedup)}"
+            + f", speedup {_fmt_speedup(outcome.speedup_usable)}"
             + ("" if outcome.timings_valid else " (timings not valid on this target)")
         )
         excerpt = outcome.error_excerpt
@@ -305,7 +305,7 @@ def build_hot(state: HotState, level: int) -> HotSections:
         summary = ""
         if state.incumbent_outcome:
             o = state.incumbent_outcome
-            summary = f" ({o.cases_passed}/{o.cases_total} cases, {_fmt_speedup(o.speedup)} vs PyTorch)"
+            summary = f" ({o.cases_passed}/{o.cases_total} cases, {_fmt_speedup(o.speedup_usable)} vs PyTorch)"
         ident = f" [{state.incumbent_id}]" if state.incumbent_id else ""
         incumbent_text = (
             f"## Incumbent kernel{ident}{summary}\nStart from this file:\n```python\n{incumbent.strip()}\n```"
