@@ -88,7 +88,7 @@ def collect_attempts(memory: Memory, run_id: str) -> list[dict[str, Any]]:
                 "error_kind": outcome.error_kind,
                 "label": d.label,
                 "a": d.a,
-                "speedup": outcome.speedup_measured,
+                "speedup": outcome.speedup,
                 "cases_total": outcome.cases_total,
                 "cases_passed": outcome.cases_passed,
                 "prompt_tokens": d.prompt_tokens or 0,

@@ -75,14 +75,37 @@ def init(state: State) -> None:
 
     with _graph(state) as graph:
         report = graph.init_schema()
+        migrated = graph.migrate() if isinstance(graph, ExperienceGraph) else None
         shown = graph.refresh_presentation() if isinstance(graph, ExperienceGraph) else None
     what = "created" if report.created else "already present"
     out.print(f"schema {what}: {len(report.constraints)} uniqueness constraints, {len(report.indexes)} indexes")
+    if migrated is not None:
+        _print_migrated(graph.namespace, migrated)
     if shown is not None:  # through the memory server, the server keeps its graph's presentation
         out.print(
             f"namespace {graph.namespace}: outcome classes, captions and datetimes of {shown['Decision']} decisions, "
             f"{shown['Run']} runs and {shown['Kernel']} kernels derived from their facts"
         )
+
+
+def _print_migrated(namespace: str, migrated: dict[str, int]) -> None:
+    for name, changed in migrated.items():
+        done = f"{changed} nodes rewritten" if changed else "already current"
+        out.print(f"namespace {namespace}: migration {name}: {done}")
+
+
+@command.command("migrate")
+@namespace_option
+@click.option("--json", "as_json", is_flag=True, help="Print how many nodes each migration changed as JSON.")
+@pass_state
+def migrate(state: State, as_json: bool) -> None:
+    """Rewrite a graph written by an older KOPE to the current property names (idempotent; init runs it too)."""
+    with _direct_graph(state, "kope memory migrate") as graph:
+        migrated = graph.migrate()
+    if as_json:
+        print_json({"namespace": graph.namespace, "changed": migrated})
+    else:
+        _print_migrated(graph.namespace, migrated)
 
 
 @command.command("sync")

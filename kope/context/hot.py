@@ -70,7 +70,7 @@ class HotState:
                 f"Write a first correct `{self.target}` kernel for `{self.operator}` that passes every case, "
                 "then make it fast. Correctness first."
             )
-        speed = _fmt_speedup(incumbent.outcome.speedup if incumbent.outcome else None)
+        speed = _fmt_speedup(incumbent.outcome.speedup_usable if incumbent.outcome else None)
         return (
             f"Make the incumbent `{self.operator}` kernel faster on this hardware (now {speed} vs PyTorch) "
             "without breaking any case. One focused change per attempt."
@@ -248,7 +248,7 @@ def feedback_text(state: HotState, level: int, notes: list[str]) -> str:
             f"Previous attempt{title}: {outcome.status}"
             + (f" [{outcome.error_kind}]" if outcome.error_kind else "")
             + f", {outcome.cases_passed}/{outcome.cases_total} cases passed"
-            + f", speedup {_fmt_speedup(outcome.speedup)}"
+            + f", speedup {_fmt_speedup(outcome.speedup_usable)}"
             + ("" if outcome.timings_valid else " (timings not valid on this target)")
         )
         excerpt = outcome.error_excerpt
@@ -307,7 +307,7 @@ def build_hot(state: HotState, level: int) -> HotSections:
         summary = ""
         o = state.incumbent.outcome if state.incumbent is not None else None
         if o:
-            summary = f" ({o.cases_passed}/{o.cases_total} cases, {_fmt_speedup(o.speedup)} vs PyTorch)"
+            summary = f" ({o.cases_passed}/{o.cases_total} cases, {_fmt_speedup(o.speedup_usable)} vs PyTorch)"
         ident = f" [{state.incumbent.id}]" if state.incumbent is not None and state.incumbent.id else ""
         incumbent_text = (
             f"## Incumbent kernel{ident}{summary}\nStart from this file:\n```python\n{incumbent.strip()}\n```"

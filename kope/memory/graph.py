@@ -31,14 +31,13 @@ import functools
 import io
 import logging
 import re
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from kope.db.client import GraphClient, Tx
-from kope.errors import DatabaseUnavailableError, KopeError, UsageError
+from kope.errors import UsageError
 from kope.memory import insights as insights_mod
 from kope.memory import inspect as inspect_mod
 from kope.memory import present
@@ -47,14 +46,14 @@ from kope.memory import transfer as transfer_mod
 from kope.memory.errors import UnknownDecisionError, UnknownRunError
 from kope.memory.ids import uid
 from kope.memory.journal import Journal
-from kope.memory.journaling import JournalWriter, knowledge_data
+from kope.memory.journaling import JournalFirstStore, JournalWriter, knowledge_data
 from kope.memory.lineage import OperatorLineages, load_lineages
 from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights, with_own_team
-from kope.memory.recorder import RecordResult, RunResult, finish_run_tx, write_attempts, write_runs
+from kope.memory.recorder import finish_run_tx, write_attempts, write_runs
 from kope.memory.records import DecisionRecord, OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult, retrieve
-from kope.memory.schema import SchemaReport, apply_schema
-from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.schema import SchemaReport, apply_schema, migrate_namespace
+from kope.memory.specs import KnowledgeDoc
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import PRESENT, GraphSync, SyncReport, sync_journal
 from kope.memory.tuning import TuningData, TuningQuery, fetch_tuning
@@ -66,10 +65,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 log = logging.getLogger("kope.memory")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-RUN_STATUSES = ("finished", "interrupted", "failed", "budget_exhausted", "target_reached")
 
 
-class ExperienceGraph:
+class ExperienceGraph(JournalFirstStore):
     def __init__(
         self,
         client: GraphClient,
@@ -93,10 +91,7 @@ class ExperienceGraph:
         self.team_weights = check_team_weights(team_weights or {})  # for a query that brings none
         self._owns_client = owns_client
         self._schema_ready = schema_ready  # True: the caller applied the schema (the memory server, at start)
-        self._offline: str | None = None
-        self._pending: list[tuple[str, Any]] = []
-        self._known_a: dict[str, float | None] = {}
-        self._run_operator: dict[str, str] = {}
+        self._init_journal_first()
 
     @classmethod
     def from_config(
@@ -141,6 +136,12 @@ class ExperienceGraph:
         self._schema_ready = True
         return report
 
+    def migrate(self) -> dict[str, int]:
+        """Bring the namespace's properties up to the current shape (``kope memory migrate``); per migration,
+        how many nodes changed. Idempotent."""
+        self._ensure_schema()
+        return migrate_namespace(self.client, self.namespace)
+
     def refresh_presentation(self) -> dict[str, int]:
         """Derive the outcome-class labels, captions and datetimes of the whole namespace
         again (``kope memory init``: for graphs recorded before KOPE wrote them)."""
@@ -151,103 +152,32 @@ class ExperienceGraph:
         if not self._schema_ready:
             self.init_schema()
 
-    @property
-    def offline_reason(self) -> str | None:
-        """Why the last graph write failed for want of a server (None when it answered)."""
-        return self._offline
-
-    @property
-    def pending(self) -> int:
-        """Items this object journaled that are not in the graph yet."""
-        return sum(len(item) if kind == "attempts" else 1 for kind, item in self._pending)
-
-    def _write(self, work: Callable[[Tx], T]) -> T:
-        """A graph write; first the items held back while Neo4j was unreachable."""
-        if self._offline is not None:
-            self.client.verify()  # fails fast (no retry loop) while the server is still down
+    # -- kope.memory.journaling.JournalFirstStore --------------------------------------------------
+    def _prepare(self) -> None:
         self._ensure_schema()
-        while self._pending:
-            kind, item = self._pending[0]
-            try:
-                self.client.write(self._work_for(kind, item))
-            except DatabaseUnavailableError:
-                raise
-            except KopeError:
-                self._pending.pop(0)  # it is in the journal; `kope memory sync` reports it
-                raise
-            self._pending.pop(0)
-        result = self.client.write(work)
-        self._offline = None
-        return result
 
-    def _work_for(self, kind: str, item: Any) -> Callable[[Tx], Any]:
+    def _send(self, kind: str, item: Any) -> Any:
         ns = self.namespace
+        work: Callable[[Tx], Any]
         if kind == "run":
-            spec, run_team = item
-            return functools.partial(write_runs, ns=ns, team=run_team, specs=[spec])
-        if kind == "attempts":
-            return functools.partial(write_attempts, ns=ns, attempts=item)
-        run_id, status, ended_at = item
-        return functools.partial(finish_run_tx, ns=ns, run_id=run_id, status=status, ended_at=ended_at)
+            work = functools.partial(write_runs, ns=ns, team=self.team, specs=item)
+        elif kind == "attempts":
+            work = functools.partial(write_attempts, ns=ns, attempts=item)
+        else:
+            run_id, status, ended_at, _distill = item  # the family is distilled in _ended
+            work = functools.partial(finish_run_tx, ns=ns, run_id=run_id, status=status, ended_at=ended_at)
+        return self.client.write(work)
 
-    def _unavailable(self, exc: DatabaseUnavailableError, kind: str, item: Any) -> str:
-        if self.journal is None:
-            raise exc
-        self._offline = exc.message
-        self._pending.append((kind, item))
-        reason = (
-            f"{exc.message}; kept in the journal ({self.journal.wal_dir}), run "
-            f"`kope memory sync --namespace {self.namespace}` once Neo4j at {self.client.uri} is back"
-        )
-        log.warning("memory: %s", reason)
-        return reason
+    def _offline_hint(self) -> str:
+        return f"run `kope memory sync --namespace {self.namespace}` once Neo4j at {self.client.uri} is back"
 
-    # -- runs ------------------------------------------------------------------------------------
-    def start_run(self, spec: RunSpec | dict[str, Any]) -> RunResult:
-        return self.start_runs([spec])[0]
-
-    def start_runs(self, specs: Sequence[RunSpec | dict[str, Any]]) -> list[RunResult]:
-        """Start runs (journal, then one graph transaction)."""
-        parsed = [RunSpec.parse(s) for s in specs]
-        for spec in parsed:
-            self._run_operator[spec.run_id] = spec.task.operator
-        if self.journal is not None:
-            JournalWriter(self.journal).runs(parsed, self.team)
-        team = self.team
-        try:
-            return self._write(lambda tx: write_runs(tx, self.namespace, team, parsed))
-        except DatabaseUnavailableError as exc:
-            reason = ""
-            for spec in parsed:
-                reason = self._unavailable(exc, "run", (spec, team))
-            return [RunResult(s.run_id, in_graph=False, pending_reason=reason) for s in parsed]
-
-    def finish_run(self, run_id: str, status: str = "finished", *, distill: bool = True) -> RunRecord | None:
-        """End a run (journal, then graph) and distil its family's insights. None while offline."""
-        if status not in RUN_STATUSES:
-            raise UsageError(f"run status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
-        ended_at = time.time()
-        if self.journal is not None:
-            operator = self._run_operator.get(run_id) or self._operator_of(run_id)
-            JournalWriter(self.journal).run_end(run_id, operator, status, ended_at, distill=distill)
-        try:
-            family = self._write(
-                functools.partial(finish_run_tx, ns=self.namespace, run_id=run_id, status=status, ended_at=ended_at)
-            )
-        except DatabaseUnavailableError as exc:
-            self._unavailable(exc, "run_end", (run_id, status, ended_at))
-            return None
-        if distill and family:
+    def _ended(self, run_id: str, sent: Any, distill: bool) -> RunRecord | None:
+        if distill and sent:  # sent: the run's family
             self._ensure_schema()
-            insights_mod.distill(self.client, self.namespace, family)  # journaled with the run's end
+            insights_mod.distill(self.client, self.namespace, sent)  # journaled with the run's end
         return self.run(run_id)
 
-    def _operator_of(self, run_id: str) -> str:
-        try:
-            return self.run(run_id).operator
-        except (DatabaseUnavailableError, UnknownRunError):
-            return "_runs"
-
+    # -- runs ------------------------------------------------------------------------------------
     def run(self, run_id: str) -> RunRecord:
         rows = self.client.execute("memory/run/get", uid=self.uid(run_id))
         if not rows:
@@ -289,46 +219,6 @@ class ExperienceGraph:
         state = self.client.read(work)
         self._remember(state)
         return state
-
-    def _remember(self, state: RunState) -> None:
-        self._run_operator[state.run.id] = state.run.operator
-        for d in state.decisions:
-            self._known_a[d.id] = d.a
-
-    # -- attempts --------------------------------------------------------------------------------
-    def record_attempt(self, attempt: Attempt | dict[str, Any]) -> RecordResult:
-        return self.record_attempts([attempt])[0]
-
-    def record_attempts(
-        self, attempts: Sequence[Attempt | dict[str, Any]], *, batch_size: int = 500
-    ) -> list[RecordResult]:
-        parsed = [Attempt.parse(a) for a in attempts]
-        if self.journal is not None:
-            JournalWriter(self.journal).attempts(parsed, self._known_a)
-        results: list[RecordResult] = []
-        for start in range(0, len(parsed), batch_size):
-            results.extend(self._write_attempts(parsed[start : start + batch_size]))
-        return results
-
-    def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
-        work = functools.partial(write_attempts, ns=self.namespace, attempts=batch)
-        try:
-            try:
-                results = self._write(work)
-            except (UnknownRunError, UnknownDecisionError):
-                if self.journal is None:
-                    raise
-                # The run or parent may be journaled by a process that could not reach
-                # the graph: replay the journal of these operators, then try once more.
-                for operator in sorted({at.outcome.task for at in batch}):
-                    self.sync(operator=operator)
-                results = self._write(work)
-        except DatabaseUnavailableError as exc:
-            reason = self._unavailable(exc, "attempts", batch)
-            return [RecordResult(at.id, in_graph=False, pending_reason=reason) for at in batch]
-        for r in results:
-            self._known_a[r.decision_id] = r.a
-        return results
 
     # -- reading ---------------------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:

@@ -336,7 +336,7 @@ def _rows(p: _Prepared, parent_code: str | None) -> dict[str, Any]:
         {
             "cases_total": o.cases_total,
             "cases_passed": o.cases_passed,
-            "speedup_measured": o.speedup,
+            "speedup": o.speedup,  # measured (the usable one, a, is copied from the decision)
             "error_excerpt": o.error_excerpt,  # at most EXCERPT_LIMIT characters (validated)
             "compile_time_s": o.compile_time_s,
             "timings_valid": o.timings_valid,

@@ -136,8 +136,8 @@ class OutcomeNodeRecord(GraphRecord):
     status: str
     cases_total: int
     cases_passed: int
-    speedup: float | None
-    speedup_measured: float | None
+    speedup: float | None  # measured: the harness's geometric mean over passing, timed cases (Outcome.speedup)
+    speedup_usable: float | None  # the decision's ``a`` (kope/memory/scoring.py): 0 when not correct, None when unknown
     error_kind: str | None
     error_excerpt: str | None
     timings_valid: bool

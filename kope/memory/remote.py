@@ -42,12 +42,11 @@ from kope.memory.errors import (
     UnknownDecisionError,
     UnknownRunError,
 )
-from kope.memory.graph import RUN_STATUSES
 from kope.memory.ids import uid
 from kope.memory.insights import DistillReport
 from kope.memory.inspect import LineageTree, MemoryStats, UsedInsight
 from kope.memory.journal import Journal
-from kope.memory.journaling import JournalWriter, knowledge_data
+from kope.memory.journaling import JournalFirstStore, JournalWriter, knowledge_data
 from kope.memory.prune import PruneReport
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import OutcomeNodeRecord, RunRecord
@@ -96,7 +95,7 @@ _ERRORS: dict[str, type[KopeError]] = {
 }
 
 
-class RemoteMemory:
+class RemoteMemory(JournalFirstStore):
     """One namespace of a memory server, journaling locally first."""
 
     def __init__(
@@ -134,10 +133,7 @@ class RemoteMemory:
         self.journal = Journal(journal_root, self.namespace) if journal_root is not None else None
         self.harness_version = harness_version()
         self.team_weights = check_team_weights(team_weights or {})  # sent with each retrieval (the server weighs)
-        self._offline: str | None = None
-        self._pending: list[tuple[str, Any]] = []
-        self._known_a: dict[str, float | None] = {}
-        self._run_operator: dict[str, str] = {}
+        self._init_journal_first()
 
     @classmethod
     def from_config(cls, config: Any, *, namespace: str | None = None, journal: bool = True) -> RemoteMemory:
@@ -230,14 +226,7 @@ class RemoteMemory:
     def verify(self) -> None:
         self._get("/v1/whoami")
 
-    @property
-    def offline_reason(self) -> str | None:
-        return self._offline
-
-    @property
-    def pending(self) -> int:
-        return sum(len(item) if kind == "attempts" else 1 for kind, item in self._pending)
-
+    # -- kope.memory.journaling.JournalFirstStore --------------------------------------------------
     def _send(self, kind: str, item: Any) -> Any:
         if kind == "run":
             return self._send_runs(item)
@@ -245,35 +234,8 @@ class RemoteMemory:
             return self._send_attempts(item)
         return self._send_end(*item)
 
-    def _write(self, kind: str, item: Any) -> Any:
-        """Send ``item``; first whatever was held back while the server was unreachable."""
-        if self._offline is not None:
-            self.verify()  # fails fast while the server is still down
-        while self._pending:
-            held_kind, held = self._pending[0]
-            try:
-                self._send(held_kind, held)
-            except DatabaseUnavailableError:
-                raise
-            except KopeError:
-                self._pending.pop(0)  # it is in the journal; `kope memory sync` reports it
-                raise
-            self._pending.pop(0)
-        result = self._send(kind, item)
-        self._offline = None
-        return result
-
-    def _unavailable(self, exc: DatabaseUnavailableError, kind: str, item: Any) -> str:
-        if self.journal is None:
-            raise exc
-        self._offline = exc.message
-        self._pending.append((kind, item))
-        reason = (
-            f"{exc.message}; kept in the journal ({self.journal.wal_dir}), "
-            "run `kope memory sync` once the memory server is back"
-        )
-        log.warning("memory: %s", reason)
-        return reason
+    def _offline_hint(self) -> str:
+        return "run `kope memory sync` once the memory server is back"
 
     def _send_runs(self, specs: list[RunSpec]) -> list[RunResult]:
         body = {
@@ -297,42 +259,6 @@ class RemoteMemory:
         return wire.load(RunRecord, data["run"]), data["family"]
 
     # -- runs ------------------------------------------------------------------------------------
-    def start_run(self, spec: RunSpec | dict[str, Any]) -> RunResult:
-        return self.start_runs([spec])[0]
-
-    def start_runs(self, specs: Sequence[RunSpec | dict[str, Any]]) -> list[RunResult]:
-        parsed = [RunSpec.parse(s) for s in specs]
-        for spec in parsed:
-            self._run_operator[spec.run_id] = spec.task.operator
-        if self.journal is not None:
-            JournalWriter(self.journal).runs(parsed, self.team)
-        try:
-            started: list[RunResult] = self._write("run", parsed)
-            return started
-        except DatabaseUnavailableError as exc:
-            reason = self._unavailable(exc, "run", parsed)
-            return [RunResult(s.run_id, in_graph=False, pending_reason=reason) for s in parsed]
-
-    def finish_run(self, run_id: str, status: str = "finished", *, distill: bool = True) -> RunRecord | None:
-        if status not in RUN_STATUSES:
-            raise UsageError(f"run status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
-        ended_at = time.time()
-        if self.journal is not None:
-            operator = self._run_operator.get(run_id) or self._operator_of(run_id)
-            JournalWriter(self.journal).run_end(run_id, operator, status, ended_at, distill=distill)
-        try:
-            ended: tuple[RunRecord, str | None] = self._write("run_end", (run_id, status, ended_at, distill))
-        except DatabaseUnavailableError as exc:
-            self._unavailable(exc, "run_end", (run_id, status, ended_at, distill))
-            return None
-        return ended[0]
-
-    def _operator_of(self, run_id: str) -> str:
-        try:
-            return self.run(run_id).operator
-        except (DatabaseUnavailableError, UnknownRunError):
-            return "_runs"
-
     def run(self, run_id: str) -> RunRecord:
         return self._get_record(RunRecord, self._path(f"/runs/{run_id}"))
 
@@ -347,45 +273,6 @@ class RemoteMemory:
         state: StepState = self._get_record(StepState, path, history_code="true" if history_code else "false")
         self._remember(state)
         return state
-
-    def _remember(self, state: RunState) -> None:
-        self._run_operator[state.run.id] = state.run.operator
-        for d in state.decisions:
-            self._known_a[d.id] = d.a
-
-    # -- attempts --------------------------------------------------------------------------------
-    def record_attempt(self, attempt: Attempt | dict[str, Any]) -> RecordResult:
-        return self.record_attempts([attempt])[0]
-
-    def record_attempts(
-        self, attempts: Sequence[Attempt | dict[str, Any]], *, batch_size: int = 500
-    ) -> list[RecordResult]:
-        parsed = [Attempt.parse(a) for a in attempts]
-        if self.journal is not None:
-            JournalWriter(self.journal).attempts(parsed, self._known_a)
-        results: list[RecordResult] = []
-        for start in range(0, len(parsed), batch_size):
-            results.extend(self._write_attempts(parsed[start : start + batch_size]))
-        return results
-
-    def _write_attempts(self, batch: list[Attempt]) -> list[RecordResult]:
-        results: list[RecordResult]
-        try:
-            try:
-                results = self._write("attempts", batch)
-            except (UnknownRunError, UnknownDecisionError):
-                if self.journal is None:
-                    raise
-                # the run or a parent may be journaled by a process that could not reach the server
-                for operator in sorted({at.outcome.task for at in batch}):
-                    self.sync(operator=operator)
-                results = self._write("attempts", batch)
-        except DatabaseUnavailableError as exc:
-            reason = self._unavailable(exc, "attempts", batch)
-            return [RecordResult(at.id, in_graph=False, pending_reason=reason) for at in batch]
-        for r in results:
-            self._known_a[r.decision_id] = r.a
-        return results
 
     # -- reading ---------------------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery, k: int = 8) -> RetrievalResult:

@@ -1,4 +1,5 @@
-"""Apply ``cypher/schema.cypher`` idempotently (``kope memory init`` and first use)."""
+"""Apply ``cypher/schema.cypher`` idempotently (``kope memory init`` and first use), and migrate the
+properties of graphs written by an older KOPE (``kope memory migrate``, also run by ``kope memory init``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from kope.db.client import GraphClient
 from kope.errors import QueryError
 
 SCHEMA_SCRIPT = "schema"
+# Each migration is one idempotent statement under cypher/memory/migrate/, run per namespace, returning
+# ``changed`` (how many nodes it rewrote). A graph already in the current shape changes nothing.
+MIGRATIONS: tuple[str, ...] = (
+    "memory/migrate/outcome_speedup",  # issue 31: Outcome.speedup = measured, Outcome.speedup_usable = a
+)
 
 
 @dataclass(frozen=True)
@@ -48,3 +54,12 @@ def apply_schema(client: GraphClient) -> SchemaReport:
     if missing:
         raise QueryError(f"the memory schema is incomplete after applying it: missing {', '.join(sorted(missing))}")
     return SchemaReport(constraints, indexes, created=True)
+
+
+def migrate_namespace(client: GraphClient, ns: str) -> dict[str, int]:
+    """Run every migration on one namespace; per migration, how many nodes it changed (0: already current)."""
+    changed = {}
+    for name in MIGRATIONS:
+        rows = client.execute(name, ns=ns)
+        changed[name.rsplit("/", 1)[-1]] = int(rows[0]["changed"]) if rows else 0
+    return changed

@@ -12,8 +12,9 @@ Definitions (docs/memory.md, "Scores"), with the cases the formulas leave open m
     * any other status (incorrect, compile/runtime error, timeout, cheat,
       format error): ``0.0``. A kernel that is not correct on every case cannot
       replace anything, so its usable speedup is zero, whatever the harness
-      measured on the cases that passed (that value is kept on the Outcome as
-      ``speedup_measured``).
+      measured on the cases that passed (the Outcome node keeps the measured
+      value as ``speedup``, like the harness's record, and ``a`` as
+      ``speedup_usable``).
 
 ``r`` — step ratio against the parent (the state the attempt started from):
 

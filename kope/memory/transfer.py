@@ -1,8 +1,8 @@
 """Export and import a namespace as JSON Lines (``kope memory export`` / ``import``).
 
-Format ``kope.memory`` version 1, one JSON object per line, UTF-8::
+Format ``kope.memory`` version 2, one JSON object per line, UTF-8::
 
-    {"format": "kope.memory", "version": 1, "namespace": "default", "exported_at": "...", "kope": "0.1.0"}
+    {"format": "kope.memory", "version": 2, "namespace": "default", "exported_at": "...", "kope": "0.1.0"}
     {"node": "Operator", "id": "softmax", "props": {...}}              every node, label by label, in id order
     {"rel": "FROM", "from": ["Decision", "<id>"], "to": ["Decision", "<id>"], "props": {}}
     {"end": true, "nodes": 1234, "relationships": 5678}                 trailer: detects a truncated file
@@ -17,6 +17,11 @@ namespace's insights are distilled again from the merged evidence.
 What only serves people reading the graph (``kope.memory.present``: outcome-class
 and other extra labels, captions, datetimes) is derived, not exported: the
 importer derives it again from the imported facts.
+
+Version 2 (issue 31) names an Outcome's measured speedup ``speedup`` (as the harness's record does) and the
+usable one, the decision's ``a``, ``speedup_usable``. Version 1 files (``speedup`` = usable,
+``speedup_measured`` = measured) are still read: their Outcome properties are converted on reading. A version 2
+file that still holds ``speedup_measured`` is refused (its ``speedup`` could mean either number).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from kope.memory.errors import ExportFormatError, InvalidRecordError
 from kope.memory.ids import check_local_id, uid
 
 FORMAT = "kope.memory"
-VERSION = 1
+VERSION = 2
+READS_VERSIONS = (1, 2)  # version 1: the old Outcome speedup names, converted on reading (_outcome_props)
 NODE_LABELS = ("Operator", "Hardware", "Task", "Run", "Kernel", "Decision", "Outcome", "Knowledge", "Insight")
 REL_SOURCES = ("Task", "Run", "Decision", "Insight")
 REL_KEYS = frozenset(
@@ -169,6 +175,26 @@ def _check_required(obj: dict[str, Any], where: str) -> None:
         raise ExportFormatError(f"{where}: Decision {obj['id']!r} has status {props['status']!r}, not a harness status")
 
 
+def _outcome_props(props: dict[str, Any], version: Any, where: str) -> dict[str, Any]:
+    """An Outcome's properties under the current names: a version 1 file's ``speedup`` is the usable speedup and
+    its ``speedup_measured`` the measured one; a version 2 file must not use the old name."""
+    if version != 1:
+        if "speedup_measured" in props:
+            raise ExportFormatError(
+                f"{where} holds speedup_measured, the version 1 name, in a version {version} file: "
+                "its speedup could mean either number",
+                hint="export it again with this KOPE, or give the file version 1 if it was written before issue 31",
+            )
+        return props
+    props = dict(props)
+    usable, measured = props.pop("speedup", None), props.pop("speedup_measured", None)
+    if usable is not None:
+        props["speedup_usable"] = usable
+    if measured is not None:
+        props["speedup"] = measured
+    return props
+
+
 def _check_value(value: Any, where: str) -> None:
     scalar = (str, int, float, bool, type(None))
     if isinstance(value, scalar):
@@ -215,6 +241,7 @@ def _parse(
     stream: IO[str], source: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     header: dict[str, Any] | None = None
+    version: Any = None
     trailer: dict[str, Any] | None = None
     nodes: list[dict[str, Any]] = []
     rels: list[dict[str, Any]] = []
@@ -233,11 +260,12 @@ def _parse(
                 raise ExportFormatError(
                     f"{where}: not a KOPE memory export (the first line must name format {FORMAT!r})"
                 )
-            if obj.get("version") != VERSION:
+            if obj.get("version") not in READS_VERSIONS:
                 raise ExportFormatError(
-                    f"{where}: export format version {obj.get('version')!r} is not supported (this KOPE reads version {VERSION})"
+                    f"{where}: export format version {obj.get('version')!r} is not supported "
+                    f"(this KOPE reads versions {', '.join(map(str, READS_VERSIONS))})"
                 )
-            header = obj
+            header, version = obj, obj["version"]
             continue
         if trailer is not None:
             raise ExportFormatError(f"{where}: content after the end marker")
@@ -256,6 +284,8 @@ def _parse(
             for key, value in obj["props"].items():
                 _check_value(value, f"{where} {obj['node']}.{key}")
             _check_required(obj, where)
+            if obj["node"] == "Outcome":
+                obj["props"] = _outcome_props(obj["props"], version, f"{where}: Outcome {obj['id']!r}")
             nodes.append(obj)
         elif "rel" in obj:
             frm, to = obj.get("from"), obj.get("to")

@@ -18,9 +18,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kope.memory import wire
-from kope.memory.graph import RUN_STATUSES
 from kope.memory.ids import check_local_id
 from kope.memory.inspect import UsedInsight
+from kope.memory.journaling import RUN_STATUSES
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.retrieval import RetrievalQuery
 from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec

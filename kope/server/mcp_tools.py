@@ -217,7 +217,7 @@ def build_mcp(registry: Registry, store: MemoryStore, metrics: Any) -> FastMCP:
         """End a run (finished, interrupted, failed, budget_exhausted, target_reached) and distil insights."""
         import time
 
-        from kope.memory.graph import RUN_STATUSES
+        from kope.memory.journaling import RUN_STATUSES
 
         who, ns = _call(ctx, "finish_run", namespace)
         if status not in RUN_STATUSES:

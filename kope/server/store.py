@@ -137,6 +137,7 @@ class MemoryStore:
 PROVENANCE = frozenset({"team", "key_id", "recorded_at", "harness_version"})
 DECISION_DERIVED = frozenset({"a", "r", "label", "conf", "d"})
 RUN_DERIVED = frozenset({"steps", "last_step", "prompt_tokens", "completion_tokens", "best_speedup", "incumbent_id"})
+OUTCOME_DERIVED = frozenset({"speedup_usable"})  # the decision's a, as the write path copies it
 DERIVED_RELS = frozenset({"INCUMBENT", "NEXT"})  # derived again from the decisions, never taken from a file
 
 
@@ -192,6 +193,10 @@ def import_export(client: GraphClient, ns: str, who: Identity, stream: IO[str], 
             props = {k: v for k, v in props.items() if k not in DECISION_DERIVED} | scores.get(obj["id"], {}) | stamp
         elif obj["node"] == "Run":
             props = {k: v for k, v in props.items() if k not in RUN_DERIVED} | stamp
+        elif obj["node"] == "Outcome":
+            usable = scores.get(obj["id"], {}).get("a")
+            props = {k: v for k, v in props.items() if k not in OUTCOME_DERIVED}
+            props |= {"speedup_usable": usable} if usable is not None else {}
         props |= {"ns": ns, "id": obj["id"], "uid": uid(ns, obj["id"])}
         rows.append({"label": obj["node"], "uid": props["uid"], "props": props})
     report = transfer.TransferReport(ns)
@@ -271,7 +276,7 @@ def _score_new(
             correct = props["status"] == "correct"
             a: float | None = 0.0
             if correct:
-                raw, valid = outcome.get("speedup_measured"), outcome.get("timings_valid", True)
+                raw, valid = outcome.get("speedup"), outcome.get("timings_valid", True)
                 speed = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
                 if speed is not None and not (math.isfinite(speed) and speed >= 0):
                     raise ExportFormatError(f"{source}: decision {did!r}: its outcome's speedup is not a speed")

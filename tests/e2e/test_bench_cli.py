@@ -92,7 +92,7 @@ def stored_attempts(graph_client, namespace, run_id):
     rows = cypher(
         graph_client,
         "MATCH (d:Decision {ns: $ns, run_id: $run})-[:PRODUCED]->(o:Outcome) "
-        "RETURN d.step AS step, o.speedup_measured AS speedup, o.cases_json AS cases ORDER BY step",
+        "RETURN d.step AS step, o.speedup AS speedup, o.cases_json AS cases ORDER BY step",
         ns=namespace,
         run=run_id,
     )

@@ -44,7 +44,7 @@ def graph_outcomes(graph_client, namespace: str) -> list[dict[str, Any]]:
     records, _, _ = graph_client._driver.execute_query(
         "MATCH (d:Decision {ns: $ns})-[:PRODUCED]->(o:Outcome) "
         "RETURN d.operator AS operator, d.step AS step, d.run_id AS run_id, d.params_json AS params, "
-        "o.replayed AS replayed, o.status AS status, o.speedup_measured AS speedup, o.cases_passed AS passed, "
+        "o.replayed AS replayed, o.status AS status, o.speedup AS speedup, o.cases_passed AS passed, "
         "o.cases_total AS total, o.duration_s AS duration_s, o.cases_json AS cases ORDER BY operator, step",
         {"ns": namespace},
         database_=graph_client.database,

@@ -91,7 +91,7 @@ def test_import_is_idempotent_and_can_target_another_namespace(graph_client):
     [
         (lambda lines: lines[:-1], "no end marker: the file is truncated"),
         (lambda lines: ['{"format": "other"}'] + lines[1:], "not a KOPE memory export"),
-        (lambda lines: [lines[0].replace('"version": 1', '"version": 9')] + lines[1:], "version 9 is not supported"),
+        (lambda lines: [lines[0].replace('"version": 2', '"version": 9')] + lines[1:], "version 9 is not supported"),
         (lambda lines: lines[:1] + ['{"node": "Person", "id": "x", "props": {}}'] + lines[1:], "bad node line"),
         (
             lambda lines: (

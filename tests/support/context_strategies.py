@@ -53,7 +53,7 @@ def outcome(draw):
         cases_total=n,
         cases_passed=n if correct else 0,
         speedup=1.5 if correct else None,
-        speedup_measured=1.5 if correct else None,
+        speedup_usable=1.5 if correct else None,
         error_kind=None if correct else status,
         error_excerpt="\n".join(f"error line {i}" for i in range(log_lines)) or None,
         timings_valid=True,

@@ -70,3 +70,31 @@ def test_attempt_identity_ignores_the_time_it_was_made():
 def test_graph_record_with_a_missing_field_names_it():
     with pytest.raises(RecordShapeError, match="DecisionRecord record lacks field 'run_id'"):
         DecisionRecord.from_record({"id": "x"})
+
+
+def test_an_outcome_record_from_before_issue_31_is_refused_on_the_wire_not_misread():
+    """A memory server of the other side of the speedup rename (`speedup_measured`, no `speedup_usable`) sends an
+    Outcome this client cannot read: one error naming the missing field, never a number with the other meaning."""
+    from kope.memory import wire
+    from kope.memory.records import OutcomeNodeRecord
+
+    old = {
+        "id": "r0:s3",
+        "status": "incorrect",
+        "cases_total": 4,
+        "cases_passed": 3,
+        "speedup": 0.0,
+        "speedup_measured": 1.3,
+        "error_kind": "incorrect",
+        "error_excerpt": None,
+        "timings_valid": True,
+        "confidence": 1.0,
+        "r": 0.0,
+        "label": "negative",
+    }
+    with pytest.raises(wire.WireFormatError, match="speedup_usable: Field required") as err:
+        wire.load(OutcomeNodeRecord, old)
+    assert err.value.exit_code == 16
+    new = {k: v for k, v in old.items() if k != "speedup_measured"} | {"speedup": 1.3, "speedup_usable": 0.0}
+    record = wire.load(OutcomeNodeRecord, new)
+    assert (record.speedup, record.speedup_usable) == (1.3, 0.0)

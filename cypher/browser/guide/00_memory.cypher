@@ -20,7 +20,7 @@ CALL () {
   UNION ALL
   MATCH (n:Decision:Failed) WHERE n.ns = $ns RETURN '  Failed' AS kind, count(n) AS nodes, 'not correct on every case (see its Outcome)' AS holds
   UNION ALL
-  MATCH (n:Outcome) WHERE n.ns = $ns RETURN 'Outcome' AS kind, count(n) AS nodes, 'status, speedup, per-case results, error excerpt' AS holds
+  MATCH (n:Outcome) WHERE n.ns = $ns RETURN 'Outcome' AS kind, count(n) AS nodes, 'status, speedup (measured), speedup_usable (a), per-case results, error excerpt' AS holds
   UNION ALL
   MATCH (n:Kernel) WHERE n.ns = $ns RETURN 'Kernel' AS kind, count(n) AS nodes, 'kernel source, stored once per content hash' AS holds
   UNION ALL

@@ -23,7 +23,7 @@ RETURN d.caption AS decision, d.layer AS layer, d.thought AS thought,
        CASE WHEN p IS NULL THEN 'none: a root' ELSE p.caption END AS started_from,
        CASE WHEN p IS NULL THEN null
             WHEN po.status = 'correct' THEN 'correct on ' + toString(po.cases_passed) + '/' + toString(po.cases_total) +
-                 ' cases, ' + coalesce(toString(round(po.speedup, 2)) + '× over PyTorch', 'speed not measured')
+                 ' cases, ' + coalesce(toString(round(po.speedup_usable, 2)) + '× over PyTorch', 'speed not measured')
             ELSE po.status + ' on ' + toString(po.cases_total - po.cases_passed) + '/' + toString(po.cases_total) +
                  ' cases' + coalesce(': ' + left(po.error_excerpt, 300), '') END AS parent_feedback,
        evidence

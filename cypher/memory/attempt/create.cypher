@@ -15,7 +15,7 @@ SET d.ns = $ns, d.run_id = run.id, d.operator = run.operator, d.family = run.fam
     d.hw_id = run.hw_id, d.hw_class = run.hw_class, d.vendor = run.vendor, d.team = run.team
 CREATE (o:Outcome)
 SET o = row.outcome, o.uid = d.uid, o.ns = $ns, o.id = d.id, o.status = d.status, o.r = d.r, o.label = d.label,
-    o.error_kind = d.error_kind, o.confidence = d.conf, o.speedup = d.a, o.created_at = d.created_at
+    o.error_kind = d.error_kind, o.confidence = d.conf, o.speedup_usable = d.a, o.created_at = d.created_at
 CREATE (d)-[:PRODUCED]->(o)
 CREATE (d)-[:IN_RUN]->(run)
 WITH row, d

@@ -2,7 +2,7 @@
 // The outcome a decision produced (the latest feedback when a run resumes).
 MATCH (:Decision {uid: $uid})-[:PRODUCED]->(o:Outcome)
 RETURN o.id AS id, o.status AS status, o.cases_total AS cases_total, o.cases_passed AS cases_passed,
-       o.speedup AS speedup, o.speedup_measured AS speedup_measured, o.error_kind AS error_kind,
+       o.speedup AS speedup, o.speedup_usable AS speedup_usable, o.error_kind AS error_kind,
        o.error_excerpt AS error_excerpt, o.timings_valid AS timings_valid, o.confidence AS confidence,
        o.r AS r, o.label AS label, o.compile_time_s AS compile_time_s, o.threads AS threads,
        o.duration_s AS duration_s, o.cases_json AS cases_json

@@ -12,7 +12,7 @@ CALL {
     decision: d {.id, .run_id, .step, .title, .layer, .thought, .parent_id, .code_hash, .status, .label,
                  .a, .r, .d, .conf, .error_kind, .operator, .family, .target, .hw_id, .hw_class, .vendor,
                  .created_at, .prompt_tokens, .completion_tokens, .params_json},
-    outcome: o {.id, .status, .cases_total, .cases_passed, .speedup, .speedup_measured, .error_kind,
+    outcome: o {.id, .status, .cases_total, .cases_passed, .speedup, .speedup_usable, .error_kind,
                 .error_excerpt, .timings_valid, .confidence, .r, .label, .compile_time_s, .threads,
                 .duration_s, .cases_json}
   }) AS attempts
