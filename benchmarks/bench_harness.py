@@ -129,7 +129,8 @@ def round_trip() -> None:
     print("\n== 3. timing from outside the candidate's process: cost of one empty timed unit")
     from harness.hardware import available_cores
     from harness.targets import get_target
-    from harness.worker_pool import Limits, WorkerSpec, worker_env
+    from harness.worker_pool import Limits, WorkerSpec
+    from harness.worker_process import worker_env
 
     target = get_target("cpu")
     env = worker_env(target.worker_env(available_cores()), True)

@@ -63,7 +63,8 @@ def main() -> None:
     from harness.targets import get_target
     from harness.task import load_task, select_cases
     from harness.worker_common import build, build_reference, decode, encode, init_inputs, make_inputs
-    from harness.worker_pool import Limits, Worker
+    from harness.worker_limits import Limits
+    from harness.worker_process import Worker
 
     target = get_target("cpu")
     env = dict(os.environ)

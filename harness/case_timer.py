@@ -19,7 +19,7 @@ from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging
 from harness.targets.base import Target
 from harness.task import Case, Task
-from harness.worker_pool import Worker
+from harness.worker_process import Worker
 
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most

@@ -49,16 +49,9 @@ from harness.remote_memory import RemoteMemoryError, Staging
 from harness.targets import get_target
 from harness.task import Case, Task, select_cases
 from harness.timing import Budget
-from harness.worker_pool import (
-    REFERENCE_POOL,
-    WARM_POOL,
-    Limits,
-    Worker,
-    WorkerDied,
-    WorkerError,
-    WorkerSpec,
-    WorkerTimeout,
-)
+from harness.worker_limits import Limits, WorkerDied, WorkerError, WorkerTimeout
+from harness.worker_pool import REFERENCE_POOL, WARM_POOL, WorkerSpec
+from harness.worker_process import Worker
 
 DEGENERATE_RETRIES = 4
 log = logging.getLogger("harness")
@@ -133,7 +126,7 @@ def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions
     """What the workers of an evaluation with ``options`` on ``target`` are started with."""
     from harness.commands import cache_root
     from harness.sandbox import PROFILES, hidden_paths
-    from harness.worker_pool import worker_env
+    from harness.worker_process import worker_env
 
     env = dict(target.worker_env(threads))
     if not sandboxed:

@@ -18,7 +18,7 @@ from harness.hardware import available_cores
 from harness.targets import get_target
 from harness.task import Task
 from harness.task_loader import load_task_isolated
-from harness.worker_pool import WorkerError
+from harness.worker_limits import WorkerError
 
 
 @dataclass

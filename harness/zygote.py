@@ -30,10 +30,10 @@ poisons forks (``is_available``, ``device_count``, ``init``, ``_lazy_init``, ins
 is imported, before anything else of the harness), no ``libcuda`` mapped, no ``/dev/nvidia*`` open, and
 once, at boot, a probe fork that asks torch whether it considers itself in a bad fork. If any of these
 fails the zygote refuses (it answers the fork request with ``0`` and the reason) and the parent boots
-that worker, and every later one with the same environment, fresh (``harness.worker_pool``). A worker
+that worker, and every later one with the same environment, fresh (``harness.zygote_client``). A worker
 takes its GPU fingerprint itself, once it is the last process of its namespace (``harness.hardware``).
 
-``python -m harness.zygote CONTROL_FD CONFIG_JSON``; the parent side is ``harness.worker_pool.Zygote``.
+``python -m harness.zygote CONTROL_FD CONFIG_JSON``; the parent side is ``harness.zygote_client.Zygote``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ import pytest
 from harness.commands import cache_root
 from harness.sandbox import CPU_PROFILE, GPU_PROFILE, landlock_abi, sandbox_status
 from harness.targets.cuda import CudaTarget
-from harness.worker_pool import Limits, ReferencePool, WorkerSpec, Zygote, worker_env, zygote_refusal
+from harness.worker_pool import Limits, ReferencePool, WorkerSpec
+from harness.worker_process import worker_env
+from harness.zygote_client import Zygote, zygote_refusal
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"

@@ -199,7 +199,8 @@ def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_whe
     list, where resume() (which continued only the workers still booting) left it stopped for good."""
     from harness.hardware import available_cores
     from harness.targets import get_target
-    from harness.worker_pool import Limits, WarmPool, WorkerSpec, worker_env
+    from harness.worker_pool import Limits, WarmPool, WorkerSpec
+    from harness.worker_process import worker_env
 
     pool = WarmPool(size=0)
     env = worker_env(get_target("cpu").worker_env(available_cores()), False)
