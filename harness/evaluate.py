@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import settings
+from harness import ipc, settings
 from harness.case_timer import CaseTimer, Stop, join_output
 from harness.device_lock import device_lock
 from harness.errors import (
@@ -328,14 +328,14 @@ class _Evaluation:
             self.sandboxed,
         )
 
-    def _load_message(self) -> dict:
-        return {
-            "op": "load",
-            "task": str(self.task.path),
-            "target": self.target.name,
-            "target_options": self.target.options(),
-            "threads": self.threads,
-        }
+    def _load_message(self, **role: Any) -> ipc.Load:
+        return ipc.Load(
+            task=str(self.task.path),
+            target=self.target.name,
+            target_options=self.target.options(),
+            threads=self.threads,
+            **role,
+        )
 
     def _reference(self) -> Worker:
         """The reference worker, loaded (taken from the pool of loaded ones, or started now)."""
@@ -348,9 +348,9 @@ class _Evaluation:
             return self.ref
         self._ref = self._worker()
         self.ref.role = "reference"
-        self.ref.send({**self._load_message(), "role": "reference"})
-        reply = self.reference_reply(self.options.startup_timeout_s, "loading the task")
-        self.ref_info = {"hardware": reply["hardware"]}
+        self.ref.send(self._load_message(role="reference"))
+        reply, _ = self.reference_reply(self.options.startup_timeout_s, "loading the task")
+        self.ref_info = {"hardware": ipc.expect(reply, ipc.Loaded).hardware}
         self.trace("reference worker ready")
         return self.ref
 
@@ -371,13 +371,12 @@ class _Evaluation:
         self.task_threads = len(self.cand.tasks())
         first = self.cases[0]
         self.cand.send(
-            {
-                **self._load_message(),
-                "role": "candidate",
-                "candidate": str(self.candidate),
-                "case": first.index,
-                "init_seed": self.init_seeds[first.index],
-            }
+            self._load_message(
+                role="candidate",
+                candidate=str(self.candidate),
+                case=first.index,
+                init_seed=self.init_seeds[first.index],
+            )
         )
         try:
             reply, _ = self.cand.receive(
@@ -394,10 +393,12 @@ class _Evaluation:
             raise Stop(exc.kind, f"while loading the candidate: {exc}", exc.output) from None
         self._note_compile(reply)
         self._check_sandbox("loading the candidate")
-        self.trace(f"candidate worker ready (compile {reply.get('compile_time_s')})")
-        if not reply.get("ok"):
+        self.trace(f"candidate worker ready (compile {getattr(reply, 'compile_time_s', None)})")
+        if isinstance(reply, ipc.Failed):
             raise Stop(
-                reply["error_kind"], reply.get("message", ""), join_output(reply.get("traceback"), self.cand.output())
+                reply.error_kind or "runtime_error:unknown",
+                reply.message or "",
+                join_output(reply.traceback, self.cand.output()),
             )
 
     def _check_sandbox(self, doing: str) -> None:
@@ -427,7 +428,7 @@ class _Evaluation:
     def trace(self, what: str) -> None:
         log.debug("%7.3f s  %s", time.monotonic() - self.started, what)
 
-    def reference_reply(self, timeout: float, what: str) -> dict:
+    def reference_reply(self, timeout: float, what: str) -> tuple[ipc.Reply, list]:
         try:
             reply, tensors = self.ref.receive(timeout, f"the reference ({what})")
         except WorkerError as exc:
@@ -435,17 +436,17 @@ class _Evaluation:
             raise ReferenceFailedError(
                 f"task {self.task.operator}: the reference worker failed while {what}: {exc}\n{exc.output}"
             ) from None
-        if not reply.get("ok"):
+        if isinstance(reply, ipc.Failed):
             self.ref_healthy = False
             raise ReferenceFailedError(
-                f"task {self.task.operator} ({self.task.path}): {reply.get('reference_failed') or reply.get('message')}"
+                f"task {self.task.operator} ({self.task.path}): {reply.reference_failed or reply.message}"
             )
-        reply["_tensors"] = tensors
-        return reply
+        return reply, tensors
 
-    def _note_compile(self, reply: dict) -> None:
-        if reply.get("compile_time_s") is not None:
-            self.compile_time = reply["compile_time_s"]
+    def _note_compile(self, reply: ipc.Reply) -> None:
+        compile_time = getattr(reply, "compile_time_s", None)
+        if compile_time is not None:
+            self.compile_time = compile_time
 
     # -- 3. correctness ------------------------------------------------------------------------------
     def _seeds(self, case: Case) -> list[int]:
@@ -478,18 +479,17 @@ class _Evaluation:
         if missing:
             ref = self._reference()
             ref.send(
-                {
-                    "op": "reference",
-                    "case": case.index,
-                    "init_seed": self.init_seeds[case.index],
-                    "seeds": [seeds[i] for i in missing],
-                    "retries": DEGENERATE_RETRIES,
-                }
+                ipc.Reference(
+                    case=case.index,
+                    init_seed=self.init_seeds[case.index],
+                    seeds=[seeds[i] for i in missing],
+                    retries=DEGENERATE_RETRIES,
+                )
             )
-            reply = self.reference_reply(
+            reply, out = self.reference_reply(
                 self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}"
             )
-            for i, (trial, tensors) in zip(missing, _split_trials(reply["trials"], reply["_tensors"])):
+            for i, (trial, tensors) in zip(missing, _split_trials(ipc.expect(reply, ipc.Trials).trials, out)):
                 found[i] = (trial, tensors)
                 key = keys[i]
                 if key and not trial.get("degenerate"):
@@ -507,26 +507,26 @@ class _Evaluation:
                 )
             used = [t["seed"] for t, _ in ref_trials]
             self.cand.send(
-                {
-                    "op": "run",
-                    "case": case.index,
-                    "init_seed": self.init_seeds[case.index],
-                    "seeds": used,
-                    "lazy_check": self.options.lazy_check,
-                    "remote": self.remote_reads(),
-                }
+                ipc.Run(
+                    case=case.index,
+                    init_seed=self.init_seeds[case.index],
+                    seeds=used,
+                    lazy_check=self.options.lazy_check,
+                    remote=self.remote_reads(),
+                )
             )
             self.trace(f"case {case.name}: reference ready")
             reply, tensors = self.candidate_reply(self.options.case_timeout_s, case, "running")
             self.trace(f"case {case.name}: candidate done")
             self._note_compile(reply)
-            if not reply.get("ok"):
+            if isinstance(reply, ipc.Failed):
                 self.case_error(case, reply)
                 continue
-            if "remote" in reply:
-                tensors = self._read_trials(case, reply.pop("remote"))
-            self._check_trials(case, used, reply)
-            self._judge(case, ref_trials, reply, tensors)
+            run = ipc.expect(reply, ipc.Trials)
+            if run.remote is not None:
+                tensors = self._read_trials(case, run.remote)
+            self._check_trials(case, used, run)
+            self._judge(case, ref_trials, run, tensors)
             self.trace(f"case {case.name}: compared")
 
     def remote_reads(self) -> bool:
@@ -547,7 +547,7 @@ class _Evaluation:
                 "runtime_error:protocol", f"case {case.name!r}: the candidate worker sent a malformed reply: {exc}"
             ) from None
 
-    def candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[dict, list]:
+    def candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[ipc.Reply, list]:
         try:
             reply = self.cand.receive(timeout, f"{doing} case {case.name!r}")
         except WorkerTimeout as exc:
@@ -559,9 +559,9 @@ class _Evaluation:
         self._check_sandbox(f"{doing} case {case.name!r}")
         return reply
 
-    def _check_trials(self, case: Case, seeds: list[int], reply: dict) -> None:
+    def _check_trials(self, case: Case, seeds: list[int], reply: ipc.Trials) -> None:
         """Every trial asked for came back, for the seeds asked for: nothing the candidate's process says is taken on trust."""
-        trials = reply.get("trials")
+        trials = reply.trials
         got = (
             [t.get("seed") for t in trials]
             if isinstance(trials, list) and all(isinstance(t, dict) for t in trials)
@@ -577,26 +577,23 @@ class _Evaluation:
                 f"for seeds {got} where {len(seeds)} were asked for (seeds {seeds}): its results cannot be trusted",
             )
 
-    def case_error(self, case: Case, reply: dict) -> None:
+    def case_error(self, case: Case, reply: ipc.Failed) -> None:
         self._note_compile(reply)
-        kind = reply.get("error_kind", "runtime_error:unknown")
-        self.results[case.index].error = f"{kind}: {reply.get('message', '')}"
+        kind = reply.error_kind or "runtime_error:unknown"
+        message = reply.message or ""
+        self.results[case.index].error = f"{kind}: {message}"
         if kind.startswith(("cheat_detected", "compile_error", "timeout", "format_error")):
-            raise Stop(
-                kind,
-                f"case {case.name!r}: {reply.get('message', '')}",
-                join_output(reply.get("traceback"), self.cand.output()),
-            )
+            raise Stop(kind, f"case {case.name!r}: {message}", join_output(reply.traceback, self.cand.output()))
         self.case_kinds[case.index] = kind
         self._first_traceback = getattr(self, "_first_traceback", None) or join_output(
-            reply.get("traceback"), self.cand.output()
+            reply.traceback, self.cand.output()
         )
 
-    def _judge(self, case: Case, ref_trials: list[tuple[dict, list]], reply: dict, tensors: list) -> None:
+    def _judge(self, case: Case, ref_trials: list[tuple[dict, list]], reply: ipc.Trials, tensors: list) -> None:
         from harness.fast_compare import compare_encoded
 
         result = self.results[case.index]
-        for (ref_trial, ref_tensors), cand_trial in zip(ref_trials, reply["trials"]):
+        for (ref_trial, ref_tensors), cand_trial in zip(ref_trials, reply.trials):
             if cand_trial.get("digest") is not None and ref_trial.get("digest") != cand_trial["digest"]:
                 self._inputs_differ(case, ref_trial, cand_trial)
             if cand_trial.get("aliases") and not ref_trial.get("aliases_input"):
@@ -615,16 +612,10 @@ class _Evaluation:
         """The candidate ran on other inputs than the reference: the task is not reproducible, or the candidate lied."""
         ref = self._reference()
         ref.send(
-            {
-                "op": "reference",
-                "case": case.index,
-                "init_seed": self.init_seeds[case.index],
-                "seeds": [ref_trial["seed"]],
-                "retries": 0,
-            }
+            ipc.Reference(case=case.index, init_seed=self.init_seeds[case.index], seeds=[ref_trial["seed"]], retries=0)
         )
-        again = self.reference_reply(self.options.case_timeout_s, f"re-checking the inputs of case {case.name!r}")
-        if again["trials"][0]["digest"] != ref_trial["digest"]:
+        again, _ = self.reference_reply(self.options.case_timeout_s, f"re-checking the inputs of case {case.name!r}")
+        if ipc.expect(again, ipc.Trials).trials[0]["digest"] != ref_trial["digest"]:
             raise ReferenceFailedError(
                 f"task {self.task.operator}, case {case.name!r}: get_inputs() gave different inputs for the same seed in two "
                 "processes; inputs must depend only on torch/random/numpy seeds"

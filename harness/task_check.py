@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import ipc
 from harness.errors import ReferenceFailedError
 from harness.hardware import available_cores
 from harness.targets import get_target
@@ -57,32 +58,24 @@ def check_task(
     results: list[CaseCheck] = []
     try:
         reply, _ = worker.request(
-            {
-                "op": "load",
-                "task": str(loaded.path),
-                "target": tgt.name,
-                "target_options": tgt.options(),
-                "threads": threads,
-            },
+            ipc.Load(task=str(loaded.path), target=tgt.name, target_options=tgt.options(), threads=threads),
             timeout_s,
             "loading the task",
         )
-        if not reply.get("ok"):
-            raise ReferenceFailedError(f"{loaded.path}: {reply.get('reference_failed')}")
+        if isinstance(reply, ipc.Failed):
+            raise ReferenceFailedError(f"{loaded.path}: {reply.reference_failed}")
         for case in loaded.all_cases:  # held-out cases must work too
             try:
                 reply, tensors = worker.request(
-                    {"op": "reference", "case": case.index, "init_seed": 0, "seeds": [1], "retries": 4},
-                    timeout_s,
-                    f"case {case.name!r}",
+                    ipc.Reference(case=case.index, init_seed=0, seeds=[1], retries=4), timeout_s, f"case {case.name!r}"
                 )
             except WorkerError as exc:
                 results.append(CaseCheck(case.index, case.name, False, f"the reference worker failed: {exc}"))
                 break
-            if not reply.get("ok"):
-                results.append(CaseCheck(case.index, case.name, False, reply.get("reference_failed")))
+            if isinstance(reply, ipc.Failed):
+                results.append(CaseCheck(case.index, case.name, False, reply.reference_failed))
                 continue
-            trial = reply["trials"][0]
+            trial = ipc.expect(reply, ipc.Trials).trials[0]
             check = CaseCheck(
                 case.index,
                 case.name,
@@ -92,11 +85,11 @@ def check_task(
             )
             if measure:
                 timed, _ = worker.request(
-                    {"op": "time_reference", "case": case.index, "init_seed": 0, "seed": 1, "reps": 5},
+                    ipc.TimeReference(case=case.index, init_seed=0, seed=1, reps=5),
                     timeout_s,
                     f"timing case {case.name!r}",
                 )
-                check.ref_ms = statistics.median(timed["ms"]) if timed.get("ok") else None
+                check.ref_ms = statistics.median(timed.ms) if isinstance(timed, ipc.Times) else None
             results.append(check)
     finally:
         worker.close()

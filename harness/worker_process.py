@@ -35,13 +35,28 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import harness
 from harness import settings
-from harness.ipc import MessageReader, PeerClosed, ProtocolError, ReadTimeout, write_message
+from harness.ipc import (
+    BootFailed,
+    CompileReply,
+    CompileRequest,
+    Exit,
+    MessageReader,
+    PeerClosed,
+    ProtocolError,
+    ReadTimeout,
+    Reply,
+    Request,
+    decode_greeting,
+    decode_reply,
+    send,
+)
 from harness.record import excerpt
 from harness.sandbox import CPU_PROFILE, SandboxProfile
 from harness.worker import EXIT_REPORT
@@ -113,7 +128,7 @@ class Worker:
         self.limits = limits
         self.killed_for_memory = False
         self.retired = False  # it met a sticky device error: never reused (harness.worker.serve)
-        self.pending = 0  # requests sent and not yet answered
+        self._asked: deque[str] = deque()  # the kinds of the requests sent and not yet answered, oldest first
         self.ready = False
         self.compile_service: Callable[[dict], dict] | None = None
         self._pid: int | None = None
@@ -199,7 +214,7 @@ class Worker:
         if self.ready:
             return
         try:
-            reply, _ = self._reader.read(timeout, on_wait=self._watch)
+            greeting = decode_greeting(self._reader.read(timeout, on_wait=self._watch)[0])
         except ReadTimeout:
             self.kill()
             raise WorkerTimeout(f"the worker did not start within {timeout:.0f} s", self.output()) from None
@@ -210,26 +225,34 @@ class Worker:
             raise WorkerDied(
                 f"the worker sent a malformed greeting: {exc}", self.output(), "runtime_error:protocol"
             ) from None
-        if reply.get("op") != "ready":
+        if isinstance(greeting, BootFailed):
             self.kill()
-            raise WorkerDied(f"the worker failed to start: {reply.get('message')}", self.output(), "runtime_error:boot")
+            raise WorkerDied(f"the worker failed to start: {greeting.message}", self.output(), "runtime_error:boot")
         self.ready = True
 
     # -- requests --------------------------------------------------------------------------------
-    def send(self, header: dict[str, Any], tensors: Sequence[Any] = ()) -> None:
+    @property
+    def pending(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._asked)
+
+    def send(self, request: Request, tensors: Sequence[Any] = ()) -> None:
         try:
-            write_message(self._to_child, header, list(tensors))
+            send(self._to_child, request, list(tensors))
         except (BrokenPipeError, OSError):
             raise self._died() from None
-        self.pending += 1
+        self._asked.append(request.kind)
 
-    def receive(self, timeout: float, what: str) -> tuple[dict[str, Any], list[Any]]:
+    def receive(self, timeout: float, what: str) -> tuple[Reply, list[Any]]:
+        """The reply to the oldest request in flight (``harness.ipc.decode_reply``; anything malformed: the worker
+        is broken, ``runtime_error:protocol``), serving the compile requests the worker sends meanwhile."""
         deadline = time.monotonic() + timeout
         if not self.ready:
             self.wait_ready(max(1.0, deadline - time.monotonic()))
         while True:
             try:
-                message = self._reader.read(max(0.0, deadline - time.monotonic()), on_wait=self._watch)
+                header, tensors = self._reader.read(max(0.0, deadline - time.monotonic()), on_wait=self._watch)
+                reply = decode_reply(self._asked[0] if self._asked else "nothing", header)
             except ReadTimeout:
                 self.kill()
                 raise WorkerTimeout(f"{what} did not finish within {timeout:.0f} s", self.output()) from None
@@ -240,32 +263,31 @@ class Worker:
                 raise WorkerDied(
                     f"the {self.role} worker sent a malformed reply: {exc}", self.output(), "runtime_error:protocol"
                 ) from None
-            header = message[0]
-            if header.get("retire"):
-                self.retired = True
-            if header.get("op") == "compile":  # the worker asks the parent to compile for it
-                self._serve_compile(header)
+            if isinstance(reply, CompileRequest):  # the worker asks the parent to compile for it
+                self._serve_compile(reply)
                 continue
-            self.pending -= 1
-            return message
+            if getattr(reply, "retire", None):
+                self.retired = True
+            self._asked.popleft()
+            return reply, tensors
 
-    def _serve_compile(self, header: dict[str, Any]) -> None:
+    def _serve_compile(self, request: CompileRequest) -> None:
         if self.compile_service is None:
-            reply = {"ok": False, "message": "this worker may not ask for compilation"}
+            body = {"ok": False, "message": "this worker may not ask for compilation"}
         else:
             try:
-                reply = self.compile_service(header)
+                body = self.compile_service(request.body)
             except Exception as exc:  # a failure of the service is the candidate's compile error
-                reply = {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
+                body = {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
         try:
-            write_message(self._to_child, reply)
+            send(self._to_child, CompileReply(body))
         except (BrokenPipeError, OSError):
             raise self._died() from None
 
     def request(
-        self, header: dict[str, Any], timeout: float, what: str, tensors: Sequence[Any] = ()
-    ) -> tuple[dict[str, Any], list[Any]]:
-        self.send(header, tensors)
+        self, request: Request, timeout: float, what: str, tensors: Sequence[Any] = ()
+    ) -> tuple[Reply, list[Any]]:
+        self.send(request, tensors)
         return self.receive(timeout, what)
 
     # -- watching from outside ---------------------------------------------------------------------
@@ -430,7 +452,7 @@ class Worker:
             Worker._live.discard(self)
         if self.proc.poll() is None and self.ready:
             try:
-                write_message(self._to_child, {"op": "exit"})
+                send(self._to_child, Exit())
                 self.proc.wait(timeout=timeout)
             except (OSError, subprocess.TimeoutExpired):
                 pass

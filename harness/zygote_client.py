@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import settings
+from harness.ipc import BootFailed, ProtocolError, Ready, Spawn, State, ZygoteState, decode, decode_greeting, encode
 from harness.record import excerpt
 from harness.worker_limits import BOOT_TIMEOUT_S, OUTPUT_KEEP, WorkerDied, WorkerError, WorkerTimeout
 
@@ -137,12 +138,16 @@ class Zygote:
             return
         readable, _, _ = select.select([self._control], [], [], timeout)
         message = self._control.recv(1 << 16) if readable else b""
-        try:
-            reply = json.loads(message) if message else {}
-        except ValueError:
-            reply = {}
-        if reply.get("op") != "ready":
-            why = reply.get("message") or ("no greeting" if readable else f"no greeting within {timeout:.0f} s")
+        greeting: Ready | BootFailed | None = None
+        why = "no greeting" if readable else f"no greeting within {timeout:.0f} s"
+        if message:
+            try:
+                greeting = decode_greeting(json.loads(message))
+            except (ValueError, ProtocolError) as exc:
+                why = f"a malformed greeting ({exc})"
+        if isinstance(greeting, BootFailed):
+            why = greeting.message
+        if not isinstance(greeting, Ready):
             self.close()
             raise WorkerDied(f"the worker zygote failed to start: {why}", self.output(), "runtime_error:boot")
         self._ready = True
@@ -160,7 +165,9 @@ class Zygote:
             try:
                 with self._lock:
                     self._wait_ready(timeout)
-                    socket.send_fds(self._control, [json.dumps({"config": config}).encode()], [*fds, theirs.fileno()])
+                    socket.send_fds(
+                        self._control, [json.dumps(encode(Spawn(config))).encode()], [*fds, theirs.fileno()]
+                    )
             except OSError as exc:
                 raise WorkerDied(f"the worker zygote is gone: {exc}", self.output(), "runtime_error:boot") from None
             finally:
@@ -190,11 +197,16 @@ class Zygote:
 
         with self._lock:
             self._wait_ready(timeout)
-            self._control.send(json.dumps({"op": "state"}).encode())
+            self._control.send(json.dumps(encode(State())).encode())
             readable, _, _ = select.select([self._control], [], [], timeout)
             if not readable:
                 raise WorkerTimeout(f"the zygote did not answer within {timeout:.0f} s", self.output())
-            return dict(json.loads(self._control.recv(1 << 16)))
+            try:
+                return encode(decode(ZygoteState, json.loads(self._control.recv(1 << 16))))
+            except (ValueError, ProtocolError) as exc:
+                raise WorkerDied(
+                    f"the zygote sent a malformed state: {exc}", self.output(), "runtime_error:protocol"
+                ) from None
 
     def output(self) -> str:
         try:

@@ -198,6 +198,7 @@ def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_whe
     """pause() stops booting workers; one whose boot ended in that instant was stopped and then moved to the idle
     list, where resume() (which continued only the workers still booting) left it stopped for good."""
     from harness.hardware import available_cores
+    from harness.ipc import decode_request, encode
     from harness.targets import get_target
     from harness.worker_pool import Limits, WarmPool, WorkerSpec
     from harness.worker_process import worker_env
@@ -219,7 +220,8 @@ def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_whe
         assert not _stopped(worker.proc.pid, expected=False)
         assert pool.take(spec, refill=False) is worker
         load = {"op": "load", "role": "reference", "task": str(RELU), "target": "cpu", "target_options": {}}
-        reply, _ = worker.request({**load, "threads": available_cores()}, 60, "load")  # it answers: not stopped
+        request = decode_request({**load, "threads": available_cores()})
+        reply = encode(worker.request(request, 60, "load")[0])  # it answers: not stopped
         assert reply.get("ok"), reply
     finally:
         worker.close()
