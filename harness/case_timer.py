@@ -51,7 +51,7 @@ class TimedEvaluation(Protocol):
     @property
     def cand(self) -> Worker: ...  # the candidate worker
 
-    options: Any  # harness.evaluate.EvalOptions
+    options: Any  # harness.eval_setup.EvalOptions
     rng: random.Random
     staging: Staging
     target: Target

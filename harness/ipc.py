@@ -548,3 +548,24 @@ def _name(hint: Any) -> str:
 def _describe(value: Any) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _renumber(desc: Any, tensors: list, own: list) -> Any:
+    if isinstance(desc, dict) and "t" in desc:
+        own.append(tensors[desc["t"]])
+        return {**desc, "t": len(own) - 1}
+    if isinstance(desc, dict) and "seq" in desc:
+        return {**desc, "seq": [_renumber(d, tensors, own) for d in desc["seq"]]}
+    return desc
+
+
+def split_trials(trials: list[dict], tensors: list) -> list[tuple[dict, list]]:
+    """A ``Trials`` reply's trials, each with only the tensors its output (and, for index outputs, its inputs) refer to (renumbered from 0)."""
+    out = []
+    for trial in trials:
+        own: list = []
+        split = {**trial, "output": _renumber(trial["output"], tensors, own)}
+        if "inputs" in trial:
+            split["inputs"] = _renumber(trial["inputs"], tensors, own)
+        out.append((split, own))
+    return out

@@ -50,7 +50,7 @@ def check_task(
     threads = threads or available_cores()
     # The reference is the task's code: the same sandboxed worker as an evaluation's (SandboxUnavailableError
     # where it cannot be set up and the user did not opt out), not an unsandboxed one with this environment.
-    from harness.evaluate import EvalOptions, use_sandbox, worker_spec
+    from harness.eval_setup import EvalOptions, use_sandbox, worker_spec
 
     worker = worker_spec(tgt, threads, use_sandbox(None), EvalOptions(target=target, threads=threads)).start(
         "reference"

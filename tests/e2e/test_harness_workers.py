@@ -123,7 +123,7 @@ def test_kope_eval_is_a_one_shot_that_boots_no_worker_for_a_next_evaluation(monk
 def test_prestarted_workers_serve_the_first_evaluation_which_starts_none_itself(monkeypatch):
     """`kope optimize`, `kope bench` and `kope eval` call prestart first: the first evaluation then takes the
     two workers already booting (it waits for their boot) instead of starting two more beside them."""
-    from harness.evaluate import prestart
+    from harness.eval_setup import prestart
     from harness.worker_pool import WorkerSpec
 
     close_pools()

@@ -77,7 +77,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("one worker process", ["harness.worker_process", "harness.zygote", "harness.zygote_client"]),
     ("worker pools", ["harness.worker_pool"]),
     ("one case's timing loop", ["harness.case_timer"]),
-    ("evaluation", ["harness.evaluate", "harness.task_check"]),
+    ("evaluation", ["harness.eval_setup", "harness.evaluate", "harness.task_check"]),
     ("remote evaluation", ["harness.remote", "harness.serve.devices", "harness.serve.executor"]),
     ("entry points", ["harness.__main__", "harness.cli", "harness.serve.app", "harness.serve.cli"]),
 ]
