@@ -34,11 +34,7 @@ from typing import Any
 from harness import ipc
 from harness.case_timer import CaseTimer, Stop, join_output
 from harness.device_lock import device_lock
-from harness.errors import (
-    CandidateNotFoundError,
-    HarnessError,
-    ReferenceFailedError,
-)
+from harness.errors import CandidateNotFoundError, HarnessError, ReferenceFailedError
 from harness.eval_setup import EvalOptions, check_static, resolve_task, use_sandbox, worker_spec
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, excerpt, geometric_mean

@@ -408,11 +408,8 @@ REPLIES: dict[str, type[Message]] = {  # the reply a request of each kind gets w
     "fetch": Fetched,
 }
 _OPAQUE = (CompileRequest, CompileReply)  # one field, ``body``: the header itself (less ``op``)
-_TAGGED = (
-    *REQUESTS.values(),
-    *GREETINGS.values(),
-    State,
-)  # a ``CompileRequest`` too (opaque)  # these say their kind in ``op``
+# these say their kind in ``op`` (a ``CompileRequest`` too, as an opaque record)
+_TAGGED = (*REQUESTS.values(), *GREETINGS.values(), State)
 
 
 def encode(message: Message) -> dict[str, Any]:

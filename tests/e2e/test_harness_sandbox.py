@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.evaluate import EvalOptions, SandboxUnavailableError, evaluate
+from harness.errors import SandboxUnavailableError
+from harness.evaluate import EvalOptions, evaluate
 from harness.sandbox import sandbox_status
 from harness.worker_pool import close_pools
 from tests.support.processes import descendants
