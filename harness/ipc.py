@@ -437,20 +437,20 @@ def decode(cls: type[M], header: Any, *, ignore: tuple[str, ...] = (), what: str
         raise ProtocolError(f"{what} must be a JSON object, not {type(header).__name__}")
     if cls in _OPAQUE:
         return cls(body={k: v for k, v in header.items() if k != "op"})  # type: ignore[call-arg]
-    hints = _hints(cls)
-    unknown = sorted(set(header) - set(hints) - set(ignore))
+    spec = _spec(cls)
+    unknown = sorted(header.keys() - spec.keys() - set(ignore))
     if unknown:
         raise ProtocolError(f"{what} has unknown field(s) {', '.join(map(repr, unknown))}")
     values = {}
-    for f in fields(cls):
-        if f.name not in header:
-            if f.default is MISSING:
-                raise ProtocolError(f"{what} lacks its {f.name!r} field")
+    for name, (hint, required) in spec.items():
+        if name not in header:
+            if required:
+                raise ProtocolError(f"{what} lacks its {name!r} field")
             continue
-        value = header[f.name]
-        if not _is(value, hints[f.name]):
-            raise ProtocolError(f"{what}: its {f.name!r} is {_describe(value)}, not {_name(hints[f.name])}")
-        values[f.name] = value
+        value = header[name]
+        if not _is(value, hint):
+            raise ProtocolError(f"{what}: its {name!r} is {_describe(value)}, not {_name(hint)}")
+        values[name] = value
     return cls(**values)
 
 
@@ -505,17 +505,21 @@ def _by_op(header: Any, kinds: dict[str, type[Message]], what: str) -> type[Mess
     return kinds[op]
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_SPECS: dict[type, dict[str, tuple[Any, bool]]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = {k: v for k, v in typing.get_type_hints(cls).items() if k != "kind"}
-    return _HINTS[cls]
+def _spec(cls: type) -> dict[str, tuple[Any, bool]]:
+    """Each field of a record: its type, and whether it is required (read once per record class)."""
+    if cls not in _SPECS:
+        hints = typing.get_type_hints(cls)
+        _SPECS[cls] = {f.name: (hints[f.name], f.default is MISSING) for f in fields(cls)}
+    return _SPECS[cls]
 
 
 def _is(value: Any, hint: Any) -> bool:
     """Whether a JSON value has the type ``hint`` (Any, None, bool, int, float, str, unions, list[X], dict[str, X])."""
+    if hint is int or hint is bool:
+        return type(value) is hint
     if hint is Any:
         return True
     if hint is type(None):
@@ -529,10 +533,6 @@ def _is(value: Any, hint: Any) -> bool:
     if origin is dict:
         _, item = typing.get_args(hint)
         return isinstance(value, dict) and all(isinstance(k, str) and _is(v, item) for k, v in value.items())
-    if hint is bool:
-        return type(value) is bool
-    if hint is int:
-        return type(value) is int
     if hint is float:
         return type(value) in (int, float)
     return type(value) is hint
