@@ -1,4 +1,5 @@
-"""Messages between the harness and its worker processes: a JSON header plus raw tensor bytes.
+"""Messages between the harness and its worker processes: a JSON header plus raw tensor bytes; every message
+a typed record (below: ``Load`` ... ``ZygoteState``) with one encode/decode pair.
 
 Nothing is unpickled: a worker that runs candidate code is not trusted, so the
 parent only parses JSON and copies bytes into tensors of allow-listed dtypes,
