@@ -128,8 +128,10 @@ def nine_cases() -> None:
 def round_trip() -> None:
     print("\n== 3. timing from outside the candidate's process: cost of one empty timed unit")
     from harness.hardware import available_cores
+    from harness.ipc import Go, Load, Prepare
     from harness.targets import get_target
-    from harness.worker_pool import Limits, WorkerSpec, worker_env
+    from harness.worker_pool import Limits, WorkerSpec
+    from harness.worker_process import worker_env
 
     target = get_target("cpu")
     env = worker_env(target.worker_env(available_cores()), True)
@@ -138,22 +140,15 @@ def round_trip() -> None:
     try:
         task = find_candidate("relu").parent.parent.parent / "tasks" / "elementwise" / "relu.py"
         worker.request(
-            {
-                "op": "load",
-                "role": "reference",
-                "task": str(task),
-                "target": "cpu",
-                "target_options": {},
-                "threads": available_cores(),
-            },
+            Load(role="reference", task=str(task), target="cpu", target_options={}, threads=available_cores()),
             120,
             "load",
         )
-        worker.request({"op": "prepare", "case": 0, "init_seed": 0, "seeds": []}, 60, "prepare")
+        worker.request(Prepare(case=0, init_seed=0, seeds=[]), 60, "prepare")
         costs = []
         for _ in range(200):
             start = time.perf_counter_ns()
-            worker.request({"op": "go"}, 60, "go")
+            worker.request(Go(), 60, "go")
             costs.append((time.perf_counter_ns() - start) / 1e3)
         print(f"  median {statistics.median(costs):.0f} us, p90 {sorted(costs)[180]:.0f} us per unit (subtracted)")
     finally:

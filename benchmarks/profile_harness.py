@@ -59,11 +59,12 @@ def main() -> None:
     import torch
 
     from harness.compare import compare_outputs
-    from harness.ipc import MessageReader, write_message
+    from harness.ipc import Load, MessageReader, write_message
     from harness.targets import get_target
     from harness.task import load_task, select_cases
     from harness.worker_common import build, build_reference, decode, encode, init_inputs, make_inputs
-    from harness.worker_pool import Limits, Worker
+    from harness.worker_limits import Limits
+    from harness.worker_process import Worker
 
     target = get_target("cpu")
     env = dict(os.environ)
@@ -71,7 +72,7 @@ def main() -> None:
     started = clock()
     worker = Worker("reference", env, Limits(), True)
     worker.request(
-        {"op": "load", "task": str(task_path), "target": "cpu", "target_options": {}, "threads": os.cpu_count()},
+        Load(task=str(task_path), target="cpu", target_options={}, threads=os.cpu_count() or 1),
         120,
         "load",
     )

@@ -14,12 +14,13 @@ import random
 import time
 from typing import Any, Protocol
 
+from harness import ipc
 from harness.errors import ReferenceFailedError
 from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging
 from harness.targets.base import Target
 from harness.task import Case, Task
-from harness.worker_pool import Worker
+from harness.worker_process import Worker
 
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
@@ -50,7 +51,7 @@ class TimedEvaluation(Protocol):
     @property
     def cand(self) -> Worker: ...  # the candidate worker
 
-    options: Any  # harness.evaluate.EvalOptions
+    options: Any  # harness.eval_setup.EvalOptions
     rng: random.Random
     staging: Staging
     target: Target
@@ -66,11 +67,11 @@ class TimedEvaluation(Protocol):
 
     def trace(self, what: str) -> None: ...
 
-    def candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[dict, list]: ...
+    def candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[ipc.Reply, list]: ...
 
-    def reference_reply(self, timeout: float, what: str) -> dict: ...
+    def reference_reply(self, timeout: float, what: str) -> tuple[ipc.Reply, list]: ...
 
-    def case_error(self, case: Case, reply: dict) -> None: ...
+    def case_error(self, case: Case, reply: ipc.Failed) -> None: ...
 
 
 class CaseTimer:
@@ -94,42 +95,41 @@ class CaseTimer:
         self.staging = ev.staging
 
     # -- requests ----------------------------------------------------------------------------------
-    def _ask(self, who: str, header: dict) -> tuple[dict, list]:
-        self._send(who, header)
+    def _ask(self, who: str, request: ipc.Request) -> tuple[ipc.Reply, list]:
+        self._send(who, request)
         return self._outputs(who, self._receive(who))
 
-    def _send(self, who: str, header: dict) -> None:
-        self.workers[who].send(header)
+    def _send(self, who: str, request: ipc.Request) -> None:
+        self.workers[who].send(request)
 
-    def _receive(self, who: str) -> tuple[dict, list]:
+    def _receive(self, who: str) -> tuple[ipc.Reply, list]:
         ev = self.ev
         timeout = max(1.0, self.deadline - time.monotonic() + 30.0)
         if who == "ref":
-            reply = ev.reference_reply(timeout, f"timing case {self.case.name!r}")
-            tensors = reply["_tensors"]
+            reply, tensors = ev.reference_reply(timeout, f"timing case {self.case.name!r}")
         else:
             reply, tensors = ev.candidate_reply(timeout, self.case, "timing")
-            if not reply.get("ok"):
+            if isinstance(reply, ipc.Failed):
                 ev.case_error(self.case, reply)
-                raise Stop(reply.get("error_kind", "runtime_error:unknown"), reply.get("message", ""))
+                raise Stop(reply.error_kind or "runtime_error:unknown", reply.message or "")
         return reply, tensors
 
-    def _outputs(self, who: str, received: tuple[dict, list]) -> tuple[dict, list]:
+    def _outputs(self, who: str, received: tuple[ipc.Reply, list]) -> tuple[ipc.Reply, list]:
         reply, tensors = received
-        if "remote" in reply:
-            tensors = self._read_remote(who, reply.pop("remote"))
+        if isinstance(reply, ipc.Fetched) and reply.remote is not None:
+            tensors = self._read_remote(who, reply.remote)
         return reply, tensors
 
-    def _fetch_both(self) -> dict[str, tuple[dict, list]]:
+    def _fetch_both(self) -> dict[str, tuple[ipc.Reply, list]]:
         """Both workers' outputs of the unit just timed: read out of their memory where the kernel allows it
         (``harness.remote_memory``), else through their pipes."""
         if self.remote:
             try:
-                return self._both({"op": "fetch", "remote": True})
+                return self._both(ipc.Fetch(remote=True))
             except RemoteUnavailable as exc:  # both replies were read; both workers still hold their outputs
                 self.remote = False
                 self.ev.trace(f"remote fetch unavailable, outputs through the pipes: {exc}")
-        return self._both({"op": "fetch"})
+        return self._both(ipc.Fetch())
 
     def _read_remote(self, who: str, specs: Any) -> list:
         worker = self.workers[who]
@@ -147,22 +147,22 @@ class CaseTimer:
                 "runtime_error:protocol", f"case {self.case.name!r}: the candidate worker sent a malformed reply: {exc}"
             ) from None
 
-    def _both(self, header: dict) -> dict[str, tuple[dict, list]]:
+    def _both(self, request: ipc.Request) -> dict[str, tuple[ipc.Reply, list]]:
         """The same request to both workers at once (untimed work: input generation, outputs); the reference's
         reply is always read first, so a candidate that fails never leaves a reply behind in the pooled
         reference worker's pipe."""
-        self._send_both(header)
+        self._send_both(request)
         return self._receive_both()
 
-    def _send_both(self, header: dict) -> None:
-        self._send("ref", header)
+    def _send_both(self, request: ipc.Request) -> None:
+        self._send("ref", request)
         try:
-            self._send("cand", header)
+            self._send("cand", request)
         except BaseException:
             self._receive("ref")
             raise
 
-    def _receive_both(self) -> dict[str, tuple[dict, list]]:
+    def _receive_both(self) -> dict[str, tuple[ipc.Reply, list]]:
         ref = self._receive("ref")
         cand = self._receive("cand")
         return {"ref": self._outputs("ref", ref), "cand": self._outputs("cand", cand)}
@@ -176,9 +176,8 @@ class CaseTimer:
                 if who == "ref":
                     self.ev.ref_healthy = False
 
-    def _prepare_message(self, seeds: list[int]) -> dict:
-        ev = self.ev
-        return {"op": "prepare", "case": self.case.index, "init_seed": ev.init_seeds[self.case.index], "seeds": seeds}
+    def _prepare_message(self, seeds: list[int]) -> ipc.Prepare:
+        return ipc.Prepare(case=self.case.index, init_seed=self.ev.init_seeds[self.case.index], seeds=seeds)
 
     def _unit(self, who: str, seeds: list[int]) -> float:
         """Prepare, then time one unit of ``len(seeds)`` calls from here; returns ns as measured (round trip included)."""
@@ -196,7 +195,7 @@ class CaseTimer:
             sampler.enable()
         start = time.perf_counter_ns()
         try:
-            self._ask(who, {"op": "go"})
+            self._ask(who, ipc.Go())
         finally:
             elapsed = time.perf_counter_ns() - start
             if sampler is not None:
@@ -206,7 +205,7 @@ class CaseTimer:
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
         if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
-            self.sealed = self._ask("cand", {"op": "seal"})[0].get("sealed")
+            self.sealed = ipc.expect(self._ask("cand", ipc.Seal())[0], ipc.Sealed).sealed
         return elapsed
 
     def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
@@ -367,9 +366,9 @@ class CaseTimer:
             return True
         return enough_repetitions(self.budget, rep, self.spent_ms, self.samples, time.monotonic() - self.began)
 
-    def _check_seeds(self, wanted: list[int], fetched: tuple[dict, list]) -> None:
-        reply, _ = fetched
-        got = [i.get("seed") for i in reply.get("items", []) if isinstance(i, dict)]
+    def _check_seeds(self, wanted: list[int], fetched: tuple[ipc.Reply, list]) -> None:
+        reply = ipc.expect(fetched[0], ipc.Fetched)
+        got = [i.get("seed") for i in reply.items if isinstance(i, dict)]
         if got != wanted:
             raise Stop(
                 "cheat_detected:missing_trials",
@@ -377,13 +376,14 @@ class CaseTimer:
                 f"returned outputs for {got}",
             )
 
-    def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[dict, list]]) -> bool:
+    def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[ipc.Reply, list]]) -> bool:
         from harness.fast_compare import compare_encoded
         from harness.guards import sealed_mismatch
 
         ev, result = self.ev, self.ev.results[self.case.index]
         self._check_seeds(seeds, fetched["cand"])
-        (cand, cand_tensors), (ref, ref_tensors) = fetched["cand"], fetched["ref"]
+        (cand_reply, cand_tensors), (ref_reply, ref_tensors) = fetched["cand"], fetched["ref"]
+        cand, ref = ipc.expect(cand_reply, ipc.Fetched), ipc.expect(ref_reply, ipc.Fetched)
         changed = sealed_mismatch(self.sealed, cand_tensors)  # sealed right after its timed calls returned
         if changed is not None:
             result.error = f"timed calls: {changed} (random elements sealed right after the call, read at fetch)"
@@ -391,10 +391,10 @@ class CaseTimer:
                 "cheat_detected:lazy_output",
                 f"case {self.case.name!r}: {result.error}: the work must finish inside forward",
             )
-        if cand.get("reused") and not ref.get("reused"):
-            result.error = f"timed calls: {cand['reused']}, but the reference returns new memory on every call"
+        if cand.reused and not ref.reused:
+            result.error = f"timed calls: {cand.reused}, but the reference returns new memory on every call"
             raise Stop("cheat_detected:output_reuses_buffer", f"case {self.case.name!r}: {result.error}")
-        for ref_item, cand_item in zip(ref["items"], cand["items"]):
+        for ref_item, cand_item in zip(ref.items, cand.items):
             verdict = compare_encoded(cand_item.get("output"), cand_tensors, ref_item, ref_tensors, ev.target.device)
             if not verdict.ok:
                 result.passed = False

@@ -110,12 +110,11 @@ def compiles_remotely() -> bool:
 
 def ask_parent(request: dict[str, Any]) -> dict[str, Any]:
     """Send a compile request to the parent and wait for its answer (worker side)."""
-    from harness.ipc import read_message_blocking, write_message
+    from harness.ipc import CompileReply, CompileRequest, decode, read_message_blocking, send
 
     assert _REMOTE is not None
-    write_message(_REMOTE[1], {"op": "compile", **request})
-    reply, _ = read_message_blocking(_REMOTE[0])
-    return reply
+    send(_REMOTE[1], CompileRequest(request))
+    return decode(CompileReply, read_message_blocking(_REMOTE[0])[0]).body
 
 
 @functools.cache

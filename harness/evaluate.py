@@ -3,7 +3,8 @@
 The steps, each of which can end the evaluation with an outcome:
 
 1. static: the candidate file is non-empty Python defining ``ModelNew``
-   (``format_error``), and the static anti-cheat checks pass (``cheat_detected``);
+   (``format_error``), and the static anti-cheat checks pass (``cheat_detected``)
+   (``harness.eval_setup``: the options, the workers' spec and this step);
 2. workers: a warm, sandboxed candidate worker (``harness.worker_pool``) is locked down and
    loads the candidate (its kernels compile, in the parent's compile sandbox, under the
    compile timeout); the reference worker (trusted: it runs only the task) is reused from
@@ -24,153 +25,28 @@ the candidate become the outcome.
 
 from __future__ import annotations
 
-import ast
 import logging
 import random
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import settings
+from harness import ipc
 from harness.case_timer import CaseTimer, Stop, join_output
 from harness.device_lock import device_lock
-from harness.errors import (
-    CandidateNotFoundError,
-    HarnessError,
-    OptionsError,
-    ReferenceFailedError,
-    SandboxUnavailableError,
-)
+from harness.errors import CandidateNotFoundError, HarnessError, ReferenceFailedError
+from harness.eval_setup import EvalOptions, check_static, resolve_task, use_sandbox, worker_spec
 from harness.hardware import available_cores
 from harness.record import CaseResult, Hardware, Outcome, Status, excerpt, geometric_mean
 from harness.remote_memory import RemoteMemoryError, Staging
 from harness.targets import get_target
 from harness.task import Case, Task, select_cases
-from harness.timing import Budget
-from harness.worker_pool import (
-    REFERENCE_POOL,
-    WARM_POOL,
-    Limits,
-    Worker,
-    WorkerDied,
-    WorkerError,
-    WorkerSpec,
-    WorkerTimeout,
-)
+from harness.worker_limits import WorkerDied, WorkerError, WorkerTimeout
+from harness.worker_pool import REFERENCE_POOL, WARM_POOL, WorkerSpec
+from harness.worker_process import Worker
 
 DEGENERATE_RETRIES = 4
 log = logging.getLogger("harness")
-
-
-@dataclass
-class EvalOptions:
-    target: str = "cpu"
-    cases: str | Sequence[int | str] | None = None  # indices, ranges ("0-3") or names; None: all of case_set
-    case_set: str = "visible"  # the pool cases select from: visible (what proposers see), heldout or all
-    seeds: int = 3  # correctness trials per case, each on fresh inputs
-    threads: int | None = None  # fixed thread count; default: the CPUs this process may use
-    timing: bool = True
-    time_incorrect: bool = False  # also time the passing cases of an incorrect candidate
-    budget: Budget = field(default_factory=Budget)
-    compile_timeout_s: float = 300.0  # importing the candidate (its kernels build) and building ModelNew
-    startup_timeout_s: float = 120.0  # a worker importing torch and the task
-    case_timeout_s: float = 120.0  # all trials of one case
-    timing_timeout_s: float = 180.0  # timing one case
-    limits: Limits = field(default_factory=Limits)
-    static_checks: bool = True  # False only to test the run-time layer on its own
-    lazy_check: bool = True
-    seed: int | None = None  # fixes every seed (reproducible runs); default: per-machine secret seeds
-    reuse_reference: bool = True  # keep the (trusted) reference worker for the next evaluation
-    physical_limit: bool = True  # roofline fields per timed case; faster than the hardware is a cheat
-    warm_pool: bool = True  # take a pre-started (forked) worker (False: boot one now, as before the pool existed)
-    refill_pool: bool = True  # boot replacements for the workers taken (False: the caller's last evaluation)
-    reference_cache: bool = True  # reuse reference outputs computed earlier (False: always recompute)
-    sandbox: bool | None = None  # None: sandboxed where possible, refused where not; False: explicit opt-out
-    # timed outputs read out of the workers' memory (harness.remote_memory; False or KOPE_HARNESS_REMOTE_FETCH=off:
-    # through their pipes, as before)
-    remote_fetch: bool = field(default_factory=settings.remote_fetch)
-
-    def __post_init__(self) -> None:
-        if self.seeds < 1:
-            raise OptionsError(f"seeds must be at least 1, got {self.seeds}")
-        if self.threads is not None and self.threads < 1:
-            raise OptionsError(f"threads must be at least 1, got {self.threads}")
-        b = self.budget
-        if b.warmup_ms < 0 or b.rep_ms <= 0 or b.min_reps < 1 or b.max_reps < b.min_reps or b.lopsided < 1:
-            raise OptionsError(
-                f"invalid timing budget {b}: need warmup_ms >= 0, rep_ms > 0, 1 <= min_reps <= max_reps, lopsided >= 1"
-            )
-
-
-def resolve_task(task: str | Path | Task) -> Task:
-    if isinstance(task, Task):
-        return task
-    from harness.suite import find_task
-    from harness.task_loader import load_task_isolated
-
-    return load_task_isolated(find_task(task).path)  # task code runs in a worker under a timeout, never here
-
-
-def use_sandbox(requested: bool | None) -> bool:
-    """Whether to sandbox; raises ``SandboxUnavailableError`` where it is wanted and impossible."""
-    from harness.sandbox import opted_out, sandbox_status
-
-    if requested is False or (requested is None and opted_out()):
-        return False
-    status = sandbox_status()
-    if status.available:
-        return True
-    raise SandboxUnavailableError(
-        f"the candidate sandbox cannot be set up on this machine: {status.reason}",
-        hint=f"candidates are untrusted code; to run them without the sandbox anyway set {settings.SANDBOX}=off "
-        "(or EvalOptions(sandbox=False))",
-    )
-
-
-def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions) -> WorkerSpec:
-    """What the workers of an evaluation with ``options`` on ``target`` are started with."""
-    from harness.commands import cache_root
-    from harness.sandbox import PROFILES, hidden_paths
-    from harness.worker_pool import worker_env
-
-    env = dict(target.worker_env(threads))
-    if not sandboxed:
-        env[settings.COMPILE_TIMEOUT] = str(options.compile_timeout_s)
-    # reference outputs, loaded tasks (held-out cases), the compile cache's signing key
-    private = [cache_root() / "refs", cache_root() / "tasks", cache_root() / "keys"]
-    for folder in private if sandboxed else []:
-        try:  # hidden_paths names existing folders only: made now, a prestarted worker's spec is the same later
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError:
-            pass
-    return WorkerSpec(
-        env=tuple(sorted(worker_env(env, sandboxed).items())),
-        limits=options.limits,
-        uses_rlimit_as=target.uses_rlimit_as,
-        sandboxed=sandboxed,
-        hidden=tuple(hidden_paths(private)) if sandboxed else (),
-        cache_root=str(cache_root()),
-        profile=PROFILES[target.sandbox_profile()],
-    )
-
-
-def prestart(target: str = "cpu", count: int = 2, threads: int | None = None) -> None:
-    """Start booting ``count`` workers (a reference and a candidate worker) for evaluations on ``target`` with
-    the default options: a command that is about to evaluate calls this first (``kope.boundary.prestart_workers``,
-    from a thread of its own), so that its first evaluation does not wait for two interpreters and torch
-    imports. The boots run in the warm pool's threads. Where the target or the sandbox is unavailable nothing
-    starts (the evaluation itself then says why)."""
-    try:
-        options = EvalOptions(target=target, threads=threads)
-        chosen = get_target(target)
-        chosen.check_available()
-        sandboxed = use_sandbox(options.sandbox)
-    except HarnessError as exc:
-        log.debug("no workers prestarted for %s: %s", target, exc)
-        return
-    WARM_POOL.prefill(worker_spec(chosen, threads or available_cores(), sandboxed, options), count)
 
 
 class _Evaluation:
@@ -269,31 +145,7 @@ class _Evaluation:
 
     # -- 1. static ---------------------------------------------------------------------------------
     def _static(self) -> None:
-        try:
-            source = self.candidate.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CandidateNotFoundError(f"cannot read candidate {self.candidate}: {exc}") from None
-        try:
-            tree = ast.parse(source, filename=str(self.candidate))
-        except SyntaxError as exc:
-            raise Stop("format_error:syntax", f"{self.candidate.name}:{exc.lineno}: syntax error: {exc.msg}") from None
-        if not tree.body or all(
-            isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant) for n in tree.body
-        ):
-            raise Stop("format_error:no_code", "the candidate file holds no code")
-        defined = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
-        defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-        if "ModelNew" not in defined:
-            raise Stop(
-                "format_error:no_model_new", "the candidate must define class ModelNew(torch.nn.Module) at module level"
-            )
-        if self.options.static_checks:
-            from harness.static_check import check_source
-
-            findings = check_source(source, str(self.candidate))
-            if findings:
-                text = "\n".join(str(f) for f in findings)
-                raise Stop(f"cheat_detected:{findings[0].check}", f"static checks of {self.candidate.name}:\n{text}")
+        check_static(self.candidate, self.options.static_checks)
 
     # -- 2. workers ----------------------------------------------------------------------------------
     def _spec(self) -> WorkerSpec:
@@ -335,14 +187,14 @@ class _Evaluation:
             self.sandboxed,
         )
 
-    def _load_message(self) -> dict:
-        return {
-            "op": "load",
-            "task": str(self.task.path),
-            "target": self.target.name,
-            "target_options": self.target.options(),
-            "threads": self.threads,
-        }
+    def _load_message(self, **role: Any) -> ipc.Load:
+        return ipc.Load(
+            task=str(self.task.path),
+            target=self.target.name,
+            target_options=self.target.options(),
+            threads=self.threads,
+            **role,
+        )
 
     def _reference(self) -> Worker:
         """The reference worker, loaded (taken from the pool of loaded ones, or started now)."""
@@ -355,9 +207,9 @@ class _Evaluation:
             return self.ref
         self._ref = self._worker()
         self.ref.role = "reference"
-        self.ref.send({**self._load_message(), "role": "reference"})
-        reply = self.reference_reply(self.options.startup_timeout_s, "loading the task")
-        self.ref_info = {"hardware": reply["hardware"]}
+        self.ref.send(self._load_message(role="reference"))
+        reply, _ = self.reference_reply(self.options.startup_timeout_s, "loading the task")
+        self.ref_info = {"hardware": ipc.expect(reply, ipc.Loaded).hardware}
         self.trace("reference worker ready")
         return self.ref
 
@@ -378,13 +230,12 @@ class _Evaluation:
         self.task_threads = len(self.cand.tasks())
         first = self.cases[0]
         self.cand.send(
-            {
-                **self._load_message(),
-                "role": "candidate",
-                "candidate": str(self.candidate),
-                "case": first.index,
-                "init_seed": self.init_seeds[first.index],
-            }
+            self._load_message(
+                role="candidate",
+                candidate=str(self.candidate),
+                case=first.index,
+                init_seed=self.init_seeds[first.index],
+            )
         )
         try:
             reply, _ = self.cand.receive(
@@ -401,10 +252,12 @@ class _Evaluation:
             raise Stop(exc.kind, f"while loading the candidate: {exc}", exc.output) from None
         self._note_compile(reply)
         self._check_sandbox("loading the candidate")
-        self.trace(f"candidate worker ready (compile {reply.get('compile_time_s')})")
-        if not reply.get("ok"):
+        self.trace(f"candidate worker ready (compile {getattr(reply, 'compile_time_s', None)})")
+        if isinstance(reply, ipc.Failed):
             raise Stop(
-                reply["error_kind"], reply.get("message", ""), join_output(reply.get("traceback"), self.cand.output())
+                reply.error_kind or "runtime_error:unknown",
+                reply.message or "",
+                join_output(reply.traceback, self.cand.output()),
             )
 
     def _check_sandbox(self, doing: str) -> None:
@@ -434,7 +287,7 @@ class _Evaluation:
     def trace(self, what: str) -> None:
         log.debug("%7.3f s  %s", time.monotonic() - self.started, what)
 
-    def reference_reply(self, timeout: float, what: str) -> dict:
+    def reference_reply(self, timeout: float, what: str) -> tuple[ipc.Reply, list]:
         try:
             reply, tensors = self.ref.receive(timeout, f"the reference ({what})")
         except WorkerError as exc:
@@ -442,17 +295,17 @@ class _Evaluation:
             raise ReferenceFailedError(
                 f"task {self.task.operator}: the reference worker failed while {what}: {exc}\n{exc.output}"
             ) from None
-        if not reply.get("ok"):
+        if isinstance(reply, ipc.Failed):
             self.ref_healthy = False
             raise ReferenceFailedError(
-                f"task {self.task.operator} ({self.task.path}): {reply.get('reference_failed') or reply.get('message')}"
+                f"task {self.task.operator} ({self.task.path}): {reply.reference_failed or reply.message}"
             )
-        reply["_tensors"] = tensors
-        return reply
+        return reply, tensors
 
-    def _note_compile(self, reply: dict) -> None:
-        if reply.get("compile_time_s") is not None:
-            self.compile_time = reply["compile_time_s"]
+    def _note_compile(self, reply: ipc.Reply) -> None:
+        compile_time = getattr(reply, "compile_time_s", None)
+        if compile_time is not None:
+            self.compile_time = compile_time
 
     # -- 3. correctness ------------------------------------------------------------------------------
     def _seeds(self, case: Case) -> list[int]:
@@ -485,18 +338,17 @@ class _Evaluation:
         if missing:
             ref = self._reference()
             ref.send(
-                {
-                    "op": "reference",
-                    "case": case.index,
-                    "init_seed": self.init_seeds[case.index],
-                    "seeds": [seeds[i] for i in missing],
-                    "retries": DEGENERATE_RETRIES,
-                }
+                ipc.Reference(
+                    case=case.index,
+                    init_seed=self.init_seeds[case.index],
+                    seeds=[seeds[i] for i in missing],
+                    retries=DEGENERATE_RETRIES,
+                )
             )
-            reply = self.reference_reply(
+            reply, out = self.reference_reply(
                 self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}"
             )
-            for i, (trial, tensors) in zip(missing, _split_trials(reply["trials"], reply["_tensors"])):
+            for i, (trial, tensors) in zip(missing, ipc.split_trials(ipc.expect(reply, ipc.Trials).trials, out)):
                 found[i] = (trial, tensors)
                 key = keys[i]
                 if key and not trial.get("degenerate"):
@@ -514,26 +366,26 @@ class _Evaluation:
                 )
             used = [t["seed"] for t, _ in ref_trials]
             self.cand.send(
-                {
-                    "op": "run",
-                    "case": case.index,
-                    "init_seed": self.init_seeds[case.index],
-                    "seeds": used,
-                    "lazy_check": self.options.lazy_check,
-                    "remote": self.remote_reads(),
-                }
+                ipc.Run(
+                    case=case.index,
+                    init_seed=self.init_seeds[case.index],
+                    seeds=used,
+                    lazy_check=self.options.lazy_check,
+                    remote=self.remote_reads(),
+                )
             )
             self.trace(f"case {case.name}: reference ready")
             reply, tensors = self.candidate_reply(self.options.case_timeout_s, case, "running")
             self.trace(f"case {case.name}: candidate done")
             self._note_compile(reply)
-            if not reply.get("ok"):
+            if isinstance(reply, ipc.Failed):
                 self.case_error(case, reply)
                 continue
-            if "remote" in reply:
-                tensors = self._read_trials(case, reply.pop("remote"))
-            self._check_trials(case, used, reply)
-            self._judge(case, ref_trials, reply, tensors)
+            run = ipc.expect(reply, ipc.Trials)
+            if run.remote is not None:
+                tensors = self._read_trials(case, run.remote)
+            self._check_trials(case, used, run)
+            self._judge(case, ref_trials, run, tensors)
             self.trace(f"case {case.name}: compared")
 
     def remote_reads(self) -> bool:
@@ -554,7 +406,7 @@ class _Evaluation:
                 "runtime_error:protocol", f"case {case.name!r}: the candidate worker sent a malformed reply: {exc}"
             ) from None
 
-    def candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[dict, list]:
+    def candidate_reply(self, timeout: float, case: Case, doing: str) -> tuple[ipc.Reply, list]:
         try:
             reply = self.cand.receive(timeout, f"{doing} case {case.name!r}")
         except WorkerTimeout as exc:
@@ -566,9 +418,9 @@ class _Evaluation:
         self._check_sandbox(f"{doing} case {case.name!r}")
         return reply
 
-    def _check_trials(self, case: Case, seeds: list[int], reply: dict) -> None:
+    def _check_trials(self, case: Case, seeds: list[int], reply: ipc.Trials) -> None:
         """Every trial asked for came back, for the seeds asked for: nothing the candidate's process says is taken on trust."""
-        trials = reply.get("trials")
+        trials = reply.trials
         got = (
             [t.get("seed") for t in trials]
             if isinstance(trials, list) and all(isinstance(t, dict) for t in trials)
@@ -584,26 +436,23 @@ class _Evaluation:
                 f"for seeds {got} where {len(seeds)} were asked for (seeds {seeds}): its results cannot be trusted",
             )
 
-    def case_error(self, case: Case, reply: dict) -> None:
+    def case_error(self, case: Case, reply: ipc.Failed) -> None:
         self._note_compile(reply)
-        kind = reply.get("error_kind", "runtime_error:unknown")
-        self.results[case.index].error = f"{kind}: {reply.get('message', '')}"
+        kind = reply.error_kind or "runtime_error:unknown"
+        message = reply.message or ""
+        self.results[case.index].error = f"{kind}: {message}"
         if kind.startswith(("cheat_detected", "compile_error", "timeout", "format_error")):
-            raise Stop(
-                kind,
-                f"case {case.name!r}: {reply.get('message', '')}",
-                join_output(reply.get("traceback"), self.cand.output()),
-            )
+            raise Stop(kind, f"case {case.name!r}: {message}", join_output(reply.traceback, self.cand.output()))
         self.case_kinds[case.index] = kind
         self._first_traceback = getattr(self, "_first_traceback", None) or join_output(
-            reply.get("traceback"), self.cand.output()
+            reply.traceback, self.cand.output()
         )
 
-    def _judge(self, case: Case, ref_trials: list[tuple[dict, list]], reply: dict, tensors: list) -> None:
+    def _judge(self, case: Case, ref_trials: list[tuple[dict, list]], reply: ipc.Trials, tensors: list) -> None:
         from harness.fast_compare import compare_encoded
 
         result = self.results[case.index]
-        for (ref_trial, ref_tensors), cand_trial in zip(ref_trials, reply["trials"]):
+        for (ref_trial, ref_tensors), cand_trial in zip(ref_trials, reply.trials):
             if cand_trial.get("digest") is not None and ref_trial.get("digest") != cand_trial["digest"]:
                 self._inputs_differ(case, ref_trial, cand_trial)
             if cand_trial.get("aliases") and not ref_trial.get("aliases_input"):
@@ -622,16 +471,10 @@ class _Evaluation:
         """The candidate ran on other inputs than the reference: the task is not reproducible, or the candidate lied."""
         ref = self._reference()
         ref.send(
-            {
-                "op": "reference",
-                "case": case.index,
-                "init_seed": self.init_seeds[case.index],
-                "seeds": [ref_trial["seed"]],
-                "retries": 0,
-            }
+            ipc.Reference(case=case.index, init_seed=self.init_seeds[case.index], seeds=[ref_trial["seed"]], retries=0)
         )
-        again = self.reference_reply(self.options.case_timeout_s, f"re-checking the inputs of case {case.name!r}")
-        if again["trials"][0]["digest"] != ref_trial["digest"]:
+        again, _ = self.reference_reply(self.options.case_timeout_s, f"re-checking the inputs of case {case.name!r}")
+        if ipc.expect(again, ipc.Trials).trials[0]["digest"] != ref_trial["digest"]:
             raise ReferenceFailedError(
                 f"task {self.task.operator}, case {case.name!r}: get_inputs() gave different inputs for the same seed in two "
                 "processes; inputs must depend only on torch/random/numpy seeds"
@@ -718,27 +561,6 @@ class _Evaluation:
             hardware=hardware,
             cases=cases,
         )
-
-
-def _renumber(desc: Any, tensors: list, own: list) -> Any:
-    if isinstance(desc, dict) and "t" in desc:
-        own.append(tensors[desc["t"]])
-        return {**desc, "t": len(own) - 1}
-    if isinstance(desc, dict) and "seq" in desc:
-        return {**desc, "seq": [_renumber(d, tensors, own) for d in desc["seq"]]}
-    return desc
-
-
-def _split_trials(trials: list[dict], tensors: list) -> list[tuple[dict, list]]:
-    """Each trial with only the tensors its output (and, for index outputs, its inputs) refer to (renumbered from 0)."""
-    out = []
-    for trial in trials:
-        own: list = []
-        split = {**trial, "output": _renumber(trial["output"], tensors, own)}
-        if "inputs" in trial:
-            split["inputs"] = _renumber(trial["inputs"], tensors, own)
-        out.append((split, own))
-    return out
 
 
 def evaluate(

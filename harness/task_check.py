@@ -13,12 +13,13 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import ipc
 from harness.errors import ReferenceFailedError
 from harness.hardware import available_cores
 from harness.targets import get_target
 from harness.task import Task
 from harness.task_loader import load_task_isolated
-from harness.worker_pool import WorkerError
+from harness.worker_limits import WorkerError
 
 
 @dataclass
@@ -49,7 +50,7 @@ def check_task(
     threads = threads or available_cores()
     # The reference is the task's code: the same sandboxed worker as an evaluation's (SandboxUnavailableError
     # where it cannot be set up and the user did not opt out), not an unsandboxed one with this environment.
-    from harness.evaluate import EvalOptions, use_sandbox, worker_spec
+    from harness.eval_setup import EvalOptions, use_sandbox, worker_spec
 
     worker = worker_spec(tgt, threads, use_sandbox(None), EvalOptions(target=target, threads=threads)).start(
         "reference"
@@ -57,32 +58,24 @@ def check_task(
     results: list[CaseCheck] = []
     try:
         reply, _ = worker.request(
-            {
-                "op": "load",
-                "task": str(loaded.path),
-                "target": tgt.name,
-                "target_options": tgt.options(),
-                "threads": threads,
-            },
+            ipc.Load(task=str(loaded.path), target=tgt.name, target_options=tgt.options(), threads=threads),
             timeout_s,
             "loading the task",
         )
-        if not reply.get("ok"):
-            raise ReferenceFailedError(f"{loaded.path}: {reply.get('reference_failed')}")
+        if isinstance(reply, ipc.Failed):
+            raise ReferenceFailedError(f"{loaded.path}: {reply.reference_failed}")
         for case in loaded.all_cases:  # held-out cases must work too
             try:
                 reply, tensors = worker.request(
-                    {"op": "reference", "case": case.index, "init_seed": 0, "seeds": [1], "retries": 4},
-                    timeout_s,
-                    f"case {case.name!r}",
+                    ipc.Reference(case=case.index, init_seed=0, seeds=[1], retries=4), timeout_s, f"case {case.name!r}"
                 )
             except WorkerError as exc:
                 results.append(CaseCheck(case.index, case.name, False, f"the reference worker failed: {exc}"))
                 break
-            if not reply.get("ok"):
-                results.append(CaseCheck(case.index, case.name, False, reply.get("reference_failed")))
+            if isinstance(reply, ipc.Failed):
+                results.append(CaseCheck(case.index, case.name, False, reply.reference_failed))
                 continue
-            trial = reply["trials"][0]
+            trial = ipc.expect(reply, ipc.Trials).trials[0]
             check = CaseCheck(
                 case.index,
                 case.name,
@@ -92,11 +85,11 @@ def check_task(
             )
             if measure:
                 timed, _ = worker.request(
-                    {"op": "time_reference", "case": case.index, "init_seed": 0, "seed": 1, "reps": 5},
+                    ipc.TimeReference(case=case.index, init_seed=0, seed=1, reps=5),
                     timeout_s,
                     f"timing case {case.name!r}",
                 )
-                check.ref_ms = statistics.median(timed["ms"]) if timed.get("ok") else None
+                check.ref_ms = statistics.median(timed.ms) if isinstance(timed, ipc.Times) else None
             results.append(check)
     finally:
         worker.close()

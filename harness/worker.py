@@ -21,6 +21,10 @@ import json
 import os
 import sys
 import traceback
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.ipc import Failed, Message
 
 
 def _early_limits(config: dict) -> None:
@@ -88,14 +92,16 @@ def sticky_error(reply: dict) -> bool:
     return name is not None
 
 
-def error_reply(exc: BaseException, phase: str) -> dict:
+def error_reply(exc: BaseException, phase: str) -> Failed:
+    from harness.ipc import Failed
+
     kind, message = classify(exc, phase)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    reply = {"ok": False, "error_kind": kind, "message": message, "traceback": tb[-6000:]}
+    reply = Failed(error_kind=kind, message=message, traceback=tb[-6000:])
     try:
         from harness.targets.base import compile_seconds
 
-        reply["compile_time_s"] = compile_seconds()
+        reply.compile_time_s = compile_seconds()
     except Exception:  # the reply matters more than the number
         pass
     return reply
@@ -207,7 +213,18 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
     the device, so it stays the outcome of the code that caused it."""
     _early_limits(config)
     from harness.hardware import mark_final_process
-    from harness.ipc import read_message_blocking, write_message
+    from harness.ipc import (
+        BootFailed,
+        Exit,
+        Failed,
+        ProtocolError,
+        Ready,
+        decode_request,
+        encode,
+        read_message_blocking,
+        send,
+        write_message,
+    )
 
     mark_final_process()  # this process forks no more: it may initialise CUDA (harness.hardware)
 
@@ -216,9 +233,9 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
         if not shared_booted:
             boot_shared()
     except BaseException as exc:  # say why in the greeting, then stop
-        write_message(fd_out, {"op": "failed", "message": f"{type(exc).__name__}: {exc}"})
+        send(fd_out, BootFailed(f"{type(exc).__name__}: {exc}"))
         raise
-    write_message(fd_out, {"op": "ready", "pid": os.getpid()})
+    send(fd_out, Ready(os.getpid()))
     handler = None
     retired: dict | None = None  # the reply of a sticky device error: every later request gets it
     while True:
@@ -226,26 +243,31 @@ def serve(fd_in: int, fd_out: int, report_fd: int, config: dict, *, shared_boote
             header, tensors = read_message_blocking(fd_in)
         except Exception:  # the parent went away
             os._exit(0)
-        op = header.get("op")
-        if op == "exit":
+        try:
+            request = decode_request(header)
+        except ProtocolError as exc:  # the parent's own mistake: said, not served
+            write_message(fd_out, encode(Failed(error_kind="runtime_error:protocol", message=str(exc))))
+            continue
+        if isinstance(request, Exit):
             os._exit(0)
         if retired is not None:
             write_message(fd_out, retired)
             continue
         if handler is None:
             try:
-                handler = _start_role(header, config, fd_in, fd_out, report_fd)
+                handler = _start_role(request, config, fd_in, fd_out, report_fd)
             except BaseException as exc:
-                reply = error_reply(exc, "load")
+                reply = encode(error_reply(exc, "load"))
                 if sticky_error(reply):
                     reply["retire"] = True
                     retired = {k: v for k, v in reply.items() if k in RETIRED_KEYS}
                 write_message(fd_out, reply)
                 continue
         try:
-            reply, out_tensors = handler.handle(op, header, tensors)
+            answer, out_tensors = handler.handle(request, tensors)
         except BaseException as exc:  # candidate code may raise anything, SystemExit included
-            reply, out_tensors = error_reply(exc, getattr(handler, "phase", "run")), []
+            answer, out_tensors = error_reply(exc, getattr(handler, "phase", "run")), []
+        reply = encode(answer)
         if not reply.get("ok", True) and sticky_error(reply):
             reply["retire"] = True
             retired = {k: v for k, v in reply.items() if k in RETIRED_KEYS}
@@ -275,8 +297,12 @@ def open_device(profile: dict) -> None:
     torch.cuda.synchronize()
 
 
-def _start_role(header: dict, config: dict, fd_in: int, fd_out: int, report_fd: int):
-    role = header.get("role", "reference" if "candidate" not in header else "candidate")
+def _start_role(request: Message, config: dict, fd_in: int, fd_out: int, report_fd: int):
+    from harness.ipc import Load
+
+    if not isinstance(request, Load):
+        raise ValueError(f"the first request must be load, not {request.kind!r}")
+    role = request.role or ("reference" if request.candidate is None else "candidate")
     from harness import cpu
 
     if config.get("sandboxed"):

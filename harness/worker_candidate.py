@@ -1,6 +1,6 @@
 """The candidate worker: loads the candidate, runs it under the run-time guards, times it.
 
-Requests:
+Requests (records of ``harness.ipc``, answered with its replies):
 
 * ``load`` {task, candidate, target, target_options, threads, case, init_seed}: snapshot
   what may not be patched, import the candidate (its kernels compile now), check
@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from harness import ipc
 from harness.commands import cache_root
 from harness.cpu import compiles_remotely
 from harness.device_traffic import HostTraffic
@@ -56,6 +57,7 @@ from harness.guards import (
     same_bits,
     seal,
 )
+from harness.ipc import Message, Reply
 from harness.targets import get_target, torch_ext
 from harness.targets.base import compile_seconds
 from harness.task import Task, load_task
@@ -78,48 +80,46 @@ class CandidateWorker:
         self._case: tuple[int, int] | None = None
         self._hooks = hooks()  # the interpreter's hooks before any candidate code (harness.guards.hooks)
 
-    def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
+    def handle(self, request: Message, tensors: list) -> tuple[Reply, list]:
+        op = request.kind
         self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
-            if op == "go":  # on the parent's clock: guarded by the seal request that follows it
-                return {"ok": True, "n": self.timed.go(self.cand)}, []
-            if op == "seal":
+            if isinstance(request, ipc.Go):  # on the parent's clock: guarded by the seal request that follows it
+                return ipc.Went(n=self.timed.go(self.cand)), []
+            if isinstance(request, ipc.Seal):
                 return self.seal()
             if op != "load":
                 self._guard_phase(f"before the {op} request")
-            result = self._dispatch(op, header)
-            if result is not None and result[0].get("ok"):
+            result = self._dispatch(request)
+            if result is not None and not isinstance(result[0], ipc.Failed):
                 self._guard_phase(f"during the {op} request")
             if result is not None:
                 return result
         except Cheat as cheat:
-            return {
-                "ok": False,
-                "error_kind": f"cheat_detected:{cheat.check}",
-                "message": cheat.detail,
-                "compile_time_s": compile_seconds(),
-            }, []
-        return {"ok": False, "error_kind": "runtime_error:protocol", "message": f"unknown request {op!r}"}, []
+            return ipc.Failed(
+                error_kind=f"cheat_detected:{cheat.check}", message=cheat.detail, compile_time_s=compile_seconds()
+            ), []
+        return ipc.Failed(error_kind="runtime_error:protocol", message=f"unknown request {op!r}"), []
 
-    def _dispatch(self, op: str, header: dict) -> tuple[dict, list] | None:
-        if op == "load":
-            return self.load(header), []
-        if op == "run":
-            return self.run(header)
-        if op == "prepare":
-            return self.prepare(header), []
-        if op == "fetch":
-            return self.fetch(bool(header.get("remote")))
+    def _dispatch(self, request: Message) -> tuple[Reply, list] | None:
+        if isinstance(request, ipc.Load):
+            return self.load(request), []
+        if isinstance(request, ipc.Run):
+            return self.run(request)
+        if isinstance(request, ipc.Prepare):
+            return self.prepare(request), []
+        if isinstance(request, ipc.Fetch):
+            return self.fetch(bool(request.remote))
         return None
 
-    def seal(self) -> tuple[dict, list]:
+    def seal(self) -> tuple[Reply, list]:
         """The ``seal`` request, sent by the parent right after each ``go`` reply (its clock and the native
         sampler stopped): the hooks and audit records are checked and random elements of the timed outputs sealed
         (``harness.guards.seal``); the parent checks them against the outputs it reads at ``fetch``
         (``lazy_output``: outputs filled after the timed call returned)."""
         self._guard_phase("during the timed calls")
         _, tensors = self.timed.fetch()
-        return {"ok": True, "sealed": seal(tensors)}, []
+        return ipc.Sealed(sealed=seal(tensors)), []
 
     def _guard_phase(self, where: str) -> None:
         """Hooks as before the candidate was imported; nothing recorded that no phase does."""
@@ -138,15 +138,17 @@ class CandidateWorker:
                 raise Cheat(check, f"{where} the candidate {detail} (caught by the audit hook; the sandbox blocks it)")
 
     # -- load ----------------------------------------------------------------------------------------
-    def load(self, header: dict) -> dict:
-        self.threads = header["threads"]
-        self.target = get_target(header["target"], **header.get("target_options", {}))
+    def load(self, request: ipc.Load) -> Reply:
+        if request.candidate is None or request.case is None or request.init_seed is None:
+            raise ipc.ProtocolError("a candidate's load request names its candidate, case and init_seed")
+        self.threads = request.threads
+        self.target = get_target(request.target, **request.target_options)
         self.target.setup_worker(self.threads)
-        self.task = load_task(header["task"])
+        self.task = load_task(request.task)
         self.hardware = self.target.describe_hardware()
         self.omp_env = os.environ.get("OMP_NUM_THREADS")
         torch_ext.install()
-        path = Path(header["candidate"]).resolve()
+        path = Path(request.candidate).resolve()
         # the harness's own files: the compile cache, the candidate, a runtime's cache in scratch (Triton's)
         runtime_caches = [os.environ[v] for v in ("TRITON_CACHE_DIR",) if os.environ.get(v)]
         # deletions outside scratch are flagged in the sandbox, which blocks them; an unsandboxed worker runs
@@ -164,27 +166,25 @@ class CandidateWorker:
         model_cls = getattr(module, "ModelNew", None)
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
             found = "nothing" if model_cls is None else type(model_cls).__name__
-            return {
-                "ok": False,
-                "error_kind": "format_error:no_model_new",
-                "message": f"the candidate must define class ModelNew(torch.nn.Module); found {found}",
-            }
+            return ipc.Failed(
+                error_kind="format_error:no_model_new",
+                message=f"the candidate must define class ModelNew(torch.nn.Module); found {found}",
+            )
         self.cls = model_cls
         self._check_patches()
-        case = self.task.case(header["case"])
+        case = self.task.case(request.case)
         module = self.task.module_for_case(case)
-        init = init_inputs(module, header["init_seed"], case.name)
+        init = init_inputs(module, request.init_seed, case.name)
         try:
             inspect.signature(model_cls).bind(*init)
         except TypeError as exc:
-            return {
-                "ok": False,
-                "error_kind": "format_error:signature",
-                "message": f"ModelNew{inspect.signature(model_cls)} cannot take get_init_inputs() = {init!r}: {exc}",
-            }
-        self._prepare(header["case"], header["init_seed"])
+            return ipc.Failed(
+                error_kind="format_error:signature",
+                message=f"ModelNew{inspect.signature(model_cls)} cannot take get_init_inputs() = {init!r}: {exc}",
+            )
+        self._prepare(request.case, request.init_seed)
         self._check_patches()
-        return {"ok": True, "compile_time_s": compile_seconds(), "threads": native_thread_count()}
+        return ipc.Loaded(compile_time_s=compile_seconds(), threads=native_thread_count())
 
     def _prepare(self, index: int, init_seed: int) -> None:
         if self._case == (index, init_seed):
@@ -204,8 +204,8 @@ class CandidateWorker:
         self.module, self.case, self._case = module, case, (index, init_seed)
 
     # -- run -----------------------------------------------------------------------------------------
-    def run(self, header: dict) -> tuple[dict, list]:
-        self._prepare(header["case"], header["init_seed"])
+    def run(self, request: ipc.Run) -> tuple[Reply, list]:
+        self._prepare(request.case, request.init_seed)
         device = self.target.device
         trials: list[dict] = []
         out_tensors: list[Any] = []
@@ -215,11 +215,11 @@ class CandidateWorker:
             threads_before, children_before = python_threads(), set(child_processes())
             with torch.no_grad():
                 self.target.run(
-                    self.cand, make_inputs(self.module, header["seeds"][0] ^ 0x5A5A5A5A, device, self.case.name)
+                    self.cand, make_inputs(self.module, request.seeds[0] ^ 0x5A5A5A5A, device, self.case.name)
                 )
             self._check_leftovers(threads_before, children_before)
             self._check_patches()
-        for t, seed in enumerate(header["seeds"]):
+        for t, seed in enumerate(request.seeds):
             fresh = make_inputs(self.module, seed, device, self.case.name)
             fresh_digest = digest(fresh) if t == 0 else None
             inputs = _reuse_buffers(previous, fresh) if t == 1 else fresh
@@ -253,7 +253,7 @@ class CandidateWorker:
                 threads_before,
                 children_before,
                 native_base,
-                lazy_delay=_lazy_delay(forward_s) if (t == 0 and header.get("lazy_check", True)) else None,
+                lazy_delay=_lazy_delay(forward_s) if (t == 0 and request.lazy_check is not False) else None,
             )
             trials.append(
                 {
@@ -265,9 +265,9 @@ class CandidateWorker:
                 }
             )
             previous = inputs
-        reply = {"ok": True, "trials": trials, "compile_time_s": compile_seconds()}
-        if header.get("remote"):  # the parent reads them out of this process (harness.remote_memory)
-            reply["remote"], out_tensors = self.timed.remote(out_tensors), []
+        reply = ipc.Trials(trials=trials, compile_time_s=compile_seconds())
+        if request.remote:  # the parent reads them out of this process (harness.remote_memory)
+            reply.remote, out_tensors = self.timed.remote(out_tensors), []
         return reply, out_tensors
 
     def _after_forward(
@@ -349,13 +349,13 @@ class CandidateWorker:
             raise Cheat("monkey_patch", "the candidate replaced functions it must not touch: " + "; ".join(changes))
 
     # -- timed units ---------------------------------------------------------------------------------
-    def prepare(self, header: dict) -> dict:
-        self._prepare(header["case"], header["init_seed"])
+    def prepare(self, request: ipc.Prepare) -> Reply:
+        self._prepare(request.case, request.init_seed)
         self._unit_threads, self._unit_children = python_threads(), set(child_processes())
-        self.timed.prepare(self.module, model_tensors(self.cand), header["seeds"], self.case.name)
-        return {"ok": True}
+        self.timed.prepare(self.module, model_tensors(self.cand), request.seeds, self.case.name)
+        return ipc.Done()
 
-    def fetch(self, remote: bool = False) -> tuple[dict, list]:
+    def fetch(self, remote: bool = False) -> tuple[Reply, list]:
         self._check_leftovers(self._unit_threads, self._unit_children)
         for out in self.timed.outputs:
             for i, value in enumerate(_flatten(out)):
@@ -371,14 +371,9 @@ class CandidateWorker:
             raise Cheat("thread_count", f"the thread count changed during timing (torch: {torch.get_num_threads()})")
         self._check_patches()
         items, tensors = self.timed.fetch()
-        reply = {
-            "ok": True,
-            "items": items,
-            "reused": self.timed.reused_buffer(),
-            "compile_time_s": compile_seconds(),
-        }
+        reply = ipc.Fetched(items=items, reused=self.timed.reused_buffer(), compile_time_s=compile_seconds())
         if remote:  # the parent reads them out of this process (harness.remote_memory)
-            reply["remote"], tensors = self.timed.remote(tensors), []
+            reply.remote, tensors = self.timed.remote(tensors), []
         return reply, tensors
 
 

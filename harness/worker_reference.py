@@ -1,6 +1,6 @@
 """The reference worker: computes the task's outputs for given seeds. It never loads a candidate.
 
-Requests:
+Requests (records of ``harness.ipc``, answered with its replies):
 
 * ``load`` {task, target, target_options, threads}: load and validate the task; reply with the hardware.
 * ``reference`` {case, init_seed, seeds, retries}: for each seed, the inputs' digest and the
@@ -19,10 +19,12 @@ from typing import Any
 
 import torch
 
+from harness import ipc
 from harness.compare import degenerate_reason
 from harness.errors import HarnessError
 from harness.guards import aliases, digest
 from harness.index_check import index_extras
+from harness.ipc import Message, Reply
 from harness.targets import get_target
 from harness.targets.base import Target
 from harness.task import Task, load_task
@@ -61,42 +63,42 @@ class ReferenceWorker:
             raise HarnessError("the reference worker got a request before `load`")
         return self.timed
 
-    def handle(self, op: str, header: dict, tensors: list) -> tuple[dict, list]:
+    def handle(self, request: Message, tensors: list) -> tuple[Reply, list]:
         try:
-            if op == "load":
-                return self.load(header), []
-            if op == "reference":
-                return self.reference(header)
-            if op == "time_reference":
-                return self.time_reference(header), []
-            if op == "prepare":
-                self._prepare(header["case"], header["init_seed"])
-                case = self.task.case(header["case"])
-                self.timer.prepare(self._module, model_tensors(self._model), header["seeds"], case.name)
-                return {"ok": True}, []
-            if op == "go":
-                return {"ok": True, "n": self.timer.go(self._model)}, []
-            if op == "fetch":
+            if isinstance(request, ipc.Load):
+                return self.load(request), []
+            if isinstance(request, ipc.Reference):
+                return self.reference(request)
+            if isinstance(request, ipc.TimeReference):
+                return self.time_reference(request), []
+            if isinstance(request, ipc.Prepare):
+                self._prepare(request.case, request.init_seed)
+                case = self.task.case(request.case)
+                self.timer.prepare(self._module, model_tensors(self._model), request.seeds, case.name)
+                return ipc.Done(), []
+            if isinstance(request, ipc.Go):
+                return ipc.Went(n=self.timer.go(self._model)), []
+            if isinstance(request, ipc.Fetch):
                 items, tensors = self.timer.fetch()
                 for item, inputs in zip(items, self.timer.inputs):  # index outputs: judged by what they point at
                     item.update(index_extras(self.task, self._module, inputs, tensors))
-                reply = {"ok": True, "items": items, "reused": self.timer.reused_buffer()}
-                if header.get("remote"):  # the parent reads them out of this process (harness.remote_memory)
-                    reply["remote"], tensors = self.timer.remote(tensors), []
+                reply = ipc.Fetched(items=items, reused=self.timer.reused_buffer())
+                if request.remote:  # the parent reads them out of this process (harness.remote_memory)
+                    reply.remote, tensors = self.timer.remote(tensors), []
                 return reply, tensors
         except HarnessError as exc:
-            return {"ok": False, "reference_failed": str(exc)}, []
+            return ipc.Failed(reference_failed=str(exc)), []
         except Exception as exc:  # the task's own code failed somewhere we did not wrap
-            return {"ok": False, "reference_failed": f"{type(exc).__name__}: {exc}"}, []
-        return {"ok": False, "reference_failed": f"unknown request {op!r}"}, []
+            return ipc.Failed(reference_failed=f"{type(exc).__name__}: {exc}"), []
+        return ipc.Failed(reference_failed=f"unknown request {request.kind!r}"), []
 
-    def load(self, header: dict) -> dict:
-        self._target = get_target(header["target"], **header.get("target_options", {}))
-        self._target.setup_worker(header["threads"])
-        self._task = load_task(header["task"])
+    def load(self, request: ipc.Load) -> Reply:
+        self._target = get_target(request.target, **request.target_options)
+        self._target.setup_worker(request.threads)
+        self._task = load_task(request.task)
         hardware = self._target.describe_hardware()
         self.timed = TimedCalls(self.target, hardware)
-        return {"ok": True, "hardware": hardware.to_dict()}
+        return ipc.Loaded(hardware=hardware.to_dict())
 
     def _prepare(self, index: int, init_seed: int) -> None:
         if self._case == (index, init_seed):
@@ -107,14 +109,14 @@ class ReferenceWorker:
         self._model = build_reference(module, init, init_seed, self.target.device, case.name)
         self._module, self._case = module, (index, init_seed)
 
-    def reference(self, header: dict) -> tuple[dict, list]:
-        index, init_seed = header["case"], header["init_seed"]
+    def reference(self, request: ipc.Reference) -> tuple[Reply, list]:
+        index, init_seed, retries = request.case, request.init_seed, request.retries or 0
         case = self.task.case(index)
         self._prepare(index, init_seed)
         trials: list[dict[str, Any]] = []
         out_tensors: list[torch.Tensor] = []
-        for seed in header["seeds"]:
-            for attempt in range(header.get("retries", 0) + 1):
+        for seed in request.seeds:
+            for attempt in range(retries + 1):
                 used = seed + attempt * SEED_STRIDE
                 inputs = make_inputs(self._module, used, self.target.device, case.name)
                 before = digest(inputs)  # every trial's: any one of them may be the first of a later evaluation (cache)
@@ -126,7 +128,7 @@ class ReferenceWorker:
                         f"case {case.name!r}: the reference forward raised {type(exc).__name__}: {exc}"
                     ) from None
                 reason = degenerate_reason(out)
-                if reason is None or attempt == header.get("retries", 0):
+                if reason is None or attempt == retries:
                     break
             trials.append(
                 {
@@ -138,17 +140,17 @@ class ReferenceWorker:
                     **index_extras(self.task, self._module, inputs, out_tensors),
                 }
             )
-        return {"ok": True, "trials": trials}, out_tensors
+        return ipc.Trials(trials=trials), out_tensors
 
-    def time_reference(self, header: dict) -> dict:
-        self._prepare(header["case"], header["init_seed"])
-        case = self.task.case(header["case"])
-        inputs = make_inputs(self._module, header["seed"], self.target.device, case.name)
+    def time_reference(self, request: ipc.TimeReference) -> Reply:
+        self._prepare(request.case, request.init_seed)
+        case = self.task.case(request.case)
+        inputs = make_inputs(self._module, request.seed, self.target.device, case.name)
         samples = []
         with torch.no_grad():
             self.target.run(self._model, inputs)
-            for _ in range(header.get("reps", 3)):
+            for _ in range(3 if request.reps is None else request.reps):
                 start = time.perf_counter()
                 self.target.run(self._model, inputs)
                 samples.append((time.perf_counter() - start) * 1e3)
-        return {"ok": True, "ms": samples}
+        return ipc.Times(ms=samples)

@@ -30,10 +30,10 @@ poisons forks (``is_available``, ``device_count``, ``init``, ``_lazy_init``, ins
 is imported, before anything else of the harness), no ``libcuda`` mapped, no ``/dev/nvidia*`` open, and
 once, at boot, a probe fork that asks torch whether it considers itself in a bad fork. If any of these
 fails the zygote refuses (it answers the fork request with ``0`` and the reason) and the parent boots
-that worker, and every later one with the same environment, fresh (``harness.worker_pool``). A worker
+that worker, and every later one with the same environment, fresh (``harness.zygote_client``). A worker
 takes its GPU fingerprint itself, once it is the last process of its namespace (``harness.hardware``).
 
-``python -m harness.zygote CONTROL_FD CONFIG_JSON``; the parent side is ``harness.worker_pool.Zygote``.
+``python -m harness.zygote CONTROL_FD CONFIG_JSON``; the parent side is ``harness.zygote_client.Zygote``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ import signal
 import socket
 import sys
 import traceback
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.ipc import Spawn
 
 MAX_REQUEST = 1 << 16
 FDS_PER_WORKER = 6  # to the worker, from the worker, report, stdout, stderr, credentials
@@ -164,7 +168,7 @@ def cuda_touched(state: dict | None = None) -> str | None:
     return "; ".join(why) or None
 
 
-def _child(request: dict, fds: list[int]) -> None:
+def _child(request: Spawn, fds: list[int]) -> None:
     """In the forked child: keep only this worker's descriptors, new namespaces, then PID 1 and the worker."""
     from harness import sandbox
     from harness.worker import _be_init, serve
@@ -191,7 +195,7 @@ def _child(request: dict, fds: list[int]) -> None:
     with socket.socket(fileno=cred) as sock:
         sock.sendall(b"1")  # the parent reads this process's id from the message's credentials
     _be_init(to_worker, from_worker, report)  # PID 1 stays in there; the worker returns
-    serve(to_worker, from_worker, report, request["config"], shared_booted=True)
+    serve(to_worker, from_worker, report, request.config, shared_booted=True)
 
 
 def _refuse(fds: list[int], reason: str) -> None:
@@ -205,7 +209,7 @@ def _refuse(fds: list[int], reason: str) -> None:
         os.close(fd)
 
 
-def _spawn(request: dict, fds: list[int]) -> None:
+def _spawn(request: Spawn, fds: list[int]) -> None:
     touched = cuda_touched()
     if touched is not None:  # checked before every fork: a fork of this process could not use the GPU
         _refuse(fds, f"CUDA was touched in the zygote ({touched})")
@@ -236,10 +240,14 @@ def main(argv: list[str]) -> None:
         boot_shared()
         probe_fork()
     except BaseException as exc:  # say why in the greeting, then stop
-        control.send(json.dumps({"op": "failed", "message": f"{type(exc).__name__}: {exc}"}).encode())
+        from harness.ipc import BootFailed, encode
+
+        control.send(json.dumps(encode(BootFailed(f"{type(exc).__name__}: {exc}"))).encode())
         raise
+    from harness.ipc import ProtocolError, Ready, Spawn, ZygoteState, decode_zygote_request, encode
+
     signal.signal(signal.SIGCHLD, _reap)
-    control.send(json.dumps({"op": "ready", "pid": os.getpid()}).encode())
+    control.send(json.dumps(encode(Ready(os.getpid()))).encode())
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(control, MAX_REQUEST, FDS_PER_WORKER)
@@ -250,13 +258,14 @@ def main(argv: list[str]) -> None:
         if not message:  # the parent went away: as PID 1, the zygote takes every worker it forked with it
             os._exit(0)
         try:
-            request = json.loads(message)
-        except ValueError:
+            request = decode_zygote_request(json.loads(message))
+        except (ValueError, ProtocolError):  # not one of the parent's requests: dropped
             request = None
-        if request is not None and request.get("op") == "state" and not fds:
-            control.send(json.dumps({**cuda_state(), "touched": cuda_touched()}).encode())
+        if request is not None and not isinstance(request, Spawn) and not fds:  # the state request
+            state = cuda_state()
+            control.send(json.dumps(encode(ZygoteState(**state, touched=cuda_touched(state)))).encode())
             continue
-        if request is None or len(fds) != FDS_PER_WORKER:
+        if not isinstance(request, Spawn) or len(fds) != FDS_PER_WORKER:
             for fd in fds:
                 os.close(fd)
             continue

@@ -360,11 +360,11 @@ def timing_budget(
 
 def prestart_workers(target: str, threads: int | None = None) -> None:
     """Start booting this machine's workers for the first evaluation on ``target`` now, in the background
-    (``harness.evaluate.prestart``): a command calls this once its arguments are checked, so the workers'
+    (``harness.eval_setup.prestart``): a command calls this once its arguments are checked, so the workers'
     interpreter and torch imports overlap with its own start-up (imports, the task, the graph)."""
 
     def start() -> None:
-        from harness.evaluate import prestart
+        from harness.eval_setup import prestart
 
         prestart(target, threads=threads)
 

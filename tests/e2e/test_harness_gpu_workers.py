@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 
 from harness.commands import cache_root
+from harness.ipc import decode_request, encode
 from harness.sandbox import CPU_PROFILE, GPU_PROFILE, landlock_abi, sandbox_status
 from harness.targets.cuda import CudaTarget
-from harness.worker_pool import Limits, ReferencePool, WorkerSpec, Zygote, worker_env, zygote_refusal
+from harness.worker_pool import Limits, ReferencePool, WorkerSpec
+from harness.worker_process import worker_env
+from harness.zygote_client import Zygote, zygote_refusal
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
@@ -57,8 +60,8 @@ def _load(worker, candidate: Path) -> dict:
         "case": 0,
         "init_seed": 1,
     }
-    reply, _ = worker.request(header, 120, "loading the candidate")
-    return reply
+    reply, _ = worker.request(decode_request(header), 120, "loading the candidate")
+    return encode(reply)
 
 
 REPORT = """
@@ -159,10 +162,10 @@ def test_a_sticky_cuda_error_retires_the_worker_and_it_is_never_reused(tmp_path)
     try:
         assert _load(worker, candidate)["ok"]
         run = {"op": "run", "case": 0, "init_seed": 1, "seeds": [1, 2], "lazy_check": False}
-        first, _ = worker.request(run, 120, "a trial")
+        first = encode(worker.request(decode_request(run), 120, "a trial")[0])
         assert not first["ok"] and first["retire"] and first["sticky"] == "cuda:illegal_address"
         assert worker.retired
-        again, _ = worker.request(run, 120, "a trial after the sticky error")  # answered without the device
+        again = encode(worker.request(decode_request(run), 120, "a trial after the sticky error")[0])  # no device use
         assert again["retire"] and again["error_kind"] == first["error_kind"]
         pool = ReferencePool()
         pool.give(("task",), worker, {})

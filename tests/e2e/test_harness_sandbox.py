@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.evaluate import EvalOptions, SandboxUnavailableError, evaluate
+from harness.errors import SandboxUnavailableError
+from harness.evaluate import EvalOptions, evaluate
 from harness.sandbox import sandbox_status
 from harness.worker_pool import close_pools
 from tests.support.processes import descendants
@@ -60,7 +61,8 @@ def candidate(tmp_path: Path, attempt: str, name: str = "cand.py") -> Path:
 
 def pooled_pids() -> set[int]:
     """Processes of the workers still open on purpose: idle, booting or loaded reference workers."""
-    from harness.worker_pool import live_workers, zygote_processes
+    from harness.worker_pool import live_workers
+    from harness.zygote_client import zygote_processes
 
     pids = zygote_processes()  # the zygote itself (a worker it forked is not hidden by this: see below)
     for w in live_workers():

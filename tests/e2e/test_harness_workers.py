@@ -123,7 +123,7 @@ def test_kope_eval_is_a_one_shot_that_boots_no_worker_for_a_next_evaluation(monk
 def test_prestarted_workers_serve_the_first_evaluation_which_starts_none_itself(monkeypatch):
     """`kope optimize`, `kope bench` and `kope eval` call prestart first: the first evaluation then takes the
     two workers already booting (it waits for their boot) instead of starting two more beside them."""
-    from harness.evaluate import prestart
+    from harness.eval_setup import prestart
     from harness.worker_pool import WorkerSpec
 
     close_pools()
@@ -198,8 +198,10 @@ def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_whe
     """pause() stops booting workers; one whose boot ended in that instant was stopped and then moved to the idle
     list, where resume() (which continued only the workers still booting) left it stopped for good."""
     from harness.hardware import available_cores
+    from harness.ipc import decode_request, encode
     from harness.targets import get_target
-    from harness.worker_pool import Limits, WarmPool, WorkerSpec, worker_env
+    from harness.worker_pool import Limits, WarmPool, WorkerSpec
+    from harness.worker_process import worker_env
 
     pool = WarmPool(size=0)
     env = worker_env(get_target("cpu").worker_env(available_cores()), False)
@@ -218,7 +220,8 @@ def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_whe
         assert not _stopped(worker.proc.pid, expected=False)
         assert pool.take(spec, refill=False) is worker
         load = {"op": "load", "role": "reference", "task": str(RELU), "target": "cpu", "target_options": {}}
-        reply, _ = worker.request({**load, "threads": available_cores()}, 60, "load")  # it answers: not stopped
+        request = decode_request({**load, "threads": available_cores()})
+        reply = encode(worker.request(request, 60, "load")[0])  # it answers: not stopped
         assert reply.get("ok"), reply
     finally:
         worker.close()
