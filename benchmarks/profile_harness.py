@@ -162,6 +162,11 @@ def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) 
         close_pools()
 
 
+def _quantile(xs: list[float], q: float) -> float:
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, int(q * len(ys)))] if ys else float("nan")
+
+
 def cv(task: str, candidate: Path, cases, runs: int, case_wall_s: float) -> None:
     import statistics
 
@@ -170,7 +175,8 @@ def cv(task: str, candidate: Path, cases, runs: int, case_wall_s: float) -> None
     from harness.timing import Budget
     from harness.worker_pool import close_pools
 
-    rows: list[tuple[int, str, int, float, float, float]] = []  # run, case, pass, ref/cand medians, paired ratio
+    # run, case, pass, ref/cand medians, median of the paired ratios, ratio of the 20th percentiles
+    rows: list[tuple[int, str, int, float, float, float, float]] = []
     current = {"run": 0}
     original = CaseTimer.run
 
@@ -182,7 +188,8 @@ def cv(task: str, candidate: Path, cases, runs: int, case_wall_s: float) -> None
             if r.ref_ms and r.cand_ms:
                 pairs = sorted(a / b for a, b in zip(again.samples["ref"], again.samples["cand"]) if b > 0)
                 paired = statistics.median(pairs) if pairs else float("nan")
-                rows.append((current["run"], timer.case.name, attempt, r.ref_ms.median, r.cand_ms.median, paired))
+                low = _quantile(again.samples["ref"], 0.2) / _quantile(again.samples["cand"], 0.2)
+                rows.append((current["run"], timer.case.name, attempt, r.ref_ms.median, r.cand_ms.median, paired, low))
 
     CaseTimer.run = twice  # type: ignore[method-assign]
     budget = Budget(case_wall_s=case_wall_s)
@@ -220,7 +227,11 @@ def cv(task: str, candidate: Path, cases, runs: int, case_wall_s: float) -> None
     def geo(values: list[float]) -> float:
         return math.exp(sum(math.log(v) for v in values) / len(values))
 
-    for label, pick in (("ratio of medians", lambda r: r[3] / r[4]), ("median of paired ratios", lambda r: r[5])):
+    for label, pick in (
+        ("ratio of medians", lambda r: r[3] / r[4]),
+        ("median of paired ratios", lambda r: r[5]),
+        ("ratio of 20th percentiles", lambda r: r[6]),
+    ):
         per_run = [geo([pick(r) for r in rows if r[0] == i and r[2] == 1]) for i in runs_seen]
         print(f"  geomean speedup over cases, {label:24}: CV {cv_of(per_run):.3f} over {len(per_run)} evaluations")
     print(
