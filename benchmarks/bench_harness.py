@@ -32,6 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from harness.errors import HarnessError
 from harness.evaluate import EvalOptions, evaluate
 from harness.suite import find_candidate
 from harness.timing import Budget
@@ -46,8 +47,24 @@ BUDGET = Budget()  # --case-wall-s changes its soft wall-time limit per case
 def timed_eval(task: str, candidate: Path, **options):
     options.setdefault("budget", BUDGET)
     started = time.perf_counter()
-    outcome = evaluate(task, candidate, EvalOptions(**options))
+    try:
+        outcome = evaluate(task, candidate, EvalOptions(**options))
+    except HarnessError as exc:  # e.g. a worker that did not answer in time on an overloaded machine: one line
+        return time.perf_counter() - started, Failed(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
     return time.perf_counter() - started, outcome
+
+
+class Failed:
+    """An evaluation that raised instead of returning an outcome (printed, not measured)."""
+
+    speedup = None
+    compile_time_s = None
+    error_kind = "harness_error"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.status = type("Status", (), {"value": "failed"})()
+        self.cases: list = []
 
 
 def wait_for_pool(timeout: float = 120.0) -> None:
@@ -91,6 +108,8 @@ def line(label: str, seconds: float, outcome, extra: str = "") -> None:
     speed = "-" if outcome.speedup is None else f"{outcome.speedup:.2f}x"
     compile_s = "-" if outcome.compile_time_s is None else f"{outcome.compile_time_s:.2f}"
     print(f"  {label:34} {seconds:7.2f} s  compile {compile_s:>5} s  {outcome.status.value:9} {speed:>7} {extra}")
+    if isinstance(outcome, Failed):
+        print(f"    {outcome.message}")
 
 
 def turnaround(cache: Path) -> None:
