@@ -19,7 +19,8 @@ hits, one keyed on a sample of them returns a stale output, which the comparison
 output catches: ``tests/adversarial/cache_by_fingerprint.py``), and every element of every input is
 one ``get_inputs`` produced at that position (per-position properties hold: ranges of indices,
 signs, masks, triangular zeros; relations across positions, such as a symmetric or sorted input,
-need not: ``KOPE_HARNESS_INPUT_RING=off``). A seed below ``RING_FLAG`` is a plain fresh set, as before.
+need not: ``KOPE_HARNESS_INPUT_RING=off``). A set that cannot be mixed (nested lists, sparse or quantized
+tensors) gives a fresh ``get_inputs`` set instead; a seed below ``RING_FLAG`` is a plain fresh set, as before.
 """
 
 from __future__ import annotations
@@ -53,6 +54,18 @@ def ring_parts(seed: int) -> tuple[int, int, int] | None:
     return seed >> (2 * RING_KEY_BITS) & mask, seed >> RING_KEY_BITS & mask, seed & mask
 
 
+def _mixable(inputs: list[Any]) -> bool:
+    """Whether a set's copies can be mixed: dense tensors and plain scalars only (a nested list of tensors would be
+    shared between calls, a sparse or quantized tensor cannot be indexed per position)."""
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            if x.layout != torch.strided or x.is_quantized:
+                return False
+        elif not (x is None or isinstance(x, (bool, int, float, complex, str))):
+            return False
+    return True
+
+
 def _nbytes(inputs: list[Any]) -> int:
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
 
@@ -73,6 +86,8 @@ class InputRing:
         if self.owner != (module, case_name, device):
             self.owner, self.sets = (module, case_name, device), OrderedDict()
         base, donor = self._set(module, first, device, case_name), self._set(module, second, device, case_name)
+        if not (_mixable(base) and _mixable(donor)):  # nested, sparse, quantized, ...: a fresh set, as before
+            return make_inputs(module, seed & (RING_FLAG - 1), device, case_name)
         generator = torch.Generator().manual_seed(seed & ((1 << 63) - 1))
         out: list[Any] = []
         copies: dict[int, torch.Tensor] = {}  # the same tensor twice in a set stays one tensor
@@ -89,6 +104,8 @@ class InputRing:
                     flat = torch.randint(x.numel(), (min(RING_MIX, x.numel()),), generator=generator)
                     where = torch.unravel_index(flat.to(x.device), x.shape)
                     fresh[where] = y[where]
+                if x.requires_grad:
+                    fresh.requires_grad_(True)
                 copies[id(x)] = fresh
                 out.append(fresh)
         return out

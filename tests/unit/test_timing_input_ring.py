@@ -95,3 +95,21 @@ def test_the_parent_never_sends_the_same_ring_seed_twice_in_a_case():
     assert len({p[0] for p in parts if p}) == RING_SIZE  # every set of the ring is used, in a random order
     plain = types.SimpleNamespace(rng=rng, ring_keys=[], used_seeds=set())
     assert all(s < 1 << 31 for s in CaseTimer._fresh_seeds(plain, 10))  # type: ignore[arg-type]
+
+
+def test_sets_that_cannot_be_mixed_get_fresh_inputs_as_before():
+    nested = types.ModuleType("nested_task")
+    nested.get_inputs = lambda: [[torch.randn(4, 4), torch.randn(4)], torch.randn(8)]  # type: ignore[attr-defined]
+    seed = ring_seed(5, 6, 7)
+    got = InputRing().inputs(nested, seed, "cpu", "c")
+    want = make_inputs(nested, seed & (RING_FLAG - 1), "cpu", "c")
+    assert torch.equal(got[0][0], want[0][0]) and torch.equal(got[1], want[1])
+    again = InputRing().inputs(nested, seed, "cpu", "c")
+    assert again[0] is not got[0]  # a list of its own per call
+
+
+def test_an_input_that_requires_grad_still_does():
+    mod = types.ModuleType("grad_task")
+    mod.get_inputs = lambda: [torch.randn(16, 16, requires_grad=True)]  # type: ignore[attr-defined]
+    got = InputRing().inputs(mod, ring_seed(1, 2, 3), "cpu", "c")[0]
+    assert got.requires_grad and got.is_leaf
