@@ -12,8 +12,8 @@ Reference and candidate workers use this same code, so both pay exactly the same
 Input sets from a ring (``ring_seed``): ``get_inputs`` is often far slower than the kernel it feeds (a
 16 MB ``randn`` ~25 ms against a 0.5 ms ReLU), so a timed call's seed may name two sets of a small
 per-case ring (``get_inputs`` under ring keys the parent drew at random, built once per worker and
-case) and a mixing seed: the call's inputs are a copy of the first set with ``RING_MIX`` random
-positions of every tensor taken from the second. The parent never sends the same seed twice in a
+case) and a mixing seed: the call's inputs are a copy of the first set with random positions of every
+tensor (``RING_MIX`` or one in ``RING_MIX_SHARE``, whichever is more) taken from the second. The parent never sends the same seed twice in a
 case, so no two timed calls get equal inputs (an output cache keyed on the inputs' content never
 hits, one keyed on a sample of them returns a stale output, which the comparison of every timed
 output catches: ``tests/adversarial/cache_by_fingerprint.py``), and every element of every input is
@@ -34,7 +34,10 @@ from harness.worker_common import encode, flat_tensors, make_inputs
 
 RING_FLAG = 1 << 62  # a seed at or above this names ring sets (ring_seed); below it, a fresh set (get_inputs)
 RING_KEY_BITS = 20  # ring keys and mixing seeds: 1 .. 2**20 - 1
-RING_MIX = 64  # positions of every input tensor taken from the second ring set
+# positions of every input tensor taken from the second ring set: at least RING_MIX, and one in RING_MIX_SHARE (an
+# output that depends on few of its inputs, such as a maximum over a long row, then still changes in many calls)
+RING_MIX = 64
+RING_MIX_SHARE = 64
 RING_BYTES = 512 << 20  # ring sets a worker keeps per case at most (least recently used go; rebuilt on demand)
 
 
@@ -101,7 +104,8 @@ class InputRing:
                     continue
                 fresh = x.clone()
                 if x.numel() and isinstance(y, torch.Tensor) and y.shape == x.shape:
-                    flat = torch.randint(x.numel(), (min(RING_MIX, x.numel()),), generator=generator)
+                    count = min(x.numel(), max(RING_MIX, x.numel() // RING_MIX_SHARE))
+                    flat = torch.randint(x.numel(), (count,), generator=generator)
                     where = torch.unravel_index(flat.to(x.device), x.shape)
                     fresh[where] = y[where]
                 if x.requires_grad:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from harness.worker_common import make_inputs
-from harness.worker_timed import RING_FLAG, RING_MIX, InputRing, ring_parts, ring_seed
+from harness.worker_timed import RING_FLAG, RING_MIX, RING_MIX_SHARE, InputRing, ring_parts, ring_seed
 
 
 def module(shape=(64, 100), dtype=torch.float32):
@@ -46,7 +46,13 @@ def test_mixed_inputs_are_the_same_in_two_workers_and_differ_from_both_sets():
     first, second = make_inputs(mod, 11, "cpu", "c")[0], make_inputs(mod, 22, "cpu", "c")[0]
     from_first, from_second = a[0] == first, a[0] == second
     assert bool((from_first | from_second).all())  # every element is one a get_inputs set holds at that position
-    assert 0 < int((~from_first).sum()) <= RING_MIX  # some positions come from the second set
+    assert 0 < int((~from_first).sum()) <= max(RING_MIX, 6400 // RING_MIX_SHARE)  # some come from the second set
+    big = types.ModuleType("big_task")
+    big.get_inputs = lambda: [torch.randn(256, 1024)]  # type: ignore[attr-defined]
+    mixed = InputRing().inputs(big, seed, "cpu", "c")[0]
+    changed = int((mixed != make_inputs(big, 11, "cpu", "c")[0]).sum())
+    assert RING_MIX < changed <= 256 * 1024 // RING_MIX_SHARE  # one in RING_MIX_SHARE (drawn with replacement)
+    assert changed > 0.9 * 256 * 1024 / RING_MIX_SHARE
     assert not torch.equal(a[0], first) and not torch.equal(a[0], second)
 
 
