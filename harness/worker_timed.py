@@ -105,9 +105,12 @@ class InputRing:
                 fresh = x.clone()
                 if x.numel() and isinstance(y, torch.Tensor) and y.shape == x.shape:
                     count = min(x.numel(), max(RING_MIX, x.numel() // RING_MIX_SHARE))
-                    flat = torch.randint(x.numel(), (count,), generator=generator)
-                    where = torch.unravel_index(flat.to(x.device), x.shape)
-                    fresh[where] = y[where]
+                    flat = torch.randint(x.numel(), (count,), generator=generator).to(x.device)
+                    if fresh.is_contiguous() and y.is_contiguous():  # index_copy_: ~0.3 ms for 65536 positions
+                        fresh.view(-1).index_copy_(0, flat, y.reshape(-1).index_select(0, flat))
+                    else:  # strides kept as get_inputs made them (index_put: ~25 ms for 65536 positions)
+                        where = torch.unravel_index(flat, x.shape)
+                        fresh[where] = y[where]
                 if x.requires_grad:
                     fresh.requires_grad_(True)
                 copies[id(x)] = fresh

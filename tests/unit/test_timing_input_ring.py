@@ -119,3 +119,13 @@ def test_an_input_that_requires_grad_still_does():
     mod.get_inputs = lambda: [torch.randn(16, 16, requires_grad=True)]  # type: ignore[attr-defined]
     got = InputRing().inputs(mod, ring_seed(1, 2, 3), "cpu", "c")[0]
     assert got.requires_grad and got.is_leaf
+
+
+def test_a_transposed_input_keeps_its_strides_and_is_mixed_alike():
+    mod = types.ModuleType("t_task")
+    mod.get_inputs = lambda: [torch.randn(300, 200).t()]  # type: ignore[attr-defined]
+    seed = ring_seed(8, 9, 10)
+    got = InputRing().inputs(mod, seed, "cpu", "c")[0]
+    assert got.stride() == (1, 200) and not got.is_contiguous()
+    first, second = make_inputs(mod, 8, "cpu", "c")[0], make_inputs(mod, 9, "cpu", "c")[0]
+    assert bool(((got == first) | (got == second)).all()) and not torch.equal(got, first)
