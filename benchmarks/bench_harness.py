@@ -3,11 +3,13 @@
 Prints, in one run (all evaluations through ``harness.evaluate``):
 
 1. turnaround of a 2-case ReLU evaluation whose kernel is not in the compile cache, on the
-   new path (warm sandboxed workers, cached references, adaptive timing) and on the old one
-   (``warm_pool=False, reference_cache=False``: a fresh interpreter and torch import per
-   worker, references recomputed), with the ratio; and the same with the sandbox switched
-   off, for the sandbox's cost;
-2. a 9-case elementwise evaluation (relu, all cases), new path and old path, with the ratio;
+   new path (warm sandboxed workers, cached references, adaptive timing, timed inputs from a
+   ring of sets) and on the old one (``warm_pool=False, reference_cache=False, input_ring=False``:
+   a fresh interpreter and torch import per worker, references recomputed, ``get_inputs`` for
+   every timed call), with the ratio; and the same with the sandbox switched off, for the
+   sandbox's cost;
+2. a 9-case elementwise evaluation (relu, all cases), new path and old path, with the ratio, and
+   the new path without the input ring (the ring's share);
 3. the cost of timing from outside the candidate's process: the empty round trip the parent
    subtracts from every timed unit;
 4. the coefficient of variation of the measured speedup over 10 evaluations each of softmax
@@ -30,12 +32,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from harness.errors import HarnessError
 from harness.evaluate import EvalOptions, evaluate
 from harness.suite import find_candidate
 from harness.timing import Budget
 from harness.worker_pool import WARM_POOL, close_pools
 
-OLD = {"warm_pool": False, "reference_cache": False}
+OLD = {"warm_pool": False, "reference_cache": False, "input_ring": False}
 
 
 BUDGET = Budget()  # --case-wall-s changes its soft wall-time limit per case
@@ -44,8 +47,24 @@ BUDGET = Budget()  # --case-wall-s changes its soft wall-time limit per case
 def timed_eval(task: str, candidate: Path, **options):
     options.setdefault("budget", BUDGET)
     started = time.perf_counter()
-    outcome = evaluate(task, candidate, EvalOptions(**options))
+    try:
+        outcome = evaluate(task, candidate, EvalOptions(**options))
+    except HarnessError as exc:  # e.g. a worker that did not answer in time on an overloaded machine: one line
+        return time.perf_counter() - started, Failed(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
     return time.perf_counter() - started, outcome
+
+
+class Failed:
+    """An evaluation that raised instead of returning an outcome (printed, not measured)."""
+
+    speedup = None
+    compile_time_s = None
+    error_kind = "harness_error"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.status = type("Status", (), {"value": "failed"})()
+        self.cases: list = []
 
 
 def wait_for_pool(timeout: float = 120.0) -> None:
@@ -89,6 +108,8 @@ def line(label: str, seconds: float, outcome, extra: str = "") -> None:
     speed = "-" if outcome.speedup is None else f"{outcome.speedup:.2f}x"
     compile_s = "-" if outcome.compile_time_s is None else f"{outcome.compile_time_s:.2f}"
     print(f"  {label:34} {seconds:7.2f} s  compile {compile_s:>5} s  {outcome.status.value:9} {speed:>7} {extra}")
+    if isinstance(outcome, Failed):
+        print(f"    {outcome.message}")
 
 
 def turnaround(cache: Path) -> None:
@@ -106,7 +127,7 @@ def turnaround(cache: Path) -> None:
         with ColdCompile(cache):
             seconds, outcome = timed_eval("relu", candidate, cases="0,5", **options)
         results[label] = seconds
-        line(label, seconds, outcome)
+        line(label, seconds, outcome, f"load {os.getloadavg()[0]:.2f}")
     new, old = results["new (warm pool, ref cache, sandbox)"], results["old (fresh workers, refs recomputed)"]
     print(
         f"  ratio old/new: {old / new:.2f}x; sandbox cost: new/new-without-sandbox = {new / results['new, sandbox off']:.2f}x"
@@ -119,10 +140,13 @@ def nine_cases() -> None:
     timed_eval("relu", candidate, timing=False)  # references of all 9 cases cached, pool warm
     wait_for_pool()
     new, o_new = timed_eval("relu", candidate)
-    line("new", new, o_new)
+    line("new", new, o_new, f"load {os.getloadavg()[0]:.2f}")
+    wait_for_pool()
+    no_ring, o_no_ring = timed_eval("relu", candidate, input_ring=False)
+    line("new, input ring off", no_ring, o_no_ring, f"load {os.getloadavg()[0]:.2f}")
     old, o_old = timed_eval("relu", candidate, **OLD)
-    line("old", old, o_old)
-    print(f"  ratio old/new: {old / new:.2f}x")
+    line("old", old, o_old, f"load {os.getloadavg()[0]:.2f}")
+    print(f"  ratio old/new: {old / new:.2f}x; ring off/on: {no_ring / new:.2f}x")
 
 
 def round_trip() -> None:
@@ -173,7 +197,8 @@ def speedup_cv(repeats: int) -> None:
                 if c.cand_ms and c.cand_ms.ci_low is not None
             )
             print(
-                f"  run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; candidate median CI/reps per case: {ci})"
+                f"  run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; candidate median CI/reps per case: {ci}; "
+                f"load {os.getloadavg()[0]:.2f})"
             )
         if len(speedups) >= 2:
             mean, sd = statistics.mean(speedups), statistics.stdev(speedups)

@@ -9,15 +9,30 @@ Not a test. Prints, for one task and one candidate (default: the suite's relu on
    one output through a pipe (encode, write, read, decode); the timed phase
    itself is in the phase trace of 4;
 3. compiling the candidate with an empty cache;
-4. one full ``evaluate()`` with its phase trace.
+4. one full ``evaluate()`` with its phase trace;
+5. ``--breakdown``: instead of 1-4, evaluations (a warm-up one, then ``--runs`` measured ones) with the
+   parent's time split by phase (exclusive, summed over cases): worker start, compile, correctness
+   (reference trials, candidate trials, comparison), and inside timing the empty round trips, the
+   warm-up units, the timed ``go`` requests, the ``seal`` requests, fetching outputs, comparing them,
+   waiting for the next unit's inputs (input generation the comparison did not hide) and the rest.
 
     PYTHONPATH=. python benchmarks/profile_harness.py [--task relu] [--candidate PATH] [--cases 0-8]
+6. ``--cv``: where the run-to-run spread of the speedup comes from: ``--runs`` evaluations, each timing
+   every case twice in a row with the same two worker processes. The reference worker is the same
+   process in every evaluation (pooled), the candidate's a fresh one each time; so the spread of the
+   reference's medians across evaluations is the machine's drift alone, and if the candidate's is much
+   larger, its fresh process (memory placement, huge pages) adds to it. Two timings in one evaluation
+   differ by time alone (same processes, a few seconds apart).
+
+    PYTHONPATH=. python benchmarks/profile_harness.py --breakdown [--runs 2] [--case-wall-s 2]
+    PYTHONPATH=. python benchmarks/profile_harness.py --cv [--task relu --cases 0,5] [--runs 8]
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -40,14 +55,211 @@ def startup() -> None:
     print(f"  python -c 'import torch'                    {clock() - started:6.2f} s")
 
 
+class Phases:
+    """Exclusive wall time per label over wrapped methods (a stack: a wrapped call inside another is
+    counted to the inner one only)."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, float] = {}
+        self.count: dict[str, int] = {}
+        self.stack: list[list[float]] = []  # [child time] per open frame
+
+    def wrap(self, cls: type, name: str, label=None) -> None:
+        original = getattr(cls, name)
+        phases = self
+
+        def wrapped(obj, *args, **kwargs):
+            key = label(obj, *args, **kwargs) if callable(label) else (label or name)
+            if key is None:  # counted to the caller's phase
+                return original(obj, *args, **kwargs)
+            phases.stack.append([0.0])
+            start = clock()
+            try:
+                return original(obj, *args, **kwargs)
+            finally:
+                spent = clock() - start
+                children = phases.stack.pop()[0]
+                phases.total[key] = phases.total.get(key, 0.0) + spent - children
+                phases.count[key] = phases.count.get(key, 0) + 1
+                if phases.stack:
+                    phases.stack[-1][0] += spent
+
+        setattr(cls, name, wrapped)
+
+    def reset(self) -> None:
+        self.total.clear()
+        self.count.clear()
+
+    def report(self, elapsed: float) -> None:
+        for key, spent in sorted(self.total.items(), key=lambda kv: -kv[1]):
+            print(f"  {key:44} {spent:7.2f} s  {spent / elapsed * 100:5.1f} %  ({self.count[key]} calls)")
+        print(f"  {'(outside the wrapped phases)':44} {elapsed - sum(self.total.values()):7.2f} s")
+
+
+def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) -> None:
+    from harness.case_timer import CaseTimer
+    from harness.evaluate import EvalOptions, _Evaluation, evaluate
+    from harness.timing import Budget
+    from harness.worker_pool import close_pools
+
+    phases = Phases()
+    for name, label in (
+        ("_static", "static checks"),
+        ("_start_candidate", "candidate worker: take/boot + load + compile"),
+        ("_reference", "reference worker: take/boot + load"),
+        ("_reference_trials", "correctness: reference outputs (cache or worker)"),
+        # the candidate's correctness trials (inputs, forward, checks, outputs); in timing, counted to the request
+        (
+            "candidate_reply",
+            lambda ev, timeout, case, doing: None if doing == "timing" else "correctness: candidate trials",
+        ),
+        ("_judge", "correctness: comparison"),
+        ("_correctness", "correctness: rest (requests, candidate forward)"),
+        ("_physical_limit", "roofline check"),
+        ("_release_reference", "release reference worker"),
+        ("_timing", "timing: machine lock, pause/resume pool"),
+    ):
+        phases.wrap(_Evaluation, name, label)
+    for name, label in (
+        ("_unit", "timing: empty round trips (overhead)"),
+        ("_ask", lambda t, who, header: f"timing: {header['op']} request ({who})"),
+        ("_go", "timing: /proc checks and sampler around go"),
+        ("_compare_unit", "timing: compare timed outputs"),
+        ("_send_both", lambda t, header: None if getattr(t, "_in_both", False) else "timing: send next prepare"),
+        ("_receive_both", lambda t: None if getattr(t, "_in_both", False) else "timing: wait for next unit's inputs"),
+        ("_open_samplers", "timing: open samplers"),
+        ("_judge_samples", "timing: judge native samples"),
+        ("run", "timing: loop bookkeeping (rest)"),
+    ):
+        phases.wrap(CaseTimer, name, label)
+    both = CaseTimer._both
+
+    def flagged_both(timer, header):
+        timer._in_both = True
+        try:
+            return both(timer, header)
+        finally:
+            timer._in_both = False
+
+    CaseTimer._both = flagged_both  # type: ignore[method-assign]
+    phases.wrap(CaseTimer, "_both", lambda t, header: f"timing: both {header['op']} (warm-up prepare / fetch)")
+    budget = Budget(case_wall_s=case_wall_s)
+    try:
+        evaluate(task, candidate, EvalOptions(cases=cases, timing=False))  # warm pool, references cached
+        for i in range(runs):
+            time.sleep(3)  # the pool's replacement worker boots
+            phases.reset()
+            started = clock()
+            outcome = evaluate(task, candidate, EvalOptions(cases=cases, budget=budget))
+            elapsed = clock() - started
+            units = sum(c.cand_ms.n for c in outcome.cases if c.cand_ms)
+            print(
+                f"\n== run {i + 1}: evaluate() {elapsed:.2f} s, {outcome.status.value}, speedup {outcome.speedup}, "
+                f"{units} measured units; load average {os.getloadavg()[0]:.2f}"
+            )
+            phases.report(elapsed)
+    finally:
+        close_pools()
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, int(q * len(ys)))] if ys else float("nan")
+
+
+def cv(task: str, candidate: Path, cases, runs: int, case_wall_s: float) -> None:
+    import statistics
+
+    from harness.case_timer import CaseTimer
+    from harness.evaluate import EvalOptions, evaluate
+    from harness.timing import Budget
+    from harness.worker_pool import close_pools
+
+    # run, case, pass, ref/cand medians, median of the paired ratios, ratio of the 20th percentiles
+    rows: list[tuple[int, str, int, float, float, float, float]] = []
+    current = {"run": 0}
+    original = CaseTimer.run
+
+    def twice(timer: CaseTimer) -> None:
+        for attempt in (1, 2):
+            again = timer if attempt == 1 else CaseTimer(timer.ev, timer.case)
+            original(again)
+            r = timer.ev.results[timer.case.index]
+            if r.ref_ms and r.cand_ms:
+                pairs = sorted(a / b for a, b in zip(again.samples["ref"], again.samples["cand"]) if b > 0)
+                paired = statistics.median(pairs) if pairs else float("nan")
+                low = _quantile(again.samples["ref"], 0.2) / _quantile(again.samples["cand"], 0.2)
+                rows.append((current["run"], timer.case.name, attempt, r.ref_ms.median, r.cand_ms.median, paired, low))
+
+    CaseTimer.run = twice  # type: ignore[method-assign]
+    budget = Budget(case_wall_s=case_wall_s)
+    try:
+        evaluate(task, candidate, EvalOptions(cases=cases, timing=False))
+        for i in range(runs):
+            time.sleep(3)
+            current["run"] = i
+            started = clock()
+            outcome = evaluate(task, candidate, EvalOptions(cases=cases, budget=budget))
+            print(f"  run {i + 1}: {clock() - started:.1f} s, {outcome.status.value}, load {os.getloadavg()[0]:.2f}")
+    finally:
+        CaseTimer.run = original  # type: ignore[method-assign]
+        close_pools()
+
+    def cv_of(xs: list[float]) -> float:
+        return statistics.stdev(xs) / statistics.mean(xs) if len(xs) > 1 else float("nan")
+
+    print(
+        f"\n  {'case':14} {'ref median CV':>14} {'cand median CV':>15} {'speedup CV':>11} {'|pass1-pass2|/speedup':>22}"
+        f" {'paired-ratio CV':>16}"
+    )
+    for name in dict.fromkeys(r[1] for r in rows):
+        first = [r for r in rows if r[1] == name and r[2] == 1]
+        second = {r[0]: r for r in rows if r[1] == name and r[2] == 2}
+        speed = [r[3] / r[4] for r in first]
+        within = [abs(r[3] / r[4] - second[r[0]][3] / second[r[0]][4]) / (r[3] / r[4]) for r in first if r[0] in second]
+        print(
+            f"  {name:14} {cv_of([r[3] for r in first]):14.3f} {cv_of([r[4] for r in first]):15.3f} "
+            f"{cv_of(speed):11.3f} {statistics.mean(within) if within else float('nan'):22.3f}"
+            f" {cv_of([r[5] for r in first]):16.3f}"
+        )
+    runs_seen = sorted({r[0] for r in rows})
+
+    def geo(values: list[float]) -> float:
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    for label, pick in (
+        ("ratio of medians", lambda r: r[3] / r[4]),
+        ("median of paired ratios", lambda r: r[5]),
+        ("ratio of 20th percentiles", lambda r: r[6]),
+    ):
+        per_run = [geo([pick(r) for r in rows if r[0] == i and r[2] == 1]) for i in runs_seen]
+        print(f"  geomean speedup over cases, {label:24}: CV {cv_of(per_run):.3f} over {len(per_run)} evaluations")
+    print(
+        "  (independent draws of the same spread differ by ~1.13 x their CV on average: a within-evaluation\n"
+        "   difference that large says the spread is time, not the processes)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="relu")
     parser.add_argument("--candidate", default=None)
     parser.add_argument("--cases", default=None)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--breakdown", action="store_true", help="only the phase breakdown of whole evaluations")
+    parser.add_argument("--cv", action="store_true", help="only the source of the speedup's run-to-run spread")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--case-wall-s", type=float, default=2.0)
     args = parser.parse_args()
 
+    if args.breakdown or args.cv:
+        from harness.suite import find_candidate, find_task
+
+        print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
+        cand = Path(args.candidate) if args.candidate else find_candidate(args.task)
+        run = breakdown if args.breakdown else cv
+        run(str(find_task(args.task).path), cand, args.cases, args.runs, args.case_wall_s)
+        return
     print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
     print("\n== 1. worker start-up")
     startup()

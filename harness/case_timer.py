@@ -32,6 +32,7 @@ PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time i
 # the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
+RING_SIZE = 4  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
 
 
 class Stop(Exception):
@@ -93,6 +94,12 @@ class CaseTimer:
         self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal)
         self.remote = ev.remote_reads()
         self.staging = ev.staging
+        # the ring's keys (get_inputs under each, in both workers), drawn at random per case; every timed call's
+        # seed names two of them and a mixing seed, never the same seed twice in a case (harness.worker_timed)
+        from harness.worker_timed import RING_KEY_BITS
+
+        self.ring_keys = self.rng.sample(range(1, 1 << RING_KEY_BITS), RING_SIZE) if ev.options.input_ring else []
+        self.used_seeds: set[int] = set()
 
     # -- requests ----------------------------------------------------------------------------------
     def _ask(self, who: str, request: ipc.Request) -> tuple[ipc.Reply, list]:
@@ -175,6 +182,22 @@ class CaseTimer:
             except Exception:  # a worker in trouble now: the reference one is not reused
                 if who == "ref":
                     self.ev.ref_healthy = False
+
+    def _fresh_seeds(self, n: int) -> list[int]:
+        """Seeds for ``n`` timed calls: ring seeds (two ring sets in a random order, a random mixing seed) never
+        used before in this case; plain fresh seeds without the ring."""
+        if not self.ring_keys:
+            return [self.rng.randrange(1 << 31) for _ in range(n)]
+        from harness.worker_timed import RING_KEY_BITS, ring_seed
+
+        seeds: list[int] = []
+        while len(seeds) < n:
+            first, second = self.rng.sample(self.ring_keys, 2)
+            seed = ring_seed(first, second, self.rng.randrange(1 << RING_KEY_BITS))
+            if seed not in self.used_seeds:
+                self.used_seeds.add(seed)
+                seeds.append(seed)
+        return seeds
 
     def _prepare_message(self, seeds: list[int]) -> ipc.Prepare:
         return ipc.Prepare(case=self.case.index, init_seed=self.ev.init_seeds[self.case.index], seeds=seeds)
@@ -274,7 +297,7 @@ class CaseTimer:
         target = max(self.budget.unit_ms * 1e6, UNIT_OVERHEADS * max(self.overhead_ns.values()))
         n, warm_ms, units = 1, 0.0, 0
         while True:
-            seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+            seeds = self._fresh_seeds(n)
             self._both(self._prepare_message(seeds))
             raw = {who: self._go(who, True) for who in ("ref", "cand")}
             units += 1
@@ -288,7 +311,7 @@ class CaseTimer:
                 n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
         self._open_samplers()
         rep = 0
-        seeds = [self.rng.randrange(1 << 31) for _ in range(n)]
+        seeds = self._fresh_seeds(n)
         self._both(self._prepare_message(seeds))
         while True:
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
@@ -304,7 +327,7 @@ class CaseTimer:
             fetched = self._fetch_both()
             rep += 1
             done = self._done(rep)
-            following = None if done else [self.rng.randrange(1 << 31) for _ in range(n)]
+            following = None if done else self._fresh_seeds(n)
             if following is not None:  # the workers build the next unit's inputs while this process compares
                 self._send_both(self._prepare_message(following))
             try:

@@ -53,6 +53,9 @@ class EvalOptions:
     # timed outputs read out of the workers' memory (harness.remote_memory; False or KOPE_HARNESS_REMOTE_FETCH=off:
     # through their pipes, as before)
     remote_fetch: bool = field(default_factory=settings.remote_fetch)
+    # timed calls' inputs: mixed copies of a small ring of get_inputs sets per case (harness.worker_timed; False or
+    # KOPE_HARNESS_INPUT_RING=off: get_inputs under a fresh seed for every call, as before)
+    input_ring: bool = field(default_factory=settings.input_ring)
 
     def __post_init__(self) -> None:
         if self.seeds < 1:

@@ -21,6 +21,7 @@ POOL = "KOPE_HARNESS_POOL"  # warm workers kept per configuration (default one p
 PIPE_DEFAULT = "KOPE_HARNESS_PIPE_DEFAULT"  # set: keep the kernel's default pipe buffer size
 REF_CACHE_MB = "KOPE_HARNESS_REF_CACHE_MB"  # the reference cache's size cap in MiB (default 2048)
 REMOTE_FETCH = "KOPE_HARNESS_REMOTE_FETCH"  # "off": timed outputs come back through pipes, not process_vm_readv
+INPUT_RING = "KOPE_HARNESS_INPUT_RING"  # "off": every timed call's inputs from get_inputs, not from a ring of sets
 ROOFLINE_CACHE = "KOPE_HARNESS_ROOFLINE_CACHE"  # where measured peaks and costs are kept
 PEAKS = "KOPE_HARNESS_PEAKS"  # a peaks file that pins the roofline's peaks (e.g. datasheet values)
 TASK_TIMEOUT = "KOPE_HARNESS_TASK_TIMEOUT"  # seconds to load a task file in its worker (default 60)
@@ -35,6 +36,7 @@ ALL = (
     PIPE_DEFAULT,
     REF_CACHE_MB,
     REMOTE_FETCH,
+    INPUT_RING,
     ROOFLINE_CACHE,
     PEAKS,
     TASK_TIMEOUT,
@@ -95,6 +97,10 @@ def ref_cache_bytes() -> int:
 
 def remote_fetch() -> bool:
     return _get(REMOTE_FETCH).lower() != "off"
+
+
+def input_ring() -> bool:
+    return _get(INPUT_RING).lower() != "off"
 
 
 def roofline_cache_dir() -> Path:

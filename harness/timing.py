@@ -2,7 +2,8 @@
 
 How the harness times a candidate (``harness.evaluate``): the *parent* drives both workers.
 Per repetition it has the reference worker and the candidate worker prepare the same fresh
-inputs (seeds it chooses, new every time) and flush their caches, then times each one's unit
+inputs (seeds it chooses, new every time; mixed copies of a small ring of ``get_inputs`` sets,
+``harness.worker_timed``) and flush their caches, then times each one's unit
 of ``n`` calls with its own clock around the request (``go``/``done``), minus the measured
 cost of an empty round trip; the order alternates every repetition. Fast kernels run in
 units of several calls (``calls_per_unit``) so the clock and the channel do not dominate,

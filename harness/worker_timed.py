@@ -2,21 +2,132 @@
 
 The parent holds the clock: it times the ``go`` request from the outside, so nothing this process
 does to its own clocks changes a measurement. ``prepare`` builds one fresh input set per seed
-(``get_inputs`` under that seed) and flushes the caches (``CpuTimer.flush``: the inputs' and the
+and flushes the caches (``CpuTimer.flush``: the inputs' and the
 model's cache lines, and a scrub buffer); ``go`` runs the model once per input set, back to back,
 and synchronises the device; ``fetch`` sends every output back (the parent compares each one
 with the reference's output for the same seed). The outputs of one unit stay alive until the
 next unit has run, so an implementation that hands out the same buffer again is visible.
 Reference and candidate workers use this same code, so both pay exactly the same costs.
+
+Input sets from a ring (``ring_seed``): ``get_inputs`` is often far slower than the kernel it feeds (a
+16 MB ``randn`` ~25 ms against a 0.5 ms ReLU), so a timed call's seed may name two sets of a small
+per-case ring (``get_inputs`` under ring keys the parent drew at random, built once per worker and
+case) and a mixing seed: the call's inputs are a copy of the first set with random positions of every
+tensor (``RING_MIX`` or one in ``RING_MIX_SHARE``, whichever is more) taken from the second. The parent never sends the same seed twice in a
+case, so no two timed calls get equal inputs (an output cache keyed on the inputs' content never
+hits, one keyed on a sample of them returns a stale output, which the comparison of every timed
+output catches: ``tests/adversarial/cache_by_fingerprint.py``), and every element of every input is
+one ``get_inputs`` produced at that position (per-position properties hold: ranges of indices,
+signs, masks, triangular zeros; relations across positions, such as a symmetric or sorted input,
+need not: ``KOPE_HARNESS_INPUT_RING=off``). A set that cannot be mixed (nested lists, sparse or quantized
+tensors) gives a fresh ``get_inputs`` set instead; a seed below ``RING_FLAG`` is a plain fresh set, as before.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import torch
 
 from harness.worker_common import encode, flat_tensors, make_inputs
+
+RING_FLAG = 1 << 62  # a seed at or above this names ring sets (ring_seed); below it, a fresh set (get_inputs)
+RING_KEY_BITS = 20  # ring keys and mixing seeds: 1 .. 2**20 - 1
+# positions of every input tensor taken from the second ring set: at least RING_MIX, and one in RING_MIX_SHARE (an
+# output that depends on few of its inputs, such as a maximum over a long row, then still changes in many calls)
+RING_MIX = 64
+RING_MIX_SHARE = 64
+RING_BYTES = 512 << 20  # ring sets a worker keeps per case at most (least recently used go; rebuilt on demand)
+
+
+def ring_seed(first: int, second: int, mix: int) -> int:
+    """The seed of a timed call whose inputs are ring set ``first`` with positions drawn by ``mix`` from ``second``."""
+    limit = 1 << RING_KEY_BITS
+    if not (0 < first < limit and 0 < second < limit and 0 <= mix < limit) or first == second:
+        raise ValueError(f"invalid ring seed parts {first}, {second}, {mix}")
+    return RING_FLAG | first << (2 * RING_KEY_BITS) | second << RING_KEY_BITS | mix
+
+
+def ring_parts(seed: int) -> tuple[int, int, int] | None:
+    """(first, second, mix) of a ring seed, None for a plain seed."""
+    if seed < RING_FLAG:
+        return None
+    mask = (1 << RING_KEY_BITS) - 1
+    return seed >> (2 * RING_KEY_BITS) & mask, seed >> RING_KEY_BITS & mask, seed & mask
+
+
+def _mixable(inputs: list[Any]) -> bool:
+    """Whether a set's copies can be mixed: dense tensors and plain scalars only (a nested list of tensors would be
+    shared between calls, a sparse or quantized tensor cannot be indexed per position)."""
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            if x.layout != torch.strided or x.is_quantized:
+                return False
+        elif not (x is None or isinstance(x, (bool, int, float, complex, str))):
+            return False
+    return True
+
+
+def _nbytes(inputs: list[Any]) -> int:
+    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+
+
+class InputRing:
+    """Ring sets of one case (``get_inputs`` under a ring key), and the mixed copies timed calls get."""
+
+    def __init__(self, limit_bytes: int = RING_BYTES) -> None:
+        self.limit = limit_bytes
+        self.owner: Any = None  # (module, case name, device) the sets were built for
+        self.sets: OrderedDict[int, list[Any]] = OrderedDict()
+
+    def inputs(self, module: Any, seed: int, device: str, case_name: str) -> list[Any]:
+        parts = ring_parts(seed)
+        if parts is None:
+            return make_inputs(module, seed, device, case_name)
+        first, second, mix = parts
+        if self.owner != (module, case_name, device):
+            self.owner, self.sets = (module, case_name, device), OrderedDict()
+        base, donor = self._set(module, first, device, case_name), self._set(module, second, device, case_name)
+        if not (_mixable(base) and _mixable(donor)):  # nested, sparse, quantized, ...: a fresh set, as before
+            return make_inputs(module, seed & (RING_FLAG - 1), device, case_name)
+        generator = torch.Generator().manual_seed(seed & ((1 << 63) - 1))
+        out: list[Any] = []
+        copies: dict[int, torch.Tensor] = {}  # the same tensor twice in a set stays one tensor
+        with torch.no_grad():
+            for x, y in zip(base, donor):
+                if not isinstance(x, torch.Tensor):
+                    out.append(x)
+                    continue
+                if id(x) in copies:
+                    out.append(copies[id(x)])
+                    continue
+                fresh = x.clone()
+                if x.numel() and isinstance(y, torch.Tensor) and y.shape == x.shape:
+                    count = min(x.numel(), max(RING_MIX, x.numel() // RING_MIX_SHARE))
+                    flat = torch.randint(x.numel(), (count,), generator=generator).to(x.device)
+                    if fresh.is_contiguous() and y.is_contiguous():  # index_copy_: ~0.3 ms for 65536 positions
+                        fresh.view(-1).index_copy_(0, flat, y.reshape(-1).index_select(0, flat))
+                    else:  # strides kept as get_inputs made them (index_put: ~25 ms for 65536 positions)
+                        where = torch.unravel_index(flat, x.shape)
+                        fresh[where] = y[where]
+                if x.requires_grad:
+                    fresh.requires_grad_(True)
+                copies[id(x)] = fresh
+                out.append(fresh)
+        return out
+
+    def _set(self, module: Any, key: int, device: str, case_name: str) -> list[Any]:
+        if key in self.sets:
+            self.sets.move_to_end(key)
+            return self.sets[key]
+        inputs = make_inputs(module, key, device, case_name)
+        self.sets[key] = inputs
+        total = sum(_nbytes(v) for v in self.sets.values())
+        while len(self.sets) > 2 and total > self.limit:  # the two sets of this call stay
+            _, dropped = self.sets.popitem(last=False)
+            total -= _nbytes(dropped)
+        return inputs
 
 
 def _no_copy(value: Any, tensors: list[torch.Tensor]) -> Any:
@@ -39,13 +150,14 @@ class TimedCalls:
         self.outputs: list[Any] = []
         self.previous: list[Any] = []
         self.held: list[torch.Tensor] = []
+        self.ring = InputRing()
 
     def prepare(self, module: Any, model_state: list[torch.Tensor], seeds: list[int], case_name: str) -> None:
         if self.timer is None:
             self.timer = self.target.timer(self.hardware)
         device = self.target.device
         self.seeds = list(seeds)
-        self.inputs = [make_inputs(module, seed, device, case_name) for seed in self.seeds]
+        self.inputs = [self.ring.inputs(module, seed, device, case_name) for seed in self.seeds]
         tensors = [x for inputs in self.inputs for x in inputs if isinstance(x, torch.Tensor)]
         self.timer.flush(tensors + list(model_state))
         self.target.synchronize()
