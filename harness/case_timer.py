@@ -26,6 +26,10 @@ UNIT_CAP = 4096  # calls per timed unit at most
 UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (their median is subtracted)
 PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
 PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
+# ... or, whatever the share, more CPU time in reference libraries than this fraction of what the reference's own
+# measured units spent there (same calls, same sampling period): an absolute budget, which a candidate that spins
+# in its own code to dilute its share does not stretch
+REFERENCE_BUDGET = 0.5
 # While the reference's unit is timed the candidate's process waits for its next request: it may use at most
 # IDLE_SLACK_NS plus IDLE_SHARE of the unit's wall time (a thread pool going to sleep); more is work done off
 # the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
@@ -201,6 +205,7 @@ class CaseTimer:
             elapsed = time.perf_counter_ns() - start
             if sampler is not None:
                 sampler.disable()
+                sampler.collect()  # off the clock: the ring buffers emptied after every unit
         if who == "cand" and calls:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
         elif watch:
@@ -345,20 +350,42 @@ class CaseTimer:
                     return
 
     def _judge_samples(self) -> None:
-        """Time in libtorch's or a BLAS library's compute code during the candidate's timed calls is the reference's work."""
+        """Time in libtorch's or a BLAS library's compute code during the candidate's timed calls is the reference's
+        work: too large a share of its native time, or more of it than half of what the reference's own units spent
+        there (an absolute budget: the candidate ran exactly as many calls on inputs of the same sizes)."""
         sampler = self.samplers.get("cand")
         if sampler is None:
             return
         profile = sampler.profile()
-        self.ev.trace(f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}")
-        if profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
-            self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
-            raise Stop(
-                "cheat_detected:reference_call",
-                f"case {self.case.name!r}: {profile.reference_share:.0%} of the candidate's native forward time was spent "
-                f"in libtorch's, numpy's or a BLAS library's compute code ({profile.top()}; {profile.samples} samples taken "
-                "from outside its process with perf events): the reference's work, reached below Python",
+        ref_sampler = self.samplers.get("ref")
+        ref_profile = ref_sampler.profile() if ref_sampler is not None else None
+        self.ev.trace(
+            f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}"
+            + (f"; reference worker {ref_profile.samples} samples: {ref_profile.top()}" if ref_profile else "")
+        )
+        used = profile.reference_samples
+        ref_used = ref_profile.reference_samples if ref_profile is not None else None
+        budget = None if ref_used is None else REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used)
+        if budget is not None and used >= PROBE_MIN_SAMPLES and used > budget:
+            why = (
+                f"{used} samples of its timed calls' CPU time lay in libtorch's, numpy's or a BLAS library's compute "
+                f"code, more than the budget of {budget:.0f} ({REFERENCE_BUDGET:.0%} of the "
+                f"{ref_used} samples the reference's own calls spent there)"
             )
+        elif profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
+            why = (
+                f"{profile.reference_share:.0%} of the candidate's native forward time was spent in libtorch's, "
+                "numpy's or a BLAS library's compute code"
+            )
+        else:
+            return
+        self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
+        raise Stop(
+            "cheat_detected:reference_call",
+            f"case {self.case.name!r}: {why} ({profile.top()}; {profile.samples} samples of every thread, those started "
+            "later included, taken from outside its process with perf events by the harness's native probe): the "
+            "reference's work, reached below Python",
+        )
 
     def _done(self, rep: int) -> bool:
         from harness.timing import enough_repetitions
