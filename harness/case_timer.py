@@ -24,7 +24,11 @@ from harness.worker_pool import Worker
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
 UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (their median is subtracted)
-PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
+PROBE_MIN_SAMPLES = 40  # fewer samples (2 ms of CPU at PROBE_PERIOD_NS) decide nothing
+# One sample per this much CPU time of a thread. A thread's count starts afresh when it starts (an inherited event),
+# so a helper thread that lives for less than a period is never sampled: short, to see the reference's op on a
+# fresh thread per call (a 64x1000 softmax takes ~0.1-0.2 ms); ~2 % of the measured units' CPU, both workers alike
+PROBE_PERIOD_NS = 50_000
 PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
 # ... or, whatever the share, more CPU time in reference libraries than this fraction of what the reference's own
 # measured units spent there (same calls, same sampling period): an absolute budget, which a candidate that spins
@@ -343,7 +347,7 @@ class CaseTimer:
 
         for who in ("cand", "ref"):
             try:
-                self.samplers[who] = native_probe.Sampler(self.workers[who].pid, enabled=False)
+                self.samplers[who] = native_probe.Sampler(self.workers[who].pid, PROBE_PERIOD_NS, enabled=False)
             except OSError as exc:
                 self.ev.trace(f"native probe unavailable for the {who} worker: {exc}")
                 if who == "cand":
