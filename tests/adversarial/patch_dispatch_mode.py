@@ -7,7 +7,7 @@ import torch.nn as nn
 from torch.utils import _python_dispatch
 
 TASK = "tiny_softmax"
-EXPECT_STATIC = "cheat_detected:forbidden_api"
+EXPECT_STATIC = "cheat_detected:monkey_patch"
 EXPECT_RUNTIME = ("cheat_detected:monkey_patch",)
 CAUGHT_BY = "worker: the patch snapshot watches every class on the recorder's MRO"
 CAUGHT_MESSAGE = "TorchDispatchMode.__enter__"
