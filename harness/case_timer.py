@@ -25,8 +25,21 @@ from harness.worker_process import Worker
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
 UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (their median is subtracted)
-PROBE_MIN_SAMPLES = 20  # fewer samples decide nothing
+PROBE_MIN_SAMPLES = 40  # fewer samples (2 ms of CPU at PROBE_PERIOD_NS) decide nothing
+# One sample per this much CPU time of a thread. A thread's count starts afresh when it starts (an inherited event),
+# so a helper thread that lives for less than a period is never sampled: short, to see the reference's op on a
+# fresh thread per call (a 64x1000 softmax takes ~0.1-0.2 ms); ~2 % of the measured units' CPU, both workers alike
+PROBE_PERIOD_NS = 50_000
 PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
+# ... or, whatever the share, more CPU time in reference libraries than this fraction of what the reference's own
+# measured units spent there (same calls, same sampling period): an absolute budget, which a candidate that spins
+# in its own code to dilute its share does not stretch
+REFERENCE_BUDGET = 0.5
+# ... when those samples are at least this share of its native ones: a slow honest kernel gathers a trickle of
+# libtorch samples in proportion to its own time (0.5 % of them for a C++ kernel 180x slower than torch's softmax,
+# enough to exceed half of the reference's few), and a cheat diluted below this share runs 10x longer than the
+# reference op it calls, so it can never show a speedup
+BUDGET_SHARE_FLOOR = 0.1
 # While the reference's unit is timed the candidate's process waits for its next request: it may use at most
 # IDLE_SLACK_NS plus IDLE_SHARE of the unit's wall time (a thread pool going to sleep); more is work done off
 # the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
@@ -223,6 +236,7 @@ class CaseTimer:
             elapsed = time.perf_counter_ns() - start
             if sampler is not None:
                 sampler.disable()
+                sampler.collect()  # off the clock: the ring buffers emptied after every unit
         if who == "cand" and calls:
             self._check_cpu(worker.cpu_ns() - cpu0, elapsed)
         elif watch:
@@ -262,7 +276,7 @@ class CaseTimer:
             raise Stop(
                 "cheat_detected:thread_count",
                 f"case {self.case.name!r}: during a timed unit the candidate's process used {cpu_ns / 1e6:.1f} ms of CPU "
-                f"in {wall_ns / 1e6:.1f} ms, more than {self.ev.threads} thread(s) can (read from /proc by the harness)",
+                f"in {wall_ns / 1e6:.1f} ms, more than {self.ev.threads} thread(s) can (its process CPU clock, exited threads included, read by the harness)",
             )
         if not self.ev.target.check_native_threads:  # CUDA/Triton runtimes start threads of their own
             return
@@ -360,27 +374,51 @@ class CaseTimer:
 
         for who in ("cand", "ref"):
             try:
-                self.samplers[who] = native_probe.Sampler(self.workers[who].pid, enabled=False)
+                self.samplers[who] = native_probe.Sampler(self.workers[who].pid, PROBE_PERIOD_NS, enabled=False)
             except OSError as exc:
                 self.ev.trace(f"native probe unavailable for the {who} worker: {exc}")
                 if who == "cand":
                     return
 
     def _judge_samples(self) -> None:
-        """Time in libtorch's or a BLAS library's compute code during the candidate's timed calls is the reference's work."""
+        """Time in libtorch's or a BLAS library's compute code during the candidate's timed calls is the reference's
+        work: too large a share of its native time, or more of it than half of what the reference's own units spent
+        there (an absolute budget: the candidate ran exactly as many calls on inputs of the same sizes)."""
         sampler = self.samplers.get("cand")
         if sampler is None:
             return
         profile = sampler.profile()
-        self.ev.trace(f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}")
-        if profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
-            self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
-            raise Stop(
-                "cheat_detected:reference_call",
-                f"case {self.case.name!r}: {profile.reference_share:.0%} of the candidate's native forward time was spent "
-                f"in libtorch's, numpy's or a BLAS library's compute code ({profile.top()}; {profile.samples} samples taken "
-                "from outside its process with perf events): the reference's work, reached below Python",
+        ref_sampler = self.samplers.get("ref")
+        ref_profile = ref_sampler.profile() if ref_sampler is not None else None
+        self.ev.trace(
+            f"case {self.case.name}: native probe {profile.samples} samples: {profile.top()}"
+            + (f"; reference worker {ref_profile.samples} samples: {ref_profile.top()}" if ref_profile else "")
+        )
+        used = profile.reference_samples
+        ref_used = ref_profile.reference_samples if ref_profile is not None else None
+        budget = None if ref_used is None else REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used)
+        over = budget is not None and used >= PROBE_MIN_SAMPLES and used > budget
+        if over and profile.reference_share >= BUDGET_SHARE_FLOOR:
+            why = (
+                f"{used} samples of its timed calls' CPU time lay in libtorch's, numpy's or a BLAS library's compute "
+                f"code, more than the budget of {budget:.0f} ({REFERENCE_BUDGET:.0%} of the "
+                f"{ref_used} samples the reference's own calls spent there; {profile.reference_share:.0%} of its native "
+                "samples)"
             )
+        elif profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
+            why = (
+                f"{profile.reference_share:.0%} of the candidate's native forward time was spent in libtorch's, "
+                "numpy's or a BLAS library's compute code"
+            )
+        else:
+            return
+        self.ev.results[self.case.index].error = f"native samples: {profile.top()}"
+        raise Stop(
+            "cheat_detected:reference_call",
+            f"case {self.case.name!r}: {why} ({profile.top()}; {profile.samples} samples of every thread, those started "
+            "later included, taken from outside its process with perf events by the harness's native probe): the "
+            "reference's work, reached below Python",
+        )
 
     def _done(self, rep: int) -> bool:
         from harness.timing import enough_repetitions

@@ -540,6 +540,11 @@ class _Evaluation:
                 output = getattr(self, "_first_traceback", "") or ""
             message = f"case {self.results[first].name!r}: {self.results[first].error}"
         status = Status(kind.split(":", 1)[0]) if kind else Status.CORRECT
+        if status is Status.CHEAT_DETECTED:  # a flagged evaluation vouches for no case: none passed, no speedup
+            for result in self.results.values():
+                if result.passed or result.speedup is not None:
+                    result.passed, result.speedup = False, None
+                    result.error = result.error or f"not counted: the evaluation was flagged ({kind})"
         speedups = [r.speedup for r in self.results.values() if r.passed and r.speedup is not None]
         cases = [self.results[c.index] for c in self.cases]
         hardware = self.hardware or self.target.describe_hardware()

@@ -1,7 +1,10 @@
 """Run-time anti-cheat checks, used inside the candidate's worker process.
 
 * ``AtenRecorder``: records the aten ops ``ModelNew.forward`` dispatches; any op
-  outside ``ALLOWED_ATEN`` (allocation, views, copies) is a ``reference_call``.
+  outside ``ALLOWED_ATEN`` (allocation, views, copies) is a ``reference_call``. The dispatch machinery it
+  relies on (every class on its MRO, ``torch.utils._python_dispatch``) is watched like torch's functions,
+  and ``on_stack()`` asks torch's C dispatch stack, through functions taken before any candidate ran,
+  whether it is really active (a no-op ``__enter__`` switched in and out behind the snapshot's back).
 * ``PatchSnapshot``: identities of the functions and classes of torch, the time,
   hash and builtin modules, the task module and the harness itself, taken
   before the candidate is imported and compared after every request
@@ -38,7 +41,13 @@ from types import ModuleType
 from typing import Any
 
 import torch
+import torch.utils._python_dispatch as _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+# torch's C dispatch-mode stack, read through the functions as they were when the harness was imported (a
+# candidate that replaces torch._C's attributes later does not change these)
+_stack_len = torch._C._len_torch_dispatch_stack
+_stack_at = torch._C._get_dispatch_stack_at
 
 ALLOWED_ATEN = frozenset(
     {
@@ -135,6 +144,15 @@ class AtenRecorder(TorchDispatchMode):
     def forbidden(self) -> dict[str, int]:
         return {k: v for k, v in self.counts.items() if k not in ALLOWED_ATEN}
 
+    def on_stack(self) -> bool:
+        """Whether this recorder is on torch's dispatch-mode stack now (read from C, not through its methods)."""
+        return any(_stack_at(i) is self for i in range(_stack_len()))
+
+
+def dispatch_depth() -> int:
+    """How many modes torch's dispatch-mode stack holds now (read from C)."""
+    return int(_stack_len())
+
 
 def prime() -> None:
     """Run every guard once, so that torch's lazy imports (``torch._dynamo`` rebinds
@@ -176,6 +194,11 @@ def _watched_namespaces(extra: Iterable[tuple[str, Any]]) -> list[tuple[str, Any
     for name, value in vars(nn_modules).items():
         if isinstance(value, type) and issubclass(value, torch.nn.Module):
             spaces.append((f"torch.nn.{name}", value))
+    # the dispatch machinery the recorder relies on: a no-op TorchDispatchMode.__enter__ switches it off
+    spaces.append(("torch.utils._python_dispatch", _python_dispatch))
+    for cls in AtenRecorder.__mro__[1:]:
+        if cls is not object:
+            spaces.append((f"{cls.__module__}.{cls.__qualname__}", cls))
     for name, module in list(sys.modules.items()):
         if name == "harness" or (name.startswith("harness.") and not name.startswith("harness.suite")):
             spaces.append((name, module))

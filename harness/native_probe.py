@@ -2,8 +2,10 @@
 
 The parent opens a software CPU-clock sampling event (``perf_event_open``, user space only, so
 ``perf_event_paranoid`` 2, the usual default, allows it for one's own processes) on every thread
-of the candidate's worker, lets it run one probe unit of calls, and maps every sampled
-instruction pointer to the library it lies in (``/proc/PID/maps``). Time in the compute code of
+of the candidate's worker, *inherited* by every thread those threads create later (``inherit``: a
+helper thread started inside a timed call is sampled too, its samples written to the buffer of the
+thread that created it, and kept after it exits), lets it run the measured units, and maps every
+sampled instruction pointer to the library it lies in (``/proc/PID/maps``). Time in the compute code of
 libtorch or of a BLAS/LAPACK library (or numpy's loops) is the reference's work, whichever
 thread or language reached it: C++ through libtorch, a helper thread, a disabled dispatch
 mode, numpy. The candidate cannot see or change any of this (it lives in the kernel and in
@@ -13,6 +15,7 @@ the parent).
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
 import os
 import re
@@ -22,8 +25,8 @@ from dataclasses import dataclass
 
 PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK = 1, 0
 SAMPLE_IP = 1
-DISABLED, EXCLUDE_KERNEL, EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
-PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_DISABLE = 0x2400, 0x2401
+DISABLED, INHERIT, EXCLUDE_KERNEL, EXCLUDE_HV = 1 << 0, 1 << 1, 1 << 5, 1 << 6
+PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_DISABLE, PERF_EVENT_IOC_SET_OUTPUT = 0x2400, 0x2401, 0x2405
 RECORD_SAMPLE = 9
 _NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
 _PAGES = 1 + 64  # header page + ring buffer (16-byte samples: the last 16k of each thread are kept)
@@ -75,10 +78,15 @@ class Profile:
         return sum(n for lib, n in self.by_library.items() if not RUNTIME_LIBRARIES.search(lib))
 
     @property
+    def reference_samples(self) -> int:
+        """Samples in libtorch's, numpy's or a BLAS library's code: an absolute amount of CPU time (samples x
+        the period), which spinning elsewhere does not dilute."""
+        return sum(n for lib, n in self.by_library.items() if REFERENCE_LIBRARIES.search(lib))
+
+    @property
     def reference_share(self) -> float:
         """The share of the native samples that lie in libtorch's or a BLAS library's code."""
-        hits = sum(n for lib, n in self.by_library.items() if REFERENCE_LIBRARIES.search(lib))
-        return hits / self.native_samples if self.native_samples else 0.0
+        return self.reference_samples / self.native_samples if self.native_samples else 0.0
 
     def top(self, n: int = 4) -> str:
         return ", ".join(
@@ -87,29 +95,53 @@ class Profile:
 
 
 class Sampler:
-    """Samples the instruction pointers of every current thread of ``pid`` (every ``period_ns`` of its CPU time).
+    """Samples the instruction pointers of every thread of ``pid`` (every ``period_ns`` of its CPU time): those
+    running now and every thread they start later.
+
+    The kernel maps no buffer of an inherited event that follows one thread on every CPU, so the events are per
+    (thread, CPU) pair, inherited by the threads each thread starts (``perf record``'s layout); the events of one
+    CPU all write to the buffer of its first (``PERF_EVENT_IOC_SET_OUTPUT``), one buffer per CPU. An ioctl on an
+    event reaches its inherited copies too.
 
     ``enabled=False`` opens the events switched off: ``enable()`` and ``disable()`` (one ioctl per
-    thread) then bracket what is to be sampled, e.g. only the timed units of an evaluation and not
-    the input generation between them; ``profile()`` reads whatever was sampled while enabled."""
+    event) then bracket what is to be sampled, e.g. only the timed units of an evaluation and not
+    the input generation between them; ``collect()`` (after each ``disable()``) moves what the buffers
+    hold into this object, so a long evaluation does not overrun them; ``profile()`` reads whatever was
+    sampled while enabled."""
 
     def __init__(self, pid: int, period_ns: int = 200_000, enabled: bool = True) -> None:
         self.pid = pid
         self.fds: list[int] = []
         self.buffers: list[mmap.mmap] = []
+        self.read_to: list[int] = []  # per buffer: the position up to which its records were collected
+        self.ips: Counter = Counter()  # instruction pointer -> samples collected so far
+        self.lost = 0  # samples overwritten before they were collected
         nr = _NR_PERF_EVENT_OPEN.get(os.uname().machine)
         if nr is None:
             raise OSError("perf_event_open: unknown architecture")
         attr = _Attr(type=PERF_TYPE_SOFTWARE, size=ctypes.sizeof(_Attr), config=PERF_COUNT_SW_CPU_CLOCK)
         attr.sample_period, attr.sample_type = period_ns, SAMPLE_IP
-        attr.flags = EXCLUDE_KERNEL | EXCLUDE_HV | (0 if enabled else DISABLED)
+        attr.flags = INHERIT | EXCLUDE_KERNEL | EXCLUDE_HV | (0 if enabled else DISABLED)
         try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                fd = _libc.syscall(nr, ctypes.byref(attr), int(tid), -1, -1, 0)
-                if fd < 0:
-                    raise OSError(ctypes.get_errno(), f"perf_event_open: {os.strerror(ctypes.get_errno())}")
-                self.fds.append(fd)
-                self.buffers.append(mmap.mmap(fd, _PAGES * mmap.PAGESIZE, mmap.MAP_SHARED, mmap.PROT_READ))
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            _room_for(len(tids) * _cpu_count() + 16)
+            for cpu in _online_cpus():
+                leader = -1
+                for tid in tids:
+                    fd = _libc.syscall(nr, ctypes.byref(attr), tid, cpu, -1, 0)
+                    if fd < 0:
+                        err = ctypes.get_errno()
+                        if err == errno.ESRCH:  # the thread exited since it was listed
+                            continue
+                        raise OSError(err, f"perf_event_open: {os.strerror(err)}")
+                    self.fds.append(fd)
+                    if leader < 0:
+                        leader = fd
+                        self.buffers.append(mmap.mmap(fd, _PAGES * mmap.PAGESIZE, mmap.MAP_SHARED, mmap.PROT_READ))
+                        self.read_to.append(0)
+                    elif _libc.ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, leader) < 0:
+                        err = ctypes.get_errno()
+                        raise OSError(err, f"perf event set output: {os.strerror(err)}")
         except OSError:
             self.close()
             raise
@@ -125,7 +157,30 @@ class Sampler:
             if _libc.ioctl(fd, request, 0) < 0:
                 raise OSError(ctypes.get_errno(), f"perf event ioctl: {os.strerror(ctypes.get_errno())}")
 
+    def collect(self) -> None:
+        """Moves the samples written since the last call out of the ring buffers (read-only maps: the kernel
+        overwrites the oldest records when a buffer is full, so read them while the events are off)."""
+        size = (_PAGES - 1) * mmap.PAGESIZE
+        for i, buf in enumerate(self.buffers):
+            head = struct.unpack_from("<Q", buf, 1024)[0]  # perf_event_mmap_page.data_head
+            pos = self.read_to[i]
+            if head - pos > size:  # overwritten: start at the oldest record still whole (a guess at a boundary)
+                self.lost += (head - pos - size) // 16
+                pos = head - size
+            data = buf[mmap.PAGESIZE :] if pos < head else b""
+            while pos < head:
+                at = pos % size  # a record may wrap around the buffer's end
+                rec = data[at : at + 16] if at + 16 <= size else data[at:] + data[: at + 16 - size]
+                kind, _misc, length = struct.unpack_from("<IHH", rec)
+                if length < 8:
+                    break
+                if kind == RECORD_SAMPLE and length >= 16:
+                    self.ips[struct.unpack_from("<Q", rec, 8)[0]] += 1
+                pos += length
+            self.read_to[i] = head
+
     def profile(self) -> Profile:
+        self.collect()
         regions = []
         try:
             for line in open(f"/proc/{self.pid}/maps"):
@@ -137,24 +192,9 @@ class Sampler:
             pass
         regions.sort()
         counts: Counter = Counter()
-        total = 0
-        size = (_PAGES - 1) * mmap.PAGESIZE
-        for buf in self.buffers:
-            head = struct.unpack_from("<Q", buf, 1024)[0]  # perf_event_mmap_page.data_head
-            pos, end = max(0, head - size), head
-            while pos < end:
-                off = mmap.PAGESIZE + pos % size
-                if off + 8 > mmap.PAGESIZE + size:
-                    break
-                kind, _misc, length = struct.unpack_from("<IHH", buf, off)
-                if length == 0:
-                    break
-                if kind == RECORD_SAMPLE and off + 16 <= mmap.PAGESIZE + size:
-                    (ip,) = struct.unpack_from("<Q", buf, off + 8)
-                    counts[_library(regions, ip)] += 1
-                    total += 1
-                pos += length
-        return Profile(total, counts)
+        for ip, n in self.ips.items():
+            counts[_library(regions, ip)] += n
+        return Profile(sum(self.ips.values()), counts)
 
     def close(self) -> None:
         for buf in self.buffers:
@@ -176,6 +216,34 @@ def _library(regions: list[tuple[int, int, str]], ip: int) -> str:
         else:
             return name or "[anon]"
     return "[unknown]"
+
+
+def _online_cpus() -> list[int]:
+    """The CPUs the kernel has online (``/sys/devices/system/cpu/online``: ``0-3,6``), else 0..cpu_count-1."""
+    try:
+        text = open("/sys/devices/system/cpu/online").read().strip()
+        cpus: list[int] = []
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            cpus.extend(range(int(lo), int(hi or lo) + 1))
+        return cpus
+    except (OSError, ValueError):
+        return list(range(os.cpu_count() or 1))
+
+
+def _cpu_count() -> int:
+    return len(_online_cpus())
+
+
+def _room_for(descriptors: int) -> None:
+    """Raises this process's soft limit on open files towards its hard limit when the events need more."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = len(os.listdir("/proc/self/fd")) + descriptors
+    if soft != resource.RLIM_INFINITY and wanted > soft:
+        new = wanted if hard == resource.RLIM_INFINITY else min(hard, max(wanted, 2 * soft))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
 
 
 def available() -> bool:

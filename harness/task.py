@@ -477,6 +477,10 @@ def select_cases(task: TaskInfo, spec: str | list[int | str] | tuple | None, cas
             items.append(int(part))
         elif re.fullmatch(r"\d+-\d+", part):
             lo, hi = map(int, part.split("-"))
+            known = [c.index for c in pool]
+            if lo > hi or not known or lo < min(known) or hi > max(known):  # refused before it is expanded
+                span = f"{known[0]}-{known[-1]}" if known else "none"
+                raise OptionsError(f"case range {part} is out of range: task {task.operator} has cases {span}")
             items.extend(range(lo, hi + 1))
         elif part:
             items.append(part)

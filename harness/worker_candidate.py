@@ -49,6 +49,7 @@ from harness.guards import (
     aliases,
     child_processes,
     digest,
+    dispatch_depth,
     hook_changes,
     hooks,
     native_thread_count,
@@ -231,16 +232,26 @@ class CandidateWorker:
             traffic = HostTraffic.for_target(self.target) if t == 0 else None  # GPU targets: no CPU fallback
             if traffic is not None:
                 traffic.start_profiler()  # the profiler starts and stops outside the guarded window
+            depth = dispatch_depth()
+            entered = stayed = returned = False
             self.audit.arm()
             try:
                 with torch.no_grad(), recorder, traffic or contextlib.nullcontext():
+                    entered = recorder.on_stack()
                     start = _clock()
                     out = self.target.run(self.cand, inputs)
                     forward_s = _clock() - start
+                    returned, stayed = True, recorder.on_stack()
+            except Exception:
+                if not entered or (returned and not stayed):  # a patched __enter__ leaves __exit__ nothing to pop
+                    raise _recorder_off(entered, stayed) from None
+                raise
             finally:
                 events = self.audit.disarm()
                 if traffic is not None:
                     traffic.stop_profiler()  # its events are read in memory, never through a file
+            if not (entered and stayed) or dispatch_depth() != depth:
+                raise _recorder_off(entered, stayed)
             fallback = traffic.problem(inputs) if traffic is not None else None
             if fallback is not None:
                 raise Cheat("device_to_host", fallback)
@@ -375,6 +386,22 @@ class CandidateWorker:
         if remote:  # the parent reads them out of this process (harness.remote_memory)
             reply.remote, tensors = self.timed.remote(tensors), []
         return reply, tensors
+
+
+def _recorder_off(entered: bool, stayed: bool) -> Cheat:
+    """The dispatch recorder was not where ``with recorder:`` puts it (torch's C dispatch stack, read directly)."""
+    where = (
+        "not on torch's dispatch-mode stack when forward began"
+        if not entered
+        else "taken off torch's dispatch-mode stack by forward"
+        if not stayed
+        else "left on torch's dispatch-mode stack after its with-block ended"
+    )
+    return Cheat(
+        "monkey_patch",
+        f"the dispatch recorder (harness.guards.AtenRecorder) was {where}: the dispatch machinery was patched "
+        "(caught by the worker's check of torch's C dispatch stack)",
+    )
 
 
 def _flatten(value: Any) -> list[Any]:

@@ -105,7 +105,7 @@ def create_app(devices: Devices, key: str, *, max_request_bytes: int = 16 << 20,
                 return _too_large(max_request_bytes)
         try:
             parsed = EvalRequest.from_payload(json.loads(body))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than the parser goes
             return JSONResponse({"error": {"type": "OptionsError", "message": f"bad request: {exc}"}}, 422)
         except HarnessError as exc:
             return JSONResponse({"error": error_payload(exc)}, status_code=422)

@@ -167,6 +167,30 @@ def test_a_request_over_the_size_limit_is_413_and_a_malformed_one_422(worker):
     assert bad.status_code == 422 and "bad evaluation request" in bad.json()["error"]["message"]
 
 
+def test_a_deeply_nested_body_is_422_not_500(worker):
+    """Issue 33, item 6: json.loads raised RecursionError, which the worker answered with 500."""
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    deep = httpx.post(worker.url + "/evaluate", content=b"[" * 200_000 + b"]" * 200_000, headers=headers, timeout=60)
+    assert deep.status_code == 422 and "bad request" in deep.json()["error"]["message"]
+    assert httpx.get(worker.url + "/health", headers=headers, timeout=60).status_code == 200  # still serving
+
+
+def test_a_huge_case_range_is_refused_before_it_is_expanded(worker):
+    """Issue 33, item 6: cases "0-20000000" built a list of 20 million indices (~760 MB) before it was refused."""
+    from harness.evaluate import EvalOptions
+    from harness.remote import request_for
+
+    task, candidate = (
+        ROOT / "fixtures" / "tasks" / "tiny_relu.py",
+        ROOT / "fixtures" / "honest" / "tiny_relu_carries_task.py",
+    )
+    request = request_for(task, candidate, EvalOptions(cases="0-20000000", timing=False))
+    headers = {"Authorization": f"Bearer {KEY}"}
+    reply = httpx.post(worker.url + "/evaluate", json=request.to_payload(), headers=headers, timeout=120)
+    assert reply.status_code == 422, reply.text
+    assert "case range 0-20000000 is out of range" in reply.json()["error"]["message"]
+
+
 def test_health_shows_the_queue_the_devices_and_the_hardware(worker):
     health = worker.health()
     assert health["status"] == "ok" and health["queue_depth"] == 0 and "cpu" in health["targets"]

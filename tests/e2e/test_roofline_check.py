@@ -26,6 +26,9 @@ def test_an_outcome_faster_than_the_hardware_allows_is_flagged(tmp_path, monkeyp
     assert "the physical limit" in outcome.error_excerpt and "268,435,456 FLOPs" in outcome.error_excerpt
     case = outcome.cases[0]
     assert case.flops == 2 * 512**3 and case.roofline_fraction > 1000
+    # a flagged outcome vouches for nothing: no passed case, no speedup (issue 33, item 6)
+    assert outcome.cases_passed == 0 and outcome.speedup is None
+    assert not case.passed and case.speedup is None and "flagged" in (case.error or "")
 
 
 def test_an_honest_kernel_gets_its_fraction_of_roofline_in_kope_eval_json(kope_cli, tmp_path):

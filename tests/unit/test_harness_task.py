@@ -162,6 +162,23 @@ def test_select_cases_by_index_range_and_name(tmp_path):
     assert [c.index for c in select_cases(task, "f64-3x5,0")] == [0, 1]
 
 
+def test_a_huge_case_range_is_refused_before_it_is_expanded(tmp_path):
+    """Issue 33, item 6: "0-20000000" built a list of 20 million indices (~760 MB) before it was refused."""
+    import tracemalloc
+
+    task = load_task(write(tmp_path, GOOD))
+    tracemalloc.start()
+    try:
+        with pytest.raises(OptionsError, match="case range 0-20000000 is out of range: task .* has cases 0-1"):
+            select_cases(task, "0-20000000")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    with pytest.raises(OptionsError, match="case range 1-0 is out of range"):
+        select_cases(task, "1-0")
+
+
 def test_select_cases_rejects_unknown_names_and_indices(tmp_path):
     task = load_task(write(tmp_path, GOOD))
     with pytest.raises(OptionsError, match="did you mean f64-3x5"):
