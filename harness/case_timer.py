@@ -31,6 +31,14 @@ PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time i
 # the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
+# As deployed (EvalOptions.deployed) the workers keep the OpenMP runtime's default wait policy: its threads spin
+# for a while after each parallel region. In a user's one process that costs nothing; here the spinning worker
+# would take the cores of the other one while it is timed. Before each unit the parent waits until the other
+# worker's CPU time grows by less than SETTLE_QUIET_NS in SETTLE_STEP_S (at most SETTLE_MAX_S; the idle check
+# still counts whatever it uses afterwards).
+SETTLE_STEP_S = 0.001
+SETTLE_QUIET_NS = 100_000
+SETTLE_MAX_S = 0.05
 
 
 class Stop(Exception):
@@ -189,6 +197,8 @@ class CaseTimer:
         """Times one prepared unit from here (round trip included), with the checks from outside around it."""
         ev, worker = self.ev, self.workers[who]
         watch = who == "ref" and calls and ev.target.check_native_threads
+        if ev.options.deployed and calls:
+            self._settle(self.workers["cand" if who == "ref" else "ref"])
         cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
         ref0 = worker.cpu_ns() if watch else 0
         sampler = self.samplers.get(who) if sampled else None
@@ -208,6 +218,18 @@ class CaseTimer:
         if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
             self.sealed = self._ask("cand", {"op": "seal"})[0].get("sealed")
         return elapsed
+
+    @staticmethod
+    def _settle(worker: Any) -> None:
+        """Wait (at most SETTLE_MAX_S) until ``worker``'s threads stop using CPU: spin-waiting OpenMP threads."""
+        deadline = time.monotonic() + SETTLE_MAX_S
+        last = worker.cpu_ns()
+        while time.monotonic() < deadline:
+            time.sleep(SETTLE_STEP_S)
+            now = worker.cpu_ns()
+            if now - last < SETTLE_QUIET_NS:
+                return
+            last = now
 
     def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
         """The candidate's process must be idle while the reference is timed (read from /proc, from outside): in each

@@ -139,9 +139,8 @@ class CandidateWorker:
 
     # -- load ----------------------------------------------------------------------------------------
     def load(self, header: dict) -> dict:
-        self.threads = header["threads"]
         self.target = get_target(header["target"], **header.get("target_options", {}))
-        self.target.setup_worker(self.threads)
+        self.threads = self.target.configure_worker(header)
         self.task = load_task(header["task"])
         self.hardware = self.target.describe_hardware()
         self.omp_env = os.environ.get("OMP_NUM_THREADS")

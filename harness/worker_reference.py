@@ -92,7 +92,7 @@ class ReferenceWorker:
 
     def load(self, header: dict) -> dict:
         self._target = get_target(header["target"], **header.get("target_options", {}))
-        self._target.setup_worker(header["threads"])
+        self._target.configure_worker(header)
         self._task = load_task(header["task"])
         hardware = self._target.describe_hardware()
         self.timed = TimedCalls(self.target, hardware)
