@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from pathlib import Path
 from typing import Any, Protocol
 
 from harness.errors import ReferenceFailedError
@@ -33,12 +34,21 @@ IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
 # As deployed (EvalOptions.deployed) the workers keep the OpenMP runtime's default wait policy: its threads spin
 # for a while after each parallel region. In a user's one process that costs nothing; here the spinning worker
-# would take the cores of the other one while it is timed. Before each unit the parent waits until the other
-# worker's CPU time grows by less than SETTLE_QUIET_NS in SETTLE_STEP_S (at most SETTLE_MAX_S; the idle check
-# still counts whatever it uses afterwards).
-SETTLE_STEP_S = 0.001
-SETTLE_QUIET_NS = 100_000
+# would take the cores of the other one while it is timed. Before each unit the parent waits until no thread of
+# the other worker is running or runnable (state R in /proc: a spinning thread is, a sleeping one is not; a CPU
+# time that stops growing would not do on a loaded machine, where a spinning thread may wait for a core), polling
+# every SETTLE_STEP_S for at most SETTLE_MAX_S; the idle check still counts whatever it uses afterwards.
+SETTLE_STEP_S = 0.0005
 SETTLE_MAX_S = 0.05
+
+
+def _running(pid: int, tid: int) -> bool:
+    """Whether thread ``tid`` of process ``pid`` is running or runnable (/proc/PID/task/TID/stat, state R)."""
+    try:
+        stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "R"
 
 
 class Stop(Exception):
@@ -221,15 +231,10 @@ class CaseTimer:
 
     @staticmethod
     def _settle(worker: Any) -> None:
-        """Wait (at most SETTLE_MAX_S) until ``worker``'s threads stop using CPU: spin-waiting OpenMP threads."""
+        """Wait (at most SETTLE_MAX_S) until no thread of ``worker`` runs: spin-waiting OpenMP threads went to sleep."""
         deadline = time.monotonic() + SETTLE_MAX_S
-        last = worker.cpu_ns()
-        while time.monotonic() < deadline:
+        while any(_running(worker.pid, tid) for tid in worker.tasks()) and time.monotonic() < deadline:
             time.sleep(SETTLE_STEP_S)
-            now = worker.cpu_ns()
-            if now - last < SETTLE_QUIET_NS:
-                return
-            last = now
 
     def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
         """The candidate's process must be idle while the reference is timed (read from /proc, from outside): in each
