@@ -40,8 +40,9 @@ def test_a_kernel_fast_only_under_the_harness_settings_is_reported_slow_as_deplo
     assert both.speedup == outcome.speedup and both.deployed_error is None, both.deployed_error
     case = both.cases[0]
     assert case.deployed_speedup is not None and both.deployed_speedup == pytest.approx(case.deployed_speedup)
-    # the 10 ms more it spins as deployed: far slower than the harness measured
-    assert both.deployed_speedup < outcome.speedup / 3, (outcome.speedup, both.deployed_speedup)
+    # the 10 ms more it spins as deployed (0.5 ms -> 10.5 ms a call, ~21x): far slower than the harness measured.
+    # The bound is a factor 5 either way (here and below): a loaded machine moves one figure by ~2x
+    assert both.deployed_speedup < outcome.speedup / 5, (outcome.speedup, both.deployed_speedup)
     assert both.deployed_speedup < 0.25
     record = both.to_dict()
     assert record["speedup"] == outcome.speedup and record["deployed_speedup"] == both.deployed_speedup
@@ -54,7 +55,7 @@ def test_the_users_own_setting_reaches_the_as_deployed_process(monkeypatch: pyte
     outcome = evaluate(TASK, NEEDS_PASSIVE, OPTIONS)
     both = measure_deployed(TASK, NEEDS_PASSIVE, outcome, OPTIONS)
     assert both.deployed_speedup is not None and both.deployed_error is None, both.deployed_error
-    assert both.deployed_speedup > 0.5 * outcome.speedup, (outcome.speedup, both.deployed_speedup)
+    assert both.deployed_speedup > outcome.speedup / 5, (outcome.speedup, both.deployed_speedup)
 
 
 def test_an_outcome_with_no_timed_case_is_returned_as_it_is(plain_user_env):
