@@ -93,3 +93,17 @@ def test_the_bench_report_prints_the_as_deployed_speedup_first():
 def test_without_as_deployed_figures_the_report_is_as_before():
     head = summary_table(with_metrics(data_with_finals())).splitlines()[0]
     assert "as-deployed" not in head and "| geomean speedup |" in head
+
+
+def test_the_optimize_summary_prints_the_as_deployed_speedup_beside_the_harness_one():
+    from rich.console import Console
+
+    from kope.agent.loop import RunSummary
+    from kope.cli.optimize_cmd import _summary_table
+
+    summary = RunSummary("run-1", "relu", "elementwise", "cpu", "offline", "active", True, "finished", "steps")
+    summary.best_speedup, summary.best_deployed_speedup = 1.5, 0.25
+    console = Console(width=200, record=True)
+    console.print(_summary_table([summary]))
+    text = console.export_text()
+    assert "as deployed" in text and "1.50x" in text and "0.25x" in text
