@@ -84,7 +84,7 @@ def _summary_table(summaries: list[Any]) -> Table:
     # stop reason and best kernel's path follow it one line per operator.
     # "best" is the harness's figure (forced settings, warm workers); "as deployed" is the same kernel's best.py
     # timed in plain processes under the user's own settings (what a user gets; kope.agent.loop._as_deployed).
-    names = ("operator", "steps", "correct", "best", "as deployed", "best at step", "first correct", "status", "tokens")
+    names = ("operator", "steps", "correct", "as deployed", "best", "best at step", "first correct", "status", "tokens")
     for name in names:
         table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=28 if name == "operator" else None)
     for s in summaries:
@@ -95,8 +95,8 @@ def _summary_table(summaries: list[Any]) -> Table:
             s.operator,
             str(len(s.steps)),
             str(len(correct)),
-            _fmt(s.best_speedup, ".2f", "x"),
             _fmt(s.best_deployed_speedup, ".2f", "x"),
+            _fmt(s.best_speedup, ".2f", "x"),
             best_step,
             first,
             s.status,
@@ -263,6 +263,12 @@ def command(
         print_json([s.to_dict() for s in summaries])
     else:
         out.print(_summary_table(summaries))
+        out.print(
+            "as deployed: the best kernel's best.py timed against PyTorch in a plain process with your own thread "
+            "and OpenMP settings; best: the harness's figure, under the settings it forces on its workers",
+            soft_wrap=True,
+            highlight=False,
+        )
         for s in summaries:
             out.print(
                 f"{s.operator}: {s.stop_reason}; run {s.run_id}; best kernel {s.best_path or '-'}",
