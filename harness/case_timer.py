@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from pathlib import Path
 from typing import Any, Protocol
 
 from harness import ipc
@@ -40,12 +41,34 @@ REFERENCE_BUDGET = 0.5
 # enough to exceed half of the reference's few), and a cheat diluted below this share runs 10x longer than the
 # reference op it calls, so it can never show a speedup
 BUDGET_SHARE_FLOOR = 0.1
+# ... and above an allowance per timed call for the libtorch work every honest kernel does itself (allocating its
+# output with torch.empty_like, .contiguous(): a few us of dispatch per call). On a tiny case the reference's own
+# op costs no more than that dispatch (a 4097-element relu: ~0.1 samples a call), so half of it is no budget at
+# all; a cheat that calls the reference op on such a case cannot be faster than the reference either way
+CALL_ALLOWANCE_NS = 10_000
 # While the reference's unit is timed the candidate's process waits for its next request: it may use at most
 # IDLE_SLACK_NS plus IDLE_SHARE of the unit's wall time (a thread pool going to sleep); more is work done off
 # the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
 RING_SIZE = 4  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
+# As deployed (EvalOptions.deployed) the workers keep the OpenMP runtime's default wait policy: its threads spin
+# for a while after each parallel region. In a user's one process that costs nothing; here the spinning worker
+# would take the cores of the other one while it is timed. Before each unit the parent waits until no thread of
+# the other worker is running or runnable (state R in /proc: a spinning thread is, a sleeping one is not; a CPU
+# time that stops growing would not do on a loaded machine, where a spinning thread may wait for a core), polling
+# every SETTLE_STEP_S for at most SETTLE_MAX_S; the idle check still counts whatever it uses afterwards.
+SETTLE_STEP_S = 0.0005
+SETTLE_MAX_S = 0.05
+
+
+def _running(pid: int, tid: int) -> bool:
+    """Whether thread ``tid`` of process ``pid`` is running or runnable (/proc/PID/task/TID/stat, state R)."""
+    try:
+        stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "R"
 
 
 class Stop(Exception):
@@ -101,6 +124,7 @@ class CaseTimer:
         self.overhead_ns: dict[str, float] = {"ref": 0, "cand": 0}
         self.samples: dict[str, list[float]] = {"ref": [], "cand": []}
         self.spent_ms = {"ref": 0.0, "cand": 0.0}
+        self.calls = {"ref": 0, "cand": 0}  # timed calls so far (the native probe's per-call allowance)
         self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
         # the candidate's CPU during the reference's units, their wall time, and the CPU one busy thread got in them
         self.idle_cpu_ns = self.idle_wall_ns = self.idle_basis_ns = 0
@@ -224,6 +248,8 @@ class CaseTimer:
         """Times one prepared unit from here (round trip included), with the checks from outside around it."""
         ev, worker = self.ev, self.workers[who]
         watch = who == "ref" and calls and ev.target.check_native_threads
+        if ev.options.deployed and calls:
+            self._settle(self.workers["cand" if who == "ref" else "ref"])
         cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
         ref0 = worker.cpu_ns() if watch else 0
         sampler = self.samplers.get(who) if sampled else None
@@ -244,6 +270,13 @@ class CaseTimer:
         if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
             self.sealed = ipc.expect(self._ask("cand", ipc.Seal())[0], ipc.Sealed).sealed
         return elapsed
+
+    @staticmethod
+    def _settle(worker: Any) -> None:
+        """Wait (at most SETTLE_MAX_S) until no thread of ``worker`` runs: spin-waiting OpenMP threads went to sleep."""
+        deadline = time.monotonic() + SETTLE_MAX_S
+        while any(_running(worker.pid, tid) for tid in worker.tasks()) and time.monotonic() < deadline:
+            time.sleep(SETTLE_STEP_S)
 
     def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
         """The candidate's process must be idle while the reference is timed (read from /proc, from outside): in each
@@ -338,6 +371,7 @@ class CaseTimer:
                 ns = max(0, self._go(who, True, sampled=True) - self.overhead_ns[who])
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
+                self.calls[who] += n
             fetched = self._fetch_both()
             rep += 1
             done = self._done(rep)
@@ -396,14 +430,15 @@ class CaseTimer:
         )
         used = profile.reference_samples
         ref_used = ref_profile.reference_samples if ref_profile is not None else None
-        budget = None if ref_used is None else REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used)
+        allowance = self.calls["cand"] * CALL_ALLOWANCE_NS / PROBE_PERIOD_NS
+        budget = None if ref_used is None else REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used) + allowance
         over = budget is not None and used >= PROBE_MIN_SAMPLES and used > budget
         if over and profile.reference_share >= BUDGET_SHARE_FLOOR:
             why = (
                 f"{used} samples of its timed calls' CPU time lay in libtorch's, numpy's or a BLAS library's compute "
                 f"code, more than the budget of {budget:.0f} ({REFERENCE_BUDGET:.0%} of the "
-                f"{ref_used} samples the reference's own calls spent there; {profile.reference_share:.0%} of its native "
-                "samples)"
+                f"{ref_used} samples the reference's own calls spent there, plus {allowance:.0f} for "
+                f"{self.calls['cand']} calls' own allocations; {profile.reference_share:.0%} of its native samples)"
             )
         elif profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
             why = (

@@ -56,6 +56,10 @@ class EvalOptions:
     # timed calls' inputs: mixed copies of a small ring of get_inputs sets per case (harness.worker_timed; False or
     # KOPE_HARNESS_INPUT_RING=off: get_inputs under a fresh seed for every call, as before)
     input_ring: bool = field(default_factory=settings.input_ring)
+    # as deployed: both workers are fresh interpreters (no warm pool, no zygote, no reused reference) with the user's
+    # own performance settings (Target.deployed_env; no forced OMP_*/thread count): what ``import best`` gets in a
+    # plain PyTorch process. Still sandboxed and checked as always. ``measure_deployed`` sets it.
+    deployed: bool = False
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -100,7 +104,7 @@ def worker_spec(target: Any, threads: int, sandboxed: bool, options: EvalOptions
     from harness.sandbox import PROFILES, hidden_paths
     from harness.worker_process import worker_env
 
-    env = dict(target.worker_env(threads))
+    env = dict(target.deployed_env() if options.deployed else target.worker_env(threads))
     if not sandboxed:
         env[settings.COMPILE_TIMEOUT] = str(options.compile_timeout_s)
     # reference outputs, loaded tasks (held-out cases), the compile cache's signing key

@@ -153,7 +153,9 @@ class _Evaluation:
 
     def _worker(self) -> Worker:
         spec = self._spec()
-        if self.options.warm_pool:
+        if self.options.deployed:  # a plain process: its own interpreter and torch import, under the user's settings
+            worker = spec.start(zygote=False)
+        elif self.options.warm_pool:
             worker = WARM_POOL.take(spec, refill=self.options.refill_pool)
         else:  # as before the pool and the zygote existed
             worker = spec.start(zygote=False)
@@ -185,6 +187,7 @@ class _Evaluation:
             limits.memory_bytes,
             limits.file_bytes,
             self.sandboxed,
+            self.options.deployed,
         )
 
     def _load_message(self, **role: Any) -> ipc.Load:
@@ -193,6 +196,7 @@ class _Evaluation:
             target=self.target.name,
             target_options=self.target.options(),
             threads=self.threads,
+            deployed=True if self.options.deployed else None,  # torch's default thread count (no setup_worker)
             **role,
         )
 
@@ -220,7 +224,7 @@ class _Evaluation:
             self.cand.wait_ready(self.options.startup_timeout_s)
         except WorkerError:  # a pooled worker that died while idle: one fresh try
             self.cand.close()
-            self._cand = self._spec().start("candidate")
+            self._cand = self._spec().start("candidate", zygote=not self.options.deployed)
             if self.sandboxed:
                 self.cand.compile_service = self._serve_compile
             try:
@@ -312,13 +316,16 @@ class _Evaluation:
         return [self._seed(case, k) for k in range(self.options.seeds)]
 
     def _cache_context(self) -> dict:
-        return {
+        context = {
             "task": self.task_sha,
             "target": self.target.name,
             "target_options": self.target.options(),
             "threads": self.threads,
             "hardware": self.hardware.id,
         }
+        if self.options.deployed:
+            context["deployed"] = True
+        return context
 
     def _reference_trials(self, case: Case, seeds: list[int]) -> list[tuple[dict, list]]:
         """One (trial, its tensors) per seed: from the cache where possible, else from the reference worker."""
@@ -582,3 +589,54 @@ def evaluate(
     if not path.is_file():
         raise CandidateNotFoundError(f"candidate file not found: {path}")
     return _Evaluation(loaded, path.resolve(), options).run()
+
+
+def measure_deployed(
+    task: str | Path | Task, candidate: str | Path, outcome: Outcome, options: EvalOptions | None = None
+) -> Outcome:
+    """``outcome`` (the harness's evaluation of ``candidate``) with the as-deployed figures added.
+
+    The cases ``outcome`` timed are timed again the same way (``CaseTimer``: interleaved with the reference, same
+    budget, same statistic, every timed output compared), but in fresh sandboxed workers that import the
+    candidate file as a user imports the exported ``best.py``: a plain interpreter and torch import, torch's
+    default thread count and the user's own ``OMP_*``/``MKL_*`` settings, nothing the harness forces
+    (``EvalOptions.deployed``). Each timed case gets ``deployed_speedup``; the outcome gets their geometric
+    mean, and ``deployed_error`` when the as-deployed run did not come out correct (its speedup then covers the
+    cases it did time, or is None)."""
+    from dataclasses import replace
+
+    timed = [c.index for c in outcome.cases if c.passed and c.speedup is not None]
+    if not timed:
+        return outcome
+    base = options or EvalOptions()
+    deployed_options = replace(
+        base,
+        deployed=True,
+        cases=timed,
+        case_set="all",
+        threads=None,  # torch's default in the worker; the parent's CPU-time bound is every core it may use
+        seeds=1,  # correctness was judged by ``outcome``; every timed output is still compared
+        time_incorrect=True,
+        warm_pool=False,
+        refill_pool=False,
+        reuse_reference=False,
+    )
+    try:
+        deployed = evaluate(task, candidate, deployed_options)
+    except HarnessError as exc:
+        return replace(outcome, deployed_error=f"the as-deployed measurement failed: {exc}")
+    by_index = {c.index: c for c in deployed.cases}
+    cases = []
+    for case in outcome.cases:
+        found = by_index.get(case.index)
+        speedup = found.speedup if found is not None and found.passed else None
+        cases.append(replace(case, deployed_speedup=speedup))
+    error = None if deployed.ok else excerpt(f"{deployed.error_kind}: {deployed.error_excerpt or ''}")
+    if deployed.status not in (Status.CORRECT, Status.INCORRECT):  # flagged or failed: no figure from it counts
+        cases = [replace(c, deployed_speedup=None) for c in cases]
+    return replace(
+        outcome,
+        cases=cases,
+        deployed_speedup=geometric_mean([c.deployed_speedup for c in cases]),
+        deployed_error=error,
+    )

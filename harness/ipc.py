@@ -202,6 +202,7 @@ class Load(Message):
     candidate: str | None = None
     case: int | None = None
     init_seed: int | None = None
+    deployed: bool | None = None  # as deployed: the worker keeps torch's default thread count (EvalOptions.deployed)
 
 
 @dataclass

@@ -237,6 +237,9 @@ class CaseResult:
     flops: int | None = None
     bound_ms: float | None = None
     roofline_fraction: float | None = None
+    # The same case timed as deployed (harness.evaluate.measure_deployed): ref_ms.median / cand_ms.median with
+    # both in plain processes under the user's own settings; set on a final evaluation's timed cases only.
+    deployed_speedup: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``heldout`` appears (as true) only on held-out cases: in-loop records never carry it, and the
@@ -261,6 +264,8 @@ class CaseResult:
                 bound_ms=self.bound_ms,
                 roofline_fraction=self.roofline_fraction,
             )
+        if self.deployed_speedup is not None:
+            data["deployed_speedup"] = self.deployed_speedup
         return data
 
     def violations(self, where: str) -> list[str]:
@@ -274,6 +279,8 @@ class CaseResult:
             value = getattr(self, name)
             if value is not None and value < 0:
                 problems.append(f"{where}.{name}: must be >= 0 (got {value})")
+        if self.deployed_speedup is not None and not self.deployed_speedup > 0:
+            problems.append(f"{where}.deployed_speedup: must be > 0 (got {self.deployed_speedup})")
         return problems
 
     @classmethod
@@ -292,6 +299,7 @@ class CaseResult:
             flops=data.get("flops"),
             bound_ms=data.get("bound_ms"),
             roofline_fraction=data.get("roofline_fraction"),
+            deployed_speedup=data.get("deployed_speedup"),
         )
 
 
@@ -316,6 +324,11 @@ class Outcome:
     hardware: Hardware
     cases: list[CaseResult] = field(default_factory=list)
     schema: str = SCHEMA
+    # The as-deployed measurement (harness.evaluate.measure_deployed) of a run's best kernel: the geometric mean
+    # of its cases' deployed_speedup, and why it is missing or partial (the as-deployed run's error); both None
+    # on every outcome that was not measured as deployed (in-loop attempts).
+    deployed_speedup: float | None = None
+    deployed_error: str | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -375,6 +388,8 @@ class Outcome:
             problems.append(f"cases_passed ({self.cases_passed}) exceeds cases_total ({self.cases_total})")
         if self.speedup is not None and not self.speedup > 0:
             problems.append(f"speedup: must be > 0 (got {self.speedup})")
+        if self.deployed_speedup is not None and not self.deployed_speedup > 0:
+            problems.append(f"deployed_speedup: must be > 0 (got {self.deployed_speedup})")
         if self.error_excerpt is not None and len(self.error_excerpt) > EXCERPT_LIMIT:
             problems.append(f"error_excerpt: at most {EXCERPT_LIMIT} characters (got {len(self.error_excerpt)})")
         problems.extend(self.hardware.violations())
@@ -401,6 +416,11 @@ class Outcome:
             "duration_s": self.duration_s,
             "hardware": self.hardware.to_dict(),
             "cases": [c.to_dict() for c in self.cases],
+            **(
+                {"deployed_speedup": self.deployed_speedup, "deployed_error": self.deployed_error}
+                if self.deployed_speedup is not None or self.deployed_error is not None
+                else {}
+            ),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -427,6 +447,8 @@ class Outcome:
             duration_s=data["duration_s"],
             hardware=Hardware.from_dict(data["hardware"]),
             cases=[CaseResult.from_dict(c) for c in data["cases"]],
+            deployed_speedup=data.get("deployed_speedup"),
+            deployed_error=data.get("deployed_error"),
         )
 
     @classmethod

@@ -142,9 +142,8 @@ class CandidateWorker:
     def load(self, request: ipc.Load) -> Reply:
         if request.candidate is None or request.case is None or request.init_seed is None:
             raise ipc.ProtocolError("a candidate's load request names its candidate, case and init_seed")
-        self.threads = request.threads
         self.target = get_target(request.target, **request.target_options)
-        self.target.setup_worker(self.threads)
+        self.threads = self.target.configure_worker(request.threads, bool(request.deployed))
         self.task = load_task(request.task)
         self.hardware = self.target.describe_hardware()
         self.omp_env = os.environ.get("OMP_NUM_THREADS")

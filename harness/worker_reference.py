@@ -94,7 +94,7 @@ class ReferenceWorker:
 
     def load(self, request: ipc.Load) -> Reply:
         self._target = get_target(request.target, **request.target_options)
-        self._target.setup_worker(request.threads)
+        self._target.configure_worker(request.threads, bool(request.deployed))
         self._task = load_task(request.task)
         hardware = self._target.describe_hardware()
         self.timed = TimedCalls(self.target, hardware)

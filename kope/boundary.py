@@ -82,6 +82,7 @@ __all__ = [
     "evaluate_candidate",
     "evaluate_code",
     "evaluate_local",
+    "measure_deployed",
     "find_candidate",
     "find_task",
     "hardware_for",
@@ -282,6 +283,7 @@ def evaluate_candidate(
     one_shot: bool = False,
     time_incorrect: bool = False,
     fresh_reference: bool = False,
+    deployed: bool = False,
 ) -> Outcome:
     """Compile, check and time ``candidate`` against ``task`` on ``target`` (``kope eval``, the bench's final
     evaluation).
@@ -290,7 +292,8 @@ def evaluate_candidate(
     evaluation whose result never reaches a proposer). ``one_shot``: this process evaluates once and exits, so
     no warm worker is booted for a next evaluation and no reference worker is kept. ``time_incorrect``: passing
     cases are timed even when others fail. ``fresh_reference``: the reference worker is not kept for the next
-    evaluation."""
+    evaluation. ``deployed``: the timed cases are timed again as deployed (``measure_deployed``) and the outcome
+    carries both figures."""
     from harness.evaluate import EvalOptions, evaluate
     from harness.worker_pool import close_pools
     from harness.worker_pool import one_shot as _one_shot
@@ -313,7 +316,12 @@ def evaluate_candidate(
             reuse_reference=not fresh_reference,
         )
         try:
-            return evaluate(task, candidate, options)
+            outcome = evaluate(task, candidate, options)
+            if deployed:
+                from harness.evaluate import measure_deployed as _measure
+
+                outcome = _measure(task, candidate, outcome, options)
+            return outcome
         finally:
             if one_shot:  # nothing stays idle or booting, e.g. a prestarted reference worker the cache made unneeded
                 close_pools()
@@ -379,6 +387,16 @@ def evaluate_local(task_path: Path, candidate: Path, options: EvalOptions) -> Ou
 
     with _translated():
         return evaluate(task_path, candidate, options)
+
+
+def measure_deployed(task_path: Path, candidate: Path, outcome: Outcome, options: EvalOptions) -> Outcome:
+    """``outcome`` (of ``candidate``, evaluated with ``options``) with the as-deployed figures added: its timed
+    cases timed again on this machine with ``candidate`` imported as a user imports the exported ``best.py``, in
+    plain processes under the user's own settings (``harness.evaluate.measure_deployed``)."""
+    from harness.evaluate import measure_deployed as _measure
+
+    with _translated():
+        return _measure(task_path, candidate, outcome, options)
 
 
 def evaluate_code(

@@ -22,6 +22,10 @@ from typing import Any
 
 from harness.record import Hardware
 
+# Environment variables that change how fast a kernel runs (threads, OpenMP wait policy, affinity, BLAS): the
+# harness forces some of them (``Target.worker_env``); an as-deployed measurement takes the user's own.
+PERFORMANCE_PREFIXES = ("OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "TORCH_NUM_", "ATEN_")
+
 
 class Target:
     name = "base"
@@ -58,6 +62,16 @@ class Target:
             "OMP_WAIT_POLICY": "PASSIVE",
         }
 
+    def deployed_env(self) -> dict[str, str]:
+        """What the workers of an as-deployed measurement (``EvalOptions.deployed``) run with: what the target
+        needs that is not a performance setting (a GPU's device, Triton's cache), plus the user's own values of
+        the performance settings ``worker_env`` forces (``OMP_*``, ``MKL_*``, ...) where the user set them, and
+        nothing forced: what ``import best`` gets in the user's plain Python process."""
+        forced = Target.worker_env(self, 1)
+        env = {k: v for k, v in self.worker_env(1).items() if k not in forced}
+        env.update({k: v for k, v in os.environ.items() if k.startswith(PERFORMANCE_PREFIXES)})
+        return env
+
     # -- worker side ---------------------------------------------------------------------------
     def setup_worker(self, threads: int) -> None:
         import torch
@@ -67,6 +81,16 @@ class Target:
             torch.set_num_interop_threads(1)
         except RuntimeError:
             pass  # already set (only possible before any inter-op work)
+
+    def configure_worker(self, threads: int, deployed: bool = False) -> int:
+        """Set a worker up for a ``load`` request; returns its thread count: the harness's fixed one
+        (``setup_worker``), or, as deployed, torch's own default, nothing set."""
+        if deployed:
+            import torch
+
+            return torch.get_num_threads()
+        self.setup_worker(threads)
+        return threads
 
     def prime(self) -> None:
         """Initialise the device runtime before the harness snapshots what may not be patched."""

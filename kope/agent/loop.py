@@ -28,7 +28,17 @@ from kope.agent.proposal import (
     ProposerExhausted,
     UsesTuningRecords,
 )
-from kope.boundary import CaseSelection, Hardware, Outcome, TaskView, evaluate_code, selected_cases, timing_budget
+from kope.boundary import (
+    CaseSelection,
+    Hardware,
+    Outcome,
+    TaskView,
+    eval_options,
+    evaluate_code,
+    measure_deployed,
+    selected_cases,
+    timing_budget,
+)
 from kope.config import KopeConfig
 from kope.context.assemble import AssembledContext
 from kope.context.budget import Budget
@@ -60,6 +70,9 @@ class LoopOptions:
     # the caller evaluates more after the run (the bench's final evaluation): the last step still has a warm
     # worker booted for what follows; otherwise none is booted for nothing (harness EvalOptions.refill_pool)
     evaluations_after: bool = False
+    # the run's best kernel is timed again as deployed (kope.boundary.measure_deployed): best.py imported in plain
+    # processes under the user's own settings; RunSummary.best_deployed_speedup. Local evaluators only.
+    deployed: bool = True
 
 
 @dataclass
@@ -102,6 +115,9 @@ class RunSummary:
     best_id: str | None = None
     best_speedup: float | None = None
     best_path: str | None = None
+    # the best kernel as deployed (best.py in a plain PyTorch process, the user's settings), and why it is missing
+    best_deployed_speedup: float | None = None
+    deployed_error: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     context_tokens: int = 0
@@ -143,6 +159,7 @@ class Optimizer:
         ev = config.evaluator  # each step's timing budget (the evaluator settings; harness defaults otherwise)
         self.timing = timing_budget(warmup_ms=ev.warmup_ms, rep_ms=ev.rep_ms, min_reps=ev.min_reps)
         self.allowed: Mapping[str, frozenset[str]] | None = None  # a replay's recorded settings (run sets it)
+        self._outcomes: dict[str, Outcome] = {}  # this process's evaluated outcomes by decision id (as deployed)
 
     # -- run setup -----------------------------------------------------------------------------
     def _start(self, task: TaskView, hardware: Hardware, resume: str | None) -> tuple[str, int | None]:
@@ -252,7 +269,7 @@ class Optimizer:
                 resume_hint = f"the run is kept: continue it with `{resume}`"
                 exc.hint = f"{exc.hint}; {resume_hint}" if exc.hint else resume_hint
             raise
-        return self._finish(run_id, summary, run_dir)
+        return self._finish(run_id, summary, run_dir, task_path)
 
     def _steps(
         self,
@@ -335,7 +352,7 @@ class Optimizer:
         query = self.proposer.tuning_query(task, self.options.target, cases, hardware, run_id, self.options.memory)
         return self.memory.tuning_records(query) if query is not None else None
 
-    def _finish(self, run_id: str, summary: RunSummary, run_dir: Path) -> RunSummary:
+    def _finish(self, run_id: str, summary: RunSummary, run_dir: Path, task_path: Path) -> RunSummary:
         graph_status = {
             "token_budget": "budget_exhausted",
             "time_budget": "budget_exhausted",
@@ -350,6 +367,15 @@ class Optimizer:
             summary.best_id = final.incumbent.id
             summary.best_speedup = final.incumbent.a
             summary.best_path = str(self._write_best(run_dir, final.incumbent.id))
+            deployed = self._as_deployed(task_path, Path(summary.best_path), final.incumbent.id)
+            if deployed is not None:
+                summary.best_deployed_speedup, summary.deployed_error = (
+                    deployed.deployed_speedup,
+                    deployed.deployed_error,
+                )
+            else:
+                summary.deployed_error = self._not_deployed_reason()
+            self._write_best_outcome(run_dir, final.incumbent.id, deployed)
         summary.memory_after = self._memory_counts()
         if end is None:
             summary.stop_reason += " (run end journaled: Neo4j unreachable)"
@@ -444,6 +470,8 @@ class Optimizer:
             replayed=replayed,
         )
         result = self.memory.record_attempt(attempt)
+        if not replayed:
+            self._outcomes[result.decision_id] = outcome
         return StepReport(
             step=step,
             decision_id=result.decision_id,
@@ -488,20 +516,39 @@ class Optimizer:
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / "best.py"
         path.write_text(self.memory.kernel_source(decision_id) or "", encoding="utf-8")
-        record = self.memory.outcome(decision_id)
-        (run_dir / "best_outcome.json").write_text(
-            json.dumps(
-                {
-                    "decision_id": decision_id,
-                    **{k: v for k, v in record.to_dict().items() if k != "cases_json"},
-                    "cases": [case.to_json() for case in record.cases],
-                },
-                indent=2,
-                default=str,
-            ),
-            encoding="utf-8",
-        )
         return path
+
+    def _not_deployed_reason(self) -> str | None:
+        if not self.options.deployed:
+            return "not measured: switched off"
+        if not isinstance(self.evaluator, LocalEvaluator):
+            where = getattr(self.evaluator, "spec", "another evaluator")
+            return f"not measured: the run's evaluations ran on {where}, not on this machine"
+        return "not measured: the best kernel was evaluated by an earlier process (a resumed run)"
+
+    def _as_deployed(self, task_path: Path, best: Path, decision_id: str) -> Outcome | None:
+        """The best kernel's outcome with its as-deployed figures (``best.py`` timed in plain processes under the
+        user's settings against the reference, on the cases the loop timed); None where it cannot be measured
+        here: switched off, a remote or recorded evaluator, or an incumbent from an earlier process."""
+        outcome = self._outcomes.get(decision_id)
+        if not self.options.deployed or not isinstance(self.evaluator, LocalEvaluator) or outcome is None:
+            return None
+        self.progress("deployed", {"decision_id": decision_id, "path": str(best)})
+        options = eval_options(target=self.options.target, cases=self.options.cases, budget=self.timing, last=True)
+        return measure_deployed(task_path, best, outcome, options)
+
+    def _write_best_outcome(self, run_dir: Path, decision_id: str, deployed: Outcome | None) -> None:
+        record = self.memory.outcome(decision_id)
+        data: dict[str, Any] = {
+            "decision_id": decision_id,
+            **{k: v for k, v in record.to_dict().items() if k != "cases_json"},
+            "cases": [case.to_json() for case in record.cases],
+        }
+        if deployed is not None:  # the harness's figure (speedup) and the as-deployed one, case by case
+            data["deployed_speedup"] = deployed.deployed_speedup
+            data["deployed_error"] = deployed.deployed_error
+            data["deployed_cases"] = {c.name: c.deployed_speedup for c in deployed.cases}
+        (run_dir / "best_outcome.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
 
     def _memory_counts(self) -> dict[str, int]:
         stats = self.memory.stats()

@@ -10,7 +10,12 @@ cases, then highest speedup, then earliest step) is evaluated again:
   task (``HELDOUT_CASES``), which no prompt, template or proposer has seen;
 * with ``time_incorrect``, so a kernel that fails a held-out case still gets
   its passing cases timed and is reported as correct on visible cases but
-  wrong on held-out ones.
+  wrong on held-out ones;
+* and, its timed cases, once more **as deployed** (``FinalSettings.deployed``,
+  ``harness.evaluate.measure_deployed``): the kernel file imported as a user
+  imports ``best.py``, in plain processes with the user's own thread and
+  OpenMP settings; each case gets ``deployed_speedup`` beside ``speedup``,
+  and the report prints the as-deployed figure first.
 
 The outcome is stored with the pair (``pairs/<config>/<operator>.json``,
 ``final``) and never recorded in the Experience Graph, so held-out results
@@ -35,6 +40,7 @@ class FinalSettings:
     warmup_ms: float = 50.0  # the loop uses 25
     rep_ms: float = 300.0  # the loop uses 100
     min_reps: int = 5  # as the loop (evaluator.min_reps)
+    deployed: bool = True  # also time the kernel as deployed (the bench report's as-deployed speedup)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +110,7 @@ def final_evaluation(
         min_reps=settings.min_reps,
         time_incorrect=True,
         fresh_reference=True,
+        deployed=settings.deployed,
     ).to_dict()
     block.update(outcome=outcome, status=outcome["status"], kernel=str(path), **split(outcome["cases"]))
     block["overfit"] = bool(

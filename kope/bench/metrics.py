@@ -91,6 +91,8 @@ class PairView:
     heldout_passed: int = 0
     heldout_speedups: list[float] = field(default_factory=list)
     overfit: bool = False  # correct on every visible case, wrong on some held-out case
+    # the final evaluation's visible cases timed as deployed (best.py in plain processes, the user's settings)
+    deployed_speedups: list[float] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -138,6 +140,11 @@ def _apply_final(view: PairView, final: Mapping[str, Any], op: Mapping[str, Any]
     view.heldout_cases = int((final.get("heldout") or {}).get("cases") or len(heldout))
     view.heldout_passed = sum(1 for c in heldout if c.get("passed"))
     view.heldout_speedups = [c["speedup"] for c in heldout if c.get("passed") and positive(c.get("speedup"))]
+    view.deployed_speedups = [
+        c["deployed_speedup"]
+        for c in visible.values()
+        if c.get("passed") and positive(c.get("speedup")) and positive(c.get("deployed_speedup"))
+    ]
     view.overfit = bool(view.cases) and view.passed == len(view.cases) and view.heldout_passed < view.heldout_cases
     view.best_step, view.best_decision = final.get("step"), final.get("decision_id")
 
@@ -193,6 +200,9 @@ class ConfigMetrics:
     heldout_pass_rate: float | None = None
     heldout_geomean_speedup: float | None = None
     overfit_operators: list[str] = field(default_factory=list)  # correct on visible cases, wrong on held-out ones
+    # the final evaluations' visible cases as deployed (kope.bench.final): what a user of best.py gets
+    deployed_geomean_speedup: float | None = None
+    deployed_speedup_cases: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -212,7 +222,9 @@ def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
     * tokens: prompt + completion tokens over every recorded attempt; per step: tokens / attempts;
     * held-out (final evaluation only): passing held-out cases over every held-out case of the
       operators that had a final evaluation, their geometric-mean speedup, and the operators whose
-      kernel passed every visible case but not every held-out one (``overfit_operators``).
+      kernel passed every visible case but not every held-out one (``overfit_operators``);
+    * as deployed (final evaluation only): the geometric mean of the visible cases' ``deployed_speedup``
+      (the best kernel imported as ``best.py`` in plain processes under the user's own settings).
     """
     views = pair_views(data, config)
     levels: dict[str, LevelMetrics] = {}
@@ -266,6 +278,7 @@ def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
                 "heldout_cases_passed": v.heldout_passed,
                 "heldout_geomean_speedup": geomean(v.heldout_speedups),
                 "overfit": v.overfit,
+                "deployed_geomean_speedup": geomean(v.deployed_speedups),
             }
             for v in views
         ],
@@ -275,6 +288,8 @@ def config_metrics(data: Mapping[str, Any], config: str) -> ConfigMetrics:
         heldout_pass_rate=rate(heldout_passed, heldout_cases),
         heldout_geomean_speedup=geomean(s for v in views for s in v.heldout_speedups),
         overfit_operators=[v.operator for v in views if v.overfit],
+        deployed_geomean_speedup=geomean(s for v in views for s in v.deployed_speedups),
+        deployed_speedup_cases=sum(len(v.deployed_speedups) for v in views),
     )
 
 

@@ -144,6 +144,7 @@ def run_pair(
             cases=spec.cases,
             out_dir=Path(spec.runs_dir),
             evaluations_after=bool(spec.final and spec.final.get("enabled")),
+            deployed=False,  # a bench measures as deployed in its final evaluation (kope.bench.final), not here
         )
         resume = spec.resume_run_id
         if resume is not None:

@@ -71,8 +71,19 @@ def test_bench_reports_visible_and_heldout_pass_rates_from_the_final_evaluation(
         gm *= s
     assert metrics["geomean_speedup"] == pytest.approx(gm ** (1 / 6))  # the final evaluation's, not the loop's
 
+    # each final kernel was also timed as deployed (its file in plain processes, the user's own settings)
+    deployed = [
+        c.get("deployed_speedup")
+        for p in pairs.values()
+        for c in p["final"]["outcome"]["cases"]
+        if not c.get("heldout")
+    ]
+    assert all(d and d > 0 for d in deployed), [p["final"]["outcome"].get("deployed_error") for p in pairs.values()]
+    assert metrics["deployed_speedup_cases"] == 6
+
     summary = (out / "summary.md").read_text()
     assert "| held-out passed | held-out pass rate |" in summary and "| 2/4 | 50.0% |" in summary
+    assert "| as-deployed geomean speedup | geomean speedup (harness) |" in summary
     assert "Correct on every visible case but wrong on held-out cases" in summary and "`active` · `relu_a`" in summary
     assert "## Fraction of roofline (final evaluation)" in summary or "Numbers are from the final evaluation" in summary
 
