@@ -85,9 +85,13 @@ def test_optimize_on_recorded_spaces_records_the_recorded_outcomes_marked_replay
         "--suite", "builtin", "--family", "elementwise", "--limit", str(len(operators)), "--steps", "4",
     )  # fmt: skip
     assert [s["operator"] for s in summaries] == operators
-    assert all(len(s["steps"]) == 4 for s in summaries), [s["stop_reason"] for s in summaries]
+    # every run takes its 4 steps, or ends as converged (elu: after math=poly, 15.9x, every other recorded
+    # setting is predicted >= 3x slower)
+    assert all(len(s["steps"]) == 4 or s["stop_reason"].startswith("converged:") for s in summaries), [
+        s["stop_reason"] for s in summaries
+    ]
     rows = graph_outcomes(graph_client, "replay-e2e")
-    assert len(rows) == 4 * len(operators)
+    assert len(rows) == sum(len(s["steps"]) for s in summaries) >= 2 * len(operators)
     assert_recorded(rows)
     # the runs are filed under the recorded machine
     records, _, _ = graph_client._driver.execute_query(
