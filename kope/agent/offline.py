@@ -20,7 +20,9 @@ step chooses that template's settings (``kope.agent.tuner``):
   proposed; before the model has data on three settings, an initial design
   (defaults, then one-knob changes of the best state) is used;
 * a rendered kernel already evaluated in this run (same source hash) is never
-  proposed again; when every setting was tried, it says it is exhausted.
+  proposed again; when every setting was tried, it says it is exhausted; once the
+  incumbent stands out, a setting predicted at least 3x slower than it is not
+  proposed, and when only such settings are left the run ends as converged.
 
 Every thought says it is the offline proposer, what the model predicted and
 which recorded attempts it rests on. A task whose structure no template
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
-from kope.agent.tuner import Choice, Plan, Tuner, settings_key
+from kope.agent.tuner import CONVERGED_RATIO, Choice, Plan, Tuner, settings_key
 from kope.boundary import (
     Hardware,
     KernelTemplate,
@@ -215,6 +217,12 @@ class OfflineProposer:
             evidence = tuner.evidence(operator, choice.settings, records) if choice.basis == "model" else ()
             return self._proposal(
                 request, template, operator, choice, plan, code, base, evidence, memory=data is not None
+            )
+        if plan.converged:
+            raise ProposerExhausted(
+                f"converged: each of the {plan.hopeless} setting(s) of template '{template.name}' not tried yet "
+                f"for {operator} is predicted at least {CONVERGED_RATIO:g}x slower than the incumbent "
+                f"({_x(plan.incumbent)}); trying them would be a severe regression if the prediction holds"
             )
         raise ProposerExhausted(
             f"the offline proposer tried every setting of template '{template.name}' that matters for {operator} "

@@ -85,9 +85,13 @@ def test_optimize_on_recorded_spaces_records_the_recorded_outcomes_marked_replay
         "--suite", "builtin", "--family", "elementwise", "--limit", str(len(operators)), "--steps", "4",
     )  # fmt: skip
     assert [s["operator"] for s in summaries] == operators
-    assert all(len(s["steps"]) == 4 for s in summaries), [s["stop_reason"] for s in summaries]
+    # every run takes its 4 steps, or ends as converged (elu: after math=poly, 15.9x, every other recorded
+    # setting is predicted >= 3x slower)
+    assert all(len(s["steps"]) == 4 or s["stop_reason"].startswith("converged:") for s in summaries), [
+        s["stop_reason"] for s in summaries
+    ]
     rows = graph_outcomes(graph_client, "replay-e2e")
-    assert len(rows) == 4 * len(operators)
+    assert len(rows) == sum(len(s["steps"]) for s in summaries) >= 2 * len(operators)
     assert_recorded(rows)
     # the runs are filed under the recorded machine
     records, _, _ = graph_client._driver.execute_query(
@@ -138,7 +142,11 @@ def test_the_bench_runs_on_recorded_spaces_without_a_final_evaluation(kope_cli, 
     results = json.loads((out / "results.json").read_text())
     pairs = results["pairs"]
     assert sorted({p["operator"] for p in pairs}) == operators and len(pairs) == 2 * len(operators)
-    assert all(p["final"] is None and len(p["attempts"]) == 3 for p in pairs)
+    assert all(p["final"] is None for p in pairs)
+    # 3 steps each, or fewer when the run ended as converged (elu after math=poly)
+    assert all(len(p["attempts"]) == 3 or (p["stop_reason"] or "").startswith("converged:") for p in pairs), [
+        (p["operator"], p["stop_reason"]) for p in pairs
+    ]
     for config in ("active", "no-memory"):
         assert_recorded(graph_outcomes(graph_client, f"bench-replay-e2e-{config}"))
 

@@ -6,6 +6,6 @@ template for one operator from the tuning records memory returned
 one into a decision.
 """
 
-from kope.agent.tuner.tuner import VETO_RATIO, Choice, Plan, Tuner, Veto, settings_key
+from kope.agent.tuner.tuner import CONVERGED_RATIO, VETO_RATIO, Choice, Plan, Tuner, Veto, settings_key
 
-__all__ = ["VETO_RATIO", "Choice", "Plan", "Tuner", "Veto", "settings_key"]
+__all__ = ["CONVERGED_RATIO", "VETO_RATIO", "Choice", "Plan", "Tuner", "Veto", "settings_key"]

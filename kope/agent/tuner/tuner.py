@@ -55,6 +55,8 @@ OWN_WEIGHT = 1.0  # an attempt of this run weighs this many memory records of th
 TRUST_SCALE = math.log(2.0)  # a memory operator off by this (rms, log space) on this run keeps half its weight
 MIN_TRUST = 0.05  # below this a memory operator's records are left out of the model
 UNSEEN_SD = math.log(4.0)  # the prior spread of a knob value no trusted record measured
+TRUSTED = 0.5  # a memory operator trusted less (off by more than 2x here) no longer makes a knob value "known"
+CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
 def settings_key(settings: Mapping[str, Any]) -> str:
@@ -105,6 +107,13 @@ class Plan:
     failures: int = 0  # failed attempts among the records (the feasibility model's evidence)
     failures_elsewhere: int = 0  # of which recorded on another hardware class (counted at full weight)
     trust: dict[str, float] = field(default_factory=dict)  # memory operator -> weight from its residuals here
+    hopeless: int = 0  # untried settings left out as predicted >= CONVERGED_RATIO slower than the incumbent
+    distant: int = 0  # settings held back as more than one knob from this run's own evidence (see _near_evidence)
+
+    @property
+    def converged(self) -> bool:
+        """Every untried setting is predicted far slower than the incumbent: the search is over."""
+        return not self.choices and self.hopeless > 0
 
     @property
     def memory(self) -> int:
@@ -178,11 +187,36 @@ class Tuner:
             model = CostModel(self.seed).fit(speed_x, speed_y, speed_w, feas_x, feas_y)
             # the optimistic prior is for what memory cannot know: without memory records the initial design
             # and the run's own attempts already explore each knob
-            measured = self._measured_values(records) if any(not r.own for r in records) else None
-            plan.choices = self._by_model(model, operator, pool, shapes, hardware, incumbent, measured)
+            measured = self._measured_values(records, trust) if any(not r.own for r in records) else None
+            if measured is not None and not any(t >= TRUSTED for t in trust.values()):
+                near = self._near_evidence(operator, pool, records)
+                plan.distant = len(pool) - len(near)
+                pool = near or pool
+            choices = self._by_model(model, operator, pool, shapes, hardware, incumbent, measured)
+            if incumbent and self._settled(own, incumbent, choices):
+                # after the optimum is likely found, a setting predicted >= 3x slower than the incumbent is not
+                # worth a step (if the prediction holds it is a severe regression); when nothing else is left
+                # the run ends as converged
+                floor = incumbent / CONVERGED_RATIO
+                kept = [c for c in choices if c.predicted is None or c.predicted > floor]
+                plan.hopeless = len(choices) - len(kept)
+                choices = kept
+            plan.choices = choices
         else:
             plan.choices = self._initial_design(operator, pool, base)
         return plan
+
+    @staticmethod
+    def _settled(own: Sequence[TuningRecord], incumbent: float, choices: Sequence[Choice]) -> bool:
+        """The incumbent stands out: it is at least CONVERGED_RATIO times the median of the run's other correct
+        attempts, or of the predictions for the settings still to try. Before that, one setting predicted far
+        below a modest incumbent is not ruled out (a transfer that fails on this operator could rule its
+        optimum out: instance_norm's affine=folded, 6.2x there, is batch_norm's slowest setting)."""
+        others = [r.a for r in own if r.a and r.a < incumbent]
+        predicted = [c.predicted for c in choices if c.predicted]
+        return any(
+            values and incumbent >= CONVERGED_RATIO * statistics.median(values) for values in (others, predicted)
+        )
 
     # -- training data ----------------------------------------------------------------------------
     def _speed_data(
@@ -277,14 +311,41 @@ class Tuner:
             out.append(math.log(r.a) - float(pred.mean[0]))  # type: ignore[arg-type]
         return out
 
-    def _measured_values(self, records: Sequence[TuningRecord]) -> set[tuple[str, Any]]:
-        """(knob, value) pairs some correct record (of any operator, trusted or not) measured, read as the
-        record's operator pins them (a knob that does not matter for it counts at its default, the value its
-        kernel ran with): a value measured only on an operator whose response differs is known to
-        exist and run, so it gets no optimism, but also no vote in the model."""
+    def _near_evidence(
+        self, operator: str, pool: list[dict[str, Any]], records: Sequence[TuningRecord]
+    ) -> list[dict[str, Any]]:
+        """The settings memory may propose while no memory operator has earned trust here (nothing measured
+        yet, or every operator's predictions failed): never a whole setting copied from another operator
+        without this operator's evidence. A setting qualifies when it is at most one relevant knob away from
+        the defaults or from a setting this run measured correct, or when every one of its knob values was
+        measured correct in this run (a combination of this operator's own evidence); what memory ranks is
+        that neighbourhood, and each step widens it. Once an operator predicted this run's measurements
+        within 2x (trust >= TRUSTED), its best settings may be proposed whole."""
+        relevant = self.relevant_names(operator)
+        anchors = [self.space.pin(operator, {})]
+        anchors += [self.space.pin(operator, r.settings) for r in records if r.own and r.correct and r.a]
+        own_values = {(k, a[k]) for a in anchors[1:] for k in relevant}
+        out = []
+        for c in pool:
+            near = any(sum(1 for k in relevant if c[k] != a[k]) <= 1 for a in anchors)
+            if near or all((k, c[k]) in own_values for k in relevant):
+                out.append(c)
+        return out
+
+    def _measured_values(
+        self, records: Sequence[TuningRecord], trust: Mapping[str, float] | None = None
+    ) -> set[tuple[str, Any]]:
+        """(knob, value) pairs some correct record of this run or of a memory operator trusted at least
+        ``TRUSTED`` here measured, read as the record's operator pins them (a knob that does not matter for it
+        counts at its default, the value its kernel ran with). A value only an operator whose predictions
+        failed here measured is as unknown as one nobody measured: it gets the optimistic prior, so a
+        transfer that just failed gives way to exploring what this operator has not tried."""
         seen: set[tuple[str, Any]] = set()
+        trust = trust or {}
         for r in records:
             if not (r.correct and r.a):
+                continue
+            if not r.own and trust.get(r.operator, 1.0) < TRUSTED:
                 continue
             seen.update(self.space.pin(r.operator, r.settings).items())  # a knob that does not matter: its default
         return seen

@@ -1,0 +1,168 @@
+"""A fast, in-process approximation of the learning bench on recorded spaces, for developing the proposer.
+
+It drives ``kope.agent.tuner.Tuner.plan`` the way the loop and the offline proposer do (the parent is the
+incumbent, the first step starts from nothing; no backtracking, no kernel-hash check) over every operator of
+a family in order, with memory (the earlier operators' attempts of the same template) or without, and prints
+the bench's figures: steps to 90% of each space's optimum on the 2nd and later operators (a miss counts
+budget + 1), severe regressions (a step >= 3x slower than its parent) and the best at the budget. It needs no
+Neo4j and is not the measurement: `kope bench --evaluator replay:DIR` is (docs/learning.md).
+
+    python benchmarks/sim_replay.py DIR [--family F] [--steps 8] [--repeats 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from kope.agent.tuner import Tuner, settings_key
+from kope.boundary import suite_tasks, templates_for_target
+from kope.evaluators.space import SpaceFile, read_spaces
+from kope.memory.shapes import CaseShape, ShapeSummary, case_shape
+from kope.memory.tuning import CaseSpeed, HardwareFacts, TuningRecord
+
+
+def records_of(space: SpaceFile, entry: dict, run_id: str, step: int, own: bool, ident: str) -> TuningRecord:
+    outcome = entry["outcome"]
+    cases = []
+    for c in outcome["cases"]:
+        shape = case_shape({"name": c["name"], **c["params"]})
+        cases.append(CaseSpeed(c["name"], shape.key, bool(c["passed"]), c.get("speedup")))
+    summary = ShapeSummary.of([CaseShape.from_key(c.shape) for c in cases if c.shape])
+    hw = space.hardware.to_dict()
+    return TuningRecord(
+        id=ident,
+        run_id=run_id,
+        step=step,
+        operator=space.served_as,
+        family=space.family,
+        hw_id=str(hw["id"]),
+        hw_class=str(hw["class"]),
+        vendor=str(hw["vendor"]),
+        settings=dict(entry["settings"]),
+        status=outcome["status"],
+        error_kind=outcome.get("error_kind"),
+        a=outcome.get("speedup") if outcome["status"] == "correct" else None,
+        code_hash=entry.get("kernel"),
+        shape_class=summary.shape_class if summary else None,
+        cases=tuple(cases),
+        own=own,
+        hardware_tier="hardware",
+    )
+
+
+def run_family(spaces: list[SpaceFile], steps: int, seed: int, memory: bool) -> list[dict]:
+    templates = templates_for_target("cpu")
+    memory_records: list[TuningRecord] = []
+    out = []
+    for index, space in enumerate(spaces):
+        template = templates[space.template]
+        tuner = Tuner(template, seed)
+        hw = HardwareFacts.from_fingerprint(space.hardware)
+        facts = {hw.id: hw}
+        allowed = frozenset(space.done())
+        entries = {settings_key(e["settings"]): e for e in space.settings}
+        shapes = [case_shape({"name": c["name"], **c["params"]}) for c in space.settings[0]["outcome"]["cases"]]
+        own: list[TuningRecord] = []
+        trajectory = []  # (speedup, parent speedup)
+        incumbent = None
+        run_id = f"r{index}"
+        for step in range(steps):
+            mine = [r for r in memory_records if r.id.startswith(space.template + ":")] if memory else []
+            records = own + mine
+            tried = {settings_key(tuner.space.pin(space.served_as, r.settings)) for r in own}
+            base = tuner.space.pin(space.served_as, incumbent[1]) if incumbent else None
+            plan = tuner.plan(space.served_as, shapes, hw, records, facts, tried, base, allowed)
+            if not plan.choices:
+                break
+            choice = plan.choices[0]
+            entry = entries[settings_key(choice.settings)]
+            rec = records_of(space, entry, run_id, step, True, f"{space.template}:{run_id}:{step}")
+            parent = incumbent[0] if incumbent else 1.0
+            trajectory.append((rec.a, parent, choice))
+            own.append(rec)
+            if rec.a and (incumbent is None or rec.a > incumbent[0]):
+                incumbent = (rec.a, dict(choice.settings))
+        memory_records.extend(
+            TuningRecord(**{**r.__dict__, "own": False, "id": f"{space.template}:{r.run_id}:{r.step}"}) for r in own
+        )
+        optimum = space.optimum() or 0.0
+        hit = next((i + 1 for i, (a, _, _) in enumerate(trajectory) if a and a >= 0.9 * optimum), None)
+        severe = sum(1 for a, p, _ in trajectory if a and a * 3 <= p)
+        best = max((a for a, _, _ in trajectory if a), default=None)
+        out.append(
+            {
+                "operator": space.operator,
+                "steps": hit if hit is not None else steps + 1,
+                "severe": severe,
+                "best": best,
+                "optimum": optimum,
+                "first": trajectory[0][2] if trajectory else None,
+                "taken": len(trajectory),
+                "trajectory": trajectory,
+            }
+        )
+    return out
+
+
+def mean_ci(values: list[float]) -> str:
+    m = statistics.fmean(values)
+    if len(values) < 2:
+        return f"{m:.2f}"
+    h = 1.96 * statistics.stdev(values) / math.sqrt(len(values))
+    return f"{m:.2f} [{m - h:.2f}, {m + h:.2f}]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--family", action="append")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=8)
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--trace", action="store_true")
+    args = parser.parse_args(argv)
+    spaces = read_spaces(args.folder)
+    order = {t.operator: i for i, t in enumerate(suite_tasks(None))}  # the bench's order within a family
+    families = sorted({s.family for s in spaces}) if not args.family else args.family
+    totals: dict[str, list[float]] = {"memory": [], "no-memory": []}
+    for family in families:
+        fam = sorted((s for s in spaces if s.family == family), key=lambda s: order.get(s.operator, 999))
+        per: dict[str, dict[str, list[float]]] = {}
+        for config in ("memory", "no-memory"):
+            steps_r, severe_r, best_r = [], [], []
+            for repeat in range(args.repeats):
+                rows = run_family(fam, args.steps, repeat, config == "memory")
+                later = rows[1:]
+                steps_r.append(statistics.fmean(r["steps"] for r in later))
+                severe_r.append(sum(r["severe"] for r in later))
+                best_r.append(statistics.fmean(math.log(r["best"] or 1e-9) for r in later))
+                if args.verbose:
+                    print(config, repeat, [(r["operator"], r["steps"], r["severe"], r["taken"]) for r in rows])
+                if args.trace:
+                    for r in rows:
+                        for i, (a, p, c) in enumerate(r["trajectory"]):
+                            flag = "SEVERE" if a and a * 3 <= p else ""
+                            pred = f"{c.predicted:.2f} [{c.low:.2f},{c.high:.2f}]" if c.predicted else "-"
+                            print(
+                                f"  {config} r{repeat} {r['operator']} {i} {a:.2f} from {p:.2f} pred {pred} "
+                                f"{c.basis} {flag}"
+                            )
+            per[config] = {"steps": steps_r, "severe": severe_r, "best": best_r}
+            totals[config].extend(steps_r)
+        paired = [math.exp(a - b) for a, b in zip(per["memory"]["best"], per["no-memory"]["best"])]
+        print(
+            f"{family} ({', '.join(s.operator for s in fam)}): steps memory {mean_ci(per['memory']['steps'])} "
+            f"no-memory {mean_ci(per['no-memory']['steps'])}; severe {mean_ci(per['memory']['severe'])} vs "
+            f"{mean_ci(per['no-memory']['severe'])}; paired {statistics.geometric_mean(paired):.2f}x"
+        )
+    if len(families) > 1:
+        print(f"overall steps ratio {statistics.fmean(totals['memory']) / statistics.fmean(totals['no-memory']):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
