@@ -237,7 +237,7 @@ class CaseResult:
     flops: int | None = None
     bound_ms: float | None = None
     roofline_fraction: float | None = None
-    # The same case timed as deployed (harness.evaluate.measure_deployed): ref_ms.median / cand_ms.median with
+    # The same case timed as deployed (harness.deployed.measure_deployed): ref_ms.median / cand_ms.median with
     # both in plain processes under the user's own settings; set on a final evaluation's timed cases only.
     deployed_speedup: float | None = None
 
@@ -324,7 +324,7 @@ class Outcome:
     hardware: Hardware
     cases: list[CaseResult] = field(default_factory=list)
     schema: str = SCHEMA
-    # The as-deployed measurement (harness.evaluate.measure_deployed) of a run's best kernel: the geometric mean
+    # The as-deployed measurement (harness.deployed.measure_deployed) of a run's best kernel: the geometric mean
     # of its cases' deployed_speedup, and why it is missing or partial (the as-deployed run's error); both None
     # on every outcome that was not measured as deployed (in-loop attempts).
     deployed_speedup: float | None = None

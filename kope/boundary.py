@@ -318,7 +318,7 @@ def evaluate_candidate(
         try:
             outcome = evaluate(task, candidate, options)
             if deployed:
-                from harness.evaluate import measure_deployed as _measure
+                from harness.deployed import measure_deployed as _measure
 
                 outcome = _measure(task, candidate, outcome, options)
             return outcome
@@ -392,8 +392,8 @@ def evaluate_local(task_path: Path, candidate: Path, options: EvalOptions) -> Ou
 def measure_deployed(task_path: Path, candidate: Path, outcome: Outcome, options: EvalOptions) -> Outcome:
     """``outcome`` (of ``candidate``, evaluated with ``options``) with the as-deployed figures added: its timed
     cases timed again on this machine with ``candidate`` imported as a user imports the exported ``best.py``, in
-    plain processes under the user's own settings (``harness.evaluate.measure_deployed``)."""
-    from harness.evaluate import measure_deployed as _measure
+    plain processes under the user's own settings (``harness.deployed.measure_deployed``)."""
+    from harness.deployed import measure_deployed as _measure
 
     with _translated():
         return _measure(task_path, candidate, outcome, options)

@@ -12,7 +12,7 @@ cases, then highest speedup, then earliest step) is evaluated again:
   its passing cases timed and is reported as correct on visible cases but
   wrong on held-out ones;
 * and, its timed cases, once more **as deployed** (``FinalSettings.deployed``,
-  ``harness.evaluate.measure_deployed``): the kernel file imported as a user
+  ``harness.deployed.measure_deployed``): the kernel file imported as a user
   imports ``best.py``, in plain processes with the user's own thread and
   OpenMP settings; each case gets ``deployed_speedup`` beside ``speedup``,
   and the report prints the as-deployed figure first.

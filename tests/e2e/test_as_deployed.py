@@ -1,6 +1,6 @@
 """As deployed: a run's best kernel timed as ``import best`` in a plain process gets, not under the harness's settings.
 
-``harness.evaluate.measure_deployed`` times the cases an evaluation timed once more, the same way (interleaved
+``harness.deployed.measure_deployed`` times the cases an evaluation timed once more, the same way (interleaved
 with the reference, same budget, same statistic), in fresh sandboxed workers that force nothing: no
 ``OMP_WAIT_POLICY``, no thread count, the user's own environment. A kernel that is fast only under the
 harness's settings (tests/fixtures/deployed/relu_needs_passive.py) must be reported slow there.
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.evaluate import EvalOptions, evaluate, measure_deployed
+from harness.deployed import measure_deployed
+from harness.evaluate import EvalOptions, evaluate
 from harness.targets.base import PERFORMANCE_PREFIXES
 from harness.timing import Budget
 

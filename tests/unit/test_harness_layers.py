@@ -78,6 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("worker pools", ["harness.worker_pool"]),
     ("one case's timing loop", ["harness.case_timer"]),
     ("evaluation", ["harness.eval_setup", "harness.evaluate", "harness.task_check"]),
+    ("as deployed", ["harness.deployed"]),
     ("remote evaluation", ["harness.remote", "harness.serve.devices", "harness.serve.executor"]),
     ("entry points", ["harness.__main__", "harness.cli", "harness.serve.app", "harness.serve.cli"]),
 ]
