@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from harness.cpu import compile_cpp
 
-TASK = "tiny_softmax"
+TASK = "mid_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
 EXPECT_RUNTIME = ("cheat_detected:reference_call",)
 NEEDS_TIMING = True

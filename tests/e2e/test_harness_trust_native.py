@@ -18,6 +18,8 @@ from harness.worker_pool import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 SOFTMAX = ROOT / "fixtures" / "tasks" / "tiny_softmax.py"
+# the dilution cheat's task: a reference that spends well over the budget's 50 us a call in libtorch
+MID_SOFTMAX = ROOT / "fixtures" / "tasks" / "mid_softmax.py"
 OPTIONS = EvalOptions(
     static_checks=False,
     budget=Budget(warmup_ms=5, rep_ms=20),
@@ -33,7 +35,8 @@ def _caught(name: str, **overrides):
 
     path = ROOT / "adversarial" / f"{name}.py"
     spec = constants(path)
-    outcome = evaluate(SOFTMAX, path, OPTIONS, timing=bool(spec.get("NEEDS_TIMING")), **overrides)
+    task = ROOT / "fixtures" / "tasks" / f"{spec['TASK']}.py"
+    outcome = evaluate(task, path, OPTIONS, timing=bool(spec.get("NEEDS_TIMING")), **overrides)
     assert outcome.error_kind in spec["EXPECT_RUNTIME"], outcome.error_excerpt
     assert spec["CAUGHT_MESSAGE"] in (outcome.error_excerpt or ""), outcome.error_excerpt  # the layer that caught it
     assert outcome.cases_passed == 0 and outcome.speedup is None
@@ -66,7 +69,7 @@ def test_spinning_in_its_own_code_does_not_dilute_the_libtorch_budget():
 def test_with_the_share_alone_the_spinning_cheat_was_accepted(monkeypatch):
     """The control for the layer: without the budget the 50 % share is diluted and the cheat passes."""
     monkeypatch.setattr(case_timer, "REFERENCE_BUDGET", math.inf)
-    outcome = evaluate(SOFTMAX, ROOT / "adversarial" / "ref_diluted_share.py", OPTIONS)
+    outcome = evaluate(MID_SOFTMAX, ROOT / "adversarial" / "ref_diluted_share.py", OPTIONS)
     assert outcome.status.value == "correct", outcome.error_excerpt
 
 
