@@ -9,6 +9,7 @@ timing loop can be read, tested and changed on its own.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import time
@@ -61,6 +62,23 @@ RING_SIZE = 4  # input sets per case the timed calls' inputs are mixed from (har
 # every SETTLE_STEP_S for at most SETTLE_MAX_S; the idle check still counts whatever it uses afterwards.
 SETTLE_STEP_S = 0.0005
 SETTLE_MAX_S = 0.05
+
+
+log = logging.getLogger(__name__)
+_probe_warned = False
+
+
+def _warn_probe_unavailable(exc: OSError) -> None:
+    """Said once per process: without perf events a layer of the trust checks is missing (``kope doctor``)."""
+    global _probe_warned
+    if not _probe_warned:
+        _probe_warned = True
+        log.warning(
+            "the native probe cannot sample the candidate here (%s): reference work reached below Python (C++ calling "
+            "libtorch, a helper thread with dispatch modes off) is not caught by it; `kope doctor` says how to allow "
+            "perf events",
+            exc,
+        )
 
 
 def _running(pid: int, tid: int) -> bool:
@@ -417,6 +435,7 @@ class CaseTimer:
             except OSError as exc:
                 self.ev.trace(f"native probe unavailable for the {who} worker: {exc}")
                 if who == "cand":
+                    _warn_probe_unavailable(exc)
                     return
 
     def _judge_samples(self) -> None:

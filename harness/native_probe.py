@@ -22,6 +22,7 @@ import re
 import struct
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK = 1, 0
 SAMPLE_IP = 1
@@ -246,9 +247,19 @@ def _room_for(descriptors: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
 
 
-def available() -> bool:
+def unavailable_reason() -> str | None:
+    """Why the probe cannot sample on this machine (None: it can): perf events refused to this user
+    (``kernel.perf_event_paranoid`` above 2 without CAP_PERFMON), no syscall, or no architecture support."""
     try:
         Sampler(os.getpid()).close()
-        return True
-    except OSError:
-        return False
+        return None
+    except OSError as exc:
+        try:
+            paranoid = Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
+        except OSError:
+            paranoid = "unknown"
+        return f"{exc.strerror or exc} (kernel.perf_event_paranoid={paranoid})"
+
+
+def available() -> bool:
+    return unavailable_reason() is None

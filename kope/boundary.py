@@ -91,6 +91,7 @@ __all__ = [
     "load_task",
     "load_task_view",
     "read_task_info",
+    "native_probe_unavailable",
     "sandbox_report",
     "sandbox_target_layers",
     "select_cases",
@@ -484,6 +485,13 @@ def sandbox_report() -> SandboxReport:
         layers=dict(status.layers),
         env=settings.SANDBOX,
     )
+
+
+def native_probe_unavailable() -> str | None:
+    """Why the harness's native probe (perf events) cannot sample here, or None when it can."""
+    from harness.native_probe import unavailable_reason
+
+    return unavailable_reason()
 
 
 def sandbox_target_layers() -> dict[str, dict[str, str]]:

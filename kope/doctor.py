@@ -132,6 +132,22 @@ def check_sandbox() -> Check:
     )
 
 
+def check_native_probe() -> Check:
+    """The harness's native probe (perf events sampling the candidate's timed calls, ``harness.native_probe``)."""
+    from kope.boundary import native_probe_unavailable
+
+    why = native_probe_unavailable()
+    if why is None:
+        return Check("Native probe (perf events)", "ok", "samples where candidates spend their timed calls")
+    return Check(
+        "Native probe (perf events)",
+        "optional",
+        f"unavailable: {why}; a candidate that reaches the reference's work below Python (C++ calling libtorch, "
+        "a helper thread with dispatch modes off) is not caught by this layer",
+        "allow perf events for this user: sysctl kernel.perf_event_paranoid=2 (or grant CAP_PERFMON)",
+    )
+
+
 def check_sandbox_targets() -> list[Check]:
     """Which sandbox layers hold for each target on this machine (the GPU targets open the driver's device nodes
     and drop the address-space limit; Triton on a GPU also runs its compilers in the worker)."""
@@ -207,6 +223,7 @@ def check_llm(config: KopeConfig) -> Check:
 
 def run_checks(config: KopeConfig) -> list[Check]:
     checks = [check_python(), *check_torch(), check_triton(), check_cxx(), check_sandbox(), *check_sandbox_targets()]
+    checks.append(check_native_probe())
     java = _tool_check("Java 17+", find_java, "needed for the local Neo4j server")
     if config.uses_local_server and java.level != "ok":
         java.level = "missing"
