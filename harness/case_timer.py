@@ -56,8 +56,9 @@ IDLE_SHARE = 0.25
 RING_SIZE = 4  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
 # As deployed (EvalOptions.deployed) the workers keep the OpenMP runtime's default wait policy: its threads spin
 # for a while after each parallel region. In a user's one process that costs nothing; here the spinning worker
-# would take the cores of the other one while it is timed. Before each unit the parent waits until no thread of
-# the other worker is running or runnable (state R in /proc: a spinning thread is, a sleeping one is not; a CPU
+# would take the cores of the other one while it is timed, and its own threads, still spinning after the inputs
+# were built, the cores of the unit's calls. Before each unit the parent waits until no thread of either worker
+# is running or runnable (state R in /proc: a spinning thread is, a sleeping one is not; a CPU
 # time that stops growing would not do on a loaded machine, where a spinning thread may wait for a core), polling
 # every SETTLE_STEP_S for at most SETTLE_MAX_S; the idle check still counts whatever it uses afterwards.
 SETTLE_STEP_S = 0.0005
@@ -267,8 +268,9 @@ class CaseTimer:
         """Times one prepared unit from here (round trip included), with the checks from outside around it."""
         ev, worker = self.ev, self.workers[who]
         watch = who == "ref" and calls and ev.target.check_native_threads
-        if ev.options.deployed and calls:
+        if ev.options.deployed and calls:  # both: its own OpenMP threads still spin after building the inputs
             self._settle(self.workers["cand" if who == "ref" else "ref"])
+            self._settle(worker)
         cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
         ref0 = worker.cpu_ns() if watch else 0
         sampler = self.samplers.get(who) if sampled else None
@@ -351,16 +353,16 @@ class CaseTimer:
 
     def _run(self) -> None:
         ev, result = self.ev, self.ev.results[self.case.index]
-        # The cost of an empty round trip, taken off every measurement: the least of five, since whatever else the
-        # machine does only ever adds to a round trip. A median can be inflated by a burst of load at the start, and
-        # subtracting it can take most of a slow candidate's few-call unit away (the likeliest reading of a CI run
-        # where a 10.5 ms call came out as deployed ~20x faster than it is: tests/e2e/test_as_deployed.py)
-        for who in ("ref", "cand"):
-            self.overhead_ns[who] = min(self._unit(who, []) for _ in range(5))
+        for who in ("ref", "cand"):  # the cost of an empty round trip, taken off every measurement
+            costs = sorted(self._unit(who, []) for _ in range(5))
+            self.overhead_ns[who] = costs[len(costs) // 2]
         # Warm-up (not fetched, not recorded), which also sizes the unit: n doubles (or more) until a unit of
         # either implementation lasts at least unit_ms and UNIT_OVERHEADS round trips, so the subtracted cost stays
         # small. Not more: every call of a unit needs an input set of its own, which costs far more than a fast
         # kernel's call (was 2 ms and 20 round trips: 6 input sets of 16 MB per unit for relu's 0.5 ms calls).
+        # Never sized from the first unit alone: a fresh worker's first calls are cold (a 12 us relu took 5 ms in
+        # an as-deployed worker on a loaded machine), and a unit of 1 call was kept whose round trip then
+        # outweighed the call (the reference timed at 0.4-2 ms a call: tests/e2e/test_as_deployed.py).
         target = max(self.budget.unit_ms * 1e6, UNIT_OVERHEADS * max(self.overhead_ns.values()))
         n, warm_ms, units = 1, 0.0, 0
         while True:
@@ -371,7 +373,7 @@ class CaseTimer:
             warm_ms += min(raw.values()) / 1e6
             shortest = min(raw.values())
             if time.monotonic() > self.deadline or (
-                shortest >= target and (warm_ms >= self.budget.warmup_ms or units >= 3)
+                shortest >= target and units >= 2 and (warm_ms >= self.budget.warmup_ms or units >= 3)
             ):
                 break
             if shortest < target and n < UNIT_CAP:

@@ -16,24 +16,14 @@ from harness.record import Outcome, Status, excerpt, geometric_mean
 from harness.task import Task
 
 
-def measure_deployed(
-    task: str | Path | Task, candidate: str | Path, outcome: Outcome, options: EvalOptions | None = None
-) -> Outcome:
-    """``outcome`` (the harness's evaluation of ``candidate``) with the as-deployed figures added.
-
-    The cases ``outcome`` timed are timed again the same way (``CaseTimer``: interleaved with the reference, same
-    budget, same statistic, every timed output compared), but in fresh sandboxed workers that import the
-    candidate file as a user imports the exported ``best.py``: a plain interpreter and torch import, torch's
-    default thread count and the user's own ``OMP_*``/``MKL_*`` settings, nothing the harness forces
-    (``EvalOptions.deployed``). Each timed case gets ``deployed_speedup``; the outcome gets their geometric
-    mean, and ``deployed_error`` when the as-deployed run did not come out correct (its speedup then covers the
-    cases it did time, or is None)."""
+def deployed_options(outcome: Outcome, options: EvalOptions | None = None) -> EvalOptions | None:
+    """The options of the as-deployed evaluation of ``outcome``'s timed cases (None: it timed none): fresh
+    sandboxed workers, the user's own performance settings (``EvalOptions.deployed``), the same budget."""
     timed = [c.index for c in outcome.cases if c.passed and c.speedup is not None]
     if not timed:
-        return outcome
-    base = options or EvalOptions()
-    deployed_options = replace(
-        base,
+        return None
+    return replace(
+        options or EvalOptions(),
         deployed=True,
         cases=timed,
         case_set="all",
@@ -44,8 +34,25 @@ def measure_deployed(
         refill_pool=False,
         reuse_reference=False,
     )
+
+
+def measure_deployed(
+    task: str | Path | Task, candidate: str | Path, outcome: Outcome, options: EvalOptions | None = None
+) -> Outcome:
+    """``outcome`` (the harness's evaluation of ``candidate``) with the as-deployed figures added.
+
+    The cases ``outcome`` timed are timed again the same way (``CaseTimer``: interleaved with the reference, same
+    budget, same statistic, every timed output compared), but in fresh sandboxed workers that import the
+    candidate file as a user imports the exported ``best.py``: a plain interpreter and torch import, torch's
+    default thread count and the user's own ``OMP_*``/``MKL_*`` settings, nothing the harness forces
+    (``deployed_options``). Each timed case gets ``deployed_speedup``; the outcome gets their geometric
+    mean, and ``deployed_error`` when the as-deployed run did not come out correct (its speedup then covers the
+    cases it did time, or is None)."""
+    deployed_opts = deployed_options(outcome, options)
+    if deployed_opts is None:
+        return outcome
     try:
-        deployed = evaluate(task, candidate, deployed_options)
+        deployed = evaluate(task, candidate, deployed_opts)
     except HarnessError as exc:
         return replace(outcome, deployed_error=f"the as-deployed measurement failed: {exc}")
     by_index = {c.index: c for c in deployed.cases}

@@ -9,12 +9,11 @@ harness's settings (tests/fixtures/deployed/relu_needs_passive.py) must be repor
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import pytest
 
-from harness.deployed import measure_deployed
+from harness.deployed import deployed_options, measure_deployed
 from harness.evaluate import EvalOptions, evaluate
 from harness.targets.base import PERFORMANCE_PREFIXES
 from harness.timing import Budget
@@ -23,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
 NEEDS_PASSIVE = ROOT / "fixtures" / "deployed" / "relu_needs_passive.py"
 # the 4097-element case: too small for torch to start its OpenMP team, so the reference's time does not depend
-# on the OpenMP settings either way and the fixture's own spin is all that differs
+# on the OpenMP settings either way and the fixture's own spin is all that differs (the 100003-element case's
+# reference, two OpenMP threads as deployed, took 1-13 ms a call on the loaded 2-core machine against ~0.15 ms
+# under the harness: a real effect of the user's settings, but not the one this fixture shows)
 OPTIONS = EvalOptions(cases="1", budget=Budget(warmup_ms=5, rep_ms=40, min_reps=5))
 
 
@@ -39,27 +40,21 @@ def test_a_kernel_fast_only_under_the_harness_settings_is_reported_slow_as_deplo
     assert outcome.ok and outcome.speedup is not None, outcome.error_excerpt
     assert outcome.deployed_speedup is None  # an ordinary evaluation is unchanged: the harness's figure only
     both = measure_deployed(TASK, NEEDS_PASSIVE, outcome, OPTIONS)
-    if (
-        both.deployed_speedup is not None
-        and outcome.speedup is not None
-        and both.deployed_speedup >= outcome.speedup / 5
-    ):
-        # Seen once in CI and once in a whole-suite run here, never alone: the as-deployed figure came out
-        # close to the harness's (CI: 0.042 against 0.024), as if the 10 ms spin had not happened. Not
-        # explained (no environment leak found in the code); measured once more, and said in the warnings
-        # summary of the run, so it is seen whether or not the second measurement separates.
-        first = (outcome.speedup, both.deployed_speedup)
-        both = measure_deployed(TASK, NEEDS_PASSIVE, outcome, OPTIONS)
-        warnings.warn(
-            f"as deployed, first measurement did not separate: {first}; again: {both.deployed_speedup}", stacklevel=1
-        )
     assert both.speedup == outcome.speedup and both.deployed_error is None, both.deployed_error
     case = both.cases[0]
     assert case.deployed_speedup is not None and both.deployed_speedup == pytest.approx(case.deployed_speedup)
-    # the 10 ms more it spins as deployed (0.5 ms -> 10.5 ms a call, ~21x): far slower than the harness measured.
-    # The bound is a factor 5 either way (here and below): a loaded machine moves one figure by ~2x
-    assert both.deployed_speedup < outcome.speedup / 5, (outcome.speedup, both.deployed_speedup)
+    # the 10 ms more it spins as deployed (0.5 ms -> 10.5 ms a call, ~21x): slower than the harness measured. A
+    # speedup here is two ~12 us reference figures apart (harness, as deployed), and on a loaded machine one of
+    # them moved by up to 10x over 5 units: its direction is asserted, the 21x on the candidate's own time below
+    assert both.deployed_speedup < outcome.speedup, (outcome.speedup, both.deployed_speedup)
     assert both.deployed_speedup < 0.25
+    options = deployed_options(outcome, OPTIONS)
+    assert options is not None and options.deployed and options.cases == [1]
+    again = evaluate(TASK, NEEDS_PASSIVE, options)  # the as-deployed run itself
+    harness_ms, deployed_ms = outcome.cases[0].cand_ms, again.cases[0].cand_ms
+    assert harness_ms is not None and deployed_ms is not None
+    # a factor 4 of the 21x: a loaded machine stretched the harness's 0.5 ms spin to ~1.7 ms, never more, here
+    assert deployed_ms.median > 4 * harness_ms.median, (harness_ms.median, deployed_ms.median)
     record = both.to_dict()
     assert record["speedup"] == outcome.speedup and record["deployed_speedup"] == both.deployed_speedup
     assert record["cases"][0]["deployed_speedup"] == case.deployed_speedup
