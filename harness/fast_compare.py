@@ -3,13 +3,14 @@
 ``compare_tensor`` makes several passes over both tensors (conversions, the RMS, finiteness,
 the error, the bound), which made comparing the dominant cost of an evaluation (profile:
 ~2.3 s per seed for relu's 9 cases) and would make checking *every* timed output
-unaffordable. This module decides the common case in one OpenMP pass over the data: for
-float64/float32/float16/bfloat16 tensors of equal shape and dtype on the CPU whose reference
-is finite, an output passes when every element is finite and
+unaffordable. This module decides the common case in one OpenMP pass over the data, reading both tensors where
+they lie (no conversion, no copy): for float64/float32/float16/bfloat16 tensors of equal shape
+and dtype on the CPU whose reference is finite, an output passes when every element is finite and
 
     |cand - ref| <= atol * RMS(ref) + rtol * |ref|
 
-with ``atol``/``rtol`` from ``harness.compare.TOLERANCES`` (the same rule). Whenever it says
+with ``atol``/``rtol`` from ``harness.compare.TOLERANCES`` (the same rule); integer and boolean
+tensors (compared exactly) pass when their bytes are equal. Whenever it says
 anything but "pass" (a mismatch, a non-finite value, another dtype, a structure it does not
 handle) the caller runs ``compare_outputs``, which finds the first bad element and words the
 message, so the verdicts are ``compare_outputs``'s own. Outputs that pass still get the layout
@@ -79,6 +80,19 @@ extern "C" int kope_check_bf16(const uint16_t* c, const uint16_t* r, int64_t n, 
 extern "C" int kope_check_f16(const uint16_t* c, const uint16_t* r, int64_t n, double rtol, double atol) {
     return check(c, r, n, rtol, atol, [](uint16_t v) { return double(f16(v)); });
 }
+// Integers and booleans must be equal: the same bytes (a non-canonical boolean byte is "not pass" here and left to
+// the full comparison). Blocks of 64 KiB compared in parallel; 1 when any block differs.
+extern "C" int kope_same_bytes(const void* cv, const void* rv, int64_t nbytes) {
+    const unsigned char *c = static_cast<const unsigned char*>(cv), *r = static_cast<const unsigned char*>(rv);
+    const int64_t block = 1 << 16, blocks = (nbytes + block - 1) / block;
+    int differ = 0;
+    #pragma omp parallel for reduction(|:differ) schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+        int64_t at = b * block, len = nbytes - at < block ? nbytes - at : block;
+        differ |= std::memcmp(c + at, r + at, size_t(len)) != 0;
+    }
+    return differ;
+}
 """
 
 _FUNCTIONS = {
@@ -87,6 +101,8 @@ _FUNCTIONS = {
     torch.bfloat16: "kope_check_bf16",
     torch.float16: "kope_check_f16",
 }
+# compared exactly (``harness.compare`` allows no tolerance for them): byte for byte
+_EXACT = {torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
 @functools.cache
@@ -111,14 +127,16 @@ def _sandbox_usable() -> bool:
 def _tensor_passes(cand: Any, ref: Any) -> bool:
     if not (type(cand) is torch.Tensor and type(ref) is torch.Tensor):
         return False
-    if cand.dtype != ref.dtype or cand.shape != ref.shape or ref.dtype not in _FUNCTIONS:
+    if cand.dtype != ref.dtype or cand.shape != ref.shape or not (ref.dtype in _FUNCTIONS or ref.dtype in _EXACT):
         return False
     if cand.device.type != "cpu" or ref.device.type != "cpu" or ref.numel() == 0:
         return ref.numel() == 0 and cand.numel() == 0 and cand.dtype == ref.dtype
     lib = _library()
     if lib is None:
         return False
-    c, r = cand.contiguous(), ref.contiguous()
+    c, r = cand.contiguous(), ref.contiguous()  # the same tensors (no copy) when they are contiguous, as read
+    if ref.dtype in _EXACT:
+        return lib.kope_same_bytes(c, r, ref.numel() * ref.element_size()) == 0
     rtol, atol = tolerance(ref.dtype)
     return getattr(lib, _FUNCTIONS[ref.dtype])(c, r, ref.numel(), float(rtol), float(atol)) == 0
 
