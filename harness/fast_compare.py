@@ -53,10 +53,12 @@ static inline float f16(uint16_t h) {
 // One pass over both tensors: the reference's sum of squares (for its RMS) and the largest excess
 // |c - r| - rtol |r| together; the output passes when every value is finite and that excess is at most
 // atol * RMS(ref). A NaN or infinity anywhere makes the sums non-finite, which the checks below see.
+// `simd`: the reductions vectorised too (float32 and bfloat16 ~5x, float64 ~1.7x faster per pass here: without it
+// the max reduction stayed scalar; a NaN that a vector max drops is still seen by `finite`).
 template <typename T, typename L>
 static int check(const T* c, const T* r, int64_t n, double rtol, double atol, L load) {
     double ss = 0.0, worst = -INFINITY, finite = 0.0;
-    #pragma omp parallel for reduction(+:ss, finite) reduction(max:worst) schedule(static)
+    #pragma omp parallel for simd reduction(+:ss, finite) reduction(max:worst) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
         double x = load(c[i]), y = load(r[i]);
         ss += y * y;

@@ -97,3 +97,19 @@ def test_a_complex_output_is_compared_on_both_parts(dtype):
     wrong.imag[7] += 1.0  # the imaginary part only: casting to a real dtype would hide it
     verdict = compare_fast(wrong, ref)
     assert not verdict.ok and verdict.kind == "incorrect:mismatch" and "[7, 1]" in verdict.message
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_one_bad_element_anywhere_in_a_vector_lane_is_not_passed(dtype):
+    # the check's reductions are vectorised: a NaN or an error in any lane of any vector must still count
+    ref = torch.randn(4099, generator=torch.Generator().manual_seed(4)).to(dtype)
+    rtol, atol = tolerance(dtype)
+    for at in (0, 1, 2, 3, 5, 7, 8, 15, 16, 31, 2048, 4097, 4098):
+        for value in (float("nan"), float("inf"), None):
+            cand = ref.clone()
+            if value is None:
+                cand[at] = cand[at].double() + 10 * (atol * 2 + rtol * abs(float(cand[at])))
+            else:
+                cand[at] = value
+            assert not _tensor_passes(cand, ref), (at, value)
+            assert not compare_fast(cand, ref).ok
