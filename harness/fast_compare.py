@@ -50,6 +50,7 @@ static inline float f16(uint16_t h) {
     float f; std::memcpy(&f, &b, 4); return f;
 #endif
 }
+static inline int verdict(double ss, double worst, double finite, int64_t n, double atol);
 // One pass over both tensors: the reference's sum of squares (for its RMS) and the largest excess
 // |c - r| - rtol |r| together; the output passes when every value is finite and that excess is at most
 // atol * RMS(ref). A NaN or infinity anywhere makes the sums non-finite, which the checks below see.
@@ -66,6 +67,9 @@ static int check(const T* c, const T* r, int64_t n, double rtol, double atol, L 
         double e = std::fabs(x - y) - rtol * std::fabs(y);
         worst = e > worst ? e : worst;
     }
+    return verdict(ss, worst, finite, n, atol);
+}
+static inline int verdict(double ss, double worst, double finite, int64_t n, double atol) {
     if (!std::isfinite(ss) || finite != 0.0) return 2;
     double floor_ = atol * std::sqrt(ss / double(n > 0 ? n : 1));
     return worst > floor_ ? 1 : 0;
@@ -80,7 +84,34 @@ extern "C" int kope_check_bf16(const uint16_t* c, const uint16_t* r, int64_t n, 
     return check(c, r, n, rtol, atol, [](uint16_t v) { return double(bf16(v)); });
 }
 extern "C" int kope_check_f16(const uint16_t* c, const uint16_t* r, int64_t n, double rtol, double atol) {
+#if defined(__F16C__) && defined(__AVX__)
+    // blocks converted 8 values at a time (vcvtph2ps), then the same vectorised pass over the floats: the scalar
+    // conversion per value kept the whole loop scalar (~6x slower than float32)
+    const int64_t block = 1024, blocks = (n + block - 1) / block;
+    double ss = 0.0, worst = -INFINITY, finite = 0.0;
+    #pragma omp parallel for reduction(+:ss, finite) reduction(max:worst) schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+        alignas(32) float cf[block], rf[block];
+        const int64_t at = b * block, len = n - at < block ? n - at : block;
+        int64_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+            _mm256_store_ps(cf + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + at + i))));
+            _mm256_store_ps(rf + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + at + i))));
+        }
+        for (; i < len; ++i) { cf[i] = f16(c[at + i]); rf[i] = f16(r[at + i]); }
+        #pragma omp simd reduction(+:ss, finite) reduction(max:worst)
+        for (int64_t j = 0; j < len; ++j) {
+            double x = cf[j], y = rf[j];
+            ss += y * y;
+            finite += (x - x) + (y - y);
+            double e = std::fabs(x - y) - rtol * std::fabs(y);
+            worst = e > worst ? e : worst;
+        }
+    }
+    return verdict(ss, worst, finite, n, atol);
+#else
     return check(c, r, n, rtol, atol, [](uint16_t v) { return double(f16(v)); });
+#endif
 }
 // Integers and booleans must be equal: the same bytes (a non-canonical boolean byte is "not pass" here and left to
 // the full comparison). Blocks of 64 KiB compared in parallel; 1 when any block differs.
