@@ -113,6 +113,7 @@ class Phases:
     def reset(self) -> None:
         self.total.clear()
         self.count.clear()
+        self.seen.clear()  # a pooled worker seen in an earlier run counts from its first sighting in this one
 
     def report(self, elapsed: float, cpu: float) -> None:
         print(f"  {'phase':52} {'wall s':>7} {'CPU s (parent + workers)':>26}")
