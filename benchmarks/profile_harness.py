@@ -62,28 +62,30 @@ class Phases:
     process's (every thread) and the evaluation's two workers' (their process CPU clocks, read from outside)."""
 
     def __init__(self) -> None:
-        self.total: dict[str, list[float]] = {}  # label -> [wall, parent CPU, workers' CPU] in s
+        self.total: dict[str, list[float]] = {}  # label -> [wall, parent CPU, reference's CPU, candidate's CPU] in s
         self.count: dict[str, int] = {}
-        self.stack: list[list[float]] = []  # [child wall, child parent CPU, child workers' CPU] per open frame
-        self.workers: Any = lambda: []  # the current evaluation's live workers (set by breakdown)
-        self.seen: dict[int, int] = {}  # a worker's CPU time when first seen: every frame open then counts from it
+        self.stack: list[list[float]] = []  # the same of the child frames, per open frame
+        self.workers: Any = lambda: []  # the current evaluation's live (role, worker)s (set by breakdown)
+        self.seen: dict[
+            tuple[str, int], int
+        ] = {}  # a worker's CPU time when first seen: every frame open then counts from it
 
-    def _now(self) -> tuple[float, float, dict[int, int]]:
-        cpu: dict[int, int] = {}
-        for worker in self.workers():
+    def _now(self) -> tuple[float, float, dict[tuple[str, int], int]]:
+        cpu: dict[tuple[str, int], int] = {}
+        for role, worker in self.workers():
             try:
-                cpu[worker.pid] = time.clock_gettime_ns(((~worker.pid) << 3) | 2)
+                cpu[role, worker.pid] = time.clock_gettime_ns(((~worker.pid) << 3) | 2)
             except OSError:  # gone: not counted
                 continue
-            self.seen.setdefault(worker.pid, cpu[worker.pid])
+            self.seen.setdefault((role, worker.pid), cpu[role, worker.pid])
         return clock(), time.process_time(), cpu
 
-    def _spent(
-        self, start: tuple[float, float, dict[int, int]], end: tuple[float, float, dict[int, int]]
-    ) -> list[float]:
+    def _spent(self, start: tuple[float, float, dict], end: tuple[float, float, dict]) -> list[float]:
         # a worker first seen inside this frame (just taken or booted) counts from that moment, in every open frame
-        workers = sum(t - start[2].get(pid, self.seen[pid]) for pid, t in end[2].items()) / 1e9
-        return [end[0] - start[0], end[1] - start[1], workers]
+        def role(name: str) -> float:
+            return sum(t - start[2].get(k, self.seen[k]) for k, t in end[2].items() if k[0] == name) / 1e9
+
+        return [end[0] - start[0], end[1] - start[1], role("ref"), role("cand")]
 
     def wrap(self, cls: type, name: str, label=None) -> None:
         original = getattr(cls, name)
@@ -93,19 +95,19 @@ class Phases:
             key = label(obj, *args, **kwargs) if callable(label) else (label or name)
             if key is None:  # counted to the caller's phase
                 return original(obj, *args, **kwargs)
-            phases.stack.append([0.0, 0.0, 0.0])
+            phases.stack.append([0.0] * 4)
             start = phases._now()
             try:
                 return original(obj, *args, **kwargs)
             finally:
                 spent = phases._spent(start, phases._now())
                 children = phases.stack.pop()
-                mine = phases.total.setdefault(key, [0.0, 0.0, 0.0])
-                for i in range(3):
+                mine = phases.total.setdefault(key, [0.0] * 4)
+                for i in range(4):
                     mine[i] += spent[i] - children[i]
                 phases.count[key] = phases.count.get(key, 0) + 1
                 if phases.stack:
-                    for i in range(3):
+                    for i in range(4):
                         phases.stack[-1][i] += spent[i]
 
         setattr(cls, name, wrapped)
@@ -116,13 +118,15 @@ class Phases:
         self.seen.clear()  # a pooled worker seen in an earlier run counts from its first sighting in this one
 
     def report(self, elapsed: float, cpu: float) -> None:
-        print(f"  {'phase':52} {'wall s':>7} {'CPU s (parent + workers)':>26}")
-        for key, (wall, parent, workers) in sorted(self.total.items(), key=lambda kv: -(kv[1][1] + kv[1][2])):
+        print(f"  {'phase':52} {'wall s':>7} {'CPU s = parent + reference + candidate':>40}")
+        for key, (wall, parent, ref, cand) in sorted(self.total.items(), key=lambda kv: -sum(kv[1][1:])):
             print(
-                f"  {key:52} {wall:7.2f} {parent + workers:8.2f} = {parent:6.2f} + {workers:6.2f}"
+                f"  {key:52} {wall:7.2f} {parent + ref + cand:8.2f} = {parent:6.2f} + {ref:6.2f} + {cand:6.2f}"
                 f"  ({self.count[key]} calls)"
             )
         print(f"  {'(outside the wrapped phases)':52} {elapsed - sum(t[0] for t in self.total.values()):7.2f}")
+        totals = [sum(t[i] for t in self.total.values()) for i in range(1, 4)]
+        print(f"  {'all phases':52} {'':7} {sum(totals):8.2f} = {totals[0]:6.2f} + {totals[1]:6.2f} + {totals[2]:6.2f}")
         print(f"  {'parent CPU in all':52} {'':7} {cpu:8.2f}")
 
 
@@ -186,7 +190,9 @@ def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) 
         current["ev"] = ev
 
     _Evaluation.__init__ = remembered  # type: ignore[method-assign]
-    phases.workers = lambda: [w for w in (getattr(current.get("ev"), n, None) for n in ("_ref", "_cand")) if w]
+    phases.workers = lambda: [
+        (role, w) for role, w in ((r, getattr(current.get("ev"), f"_{r}", None)) for r in ("ref", "cand")) if w
+    ]
     budget = Budget(case_wall_s=case_wall_s)
     try:
         evaluate(task, candidate, EvalOptions(cases=cases, timing=False))  # warm pool, references cached
