@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -56,13 +57,35 @@ def startup() -> None:
 
 
 class Phases:
-    """Exclusive wall time per label over wrapped methods (a stack: a wrapped call inside another is
-    counted to the inner one only)."""
+    """Exclusive time per label over wrapped methods (a stack: a wrapped call inside another is counted to the
+    inner one only): wall time, and CPU time, which a shared machine's other tenants do not inflate: this
+    process's (every thread) and the evaluation's two workers' (their process CPU clocks, read from outside)."""
 
     def __init__(self) -> None:
-        self.total: dict[str, float] = {}
+        self.total: dict[str, list[float]] = {}  # label -> [wall, parent CPU, reference's CPU, candidate's CPU] in s
         self.count: dict[str, int] = {}
-        self.stack: list[list[float]] = []  # [child time] per open frame
+        self.stack: list[list[float]] = []  # the same of the child frames, per open frame
+        self.workers: Any = lambda: []  # the current evaluation's live (role, worker)s (set by breakdown)
+        self.seen: dict[
+            tuple[str, int], int
+        ] = {}  # a worker's CPU time when first seen: every frame open then counts from it
+
+    def _now(self) -> tuple[float, float, dict[tuple[str, int], int]]:
+        cpu: dict[tuple[str, int], int] = {}
+        for role, worker in self.workers():
+            try:
+                cpu[role, worker.pid] = time.clock_gettime_ns(((~worker.pid) << 3) | 2)
+            except OSError:  # gone: not counted
+                continue
+            self.seen.setdefault((role, worker.pid), cpu[role, worker.pid])
+        return clock(), time.process_time(), cpu
+
+    def _spent(self, start: tuple[float, float, dict], end: tuple[float, float, dict]) -> list[float]:
+        # a worker first seen inside this frame (just taken or booted) counts from that moment, in every open frame
+        def role(name: str) -> float:
+            return sum(t - start[2].get(k, self.seen[k]) for k, t in end[2].items() if k[0] == name) / 1e9
+
+        return [end[0] - start[0], end[1] - start[1], role("ref"), role("cand")]
 
     def wrap(self, cls: type, name: str, label=None) -> None:
         original = getattr(cls, name)
@@ -72,28 +95,39 @@ class Phases:
             key = label(obj, *args, **kwargs) if callable(label) else (label or name)
             if key is None:  # counted to the caller's phase
                 return original(obj, *args, **kwargs)
-            phases.stack.append([0.0])
-            start = clock()
+            phases.stack.append([0.0] * 4)
+            start = phases._now()
             try:
                 return original(obj, *args, **kwargs)
             finally:
-                spent = clock() - start
-                children = phases.stack.pop()[0]
-                phases.total[key] = phases.total.get(key, 0.0) + spent - children
+                spent = phases._spent(start, phases._now())
+                children = phases.stack.pop()
+                mine = phases.total.setdefault(key, [0.0] * 4)
+                for i in range(4):
+                    mine[i] += spent[i] - children[i]
                 phases.count[key] = phases.count.get(key, 0) + 1
                 if phases.stack:
-                    phases.stack[-1][0] += spent
+                    for i in range(4):
+                        phases.stack[-1][i] += spent[i]
 
         setattr(cls, name, wrapped)
 
     def reset(self) -> None:
         self.total.clear()
         self.count.clear()
+        self.seen.clear()  # a pooled worker seen in an earlier run counts from its first sighting in this one
 
-    def report(self, elapsed: float) -> None:
-        for key, spent in sorted(self.total.items(), key=lambda kv: -kv[1]):
-            print(f"  {key:44} {spent:7.2f} s  {spent / elapsed * 100:5.1f} %  ({self.count[key]} calls)")
-        print(f"  {'(outside the wrapped phases)':44} {elapsed - sum(self.total.values()):7.2f} s")
+    def report(self, elapsed: float, cpu: float) -> None:
+        print(f"  {'phase':52} {'wall s':>7} {'CPU s = parent + reference + candidate':>40}")
+        for key, (wall, parent, ref, cand) in sorted(self.total.items(), key=lambda kv: -sum(kv[1][1:])):
+            print(
+                f"  {key:52} {wall:7.2f} {parent + ref + cand:8.2f} = {parent:6.2f} + {ref:6.2f} + {cand:6.2f}"
+                f"  ({self.count[key]} calls)"
+            )
+        print(f"  {'(outside the wrapped phases)':52} {elapsed - sum(t[0] for t in self.total.values()):7.2f}")
+        totals = [sum(t[i] for t in self.total.values()) for i in range(1, 4)]
+        print(f"  {'all phases':52} {'':7} {sum(totals):8.2f} = {totals[0]:6.2f} + {totals[1]:6.2f} + {totals[2]:6.2f}")
+        print(f"  {'parent CPU in all':52} {'':7} {cpu:8.2f}")
 
 
 def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) -> None:
@@ -122,9 +156,10 @@ def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) 
         phases.wrap(_Evaluation, name, label)
     for name, label in (
         ("_unit", "timing: empty round trips (overhead)"),
-        ("_ask", lambda t, who, header: f"timing: {header['op']} request ({who})"),
+        ("_ask", lambda t, who, header: f"timing: {header.kind} request ({who})"),
         ("_go", "timing: /proc checks and sampler around go"),
         ("_compare_unit", "timing: compare timed outputs"),
+        ("_read_remote", "timing: read outputs (process_vm_readv)"),
         ("_send_both", lambda t, header: None if getattr(t, "_in_both", False) else "timing: send next prepare"),
         ("_receive_both", lambda t: None if getattr(t, "_in_both", False) else "timing: wait for next unit's inputs"),
         ("_open_samplers", "timing: open samplers"),
@@ -142,22 +177,37 @@ def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) 
             timer._in_both = False
 
     CaseTimer._both = flagged_both  # type: ignore[method-assign]
-    phases.wrap(CaseTimer, "_both", lambda t, header: f"timing: both {header['op']} (warm-up prepare / fetch)")
+    phases.wrap(CaseTimer, "_both", lambda t, header: f"timing: both {header.kind} (warm-up prepare / fetch)")
+    from harness import reference_cache
+
+    phases.wrap(reference_cache, "load", "correctness: reference cache read + check")
+    phases.wrap(reference_cache, "task_digest", "task file SHA-256")
+    current: dict[str, Any] = {}
+    init = _Evaluation.__init__
+
+    def remembered(ev, *args, **kwargs):
+        init(ev, *args, **kwargs)
+        current["ev"] = ev
+
+    _Evaluation.__init__ = remembered  # type: ignore[method-assign]
+    phases.workers = lambda: [
+        (role, w) for role, w in ((r, getattr(current.get("ev"), f"_{r}", None)) for r in ("ref", "cand")) if w
+    ]
     budget = Budget(case_wall_s=case_wall_s)
     try:
         evaluate(task, candidate, EvalOptions(cases=cases, timing=False))  # warm pool, references cached
         for i in range(runs):
             time.sleep(3)  # the pool's replacement worker boots
             phases.reset()
-            started = clock()
+            started, cpu0 = clock(), time.process_time()
             outcome = evaluate(task, candidate, EvalOptions(cases=cases, budget=budget))
-            elapsed = clock() - started
+            elapsed, cpu = clock() - started, time.process_time() - cpu0
             units = sum(c.cand_ms.n for c in outcome.cases if c.cand_ms)
             print(
                 f"\n== run {i + 1}: evaluate() {elapsed:.2f} s, {outcome.status.value}, speedup {outcome.speedup}, "
                 f"{units} measured units; load average {os.getloadavg()[0]:.2f}"
             )
-            phases.report(elapsed)
+            phases.report(elapsed, cpu)
     finally:
         close_pools()
 

@@ -20,6 +20,8 @@ float16    2e-3     2e-3     ~2 ulp of float16
 bfloat16   1.6e-2   1.6e-2   ~2 ulp of bfloat16
 integers   0        0        exact
 bool       0        0        exact
+complex    (part)   (part)   real and imaginary parts, each under its
+                             real dtype's tolerances
 =========  =======  =======  ===========================================
 
 Where the reference is NaN/Inf the candidate must be the same NaN/Inf; a
@@ -219,6 +221,9 @@ def compare_tensor(
         if bool(bad.any()):
             return _mismatch(label, bad, cand, ref, "exact equality")
         return PASS
+    if ref.is_complex():  # real and imaginary parts, each under its part's tolerance (.to(float) drops the imaginary)
+        cand, ref = torch.view_as_real(cand.resolve_conj()), torch.view_as_real(ref.resolve_conj())
+        label = f"{label} (as real, imaginary pairs)"
     work = torch.float64 if ref.dtype == torch.float64 else torch.float32
     c, r = cand.to(work), ref.to(work)
     rtol, atol = tolerance(ref.dtype)

@@ -9,7 +9,14 @@ and ``FORMAT``. Edit the task file and its key changes: a stale entry is never u
 
 Each entry is one file: a JSON header (with the SHA-256 of the tensor bytes) and the raw
 bytes; an entry whose bytes do not match (a partial write, a corrupted disk) is ignored and
-recomputed. Files are written atomically (rename) under ``cache_root()/refs`` with mode
+recomputed. The check is done once per process and file: an entry that passed it is kept in
+memory (``MEMO_BYTES`` at most, least recently used dropped) together with the identity of the
+file it was read from (device, inode, size, modification and change times, taken from the open
+file). A later ``load`` of that key compares the file's identity with the remembered one (one
+``stat``): the same file gives the verified tensors back without reading or hashing again; any
+other (rewritten, replaced, touched, deleted) is read and checked afresh, so an edited entry is
+never used. What is kept is what was verified for that key, and the key holds the task file's
+content hash: a stale entry is never used either way. Files are written atomically (rename) under ``cache_root()/refs`` with mode
 0600 in 0700 folders. Candidates never see them: the folder is hidden from every sandboxed
 process (``harness.sandbox.enter_view`` mounts an empty tmpfs over it) and the parent never
 sends reference outputs to a candidate's process (it compares them itself).
@@ -26,6 +33,8 @@ import hashlib
 import json
 import os
 import struct
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -78,31 +87,112 @@ def _path(key: str) -> Path:
     return folder() / key[:2] / f"{key}.kref"
 
 
+MEMO_BYTES = 512 << 20  # verified entries kept in memory per process at most (least recently used dropped)
+_memo: OrderedDict[str, tuple[tuple[int, ...], dict[str, Any], list[torch.Tensor], int]] = OrderedDict()
+_memo_bytes = 0
+_memo_lock = threading.Lock()
+verified_reads = 0  # entries this process read from disk and checked (SHA-256): each file once while it is unchanged
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    """What changes whenever a file is rewritten, replaced or touched (the change time cannot be set back)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def load(key: str) -> tuple[dict[str, Any], list[torch.Tensor]] | None:
-    """The stored trial and its tensors, or None (absent, unreadable or failing its integrity hash)."""
+    """The stored trial and its tensors, or None (absent, unreadable or failing its integrity hash).
+
+    The tensors may be the ones an earlier ``load`` of the same unchanged file returned: callers read them only."""
+    global verified_reads
     path = _path(key)
     try:
-        data = path.read_bytes()
+        now = _identity(path.stat())
     except OSError:
+        _forget(key)
         return None
+    with _memo_lock:
+        kept = _memo.get(key)
+        if kept is not None and kept[0] == now:
+            _memo.move_to_end(key)
+            return json.loads(json.dumps(kept[1])), list(kept[2])
     try:
-        if data[:4] != _MAGIC:
+        with open(path, "rb") as f:
+            before = _identity(os.fstat(f.fileno()))
+            data = bytearray(before[2])
+            got = f.readinto(data)
+            after = _identity(os.fstat(f.fileno()))
+    except OSError:
+        _forget(key)
+        return None
+    verified_reads += 1
+    entry = _parse(key, data, got)
+    if entry is None:
+        _forget(key)
+        return None
+    if before == after and got == before[2]:  # the bytes checked are the file's as identified
+        _remember(key, after, entry[0], entry[1], got)
+    return json.loads(json.dumps(entry[0])), list(entry[1])
+
+
+def _parse(key: str, data: bytearray, size: int) -> tuple[dict[str, Any], list[torch.Tensor]] | None:
+    """An entry's trial and tensors (views of ``data``, no copy) if its header names ``key`` and its bytes match their
+    SHA-256; else None."""
+    try:
+        if size != len(data) or data[:4] != _MAGIC:
             return None
         (length,) = struct.unpack("<Q", data[4:12])
-        header = json.loads(data[12 : 12 + length])
+        header = json.loads(bytes(data[12 : 12 + length]))
         body = memoryview(data)[12 + length :]
         if header.get("key") != key or hashlib.sha256(body).hexdigest() != header.get("sha256"):
             return None
-        tensors, offset = [], 0
+        tensors, offset = [], 12 + length
         for spec in header["tensors"]:
             dtype = DTYPES[spec["dtype"]]
-            raw = bytearray(body[offset : offset + spec["nbytes"]])
-            offset += spec["nbytes"]
-            t = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
-            tensors.append(t.view(dtype).reshape(spec["shape"]) if raw else torch.empty(spec["shape"], dtype=dtype))
+            nbytes = spec["nbytes"]
+            if not (isinstance(nbytes, int) and 0 <= nbytes and offset + nbytes <= len(data)):
+                return None
+            if nbytes:
+                t = torch.frombuffer(data, dtype=torch.uint8, count=nbytes, offset=offset)
+                tensors.append(t.view(dtype).reshape(spec["shape"]))
+            else:
+                tensors.append(torch.empty(spec["shape"], dtype=dtype))
+            offset += nbytes
         return header["trial"], tensors
     except (ValueError, KeyError, TypeError, RuntimeError, struct.error):
         return None
+
+
+def _remember(
+    key: str, identity: tuple[int, ...], trial: dict[str, Any], tensors: list[torch.Tensor], size: int
+) -> None:
+    global _memo_bytes
+    if size > MEMO_BYTES:
+        return
+    with _memo_lock:
+        old = _memo.pop(key, None)
+        if old is not None:
+            _memo_bytes -= old[3]
+        _memo[key] = (identity, trial, tensors, size)
+        _memo_bytes += size
+        while _memo_bytes > MEMO_BYTES and _memo:
+            _, dropped = _memo.popitem(last=False)
+            _memo_bytes -= dropped[3]
+
+
+def _forget(key: str) -> None:
+    global _memo_bytes
+    with _memo_lock:
+        old = _memo.pop(key, None)
+        if old is not None:
+            _memo_bytes -= old[3]
+
+
+def forget_all() -> None:
+    """Drop every verified entry kept in memory (the next ``load`` of each reads and checks its file again)."""
+    global _memo_bytes
+    with _memo_lock:
+        _memo.clear()
+        _memo_bytes = 0
 
 
 def store(key: str, trial: dict[str, Any], tensors: list[torch.Tensor]) -> None:

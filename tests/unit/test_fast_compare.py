@@ -53,10 +53,63 @@ def test_a_reference_that_is_not_finite_is_left_to_the_full_path():
 
 
 def test_other_dtypes_shapes_and_structures_take_the_full_path():
-    ref = torch.arange(10)
+    ref = torch.arange(10).to(torch.complex64)
     assert compare_fast(ref.clone(), ref).ok and not _tensor_passes(ref.clone(), ref)
     assert not compare_fast(torch.zeros(3, 4), torch.zeros(4, 3)).ok
     assert not compare_fast(torch.zeros(4, dtype=torch.float64), torch.zeros(4)).ok
     pair = (torch.ones(3), torch.zeros(2))
     assert compare_fast(tuple(t.clone() for t in pair), pair).ok
     assert not compare_fast((pair[0],), pair).ok
+
+
+EXACT = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", EXACT, ids=str)
+@pytest.mark.parametrize("shape", [(1,), (33, 129), (3, 70001)], ids=str)
+def test_integer_and_boolean_outputs_are_checked_natively_element_for_element(dtype, shape):
+    g = torch.Generator().manual_seed(2)
+    ref = torch.randint(0, 2 if dtype == torch.bool else 100, shape, generator=g).to(dtype)
+    assert _tensor_passes(ref.clone(), ref)  # equal: decided in the native pass
+    assert compare_fast(ref.clone(), ref).ok
+    for at in (0, ref.numel() // 2, ref.numel() - 1):  # one element off, in the first, a middle or the last block
+        cand = ref.clone()
+        cand.view(-1)[at] = (~cand.view(-1)[at]) if dtype == torch.bool else cand.view(-1)[at] + 1
+        assert not _tensor_passes(cand, ref)
+        verdict = compare_fast(cand, ref)
+        assert not verdict.ok and verdict.message == compare_outputs(cand, ref).message
+        assert "1/" in verdict.message  # one element outside (exact equality)
+
+
+def test_a_non_contiguous_exact_output_is_compared_by_value_not_by_its_storage():
+    ref = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    cand = torch.arange(12, dtype=torch.int32).reshape(4, 3).t().contiguous().t().t()  # the same values, strided
+    assert _tensor_passes(ref.t(), ref.t().contiguous())
+    assert not _tensor_passes(cand.t(), ref)  # other shape
+    assert _tensor_passes(ref.t().contiguous().t(), ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_a_complex_output_is_compared_on_both_parts(dtype):
+    ref = torch.randn(50, dtype=dtype, generator=torch.Generator().manual_seed(3))
+    assert compare_fast(ref.clone(), ref).ok
+    wrong = ref.clone()
+    wrong.imag[7] += 1.0  # the imaginary part only: casting to a real dtype would hide it
+    verdict = compare_fast(wrong, ref)
+    assert not verdict.ok and verdict.kind == "incorrect:mismatch" and "[7, 1]" in verdict.message
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_one_bad_element_anywhere_in_a_vector_lane_is_not_passed(dtype):
+    # the check's reductions are vectorised: a NaN or an error in any lane of any vector must still count
+    ref = torch.randn(4099, generator=torch.Generator().manual_seed(4)).to(dtype)
+    rtol, atol = tolerance(dtype)
+    for at in (0, 1, 2, 3, 5, 7, 8, 15, 16, 31, 2048, 4097, 4098):
+        for value in (float("nan"), float("inf"), None):
+            cand = ref.clone()
+            if value is None:
+                cand[at] = cand[at].double() + 10 * (atol * 2 + rtol * abs(float(cand[at])))
+            else:
+                cand[at] = value
+            assert not _tensor_passes(cand, ref), (at, value)
+            assert not compare_fast(cand, ref).ok
