@@ -35,6 +35,7 @@ from kope.boundary import (
     TaskView,
     eval_options,
     evaluate_code,
+    excerpt,
     measure_deployed,
     selected_cases,
     timing_budget,
@@ -47,7 +48,7 @@ from kope.context.state import build_context
 from kope.errors import KopeError, UsageError
 from kope.evaluators import Evaluator, LocalEvaluator, RecordedSpace
 from kope.hints import kope_command
-from kope.memory import Attempt, DecisionParams, Memory, RunSpec, TaskSpec, UsedItem
+from kope.memory import Attempt, DecisionParams, DeployedFigures, Memory, RunSpec, TaskSpec, UsedItem
 from kope.memory.records import DecisionRecord
 from kope.memory.shapes import case_shape
 from kope.memory.state import AttemptState, RunState, StepState
@@ -373,6 +374,7 @@ class Optimizer:
                     deployed.deployed_speedup,
                     deployed.deployed_error,
                 )
+                self._record_deployed(run_id, final.incumbent.id, deployed)
             else:
                 summary.deployed_error = self._not_deployed_reason()
             self._write_best_outcome(run_dir, final.incumbent.id, deployed)
@@ -536,6 +538,19 @@ class Optimizer:
         self.progress("deployed", {"decision_id": decision_id, "path": str(best)})
         options = eval_options(target=self.options.target, cases=self.options.cases, budget=self.timing, last=True)
         return measure_deployed(task_path, best, outcome, options)
+
+    def _record_deployed(self, run_id: str, decision_id: str, deployed: Outcome) -> None:
+        """The as-deployed figures onto the best decision's Outcome in the graph (journal first, like every
+        write; ``kope.memory.deployed``): what a team reading the lineage sees beside the harness's figure."""
+        self.memory.record_deployed(
+            DeployedFigures(
+                run_id=run_id,
+                decision_id=decision_id,
+                speedup=deployed.deployed_speedup,
+                error=excerpt(deployed.deployed_error),
+                cases={c.name: c.deployed_speedup for c in deployed.cases},
+            )
+        )
 
     def _write_best_outcome(self, run_dir: Path, decision_id: str, deployed: Outcome | None) -> None:
         record = self.memory.outcome(decision_id)
