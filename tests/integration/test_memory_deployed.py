@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kope.memory import DeployedFigures, ExperienceGraph, Journal, synthetic
+from kope.memory.browser import load_slides
 from kope.memory.errors import UnknownDecisionError
 from kope.memory.lineage_page import render_page
 from kope.memory.remote import RemoteMemory
@@ -78,6 +79,11 @@ def test_the_best_attempts_outcome_holds_the_as_deployed_figure_and_readers_show
         "2.00×",
     ]
     assert "deployed" not in outcome_props(graph_client, "dep-a/r0:s0")["caption"]
+    # the Browser guide's per-case slide (default: the fastest correct decision, the run's best)
+    cases = next(s for s in load_slides() if s.name.endswith("06_cases"))
+    rows = graph_client.execute(cases.name, ns="dep-a", decision=None)
+    assert "deployed 0.35×" in rows[0]["decision"]
+    assert [r["speedup"] for r in rows] == props["case_speedups"]
     # written twice (a retried write, a replay): the same properties
     graph.record_deployed(figures)
     assert outcome_props(graph_client, "dep-a/r0:s1") == props
@@ -187,6 +193,10 @@ def test_kope_optimize_records_its_best_kernels_as_deployed_figure_in_the_graph(
     assert stored and all(v is not None and v > 0 for v in stored.values()), stored
     written = json.loads((Path(summary["best_path"]).parent / "best_outcome.json").read_text())
     assert written["deployed_cases"] == stored  # the run folder and the graph say the same
+    shown = json.loads(kope_cli("memory", "show", summary["run_id"], "--json", env=env, check=True).stdout)
+    assert shown["deployed"]["speedup"] == best.deployed_speedup and shown["deployed"]["error"] is None
+    text = kope_cli("memory", "show", summary["run_id"], env=env, check=True).stdout
+    assert f"as deployed: {best.deployed_speedup:.3f}x" in text
     report = tmp_path / "lineage.html"
     kope_cli("memory", "report", "-o", str(report), env=env, check=True)
     assert f"{summary['best_deployed_speedup']:.2f}× as deployed" in report.read_text()
