@@ -227,8 +227,10 @@ class DeployedFigures(_Spec):
     @field_validator("run_id", "decision_id")
     @classmethod
     def _ids(cls, value: str) -> str:
-        ids.check_local_id(value, "run or decision id")
-        return value
+        try:
+            return ids.check_local_id(value, "run or decision id")
+        except InvalidRecordError as exc:  # named with its field by ``parse``
+            raise ValueError(exc.message) from None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
