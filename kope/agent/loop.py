@@ -374,7 +374,9 @@ class Optimizer:
                     deployed.deployed_speedup,
                     deployed.deployed_error,
                 )
-                self._record_deployed(run_id, final.incumbent.id, deployed)
+                stored = self._record_deployed(run_id, final.incumbent.id, deployed)
+                if stored is not None:
+                    summary.stop_reason += f" (as-deployed figure not in the memory: {stored})"
             else:
                 summary.deployed_error = self._not_deployed_reason()
             self._write_best_outcome(run_dir, final.incumbent.id, deployed)
@@ -539,18 +541,23 @@ class Optimizer:
         options = eval_options(target=self.options.target, cases=self.options.cases, budget=self.timing, last=True)
         return measure_deployed(task_path, best, outcome, options)
 
-    def _record_deployed(self, run_id: str, decision_id: str, deployed: Outcome) -> None:
+    def _record_deployed(self, run_id: str, decision_id: str, deployed: Outcome) -> str | None:
         """The as-deployed figures onto the best decision's Outcome in the graph (journal first, like every
-        write; ``kope.memory.deployed``): what a team reading the lineage sees beside the harness's figure."""
-        self.memory.record_deployed(
-            DeployedFigures(
-                run_id=run_id,
-                decision_id=decision_id,
-                speedup=deployed.deployed_speedup,
-                error=excerpt(deployed.deployed_error),
-                cases={c.name: c.deployed_speedup for c in deployed.cases},
-            )
+        write; ``kope.memory.deployed``): what a team reading the lineage sees beside the harness's figure.
+        Returns why it is not there (None: written; journaled only while the store is down)."""
+        figures = DeployedFigures(
+            run_id=run_id,
+            decision_id=decision_id,
+            speedup=deployed.deployed_speedup,
+            error=excerpt(deployed.deployed_error),
+            cases={c.name: c.deployed_speedup for c in deployed.cases},
         )
+        try:
+            if not self.memory.record_deployed(figures):
+                return "journaled; `kope memory sync` writes it once the memory answers"
+        except KopeError as exc:  # e.g. a memory server older than the measurement: the run's work stands
+            return exc.message
+        return None
 
     def _write_best_outcome(self, run_dir: Path, decision_id: str, deployed: Outcome | None) -> None:
         record = self.memory.outcome(decision_id)

@@ -17,7 +17,7 @@ from typing import Any
 
 from kope.db.client import Tx
 from kope.memory import present
-from kope.memory.errors import UnknownDecisionError
+from kope.memory.errors import InvalidRecordError, UnknownDecisionError
 from kope.memory.ids import uid
 from kope.memory.specs import DeployedFigures
 
@@ -45,6 +45,11 @@ def write_deployed(tx: Tx, ns: str, figures: DeployedFigures) -> str:
             f"decision {figures.decision_id} is not in the graph (namespace {ns}): "
             "its as-deployed figures have no outcome to go to",
             hint=f"`kope memory sync --namespace {ns}` if the run is journaled",
+        )
+    if rows[0]["run_id"] != figures.run_id:
+        raise InvalidRecordError(
+            f"decision {figures.decision_id} belongs to run {rows[0]['run_id']}, not to run {figures.run_id}: "
+            "its as-deployed figures are refused"
         )
     tx.run(
         "memory/deployed/set",

@@ -17,7 +17,7 @@ import pytest
 
 from kope.memory import DeployedFigures, ExperienceGraph, Journal, synthetic
 from kope.memory.browser import load_slides
-from kope.memory.errors import UnknownDecisionError
+from kope.memory.errors import InvalidRecordError, UnknownDecisionError
 from kope.memory.lineage_page import render_page
 from kope.memory.remote import RemoteMemory
 from tests.support.memory_server import memory_server
@@ -98,10 +98,14 @@ def test_the_best_attempts_outcome_holds_the_as_deployed_figure_and_readers_show
     assert "`r0:s1` as deployed" in (tmp_path / "memory" / "dep-a" / "journal" / "relu.md").read_text()
 
 
-def test_a_measurement_of_a_decision_the_graph_lacks_is_refused(graph_client):
+def test_a_measurement_of_a_decision_the_graph_lacks_or_of_another_run_is_refused(graph_client):
     graph = ExperienceGraph(graph_client, namespace="dep-missing")
     with pytest.raises(UnknownDecisionError, match="no outcome to go to"):
         graph.record_deployed(DeployedFigures(run_id="r9", decision_id="r9:s0", speedup=1.0))
+    recorded(graph)
+    with pytest.raises(InvalidRecordError, match="belongs to run r0, not to run r1"):
+        graph.record_deployed(DeployedFigures(run_id="r1", decision_id="r0:s0", speedup=1.0))
+    assert graph.outcome("r0:s0").deployed_speedup is None  # nothing written
 
 
 def test_export_import_keeps_the_figure_and_a_file_without_it_still_imports(graph_client):
