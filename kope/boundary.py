@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.errors import TargetUnavailableError as _HarnessTargetUnavailable
-from harness.record import EXCERPT_LIMIT, SCHEMA, CaseResult, GpuInfo, Hardware, Outcome, TimingStats
+from harness.record import EXCERPT_LIMIT, SCHEMA, CaseResult, GpuInfo, Hardware, Outcome, TimingStats, excerpt
 from harness.suite.kernel_templates import KernelTemplate
 from harness.task import Case, Task, TaskInfo, visible_source
 from harness.vocabulary import FAMILIES, INFRASTRUCTURE_KINDS, LAYERS, STATUSES, TARGETS, UNKNOWN_FAMILY, Status
@@ -82,6 +82,7 @@ __all__ = [
     "evaluate_candidate",
     "evaluate_code",
     "evaluate_local",
+    "excerpt",
     "measure_deployed",
     "find_candidate",
     "find_task",

@@ -35,6 +35,7 @@ from kope.boundary import (
     TaskView,
     eval_options,
     evaluate_code,
+    excerpt,
     measure_deployed,
     selected_cases,
     timing_budget,
@@ -47,7 +48,7 @@ from kope.context.state import build_context
 from kope.errors import KopeError, UsageError
 from kope.evaluators import Evaluator, LocalEvaluator, RecordedSpace
 from kope.hints import kope_command
-from kope.memory import Attempt, DecisionParams, Memory, RunSpec, TaskSpec, UsedItem
+from kope.memory import Attempt, DecisionParams, DeployedFigures, Memory, RunSpec, TaskSpec, UsedItem
 from kope.memory.records import DecisionRecord
 from kope.memory.shapes import case_shape
 from kope.memory.state import AttemptState, RunState, StepState
@@ -373,6 +374,9 @@ class Optimizer:
                     deployed.deployed_speedup,
                     deployed.deployed_error,
                 )
+                stored = self._record_deployed(run_id, final.incumbent.id, deployed)
+                if stored is not None:
+                    summary.stop_reason += f" (as-deployed figure not in the memory: {stored})"
             else:
                 summary.deployed_error = self._not_deployed_reason()
             self._write_best_outcome(run_dir, final.incumbent.id, deployed)
@@ -536,6 +540,24 @@ class Optimizer:
         self.progress("deployed", {"decision_id": decision_id, "path": str(best)})
         options = eval_options(target=self.options.target, cases=self.options.cases, budget=self.timing, last=True)
         return measure_deployed(task_path, best, outcome, options)
+
+    def _record_deployed(self, run_id: str, decision_id: str, deployed: Outcome) -> str | None:
+        """The as-deployed figures onto the best decision's Outcome in the graph (journal first, like every
+        write; ``kope.memory.deployed``): what a team reading the lineage sees beside the harness's figure.
+        Returns why it is not there (None: written; journaled only while the store is down)."""
+        figures = DeployedFigures(
+            run_id=run_id,
+            decision_id=decision_id,
+            speedup=deployed.deployed_speedup,
+            error=excerpt(deployed.deployed_error),
+            cases={c.name: c.deployed_speedup for c in deployed.cases},
+        )
+        try:
+            if not self.memory.record_deployed(figures):
+                return "journaled; `kope memory sync` writes it once the memory answers"
+        except KopeError as exc:  # e.g. a memory server older than the measurement: the run's work stands
+            return exc.message
+        return None
 
     def _write_best_outcome(self, run_dir: Path, decision_id: str, deployed: Outcome | None) -> None:
         record = self.memory.outcome(decision_id)

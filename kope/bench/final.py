@@ -19,7 +19,10 @@ cases, then highest speedup, then earliest step) is evaluated again:
 
 The outcome is stored with the pair (``pairs/<config>/<operator>.json``,
 ``final``) and never recorded in the Experience Graph, so held-out results
-never reach a later prompt. The kernel file evaluated is kept under
+never reach a later prompt. Only its as-deployed figures on the visible cases
+(``deployed_figures``) go onto the best attempt's Outcome, as ``kope optimize``
+writes its best kernel's: what a team reading the lineage sees beside the
+harness's figure. The kernel file evaluated is kept under
 ``runs/<config>/<operator>/final/``.
 """
 
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kope.bench.metrics import best_attempt, geomean, positive
-from kope.memory import Memory
+from kope.memory import DeployedFigures, Memory
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,22 @@ def split(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "speedup_cases": len(speeds),
         }
     return parts
+
+
+def deployed_figures(final: dict[str, Any] | None, run_id: str) -> DeployedFigures | None:
+    """The final evaluation's as-deployed figures on the visible cases, for the best attempt's Outcome in the
+    graph (``Memory.record_deployed``); None when it was not measured as deployed. Held-out cases never reach the
+    memory: neither their figures nor the as-deployed run's error text (which may name them) are kept."""
+    outcome = (final or {}).get("outcome")
+    if not final or not outcome or not final.get("decision_id") or not final["settings"].get("deployed"):
+        return None
+    visible = [c for c in outcome["cases"] if not c.get("heldout")]
+    cases = {c["name"]: c.get("deployed_speedup") if positive(c.get("deployed_speedup")) else None for c in visible}
+    speedup = geomean(cases.values())
+    error = None
+    if outcome.get("deployed_error") or speedup is None:
+        error = "the final evaluation's as-deployed run did not time every visible case correctly"
+    return DeployedFigures(run_id=run_id, decision_id=final["decision_id"], speedup=speedup, error=error, cases=cases)
 
 
 def final_evaluation(

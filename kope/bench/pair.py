@@ -178,7 +178,7 @@ def run_pair(
         attempts = collect_attempts(memory, run_id[0])
         final = None
         if spec.final and spec.final.get("enabled") and error is None:
-            from kope.bench.final import FinalSettings, final_evaluation
+            from kope.bench.final import FinalSettings, deployed_figures, final_evaluation
 
             progress("final-start", {"config": spec.config, "operator": spec.operator})
             final = final_evaluation(
@@ -190,6 +190,9 @@ def run_pair(
                 settings=FinalSettings(**spec.final),
                 folder=Path(spec.runs_dir) / spec.operator / "final",
             )
+            figures = deployed_figures(final, run_id[0])
+            if figures is not None:  # the visible cases' as-deployed figures onto the best attempt's Outcome
+                memory.record_deployed(figures)
         return {
             "config": spec.config,
             "operator": spec.operator,

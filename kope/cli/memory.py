@@ -269,10 +269,22 @@ def show(state: State, run_id: str, as_json: bool) -> None:
     with _graph(state) as graph:
         run_state = graph.run_state(run_id)
         evidence = graph.run_evidence(run_id)
+        best = graph.outcome(run_state.run.incumbent_id) if run_state.run.incumbent_id else None
     run = run_state.run
+    # the incumbent's kernel timed as deployed after the run (kope.memory.deployed); None: not measured so
+    deployed = (
+        {"speedup": best.deployed_speedup, "error": best.deployed_error, "measured_at": best.deployed_at}
+        if best is not None and best.deployed_at is not None
+        else None
+    )
     if as_json:
         print_json(
-            {"run": run.to_dict(), "decisions": [d.to_dict() for d in run_state.decisions], "evidence": evidence}
+            {
+                "run": run.to_dict(),
+                "decisions": [d.to_dict() for d in run_state.decisions],
+                "evidence": evidence,
+                "deployed": deployed,
+            }
         )
         return
     out.print(f"[bold]run {run.id}[/bold]  task {run.task_id}  on {run.hw_id} ({run.hw_class})  team {run.team}")
@@ -282,6 +294,14 @@ def show(state: State, run_id: str, as_json: bool) -> None:
         f"tokens {run.prompt_tokens} in / {run.completion_tokens} out; best {_fmt(run.best_speedup)}x "
         f"(incumbent {run.incumbent_id or '-'})"
     )
+    if deployed is not None:  # what a user of best.py gets, beside the harness's figure
+        why = f" ({deployed['error']})" if deployed["error"] else ""
+        out.print(
+            f"as deployed: {_fmt(deployed['speedup'])}x (best.py in a plain process, your settings){why}",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+        )
     table = Table()
     for col in ("step", "decision", "from", "layer", "title", "status", "a", "r", "label", "d", "evidence"):
         table.add_column(col)

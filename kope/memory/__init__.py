@@ -30,7 +30,7 @@ from kope.memory.ranking import DEFAULT_WEIGHTS, RankingWeights
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import DecisionRecord, InsightRecord, OutcomeNodeRecord, RunRecord, StoredCase
 from kope.memory.retrieval import Lineage, RetrievalQuery, RetrievalResult
-from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec, TaskSpec, UsedItem
+from kope.memory.specs import Attempt, DeployedFigures, KnowledgeDoc, RunSpec, TaskSpec, UsedItem
 from kope.memory.state import AttemptState, RunState, StepState
 from kope.memory.tuning import TuningData, TuningQuery, TuningRecord
 
@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_WEIGHTS",
     "Attempt",
     "AttemptState",
+    "DeployedFigures",
     "ContextMemory",
     "DecisionParams",
     "DecisionRecord",

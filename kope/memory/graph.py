@@ -6,6 +6,7 @@ Write path (journal first, graph second)::
     graph.record_attempt(Attempt(...))       -> RecordResult  (r, label, d, incumbent)
     graph.record_attempts([...])             -> [RecordResult] (batched: UNWIND)
     graph.finish_run(run_id)                 -> RunRecord (and distils the family's insights)
+    graph.record_deployed(DeployedFigures(...)) -> bool (the best kernel as deployed, onto its outcome)
 
 Every write is appended to the write-ahead log (fsync) and the Markdown journal
 before the graph transaction. When Neo4j cannot be reached the result says so
@@ -43,6 +44,7 @@ from kope.memory import inspect as inspect_mod
 from kope.memory import present
 from kope.memory import prune as prune_mod
 from kope.memory import transfer as transfer_mod
+from kope.memory.deployed import write_deployed
 from kope.memory.errors import UnknownDecisionError, UnknownRunError
 from kope.memory.ids import uid
 from kope.memory.journal import Journal
@@ -163,6 +165,8 @@ class ExperienceGraph(JournalFirstStore):
             work = functools.partial(write_runs, ns=ns, team=self.team, specs=item)
         elif kind == "attempts":
             work = functools.partial(write_attempts, ns=ns, attempts=item)
+        elif kind == "deployed":
+            work = functools.partial(write_deployed, ns=ns, figures=item)
         else:
             run_id, status, ended_at, _distill = item  # the family is distilled in _ended
             work = functools.partial(finish_run_tx, ns=ns, run_id=run_id, status=status, ended_at=ended_at)

@@ -13,9 +13,10 @@ by a crash in the middle of a write is never acknowledged to the caller; the
 next append starts on a fresh line, and ``scan`` reports the torn line and
 skips it.
 
-A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end"|"knowledge"|"distill", "key": id,
+A log line is ``{"v": 1, "kind": "run"|"attempt"|"run_end"|"knowledge"|"distill"|"deployed", "key": id,
 "op": operator, "ts": nanoseconds, "data": {...}}``; ``data`` is the
-``RunSpec`` / ``Attempt`` / run-end record / knowledge document / distillation as JSON.
+``RunSpec`` / ``Attempt`` / run-end record / knowledge document / distillation / as-deployed figures of a run's
+best kernel (``DeployedFigures``, key: its decision id) as JSON.
 Knowledge documents (what attempts cite through USED edges) go to
 ``wal/_knowledge.jsonl``, each version once (key ``<id>#<content hash>``), so a
 replay into an empty graph can restore every USED edge.
@@ -52,7 +53,7 @@ from typing import Any
 from kope.memory.errors import JournalError
 
 WAL_VERSION = 1
-KINDS = ("run", "attempt", "run_end", "knowledge", "distill", "import")
+KINDS = ("run", "attempt", "run_end", "knowledge", "distill", "import", "deployed")
 KNOWLEDGE = "_knowledge"  # the journal file of knowledge documents (not an operator)
 DISTILL = "_distill"  # the journal file of explicit distillations (not an operator)
 IMPORTS = "_imports"  # the journal file of imports (the imported files are kept under imports/)

@@ -26,7 +26,7 @@ from kope.memory.ids import content_hash
 from kope.memory.journal import DISTILL, IMPORTS, KNOWLEDGE, Journal, JournalEntry
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import RunRecord
-from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.specs import Attempt, DeployedFigures, KnowledgeDoc, RunSpec
 from kope.memory.transfer import export_ids
 
 if TYPE_CHECKING:
@@ -85,6 +85,13 @@ class JournalWriter:
             [(operator, markdown.run_end_block(run_id, status, ended_at, f"- status: {status}"))],
         )
 
+    def deployed(self, figures: DeployedFigures, operator: str) -> None:
+        """The as-deployed figures of a run's best kernel (key: its decision id), in its operator's journal."""
+        self.journal.append(
+            [JournalEntry("deployed", figures.decision_id, operator, figures.to_json())],
+            [(operator, markdown.deployed_block(figures))],
+        )
+
     def knowledge(self, docs: Sequence[KnowledgeDoc]) -> None:
         """Knowledge documents not journaled yet (each version once: key ``<id>#<content hash>``)."""
         known = self.journal.knowledge_keys()
@@ -119,7 +126,7 @@ class JournalFirstStore(abc.ABC):
     reason in ``offline_reason``) and the caller is told (``in_graph=False``); the journal has it, so nothing is
     lost. The next write first sends what was held back, in order; ``kope memory sync`` replays whatever the store
     lacks in any later process. Held-back items: ``("run", [RunSpec])``, ``("attempts", [Attempt])``,
-    ``("run_end", (run_id, status, ended_at, distill))``.
+    ``("run_end", (run_id, status, ended_at, distill))``, ``("deployed", DeployedFigures)``.
 
     A store supplies ``_send`` (one write of one kind), ``verify``, ``run``, ``sync`` and the hint it prints while
     offline; it may prepare before each write (``_prepare``: the graph applies its schema) and finish a run's end
@@ -139,7 +146,7 @@ class JournalFirstStore(abc.ABC):
     # -- what a store supplies -------------------------------------------------------------------
     @abc.abstractmethod
     def _send(self, kind: str, item: Any) -> Any:
-        """Write one item of ``kind`` ("run", "attempts", "run_end") to the store."""
+        """Write one item of ``kind`` ("run", "attempts", "run_end", "deployed") to the store."""
 
     @abc.abstractmethod
     def _offline_hint(self) -> str:
@@ -235,6 +242,20 @@ class JournalFirstStore(abc.ABC):
             self._unavailable(exc, "run_end", item)
             return None
         return self._ended(run_id, sent, distill)
+
+    def record_deployed(self, figures: DeployedFigures | dict[str, Any]) -> bool:
+        """Add the as-deployed figures of a run's best kernel to the outcome of its decision (journal, then the
+        store); False while the store cannot be reached (the journal has them: ``kope memory sync`` writes them)."""
+        parsed = DeployedFigures.parse(figures)
+        if self.journal is not None:
+            operator = self._run_operator.get(parsed.run_id) or self._operator_of(parsed.run_id)
+            JournalWriter(self.journal).deployed(parsed, operator)
+        try:
+            self._write("deployed", parsed)
+        except DatabaseUnavailableError as exc:
+            self._unavailable(exc, "deployed", parsed)
+            return False
+        return True
 
     def _operator_of(self, run_id: str) -> str:
         try:

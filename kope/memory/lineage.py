@@ -54,6 +54,10 @@ class LineageNode(GraphRecord):
     cases_passed: int | None = None
     cases_total: int | None = None
     replayed: bool = False  # the outcome came from a recorded space (--evaluator replay:DIR), not a measurement
+    # a run's best kernel timed again as deployed after the run (kope.memory.deployed); None: not measured so
+    deployed_speedup: float | None = None
+    deployed_error: str | None = None
+    deployed_at: float | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LineageNode:

@@ -188,6 +188,13 @@ def steps_svg(run: RunInfo, steps: list[LineageNode]) -> str:
     )
 
 
+def _deployed_note(n: LineageNode) -> str:
+    """`` · 0.93× as deployed`` for a decision whose kernel was timed as deployed (a run's best), else ``""``."""
+    if n.deployed_at is None:
+        return ""
+    return f" · {_speed(n.deployed_speedup) if n.deployed_speedup is not None else 'no figure'} as deployed"
+
+
 def _detail(group: OperatorLineages, n: LineageNode, element_id: str) -> str:
     parent = group.nodes.get(n.parent_id or "")
     facts = [
@@ -201,6 +208,10 @@ def _detail(group: OperatorLineages, n: LineageNode, element_id: str) -> str:
         ("downstream d(v)", f"{n.d:.3f}"),
         ("cases passed", f"{n.cases_passed}/{n.cases_total}" if n.cases_total is not None else "-"),
     ]
+    if n.deployed_at is not None:  # a run's best kernel, timed again as deployed after the run
+        facts.append(("speedup as deployed", _speed(n.deployed_speedup) if n.deployed_speedup is not None else "-"))
+        if n.deployed_error:
+            facts.append(("as deployed", n.deployed_error[:300]))
     if n.replayed:
         facts.append(("replayed", "yes: the outcome recorded for this setting in a recorded space, not measured now"))
     if n.incumbent:
@@ -227,15 +238,22 @@ def _detail(group: OperatorLineages, n: LineageNode, element_id: str) -> str:
         else "<p>none (no experience was in the prompt)</p>"
     )
     cases = n.cases
+    measured = n.deployed_at is not None
+
+    def as_deployed(c: dict[str, object]) -> str:
+        value = c.get("deployed_speedup")
+        return f"<td>{_speed(value) if isinstance(value, int | float) else '-'}</td>" if measured else ""
+
     case_rows = "".join(
         f"<tr><td>{_e(c.get('name'))}</td><td>{'passed' if c.get('passed') else 'failed'}</td>"
         f"<td>{_speed(c.get('speedup')) if c.get('passed') and c.get('speedup') is not None else '-'}</td>"
-        f"<td>{_ms(c.get('ref_ms'))}</td><td>{_ms(c.get('cand_ms'))}</td>"
+        f"{as_deployed(c)}<td>{_ms(c.get('ref_ms'))}</td><td>{_ms(c.get('cand_ms'))}</td>"
         f"<td>{_e((c.get('error') or '')[:160])}</td></tr>"
         for c in cases
     )
     cases_html = (
-        '<table class="cases"><tr><th>case</th><th>result</th><th>speedup</th><th>PyTorch ms</th>'
+        '<table class="cases"><tr><th>case</th><th>result</th><th>speedup</th>'
+        f"{'<th>as deployed</th>' if measured else ''}<th>PyTorch ms</th>"
         f"<th>kernel ms</th><th>error</th></tr>{case_rows}</table>"
         if cases
         else "<p>no per-case results</p>"
@@ -316,7 +334,7 @@ def render_page(namespace: str, groups: list[OperatorLineages], *, generated_at:
     for group in groups:
         best = group.best
         summary = (
-            f"best {_speed(best.a)} (s{best.step} {_e(best.title)}, run {_e(best.run_id)})"
+            f"best {_speed(best.a)}{_deployed_note(best)} (s{best.step} {_e(best.title)}, run {_e(best.run_id)})"
             if best is not None
             else "no correct attempt yet"
         )

@@ -12,7 +12,7 @@ import datetime as _dt
 
 from kope.memory import scoring
 from kope.memory.ids import kernel_id
-from kope.memory.specs import Attempt, RunSpec
+from kope.memory.specs import Attempt, DeployedFigures, RunSpec
 
 
 def _when(ts: float) -> str:
@@ -85,6 +85,18 @@ def interpretation(attempt: Attempt, a: float | None, parent_a: float | None, pa
     r = scoring.step_ratio(a, True, parent_a, attempt.parent_id is not None)
     label = scoring.label_for(r, True)
     return f"{head}; r = {r:.3f} vs {'parent' if attempt.parent_id else 'root rule'} -> {label}"
+
+
+def deployed_block(figures: DeployedFigures) -> str:
+    """The as-deployed measurement of a run's best kernel (added to its outcome after the run)."""
+    speed = f"{figures.speedup:.3f}x vs reference (geomean)" if figures.speedup is not None else "no figure"
+    lines = [f"### `{figures.decision_id}` as deployed ({_when(figures.measured_at)})", "", f"- **Speedup**: {speed}"]
+    if figures.cases:
+        shown = ", ".join(f"{name} {'-' if v is None else f'{v:.3f}x'}" for name, v in figures.cases.items())
+        lines.append(f"- **Cases**: {_one_line(shown, 240)}")
+    if figures.error:
+        lines.append(f"- **Error**: `{_one_line(figures.error, 240)}`")
+    return "\n".join(lines) + "\n\n"
 
 
 def run_end_block(run_id: str, status: str, ended_at: float, summary: str) -> str:

@@ -102,10 +102,15 @@ def decision_caption(
     a: float | None,
     root_of: str | None = None,
     mark: str | None = None,
+    deployed: float | None = None,
 ) -> str:
     """``2.36× ↑1.69 · s3 unroll 2→1``: the speed (or the failure) first, then the step mark (``step_mark``), what
-    was tried; a root (``root_of``: its operator) names the operator its lineage belongs to."""
+    was tried; a root (``root_of``: its operator) names the operator its lineage belongs to. A run's best kernel
+    timed as deployed (``deployed``: its as-deployed speedup) says so after the speed:
+    ``2.36× ↑1.69 · deployed 0.93× · s3 unroll 2→1``."""
     head = f"{speed(a, status)} {mark}" if mark else speed(a, status)
+    if deployed is not None:
+        head = f"{head} · deployed {deployed:.2f}×"
     what = f"s{step} {short_title(title, params)}"
     return f"{head} · {root_of} · {what}" if root_of else f"{head} · {what}"
 
@@ -125,7 +130,11 @@ def case_columns(cases: list[Mapping[str, Any]]) -> dict[str, list[str]]:
             error = (case.get("error") or "not run").strip().splitlines()
             results.append("failed: " + (error[0][:100] if error else "not run"))
         value = case.get("speedup")
-        speedups.append(f"{value:.2f}×" if isinstance(value, int | float) and case.get("passed") else "-")
+        shown = f"{value:.2f}×" if isinstance(value, int | float) and case.get("passed") else "-"
+        if "deployed_speedup" in case:  # the run's best kernel, timed as deployed too
+            mine = case["deployed_speedup"]
+            shown += f" · deployed {mine:.2f}×" if isinstance(mine, int | float) else " · deployed -"
+        speedups.append(shown)
     return {"case_names": names, "case_results": results, "case_speedups": speedups}
 
 
@@ -156,6 +165,7 @@ class DecisionFacts:
     parent_a: float | None
     params: Mapping[str, Any] | None
     cases: tuple[Mapping[str, Any], ...] = ()
+    deployed: float | None = None  # the outcome's as-deployed speedup (a run's best kernel, timed as deployed)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DecisionFacts:
@@ -172,6 +182,7 @@ class DecisionFacts:
             row["parent_a"],
             params,
             tuple(json.loads(row["cases_json"])) if row.get("cases_json") else (),
+            row.get("deployed_speedup"),
         )
 
 
@@ -185,7 +196,7 @@ def decision_row(f: DecisionFacts) -> dict[str, Any]:
         "root": not f.has_parent,
         "backtrack": bool((f.params or {}).get("backtracked")),
         "caption": decision_caption(
-            f.step, f.title, f.params, f.status, f.a, None if f.has_parent else f.operator, mark
+            f.step, f.title, f.params, f.status, f.a, None if f.has_parent else f.operator, mark, f.deployed
         ),
         **case_columns(list(f.cases)),
     }

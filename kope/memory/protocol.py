@@ -28,7 +28,7 @@ from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult
 from kope.memory.schema import SchemaReport
-from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.specs import Attempt, DeployedFigures, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport
 from kope.memory.transfer import TransferReport
@@ -75,6 +75,10 @@ class Memory(ContextMemory, Protocol):
     def record_attempts(
         self, attempts: Sequence[Attempt | dict[str, Any]], *, batch_size: int = 500
     ) -> list[RecordResult]: ...
+
+    def record_deployed(self, figures: DeployedFigures | dict[str, Any]) -> bool:
+        """The as-deployed figures of a run's best kernel, onto its decision's outcome (False: journaled only)."""
+        ...
 
     def upsert_knowledge(self, docs: Iterable[KnowledgeDoc | dict[str, Any]]) -> int: ...
 

@@ -114,6 +114,7 @@ class StoredCase:
     error: str | None = None
     ref_ms: float | None = None
     cand_ms: float | None = None
+    deployed_speedup: float | None = None  # the case timed as deployed (a run's best kernel; kope.memory.deployed)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StoredCase:
@@ -124,6 +125,7 @@ class StoredCase:
             error=data.get("error"),
             ref_ms=data.get("ref_ms"),
             cand_ms=data.get("cand_ms"),
+            deployed_speedup=data.get("deployed_speedup"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -148,6 +150,11 @@ class OutcomeNodeRecord(GraphRecord):
     threads: int | None = None
     duration_s: float | None = None
     cases_json: str | None = None  # per case: name, passed, speedup, error, ref_ms, cand_ms (medians)
+    # a run's best kernel timed as deployed after the run (kope.memory.deployed): the geometric mean over its
+    # cases (each case's deployed_speedup is in cases_json), why it is missing or partial, when; None: not measured
+    deployed_speedup: float | None = None
+    deployed_error: str | None = None
+    deployed_at: float | None = None
 
     @property
     def cases(self) -> tuple[StoredCase, ...]:

@@ -52,7 +52,7 @@ from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.records import OutcomeNodeRecord, RunRecord
 from kope.memory.retrieval import RetrievalQuery, RetrievalResult
 from kope.memory.schema import SchemaReport
-from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.specs import Attempt, DeployedFigures, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.sync import SyncReport, sync_journal
 from kope.memory.transfer import TransferReport, read_export
@@ -232,6 +232,8 @@ class RemoteMemory(JournalFirstStore):
             return self._send_runs(item)
         if kind == "attempts":
             return self._send_attempts(item)
+        if kind == "deployed":
+            return self._send_deployed(item)
         return self._send_end(*item)
 
     def _offline_hint(self) -> str:
@@ -257,6 +259,11 @@ class RemoteMemory(JournalFirstStore):
             self._path(f"/runs/{run_id}/finish"), {"status": status, "ended_at": ended_at, "distill": distill}
         )
         return wire.load(RunRecord, data["run"]), data["family"]
+
+    def _send_deployed(self, figures: DeployedFigures) -> str:
+        data = self._post(self._path("/deployed"), figures.to_json())
+        decision_id: str = data["decision_id"]
+        return decision_id
 
     # -- runs ------------------------------------------------------------------------------------
     def run(self, run_id: str) -> RunRecord:
@@ -338,6 +345,9 @@ class RemoteMemory(JournalFirstStore):
 
     def replay_knowledge(self, docs: Sequence[dict[str, Any]]) -> None:
         self._send_knowledge(docs)
+
+    def replay_deployed(self, figures: DeployedFigures) -> None:
+        self._send_deployed(figures)
 
     def distill_family(self, family: str | None) -> None:
         self._distill(family)

@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from kope.boundary import EXCERPT_LIMIT
 from kope.memory import ids
 from kope.memory.errors import InvalidRecordError
 from kope.memory.outcome import HardwareField, OutcomeField
@@ -206,3 +207,30 @@ class KnowledgeDoc(_Spec):
     def matches_hardware(self, hardware_class: str) -> bool:
         """True when one of this doc's prefixes matches ``hardware_class`` on a '-' boundary."""
         return any(hardware_class == p or hardware_class.startswith(p + "-") for p in self.hardware)
+
+
+class DeployedFigures(_Spec):
+    """The as-deployed measurement of a run's best kernel (``kope.boundary.measure_deployed``: its ``best.py``
+    timed against PyTorch in plain processes under the user's own settings), added to the Outcome of the
+    decision that produced it once the run has ended: ``deployed_speedup`` (the geometric mean over the cases
+    timed as deployed), ``deployed_error`` (why it is missing or partial) and, per case, ``deployed_speedup`` in
+    ``cases_json``. Journaled (kind ``deployed``) before the store writes it; a later measurement of the same
+    decision replaces an earlier one."""
+
+    run_id: str
+    decision_id: str
+    speedup: float | None = Field(default=None, gt=0)
+    error: str | None = Field(default=None, max_length=EXCERPT_LIMIT)
+    cases: dict[str, Annotated[float, Field(gt=0)] | None] = Field(default_factory=dict, max_length=100_000)
+    measured_at: float = Field(default_factory=time.time, gt=0)
+
+    @field_validator("run_id", "decision_id")
+    @classmethod
+    def _ids(cls, value: str) -> str:
+        try:
+            return ids.check_local_id(value, "run or decision id")
+        except InvalidRecordError as exc:  # named with its field by ``parse``
+            raise ValueError(exc.message) from None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

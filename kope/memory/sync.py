@@ -39,11 +39,12 @@ from typing import Any, Protocol
 from kope.db.client import GraphClient
 from kope.errors import DatabaseUnavailableError, KopeError
 from kope.memory import insights, transfer
+from kope.memory.deployed import write_deployed
 from kope.memory.ids import uid
 from kope.memory.journal import SHARED, Journal, JournalEntry
 from kope.memory.recorder import RecordResult, finish_run_tx, write_attempts, write_runs
 from kope.memory.schema import apply_schema
-from kope.memory.specs import Attempt, RunSpec
+from kope.memory.specs import Attempt, DeployedFigures, RunSpec
 
 CHUNK = 1000
 PRESENT = {  # SyncTarget.present kinds -> statements
@@ -52,6 +53,7 @@ PRESENT = {  # SyncTarget.present kinds -> statements
     "knowledge": "memory/knowledge/present",
     "insight": "memory/insight/present",
     "edges": "memory/attempt/edges",
+    "deployed": "memory/deployed/present",
 }
 
 
@@ -61,7 +63,15 @@ class SyncReport:
     present: int = 0
     pending: int = 0  # entries the graph lacked
     replayed: dict[str, int] = field(
-        default_factory=lambda: {"run": 0, "attempt": 0, "run_end": 0, "knowledge": 0, "distill": 0, "import": 0}
+        default_factory=lambda: {
+            "run": 0,
+            "attempt": 0,
+            "run_end": 0,
+            "knowledge": 0,
+            "distill": 0,
+            "import": 0,
+            "deployed": 0,
+        }
     )
     failed: list[str] = field(default_factory=list)  # "kind key: why"
     problems: list[str] = field(default_factory=list)  # torn / unreadable log lines
@@ -102,7 +112,8 @@ class SyncTarget(Protocol):
     def present(self, kind: str, uids: Sequence[str]) -> list[dict[str, Any]]:
         """Which of these runs (``kind="run"``: uid, status, ended_at), attempts (``"attempt"``: uid), knowledge
         documents (``"knowledge"``: uid) or insights (``"insight"``: uid) it holds; ``"edges"``: the relationships
-        of these decisions (uid, runs, parents, produced, wrote, used: ``memory/attempt/edges``)."""
+        of these decisions (uid, runs, parents, produced, wrote, used: ``memory/attempt/edges``); ``"deployed"``:
+        the decisions whose outcome holds an as-deployed measurement (uid, measured_at)."""
         ...
 
     def replay_runs(self, items: Sequence[tuple[RunSpec, str]]) -> None:
@@ -119,6 +130,10 @@ class SyncTarget(Protocol):
 
     def replay_knowledge(self, docs: Sequence[dict[str, Any]]) -> None:
         """Write these knowledge documents (id, title, text, targets, families) again."""
+        ...
+
+    def replay_deployed(self, figures: DeployedFigures) -> None:
+        """Write the as-deployed figures of a run's best kernel onto its decision's outcome again."""
         ...
 
     def distill_family(self, family: str | None) -> None:
@@ -164,6 +179,10 @@ class GraphSync:
         return self.client.write(
             functools.partial(finish_run_tx, ns=self.namespace, run_id=run_id, status=status, ended_at=ended_at)
         )
+
+    def replay_deployed(self, figures: DeployedFigures) -> None:
+        self._ensure_schema()
+        self.client.write(functools.partial(write_deployed, ns=self.namespace, figures=figures))
 
     def replay_knowledge(self, docs: Sequence[dict[str, Any]]) -> None:
         rows = [{**doc, "uid": uid(self.namespace, doc["id"]), "ns": self.namespace} for doc in docs]
@@ -213,6 +232,11 @@ def _missing(target: SyncTarget, entries: list[JournalEntry]) -> tuple[list[Jour
     for e in entries:  # only the last end of a run counts
         if e.kind == "run_end":
             ends[e.key] = e
+    measured: dict[str, JournalEntry] = {}
+    for e in entries:  # only a decision's last as-deployed measurement counts
+        if e.kind == "deployed":
+            measured[e.key] = e
+    deployed = _present(target, "deployed", sorted(uid(ns, key) for key in measured))
     missing: list[JournalEntry] = []
     for e in entries:
         key = uid(ns, e.key)
@@ -225,6 +249,10 @@ def _missing(target: SyncTarget, entries: list[JournalEntry]) -> tuple[list[Jour
         elif e.kind == "run_end" and ends[e.key] is e:
             row = runs.get(key)
             if row is None or row["status"] != e.data["status"] or row["ended_at"] != e.data["ended_at"]:
+                missing.append(e)
+        elif e.kind == "deployed" and measured[e.key] is e:
+            row = deployed.get(key)
+            if row is None or row["measured_at"] != e.data.get("measured_at"):
                 missing.append(e)
         elif e.kind == "distill" and missing:  # a distillation after something the memory lacked: again
             missing.append(e)
@@ -362,6 +390,8 @@ def sync_journal(
                 target.replay_runs([(RunSpec.parse(data["spec"]), data["team"])])
             elif entry.kind == "knowledge":
                 target.replay_knowledge([data])
+            elif entry.kind == "deployed":
+                target.replay_deployed(DeployedFigures.parse(data))
             elif entry.kind == "distill":
                 target.distill_family(data["family"])
             elif entry.kind == "import":

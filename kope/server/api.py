@@ -23,7 +23,7 @@ from kope.memory.inspect import UsedInsight
 from kope.memory.journaling import RUN_STATUSES
 from kope.memory.recorder import RecordResult, RunResult
 from kope.memory.retrieval import RetrievalQuery
-from kope.memory.specs import Attempt, KnowledgeDoc, RunSpec
+from kope.memory.specs import Attempt, DeployedFigures, KnowledgeDoc, RunSpec
 from kope.memory.state import RunState, StepState
 from kope.memory.tuning import DEFAULT_LIMIT, TuningQuery
 from kope.server import acl
@@ -114,7 +114,7 @@ class TuningBody(_Body):
 
 
 class PresentBody(_Body):
-    kind: Literal["run", "attempt", "knowledge", "insight", "edges"]
+    kind: Literal["run", "attempt", "knowledge", "insight", "edges", "deployed"]
     ids: list[str] = Field(max_length=10_000)
 
 
@@ -244,6 +244,13 @@ def build_router(registry: Registry, store: MemoryStore, metrics: Any) -> APIRou
         run, family = store.finish_run(ns, run_id, body.status, body.ended_at or time.time(), distill=body.distill)
         note(request, run=run_id, status=body.status)
         return json_response({"run": wire.dump(run), "family": family})
+
+    @r.post("/namespaces/{ns}/deployed", name="record_deployed")
+    def record_deployed(who: Who, ns: NS, request: Request, body: DeployedFigures) -> Response:
+        allow(who, ns, "write")
+        decision_id = store.record_deployed(ns, body)
+        note(request, decision=decision_id, deployed_speedup=body.speedup)
+        return json_response({"decision_id": decision_id})
 
     @r.post("/namespaces/{ns}/present", name="present")
     def present(who: Who, ns: NS, body: PresentBody) -> Response:

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from kope.db.client import GraphClient, Tx
 from kope.memory import present, scoring, transfer
+from kope.memory.deployed import write_deployed
 from kope.memory.errors import ExportFormatError
 from kope.memory.graph import ExperienceGraph
 from kope.memory.ids import check_local_id, kernel_id, uid
@@ -36,7 +37,7 @@ from kope.memory.recorder import (
 )
 from kope.memory.records import RunRecord
 from kope.memory.schema import SchemaReport, apply_schema
-from kope.memory.specs import Attempt, RunSpec
+from kope.memory.specs import Attempt, DeployedFigures, RunSpec
 from kope.server.auth import Identity
 
 
@@ -117,6 +118,10 @@ class MemoryStore:
         if distill and family:
             graph.distill(family)
         return graph.run(run_id), family
+
+    def record_deployed(self, ns: str, figures: DeployedFigures) -> str:
+        """The as-deployed figures of a run's best kernel onto its decision's outcome (idempotent)."""
+        return self.client.write(functools.partial(write_deployed, ns=ns, figures=figures))
 
     def export(self, ns: str) -> str:
         buffer = io.StringIO()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,14 @@ def test_bench_reports_visible_and_heldout_pass_rates_from_the_final_evaluation(
         "MATCH (o:Outcome) WHERE o.ns = 'bench-bench-active' RETURN o.cases_json AS cases"
     ).records
     assert rows and all("heldout" not in r["cases"] for r in rows)
+
+    # the visible cases' as-deployed figures do reach it, on the best attempt's Outcome (#33 item 7)
+    for pair in pairs.values():
+        final = pair["final"]
+        found = graph_client._driver.execute_query(
+            "MATCH (:Decision {uid: $uid})-[:PRODUCED]->(o:Outcome) RETURN o.deployed_speedup AS s, o.cases_json AS c",
+            {"uid": f"bench-bench-active/{final['decision_id']}"},
+        ).records
+        want = {c["name"]: c["deployed_speedup"] for c in final["outcome"]["cases"] if not c.get("heldout")}
+        assert {c["name"]: c.get("deployed_speedup") for c in json.loads(found[0]["c"])} == want
+        assert found[0]["s"] == pytest.approx(math.exp(sum(math.log(v) for v in want.values()) / len(want)))
