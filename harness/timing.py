@@ -128,18 +128,6 @@ def calls_per_unit(call_ms: float, budget: Budget, cap: int = 256) -> int:
     return max(1, min(cap, math.ceil(budget.unit_ms / call_ms)))
 
 
-def enough(ref_ms: Sequence[float], cand_ms: Sequence[float], budget: Budget) -> bool:
-    """The stop rule: at least ``min_reps``, then both medians' intervals within ``ci_target``, or
-    ``rep_ms`` of measured time spent on each implementation (the budget; ``max_reps`` and
-    ``max_wall_s`` are the caller's caps)."""
-    n = min(len(ref_ms), len(cand_ms))
-    if n < budget.min_reps:
-        return False
-    if budget.ci_target > 0 and max(relative_halfwidth(ref_ms), relative_halfwidth(cand_ms)) <= budget.ci_target:
-        return True
-    return sum(ref_ms) >= budget.rep_ms and sum(cand_ms) >= budget.rep_ms
-
-
 def _lock_folder() -> Path:
     from harness.commands import cache_root
 

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from harness import settings
 from harness.ipc import (
     BootFailed,
     CompileReply,
@@ -81,8 +80,6 @@ def _widen(fd: int) -> None:
     each full buffer costs a context switch between the worker and the parent (2.4x a bare pipe's throughput
     on the 2-core development machine; a timed unit's fetch gained 1.0-1.5x there, its other costs remain).
     A kernel that refuses (a lower pipe-max-size) keeps the default: slower, never wrong."""
-    if settings.pipe_default():
-        return
     try:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (OSError, AttributeError):

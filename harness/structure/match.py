@@ -30,23 +30,6 @@ from harness.structure.tracing import Trace, trace_task
 
 CHAIN_KINDS = ("unary", "binary")
 VIEW_KINDS = ("view", "stack")
-FAMILY_OF_KIND = {
-    "unary": "elementwise",
-    "binary": "elementwise",
-    "reduce": "reduction",
-    "cumsum": "reduction",
-    "softmax": "normalization",
-    "layer_norm": "normalization",
-    "batch_norm": "normalization",
-    "group_norm": "normalization",
-    "instance_norm": "normalization",
-    "matmul": "matmul",
-    "conv": "convolution",
-    "max_pool": "convolution",
-    "avg_pool": "convolution",
-    "adaptive_avg_pool": "convolution",
-    "sdpa": "block",
-}
 CORE_KINDS = ("matmul", "conv", "sdpa")
 
 

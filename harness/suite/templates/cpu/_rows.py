@@ -211,7 +211,6 @@ static inline PartT<C> part_of(const S* __restrict__ x, S* __restrict__ y, int64
 """
 
 
-VARIANCE_KNOB_VALUES = ["two_pass", "shifted", "welford"]
 WELFORD_STEPS = 1024  # steps per Welford lane before the lanes are merged and restarted
 LOAD = "D::load(x[i])"
 
