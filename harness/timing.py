@@ -1,20 +1,10 @@
 """Timing: the statistics, the clocks and the machine lock of the harness's timed phases.
 
-How the harness times a candidate (``harness.evaluate``): the *parent* drives both workers.
-Per repetition it has the reference worker and the candidate worker prepare the same fresh
-inputs (seeds it chooses, new every time; mixed copies of a small ring of ``get_inputs`` sets,
-``harness.worker_timed``) and flush their caches, then times each one's unit
-of ``n`` calls with its own clock around the request (``go``/``done``), minus the measured
-cost of an empty round trip; the order alternates every repetition. Fast kernels run in
-units of several calls (``calls_per_unit``) so the clock and the channel do not dominate,
-each call on its own fresh input set. Every output of every timed call is compared with the
-reference's output for the same inputs. Repetitions stop when the distribution-free 95 %
-confidence interval of both medians is within ``Budget.ci_target`` of the median
-(``median_ci``), or when the budget runs out; the achieved interval is recorded. Timed phases
-take ``machine_lock(exclusive=True)``: no two evaluations time at once on this machine and no
-warm worker starts meanwhile.
-
-``CpuTimer`` and ``CudaTimer`` are the clocks a worker times its unit with, cache flush included.
+How the parent times a candidate from outside (units of ``n`` calls on fresh inputs, the stop rule
+``enough_repetitions``, the interval recorded): docs/harness-workers.md, "Timing from outside, adaptively".
+Timed phases take ``machine_lock(exclusive=True)``: no two evaluations time at once on this machine and no
+warm worker starts meanwhile. ``CpuTimer`` and ``CudaTimer`` are the clocks a worker times its unit with,
+cache flush included.
 """
 
 from __future__ import annotations
