@@ -85,20 +85,8 @@ class WireOptions(_Wire):
         cases = options.cases
         if cases is not None and not isinstance(cases, str):
             cases = list(cases)
-        return cls(
-            target=options.target,
-            cases=cases,
-            seeds=options.seeds,
-            threads=options.threads,
-            timing=options.timing,
-            time_incorrect=options.time_incorrect,
-            budget={k: float(v) for k, v in asdict(options.budget).items()},
-            compile_timeout_s=options.compile_timeout_s,
-            startup_timeout_s=options.startup_timeout_s,
-            case_timeout_s=options.case_timeout_s,
-            timing_timeout_s=options.timing_timeout_s,
-            seed=options.seed,
-        )
+        budget = {k: float(v) for k, v in asdict(options.budget).items()}
+        return cls(**{name: getattr(options, name) for name in _SAME_NAMED}, cases=cases, budget=budget)
 
     def to_eval_options(self) -> Any:
         from harness.evaluate import EvalOptions
@@ -110,20 +98,11 @@ class WireOptions(_Wire):
             raise OptionsError(f"unknown timing budget field(s) {', '.join(unknown)} (known: {', '.join(known)})")
         defaults = asdict(Budget())
         budget = Budget(**{k: type(defaults[k])(v) for k, v in self.budget.items()})
-        return EvalOptions(
-            target=self.target,
-            cases=self.cases,
-            seeds=self.seeds,
-            threads=self.threads,
-            timing=self.timing,
-            time_incorrect=self.time_incorrect,
-            budget=budget,
-            compile_timeout_s=self.compile_timeout_s,
-            startup_timeout_s=self.startup_timeout_s,
-            case_timeout_s=self.case_timeout_s,
-            timing_timeout_s=self.timing_timeout_s,
-            seed=self.seed,
-        )
+        return EvalOptions(**{name: getattr(self, name) for name in _SAME_NAMED}, cases=self.cases, budget=budget)
+
+
+# the fields a WireOptions and an EvalOptions share under the same name and type
+_SAME_NAMED = [name for name in WireOptions.model_fields if name not in ("cases", "budget")]
 
 
 class TaskFile(_Wire):

@@ -38,7 +38,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import harness
 from harness.ipc import (
@@ -63,6 +63,7 @@ from harness.worker_limits import BOOT_TIMEOUT_S, OUTPUT_KEEP, Limits, WorkerDie
 from harness.zygote_client import ForkedProcess, ZygoteRefused, zygote_enabled, zygote_for, zygote_refusal
 
 log = logging.getLogger(__name__)
+M = TypeVar("M")
 
 
 def _signal_name(number: int) -> str:
@@ -210,22 +211,27 @@ class Worker:
     def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         if self.ready:
             return
-        try:
-            greeting = decode_greeting(self._reader.read(timeout, on_wait=self._watch)[0])
-        except ReadTimeout:
-            self.kill()
-            raise WorkerTimeout(f"the worker did not start within {timeout:.0f} s", self.output()) from None
-        except PeerClosed:
-            raise self._died() from None
-        except ProtocolError as exc:
-            self.kill()
-            raise WorkerDied(
-                f"the worker sent a malformed greeting: {exc}", self.output(), "runtime_error:protocol"
-            ) from None
+        late, malformed = f"the worker did not start within {timeout:.0f} s", "the worker sent a malformed greeting"
+        greeting, _ = self._read(timeout, decode_greeting, late, malformed)
         if isinstance(greeting, BootFailed):
             self.kill()
             raise WorkerDied(f"the worker failed to start: {greeting.message}", self.output(), "runtime_error:boot")
         self.ready = True
+
+    def _read(self, timeout: float, decode: Callable[[Any], M], late: str, malformed: str) -> tuple[M, list[Any]]:
+        """The next message, decoded; a timeout, a dead worker or a malformed message (the worker is broken,
+        ``runtime_error:protocol``) raise the ``WorkerError`` that says so."""
+        try:
+            header, tensors = self._reader.read(timeout, on_wait=self._watch)
+            return decode(header), tensors
+        except ReadTimeout:
+            self.kill()
+            raise WorkerTimeout(late, self.output()) from None
+        except PeerClosed:
+            raise self._died() from None
+        except ProtocolError as exc:
+            self.kill()
+            raise WorkerDied(f"{malformed}: {exc}", self.output(), "runtime_error:protocol") from None
 
     # -- requests --------------------------------------------------------------------------------
     @property
@@ -247,19 +253,12 @@ class Worker:
         if not self.ready:
             self.wait_ready(max(1.0, deadline - time.monotonic()))
         while True:
-            try:
-                header, tensors = self._reader.read(max(0.0, deadline - time.monotonic()), on_wait=self._watch)
-                reply = decode_reply(self._asked[0] if self._asked else "nothing", header)
-            except ReadTimeout:
-                self.kill()
-                raise WorkerTimeout(f"{what} did not finish within {timeout:.0f} s", self.output()) from None
-            except PeerClosed:
-                raise self._died() from None
-            except ProtocolError as exc:
-                self.kill()
-                raise WorkerDied(
-                    f"the {self.role} worker sent a malformed reply: {exc}", self.output(), "runtime_error:protocol"
-                ) from None
+            reply, tensors = self._read(
+                max(0.0, deadline - time.monotonic()),
+                lambda header: decode_reply(self._asked[0] if self._asked else "nothing", header),
+                f"{what} did not finish within {timeout:.0f} s",
+                f"the {self.role} worker sent a malformed reply",
+            )
             if isinstance(reply, CompileRequest):  # the worker asks the parent to compile for it
                 self._serve_compile(reply)
                 continue
@@ -459,10 +458,7 @@ class Worker:
                 self.proc.wait(timeout=timeout)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        try:
-            self._killpg(signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.signal(signal.SIGKILL)
         self.kill()
         if isinstance(self.proc, ForkedProcess):
             self.proc.release()
