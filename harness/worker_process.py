@@ -9,12 +9,10 @@ scratch mount point) and stdin closed. It boots (read-only view, scratch tmpfs, 
 torch imported) and says ``ready``; the first request decides its role (``load`` with
 ``role`` reference or candidate). The pools that keep booted workers are ``harness.worker_pool``.
 
-Limits (``harness.worker_limits``): every request has a deadline (past it the process group is
-killed: ``WorkerTimeout``); the parent polls the worker's resident set every 50 ms and kills it
-past ``memory_bytes`` (the worker also lowers its own ``RLIMIT_AS`` on CPU targets);
-``RLIMIT_FSIZE`` caps every file it writes. A crash, exit or kill is ``WorkerDied`` with the exit
-code or signal name and the end of the captured output; so is a malformed message
-(``harness.ipc``: ``runtime_error:protocol``).
+Limits (``harness.worker_limits``; docs/harness.md, "Isolation limits"): a request past its deadline kills
+the process group (``WorkerTimeout``); the parent polls the worker's resident set every 50 ms and kills it past
+``memory_bytes``; a crash, exit, kill or malformed message (``harness.ipc``: ``runtime_error:protocol``) is
+``WorkerDied`` with the exit code or signal name and the end of the captured output.
 
 While a request is in flight the worker may send ``compile`` requests of its own (a sandboxed
 worker cannot run a compiler or write the compile cache); the parent serves them
