@@ -1,26 +1,15 @@
 """What goes over the wire to a remote evaluation (a worker service or a Ray task), and back.
 
-A remote evaluation carries exactly three things (``EvalRequest``): the task file's
-source (with its SHA-256, checked on arrival, and the ``level<N>`` folder its level
-comes from), the candidate's source and file name, and the evaluation options.
-Never a path on the sending machine, an environment variable or a credential.
-The options are the subset of ``EvalOptions`` a client may choose: the anti-cheat
-switches (``static_checks``, ``lazy_check``), the sandbox and the resource limits are the
-evaluating host's, so a request cannot turn a check off.
+An ``EvalRequest`` carries exactly the task file's source (with its SHA-256 and its ``level<N>`` folder), the
+candidate's source and file name, and the options a client may choose (``WireOptions``: never the anti-cheat
+switches, the sandbox or the limits); never a path, an environment variable or a credential (docs/
+evaluation-workers.md, "What goes over the wire, and the trust model"). The receiving side writes the task under
+a content-addressed folder (so the trusted reference worker is reused), loads it with
+``harness.task_loader.load_task_isolated``, and runs the same ``harness.evaluate`` as a local evaluation.
 
-The receiving side writes the task under a content-addressed folder (the same task
-file for every evaluation of that content, so the trusted reference worker is
-reused), loads it in a sandboxed worker under the task timeout
-(``harness.task_loader.load_task_isolated``: task code never runs in the receiving
-process), writes the candidate into a fresh folder, runs the same
-``harness.evaluate`` as a local evaluation (fresh isolated candidate process, every
-static and run-time check, every timeout) and returns the ``kope.outcome/1``
-record, with the evaluating host's hardware.
-
-``evaluate_payload`` is the whole round trip as plain data (a dict in, a dict out:
-``{"outcome": ...}`` or ``{"error": {"type", "message", "hint"}}``), the form a Ray
-task and the worker service's executor use; ``error_from_payload`` turns such an
-error back into the harness's own exception type on the sending side.
+``evaluate_payload`` is the whole round trip as plain data (a dict in, a dict out: ``{"outcome": ...}`` or
+``{"error": {"type", "message", "hint"}}``), the form a Ray task and the worker service's executor use;
+``error_from_payload`` turns such an error back into the harness's own exception type on the sending side.
 """
 
 from __future__ import annotations
