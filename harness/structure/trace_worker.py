@@ -3,9 +3,9 @@
 Run as ``python -m harness.structure.trace_worker TASK... [--max-cases N]`` (by ``harness.structure.tracing``,
 in the sandbox of ``harness.isolated``; each task is traced in a process forked for it alone, so the worker
 itself never runs task code); it prints one JSON object (``kope.trace/1``) per task on stdout, in order, after a
-``ready`` line once its imports are done (what the task code prints goes to stderr). Each case is traced under ``FakeTensorMode`` first and, if that fails (a
-data-dependent op such as ``.item()``), on real tensors under the harness's seeds (docs/templates.md, "How a
-task is matched"). What is recorded, per case:
+``ready`` line once its imports are done (what the task code prints goes to stderr). Each case is traced under
+``FakeTensorMode`` first and, if that fails (a data-dependent op such as ``.item()``), on real tensors under the
+harness's seeds (docs/templates.md, "How a task is matched"). What is recorded, per case:
 
 * ``values``: every tensor the ops saw, by id: the forward's inputs (``in0``...), the
   model's parameters and buffers (``param:<name>``, ``buffer:<name>``, state-dict names),
