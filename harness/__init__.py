@@ -11,17 +11,7 @@ or from Python::
     outcome = evaluate("softmax", "my_candidate.py", EvalOptions(cases="0,2"))
     print(outcome.status, outcome.speedup, outcome.to_json())
 
-Modules, by role:
-
-* ``task`` - task files (KernelBench format + OPERATOR/FAMILY/LEVEL/CASES), validation;
-  ``suite`` - the built-in tasks and example candidates (discovery API);
-* ``cpu`` - the fast compile path candidates use (``compile_cpp``; see its docstring);
-* ``targets`` - cpu / triton / cuda plug-ins (compile, run, time, describe hardware);
-* ``evaluate`` - the orchestration; ``sandbox`` + ``worker*`` - isolated worker processes;
-  ``ipc`` - their pickle-free messages;
-* ``compare`` - correctness and tolerances; ``static_check`` + ``guards`` - anti-cheat;
-  ``timing`` - interleaved, cache-flushed measurement;
-* ``record`` - the ``kope.outcome/1`` record; ``hardware`` - the fingerprint.
+The modules, layer by layer: docs/architecture.md, "The harness's own layers".
 
 A candidate defines ``class ModelNew(torch.nn.Module)`` with ``Model``'s constructor
 arguments; for the ``cpu`` target it builds its kernels with ``harness.cpu.compile_cpp``

@@ -5,24 +5,13 @@ A candidate's ``compile_cpp(src, flags=[...])`` and its ``torch.utils.cpp_extens
 the compiler only if every flag is on the list below; the first one that is not is a compile error that
 names it. Each list element is one argument (``["-O3", "-mavx2"]``), never two in one string.
 
-Allowed (C++): optimisation levels (``-O0``..``-O3``, ``-Os``, ``-Ofast``, ``-Og``); ``-march=`` /
-``-mtune=`` / ``-mcpu=`` with a CPU name (``native``, ``znver3``, ...); ``-m<isa>`` feature switches
-(``-mavx2``, ``-mfma``, ``-mavx512f``, ``-mno-avx512f``, ``-mprefer-vector-width=256``, ...); the vetted
-``-f`` optimisation flags in ``F_FLAGS`` (and their ``-fno-`` forms; ``-fopenmp``, ``-funroll-loops``,
-``-ffast-math``, ``-fno-math-errno``, ``-fvect-cost-model=...``, compile-time limits such as ``-fconstexpr-ops-limit=N``, ...); ``-D<NAME>[=value]``, ``-U<NAME>``;
-``-std=c++11``..``c++23`` (and ``gnu++``); ``-W<warning>`` (not ``-Wl,``/``-Wa,``/``-Wp,``), ``-w``,
-``-pedantic``; ``-g``, ``-g0``..``-g3``, ``-pthread``, ``-pipe``. Link flags (``extra_ldflags``):
-``-fopenmp``, ``-pthread`` and the system libraries ``-lgomp``, ``-lm``, ``-lpthread``.
-
-Refused, as a compile error: everything else, among them ``-I`` (and ``extra_include_paths``), ``-o``,
-``-x``, ``-l<other>``, ``-L``, ``-c``/``-E``/``-S``, ``-save-temps``, ``-fdump-*``.
-
-Refused as an **escape attempt** (``cheat_detected:compiler_escape``): flags that make the compiler run
-or load a program, or read a file, of the candidate's choosing: ``-wrapper``, ``-B``, ``-specs``,
-``-fplugin``, ``@file``, ``-fuse-ld=``, ``-Wl,``/``-Wa,``/``-Wp,``, ``-Xlinker``/``-Xassembler``/
-``-Xpreprocessor``, ``--sysroot``, ``-include``/``-imacros``/``-iprefix``/..., ``-no-integrated-cpp``; for
-nvcc ``-ccbin``, ``-Xcompiler``, ``-Xlinker``. No honest kernel needs one of them, and each has been
-used (``-wrapper``) to run a shell outside every sandbox layer but the compiler's own.
+What is allowed (optimisation levels, ``-march``/``-mtune``/``-mcpu``, ``-m<isa>``, the ``-f`` flags of
+``F_FLAGS``, ``-D``/``-U``, ``-std``, ``-W<warning>``, debug info; link flags: OpenMP, pthread and three system
+libraries) is the code below; everything else is a compile error. Refused as an **escape attempt**
+(``cheat_detected:compiler_escape``): flags that make the compiler run or load a program, or read a file, of the
+candidate's choosing (``-wrapper``, ``-B``, ``-specs``, ``-fplugin``, ``@file``, ``-Wl,``, ``-include``, nvcc's
+``-ccbin``, ...); no honest kernel needs one, and ``-wrapper`` has been used to run a shell outside every
+sandbox layer but the compiler's own. docs/harness-workers.md, "The sandbox" (its compile row).
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Device-to-host traffic during forward on a GPU target: a CPU fallback is a cheat.
 
-A "GPU kernel" that copies its inputs to the host, computes there and copies
-the result back is not a GPU kernel (and on a machine with a fast CPU may even
-look fast). During one guarded correctness trial the candidate worker
-watches every copy from the device to the host, in two layers:
-
-* the dispatcher: ``aten._to_copy`` / ``aten.copy_`` (``.cpu()``, ``.to("cpu")``,
-  ``.numpy()`` on a device tensor, ``copy_`` into a host tensor), with exact
-  byte counts;
-* the CUDA profiler (CUPTI through ``torch.profiler``): every ``Memcpy DtoH``
-  the device executed, whoever issued it (a native extension calling
-  ``cudaMemcpy`` included), with the bytes of each copy, read from the profiler's
-  events in memory (``kineto_results``). No file: the check runs next to the
-  candidate's guarded window, and a trace exported to a temporary file and read
-  back there was the harness tripping its own file-access check (issue 32). The
-  profiler is started before the window is armed and stopped after it is
-  disarmed (``start_profiler``/``stop_profiler``), so nothing of it runs inside.
-
-More than ``LIMIT_FRACTION`` of the inputs' bytes (and at least
-``LIMIT_FLOOR_BYTES``) copied to the host is ``cheat_detected:device_to_host``;
-reading back a few scalars (a shape, a flag) stays allowed.
+During one guarded correctness trial the candidate worker counts every copy from the device to the host at
+the dispatcher (``aten._to_copy`` / ``aten.copy_``, exact byte counts) and in the CUDA profiler's events, read
+in memory (``kineto_results``; every ``Memcpy DtoH``, native code's too; no trace file, and the profiler starts
+and stops outside the armed window: ``start_profiler``/``stop_profiler``). More than ``LIMIT_FRACTION`` of the
+inputs' bytes (and at least ``LIMIT_FLOOR_BYTES``) is ``cheat_detected:device_to_host``; a few scalars read
+back stay allowed. Why: docs/harness.md, "Anti-cheat checks" (GPU targets).
 """
 
 from __future__ import annotations

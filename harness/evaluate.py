@@ -153,11 +153,9 @@ class _Evaluation:
 
     def _worker(self) -> Worker:
         spec = self._spec()
-        if self.options.deployed:  # a plain process: its own interpreter and torch import, under the user's settings
-            worker = spec.start(zygote=False)
-        elif self.options.warm_pool:
+        if self.options.warm_pool and not self.options.deployed:
             worker = WARM_POOL.take(spec, refill=self.options.refill_pool)
-        else:  # as before the pool and the zygote existed
+        else:  # a plain process, its own interpreter and torch import (as deployed: under the user's settings)
             worker = spec.start(zygote=False)
         if self.sandboxed:
             worker.compile_service = self._serve_compile

@@ -1,22 +1,9 @@
 """Index outputs checked for self-consistency (argmax / argmin / top-k style), as CANN Bench does.
 
-A task declares which outputs are indices into an input::
-
-    INDEX_OUTPUTS = [{"output": 0, "input": 0, "dim": "reduce_dim"}]                 # argmax
-    INDEX_OUTPUTS = [{"output": 1, "input": 0, "dim": -1, "values": 0, "keepdim": True}]  # top-k
-
-``output`` / ``input``: positions in the flattened output and in ``get_inputs()``;
-``dim``: the dimension indexed, an integer or the name of a module-level
-constant (read per case); ``values`` (optional): the output holding the values
-the indices claim; ``keepdim`` (default false): whether the indexed dimension
-is kept (size k) or dropped.
-
-Instead of comparing indices exactly (which would refuse a kernel that breaks
-a tie another way), the harness checks that every index lies in range and that
-the input values it points at equal the values the reference's indices point
-at, and, with ``values``, equal the values the candidate returned. A kernel
-returning indices that do not point at the right values is
-``incorrect:index``.
+A task declares them in ``INDEX_OUTPUTS`` (``output``, ``input``, ``dim``; optional ``values``, ``keepdim``):
+every index must lie in range and point at the input values the reference's indices point at (and, with
+``values``, at the values the candidate returned); otherwise ``incorrect:index``. The format and why ties
+pass: docs/harness.md, "Correctness and tolerances".
 """
 
 from __future__ import annotations

@@ -173,12 +173,9 @@ def read_message_blocking(fd: int) -> tuple[dict[str, Any], list[torch.Tensor]]:
 # -- the messages: one typed record per kind, one encode/decode pair -------------------------------------------
 #
 # On the wire a message is the JSON header above (its tensors travel beside it). A request names its kind in
-# ``op``; a worker's reply says ``ok`` and is decoded as the reply to the request it answers (the parent keeps
-# the kinds of the requests in flight, ``harness.worker_process.Worker``). ``encode`` writes a record's fields
-# as the header's keys (an optional field left at None is left out); ``decode_*`` checks every key, its type,
-# and that nothing required is missing or unknown: anything else is a ``ProtocolError``, which the parent
-# treats as a broken worker (``runtime_error:protocol``). What a trial, a timed item or a hardware description
-# holds inside is checked where it is used (``harness.evaluate``, ``harness.case_timer``), as before.
+# ``op``; a reply says ``ok`` and is decoded as the reply to the request it answers. ``encode`` writes a record's
+# fields as the header's keys (an optional field left at None is left out); ``decode_*`` checks every key and its
+# type (anything else: ``ProtocolError``, a broken worker; docs/architecture.md, "The harness's own layers").
 
 
 @dataclass

@@ -1,40 +1,13 @@
 """A harness module run on code from outside the project (a task file) in the sandbox, under a wall-clock timeout.
 
-Task files are a user's or another team's code: importing one runs its module-level code, and tracing or
-costing it runs its reference. The harness does all three only in a child process started here, never in
-its own process (``harness.task_loader``, the cost helper of ``harness.roofline``, the structure tracer).
-The child gets the compiler's sandbox (``harness.commands.sandboxed_command``) and more:
-
-1. **namespaces** (``harness.sandbox.launcher``): new user, PID (``--kill-child``), mount, network (empty)
-   and IPC namespaces; a fresh ``/proc`` that shows the child's own namespace only (no other process's
-   ``environ``, ``cmdline`` or memory: not the service's, not the caller's);
-2. **environment** (``harness.sandbox.clean_env``): ``PATH``, the locale, one thread per pool, no
-   ``KOPE_*`` and no credential;
-3. **view** (``harness.sandbox.enter_view``): the whole tree read-only, a private tmpfs as scratch (cwd,
-   ``HOME``, ``TMPDIR``), empty over the credential folders of ``harness.sandbox.hidden_paths`` and over
-   every folder and file of the private roots (``private_roots``: the harness cache with its reference
-   outputs, seed salt, loaded tasks, compiled kernels and keys; the extension caches; a worker service's
-   evaluations folder, other clients' tasks and candidates), except the folders on the way to the files
-   the child must read (a task the worker service keeps there);
-4. **Landlock** (``harness.sandbox.restrict_writes``, where the kernel has it): writes only beneath the
-   scratch; no TCP; no mount or unmount (the view cannot be undone);
-5. **no capabilities**: the bounding set is emptied before the module is executed, so the child is root
-   of its user namespace with no capability (it cannot remount or unmount the view either);
-6. **rlimits**: address space, CPU time (a busy loop ends with ``SIGXCPU``), file size, no core dumps;
-7. **wall clock**: the parent kills the launcher's process group after ``timeout_s``; the namespace's
-   PID 1 dies with it (``--kill-child``) and with it everything the task started.
+Importing, costing or tracing a task file runs its code; the harness does it only in a child process started
+here (``harness.task_loader``, the cost helper of ``harness.roofline``, the structure tracer), never in its own.
+The layers (the compiler's sandbox, ``harness.commands.sandboxed_command``, plus namespaces with a fresh
+``/proc``, ``clean_env``, ``enter_view`` hiding ``private_roots``, Landlock, no capabilities, rlimits and a
+wall clock), the opt-out and the GPU case: docs/harness.md, "Task code runs in a sandboxed worker".
 
 What the child reports comes back through its stdout (a file, bounded by the file-size limit); what the
 task prints goes to its stderr. The caller treats the report as the task's own data: it validates it.
-
-Where the sandbox is switched off (``KOPE_HARNESS_SANDBOX=off``) the child runs as before the sandbox: a
-plain interpreter in its own session, without credentials, under the same timeout (``Isolated.sandboxed``
-says which, for the caller's messages). Where it cannot be set up and the user did not opt out,
-``SandboxUnavailableError``: task code is never run bare without the user's say-so.
-
-GPU devices (``gpu=True``, the cost helper on a GPU): Landlock also lets the child write the NVIDIA device
-nodes (``harness.sandbox.GPU_PROFILE``, as a GPU worker's), and there is no address-space limit (CUDA
-maps far more than any useful limit); every other layer stays (not run here: no GPU).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Where a candidate's process spends its time, sampled from outside (Linux perf events).
 
-The parent opens a software CPU-clock sampling event (``perf_event_open``, user space only, so
-``perf_event_paranoid`` 2, the usual default, allows it for one's own processes) on every thread
-of the candidate's worker, *inherited* by every thread those threads create later (``inherit``: a
-helper thread started inside a timed call is sampled too, its samples written to the buffer of the
-thread that created it, and kept after it exits), lets it run the measured units, and maps every
-sampled instruction pointer to the library it lies in (``/proc/PID/maps``). Time in the compute code of
-libtorch or of a BLAS/LAPACK library (or numpy's loops) is the reference's work, whichever
-thread or language reached it: C++ through libtorch, a helper thread, a disabled dispatch
-mode, numpy. The candidate cannot see or change any of this (it lives in the kernel and in
-the parent).
+The parent samples every thread of a worker, and every thread those start later (``inherit``), with a
+user-space CPU-clock event and maps each sampled instruction pointer to its library (``/proc/PID/maps``): time in
+libtorch's, numpy's or a BLAS/LAPACK library's compute code is the reference's work, however it was reached.
+The candidate cannot see or change any of this (it lives in the kernel and in the parent). How the evaluation
+uses it: docs/harness-workers.md, "Reference calls below Python".
 """
 
 from __future__ import annotations
@@ -97,12 +92,9 @@ class Profile:
 
 class Sampler:
     """Samples the instruction pointers of every thread of ``pid`` (every ``period_ns`` of its CPU time): those
-    running now and every thread they start later.
-
-    The kernel maps no buffer of an inherited event that follows one thread on every CPU, so the events are per
-    (thread, CPU) pair, inherited by the threads each thread starts (``perf record``'s layout); the events of one
-    CPU all write to the buffer of its first (``PERF_EVENT_IOC_SET_OUTPUT``), one buffer per CPU. An ioctl on an
-    event reaches its inherited copies too.
+    running now and every thread they start later. The events are per (thread, CPU) pair (docs/harness-workers.md
+    says why); those of one CPU all write to the buffer of its first (``PERF_EVENT_IOC_SET_OUTPUT``), one buffer
+    per CPU. An ioctl on an event reaches its inherited copies too.
 
     ``enabled=False`` opens the events switched off: ``enable()`` and ``disable()`` (one ioctl per
     event) then bracket what is to be sampled, e.g. only the timed units of an evaluation and not

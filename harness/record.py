@@ -8,58 +8,8 @@ fields are optional; absent values are ``None`` (JSON ``null``), never ``-1``.
 ``Outcome.violations()`` lists what a record breaks of the rules below the
 types (counts, positive speedups, lengths).
 
-``status`` is one of ``STATUSES``. ``error_kind`` is a short stable string:
-the status, optionally followed by ``:`` and a detail. The details in use:
-
-==========================  ===================================================
-error_kind                  meaning
-==========================  ===================================================
-format_error:no_code        the candidate file is empty (or only comments)
-format_error:syntax         the candidate is not valid Python
-format_error:no_model_new   no ``class ModelNew`` in the candidate
-format_error:signature      ``ModelNew(*get_init_inputs())`` cannot bind
-format_error:import         the candidate imports a module that does not exist
-compile_error               the kernel did not compile (compiler output in the excerpt)
-timeout:compile             compilation ran past the compile timeout
-timeout                     a forward call or the timing of a case ran past its timeout
-runtime_error:<Exception>   the candidate raised (e.g. ``runtime_error:RuntimeError``)
-runtime_error:SIGSEGV       the worker died of a signal (SIGSEGV, SIGABRT, SIGBUS, ...)
-runtime_error:exit_code_N   the worker exited by itself (``os._exit(N)``)
-runtime_error:sys_exit      the candidate called ``sys.exit`` / raised ``SystemExit``
-runtime_error:out_of_memory the candidate hit the memory limit
-runtime_error:output_limit  the candidate wrote more output than the file-size limit
-incorrect:mismatch          values outside tolerance (first mismatch in the case error)
-incorrect:shape             output shape differs from the reference
-incorrect:dtype             output dtype differs
-incorrect:device            output on another device
-incorrect:structure         a tuple where a tensor is expected, wrong arity, not a tensor
-incorrect:nonfinite         NaN/Inf where the reference is finite
-incorrect:timed_mismatch    an output produced during timing did not match the reference
-cheat_detected:<check>      an anti-cheat check fired: reference_call, input_mutation,
-                            monkey_patch, leftover_thread, leftover_process,
-                            lazy_output, output_aliases_input, tensor_subclass,
-                            file_access, network_access, process_spawn,
-                            thread_count, background_work (CPU used while the
-                            reference was timed), forbidden_api, output_reuses_buffer,
-                            missing_trials (fewer or other trials than asked for),
-                            input_mismatch (the candidate ran on other inputs),
-                            memory_access, sandbox_escape (the sandbox trapped a
-                            forbidden system call or a SIGSYS handler change, or
-                            its report channel was closed), compiler_escape (a
-                            compiler flag that runs or loads a program of the
-                            candidate's choosing: harness.compile_flags)
-cheat_detected:device_to_host
-                            on a GPU target, forward copied more than an eighth of its
-                            inputs' bytes to the host (a CPU fallback)
-cheat_detected:faster_than_hardware
-                            a timed case beat the machine's physical limit
-                            (``harness.roofline``: bytes / peak bandwidth,
-                            FLOPs / peak FLOP/s) by more than 1.5x
-incorrect:stride            output strides differ from the reference's (a
-                            contiguous reference output needs a contiguous one)
-incorrect:index             an index output does not point at the values it
-                            claims (gathered input values differ)
-==========================  ===================================================
+``status`` is one of ``STATUSES``. ``error_kind`` is a short stable string: the status, optionally followed by
+``:`` and a detail; the details in use are listed in docs/harness.md, "The outcome record".
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """What goes over the wire to a remote evaluation (a worker service or a Ray task), and back.
 
-A remote evaluation carries exactly three things (``EvalRequest``): the task file's
-source (with its SHA-256, checked on arrival, and the ``level<N>`` folder its level
-comes from), the candidate's source and file name, and the evaluation options.
-Never a path on the sending machine, an environment variable or a credential.
-The options are the subset of ``EvalOptions`` a client may choose: the anti-cheat
-switches (``static_checks``, ``lazy_check``), the sandbox and the resource limits are the
-evaluating host's, so a request cannot turn a check off.
+An ``EvalRequest`` carries exactly the task file's source (with its SHA-256 and its ``level<N>`` folder), the
+candidate's source and file name, and the options a client may choose (``WireOptions``: never the anti-cheat
+switches, the sandbox or the limits); never a path, an environment variable or a credential (docs/
+evaluation-workers.md, "What goes over the wire, and the trust model"). The receiving side writes the task under
+a content-addressed folder (so the trusted reference worker is reused), loads it with
+``harness.task_loader.load_task_isolated``, and runs the same ``harness.evaluate`` as a local evaluation.
 
-The receiving side writes the task under a content-addressed folder (the same task
-file for every evaluation of that content, so the trusted reference worker is
-reused), loads it in a sandboxed worker under the task timeout
-(``harness.task_loader.load_task_isolated``: task code never runs in the receiving
-process), writes the candidate into a fresh folder, runs the same
-``harness.evaluate`` as a local evaluation (fresh isolated candidate process, every
-static and run-time check, every timeout) and returns the ``kope.outcome/1``
-record, with the evaluating host's hardware.
-
-``evaluate_payload`` is the whole round trip as plain data (a dict in, a dict out:
-``{"outcome": ...}`` or ``{"error": {"type", "message", "hint"}}``), the form a Ray
-task and the worker service's executor use; ``error_from_payload`` turns such an
-error back into the harness's own exception type on the sending side.
+``evaluate_payload`` is the whole round trip as plain data (a dict in, a dict out: ``{"outcome": ...}`` or
+``{"error": {"type", "message", "hint"}}``), the form a Ray task and the worker service's executor use;
+``error_from_payload`` turns such an error back into the harness's own exception type on the sending side.
 """
 
 from __future__ import annotations
@@ -85,20 +74,8 @@ class WireOptions(_Wire):
         cases = options.cases
         if cases is not None and not isinstance(cases, str):
             cases = list(cases)
-        return cls(
-            target=options.target,
-            cases=cases,
-            seeds=options.seeds,
-            threads=options.threads,
-            timing=options.timing,
-            time_incorrect=options.time_incorrect,
-            budget={k: float(v) for k, v in asdict(options.budget).items()},
-            compile_timeout_s=options.compile_timeout_s,
-            startup_timeout_s=options.startup_timeout_s,
-            case_timeout_s=options.case_timeout_s,
-            timing_timeout_s=options.timing_timeout_s,
-            seed=options.seed,
-        )
+        budget = {k: float(v) for k, v in asdict(options.budget).items()}
+        return cls(**{name: getattr(options, name) for name in _SAME_NAMED}, cases=cases, budget=budget)
 
     def to_eval_options(self) -> Any:
         from harness.evaluate import EvalOptions
@@ -110,20 +87,11 @@ class WireOptions(_Wire):
             raise OptionsError(f"unknown timing budget field(s) {', '.join(unknown)} (known: {', '.join(known)})")
         defaults = asdict(Budget())
         budget = Budget(**{k: type(defaults[k])(v) for k, v in self.budget.items()})
-        return EvalOptions(
-            target=self.target,
-            cases=self.cases,
-            seeds=self.seeds,
-            threads=self.threads,
-            timing=self.timing,
-            time_incorrect=self.time_incorrect,
-            budget=budget,
-            compile_timeout_s=self.compile_timeout_s,
-            startup_timeout_s=self.startup_timeout_s,
-            case_timeout_s=self.case_timeout_s,
-            timing_timeout_s=self.timing_timeout_s,
-            seed=self.seed,
-        )
+        return EvalOptions(**{name: getattr(self, name) for name in _SAME_NAMED}, cases=self.cases, budget=budget)
+
+
+# the fields a WireOptions and an EvalOptions share under the same name and type
+_SAME_NAMED = [name for name in WireOptions.model_fields if name not in ("cases", "budget")]
 
 
 class TaskFile(_Wire):

@@ -1,21 +1,14 @@
 """Reading a worker's tensors straight out of its memory (``process_vm_readv``), instead of through its pipe.
 
-A timed unit's outputs are tens of megabytes per unit for a memory-bound operator; sent through
-the worker's pipe they cost an encode, a pipe transfer (about 1 GB/s here) and a fresh buffer
-in the parent per unit, more than the unit itself. With ``fetch {"remote": true}`` a worker
-replies with where each (contiguous) output tensor lies in its own address space
-(``{"dtype", "shape", "nbytes", "addr"}``) and keeps it alive until its next request; the parent
-copies the bytes with one ``process_vm_readv`` call per batch into staging tensors it reuses
-from unit to unit (``Staging``).
+With ``fetch {"remote": true}`` a worker replies with where each contiguous output lies in its own address
+space (``{"dtype", "shape", "nbytes", "addr"}``) and keeps it alive until its next request; the parent checks
+every description, then copies the bytes into staging tensors it reuses (``Staging``). Why it is faster, and
+the fallback to the pipes: docs/harness-workers.md, "Timing from outside, adaptively".
 
-Trust: nothing about the candidate changes. It chooses what its worker sends either way: an
-address it lies about yields bytes of its own memory (judged like any other output), or
-``EFAULT`` (a malformed reply, ``RemoteMemoryError``). The parent checks every description
-(allow-listed dtype, shape, declared size, total under the worker's message limit) before
-reading. The other direction is closed: the candidate's seccomp filter traps
-``process_vm_readv``/``writev`` and its PID namespace shows no other process. Where the
-kernel refuses the parent (``EPERM``: e.g. a Yama or LSM policy; ``ENOSYS``), the parent says
-so in its trace and fetches through the pipe as before (``RemoteUnavailable``).
+Trust: nothing about the candidate changes. An address it lies about yields bytes of its own memory (judged
+like any other output) or ``EFAULT`` (a malformed reply, ``RemoteMemoryError``); the candidate's seccomp
+filter traps ``process_vm_readv``/``writev`` and its PID namespace shows no other process. Where the kernel
+refuses the parent (``EPERM``, ``ENOSYS``) the pipe is used as before (``RemoteUnavailable``).
 """
 
 from __future__ import annotations

@@ -1,40 +1,12 @@
 """The physical-limit check: no kernel can be faster than the hardware allows.
 
-Two numbers describe what a machine can do at most: its peak memory bandwidth
-(bytes/s) and its peak arithmetic rate (FLOP/s). ``machine_peaks`` measures
-them once per machine and keeps them under ``cache_dir()/peaks/<hardware
-id>.json`` (``KOPE_HARNESS_PEAKS=FILE`` pins them instead, e.g. datasheet
-values). Measured in a separate process with every core (or on the GPU):
-
-* bandwidth: the best of a copy (2 bytes moved per byte), a read-only sum and
-  a fill over a buffer far larger than the last-level cache, each the best of
-  several repetitions;
-* FLOP/s: the best of large float32 and bfloat16 matrix products (float16 too
-  on a GPU), 2*M*N*K FLOPs each.
-
-Each case's least work (``case_costs``, computed once per task file content
-in a process that runs the task's reference - task code: in the sandbox of
-``harness.isolated``, under the measurement timeout - kept under
-``cache_dir()/costs/``): the bytes of its inputs, parameters and outputs
-(each must be read or written at least once) and the FLOPs
-``torch.utils.flop_counter.FlopCounterMode`` counts on the reference (matrix
-products and convolutions; elementwise work counts zero, so this is a lower
-bound). The lower bound on time is::
-
-    bound = max(bytes / bandwidth, flops / flop_rate)
-
-where the bandwidth term counts only when the bytes exceed twice the
-last-level cache (the host's from the fingerprint; a GPU's L2, or a pinned
-file's ``detail.cache_bytes``; smaller working sets may be served from cache; the timer
-flushes caches, but a bound must never accuse an honest kernel). The
-*fraction of roofline* of a case is ``bound / measured median``: 1.0 is a
-kernel running exactly at the machine's measured peak. A fraction above
-``FLAG_FRACTION`` (1.5: half again faster than the measured peak, which
-covers a kernel beating torch's own best access pattern and measurement
-noise) is physically impossible: the peaks are measured afresh once (the
-cached ones may have been measured on a busy machine) and, if the case is
-still beyond the limit, the evaluation ends as
-``cheat_detected:faster_than_hardware``.
+``machine_peaks`` measures peak memory bandwidth and FLOP/s once per machine, in a separate process (kept
+under ``cache_dir()/peaks/<hardware id>.json``; ``KOPE_HARNESS_PEAKS=FILE`` pins them); ``case_costs`` computes
+each case's least bytes and FLOPs once per task file content, in the sandbox of ``harness.isolated`` (kept under
+``cache_dir()/costs/``). The bound is ``max(bytes / bandwidth, flops / flop_rate)`` (the bandwidth term only past
+twice the last-level cache); a case whose fraction of roofline (bound / measured median) stays above
+``FLAG_FRACTION`` after the peaks are measured afresh is ``cheat_detected:faster_than_hardware``. The why of
+each choice: docs/harness.md, "Anti-cheat checks", "The physical limit".
 """
 
 from __future__ import annotations

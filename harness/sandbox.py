@@ -1,30 +1,14 @@
 """The OS-level sandbox every harness worker (and every compiler run) lives in, on Linux.
 
-Layers, each from the kernel or a well-kept tool, in the order they are set up:
+Layers, each from the kernel or a well-kept tool, in the order they are set up (what each one holds:
+docs/harness-workers.md, "The sandbox"):
 
-1. **Launch** (parent side, ``launcher()``): util-linux ``unshare`` puts the worker in new
-   user, PID, mount, network and IPC namespaces (``--kill-child``: when the launcher dies,
-   so does the namespace's PID 1 and with it every process in the namespace). The worker
-   gets an environment of its own (``clean_env``): ``PATH``, the locale, the thread-count
-   variables and its target's variables, nothing else (no credentials, no ``KOPE_*``).
-2. **View** (worker, at boot, before torch is imported, ``enter_view``): mount propagation
-   private; the whole file tree read-only (``mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)``);
-   a private ``tmpfs`` as the scratch directory (cwd, ``HOME``, ``TMPDIR``); an empty
-   ``tmpfs`` over every hidden path (the reference cache, credential folders, KOPE's data
-   folder); a fresh ``/proc`` that shows the namespace's processes only (no other process's
-   memory to read); an empty network namespace (only a down loopback).
-3. **Landlock** (at boot, ``restrict_writes``, where the kernel has it): writes, removals and
-   special files only beneath the scratch directory; TCP bind/connect denied; no signals or
-   abstract sockets outside the worker's domain.
-4. **Seccomp** (right before candidate code is imported, ``lock_down``; libseccomp through
-   ``pyseccomp``): process creation (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``),
-   ``execve``, sockets, ``ptrace`` and cross-process memory access, mounts and namespace
-   changes, ``bpf``/``perf_event_open``/``userfaultfd``/keyrings/modules *trap*: a native
-   ``SIGSYS`` handler of the harness (``_SIGSYS_SOURCE``) writes the syscall number to a
-   report pipe the parent reads, and the call fails with ``EPERM``. A candidate that installs
-   its own ``SIGSYS`` handler is killed by the filter (``SIGSYS``). ``clone3`` answers
-   ``ENOSYS`` so that the C library creates threads with ``clone`` (threads for OpenMP stay
-   allowed).
+1. **Launch** (parent side, ``launcher()``): util-linux ``unshare`` into new user, PID (``--kill-child``), mount,
+   network and IPC namespaces, with an environment of its own (``clean_env``: no credentials, no ``KOPE_*``).
+2. **View** (worker, at boot, before torch is imported, ``enter_view``): the tree read-only, a private scratch
+   ``tmpfs``, empty ``tmpfs`` over every hidden path, a fresh ``/proc``, an empty network namespace.
+3. **Landlock** (at boot, ``restrict_writes``, where the kernel has it).
+4. **Seccomp** (right before candidate code is imported): ``harness.seccomp.lock_down``.
 5. **rlimits** (``harness.worker``): file size, no core dumps, address space.
 
 What a layer opens for a target is its **profile** (``SandboxProfile``, ``PROFILES``): the GPU profiles

@@ -18,7 +18,6 @@ COMPILE_TIMEOUT = "KOPE_HARNESS_COMPILE_TIMEOUT"  # seconds per C++/extension bu
 SANDBOX = "KOPE_HARNESS_SANDBOX"  # "off" (or 0/false/no): run candidates and task code without the sandbox
 ZYGOTE = "KOPE_HARNESS_ZYGOTE"  # "off": every sandboxed worker boots an interpreter and torch of its own
 POOL = "KOPE_HARNESS_POOL"  # warm workers kept per configuration (default one per two CPUs, 1 to 4)
-PIPE_DEFAULT = "KOPE_HARNESS_PIPE_DEFAULT"  # set: keep the kernel's default pipe buffer size
 REF_CACHE_MB = "KOPE_HARNESS_REF_CACHE_MB"  # the reference cache's size cap in MiB (default 2048)
 REMOTE_FETCH = "KOPE_HARNESS_REMOTE_FETCH"  # "off": timed outputs come back through pipes, not process_vm_readv
 INPUT_RING = "KOPE_HARNESS_INPUT_RING"  # "off": every timed call's inputs from get_inputs, not from a ring of sets
@@ -33,7 +32,6 @@ ALL = (
     SANDBOX,
     ZYGOTE,
     POOL,
-    PIPE_DEFAULT,
     REF_CACHE_MB,
     REMOTE_FETCH,
     INPUT_RING,
@@ -84,10 +82,6 @@ def pool_size() -> int | None:
     """``KOPE_HARNESS_POOL`` when set to a whole number; None: the pool sizes itself from the CPU count."""
     value = _get(POOL)
     return int(value) if value.isdigit() else None
-
-
-def pipe_default() -> bool:
-    return bool(_get(PIPE_DEFAULT))
 
 
 def ref_cache_bytes() -> int:

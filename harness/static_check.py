@@ -1,34 +1,11 @@
 """Static anti-cheat checks on a candidate's source, before anything runs.
 
-The first of two layers (the second, at run time, is in ``harness.guards``).
-A finding names its check (the ``cheat_detected:<check>`` detail), the line and
-what was found:
-
-* ``reference_call``: a torch compute call (``torch.softmax``, ``F.linear``,
-  ``torch.ops.aten.*``, the ``@`` operator, ...) outside ``__init__``, or a use
-  of the task's ``Model``; in C++ sources (``load_inline``) an ATen compute call
-  (``torch::matmul``, ``at::softmax``, ``x.sum()``, ...). Allocation, views and
-  copies (``torch.empty_like``, ``torch.cat``, ...) are allowed.
-* ``monkey_patch``: assigning to, or ``setattr``/``delattr`` on, an attribute of
-  an imported module or class (``torch.relu = ...``, ``time.perf_counter = ...``).
-* ``thread_count``: changing the thread count (``torch.set_num_threads``,
-  ``omp_set_num_threads``, ``num_threads(...)`` clauses, ``os.environ[...THREADS]``).
-* ``forbidden_api``: processes, threads, sockets, files, introspection and
-  import machinery (``subprocess``, ``threading``, ``socket``, ``open``,
-  ``inspect``, ``gc``, ``ctypes``, ``sys._getframe``, ``exec``, ``__import__``,
-  ``torch._C``, ``torch.library``, tensor subclasses, ``torch.compile``, harness
-  internals other than ``harness.cpu``), and in C++ sources file/process/network
-  calls and background threads (``fopen``, ``std::thread``, ``pthread_create``, ...).
-
-Only what ``ModelNew`` can execute is held against a candidate for
-``reference_call`` and ``thread_count``: the ``ModelNew`` class, every
-module-level statement (it runs at import) and, transitively, every
-module-level function or class those name. Helpers an answer carries along
-without using them (a copy of the task's ``get_inputs()``, ``get_init_inputs()``
-or ``Model``, an ``if __name__ == "__main__":`` block) are never run by the
-harness, so their ``torch.rand`` or ``torch.matmul`` is not a finding. The
-other checks (``forbidden_api``, ``monkey_patch``) apply to the whole file. A
-file without ``ModelNew`` is checked as a whole.
+The first of two layers (the second, at run time, is in ``harness.guards``). A finding names its check (the
+``cheat_detected:<check>`` detail: ``reference_call``, ``monkey_patch``, ``thread_count``, ``forbidden_api``),
+the line and what was found. What each check looks for, in Python and in embedded C++, and why
+``reference_call`` and ``thread_count`` apply only to what ``ModelNew`` can execute (the class, module-level
+statements and what they name, transitively; a file without ``ModelNew`` is checked as a whole):
+docs/harness.md, "Anti-cheat checks" (and "Honest answers" there).
 """
 
 from __future__ import annotations

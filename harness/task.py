@@ -1,34 +1,17 @@
 """Task files: KernelBench-compatible problems, plus KOPE's optional metadata and CASES.
 
-A task is one Python file (docs/harness.md, "Task files"). Required, exactly as KernelBench:
-``class Model(nn.Module)``, ``get_inputs()`` and ``get_init_inputs()``. Optional:
-``OPERATOR`` (snake_case, default: the file stem, normalised), ``FAMILY`` (one of
-``FAMILIES``, default ``"unknown"``), ``LEVEL`` (1..4, default: from a
-``level<N>`` folder in the path, else ``None``), ``DESCRIPTION``, ``DTYPE`` (a
-torch dtype name read by ``get_inputs()``), ``CASES`` (a list of dicts, each with
-a unique ``name`` and JSON-serialisable values), ``HELDOUT_CASES`` (the same
-format, names unique across both lists), ``INDEX_OUTPUTS`` (outputs that are
-indices into an input, checked for self-consistency: ``harness.index_check``)
-and ``apply_case(case)``.
+The format (``Model``, ``get_inputs()``, ``get_init_inputs()``; optional ``OPERATOR``, ``FAMILY``, ``LEVEL``,
+``DESCRIPTION``, ``DTYPE``, ``CASES``, ``HELDOUT_CASES``, ``INDEX_OUTPUTS``, ``apply_case``) and what held-out
+cases hide from a proposer: docs/harness.md, "Task files" and "Held-out cases". Here: ``TaskInfo.cases`` are the
+visible cases (indices ``0..n-1``), ``TaskInfo.heldout_cases`` the held-out ones (indices ``n..``,
+``Case.heldout`` set); ``select_cases`` picks from the visible ones unless asked for ``case_set="heldout"`` or
+``"all"``; ``visible_source`` is the file without its ``HELDOUT_CASES``; ``to_dict`` gives only their count.
 
-Held-out cases are for the final evaluation only: nothing a proposer sees
-holds them. ``TaskInfo.cases`` are the visible cases (indices ``0..n-1``),
-``TaskInfo.heldout_cases`` the held-out ones (indices ``n..``, ``Case.heldout``
-set); ``select_cases`` picks from the visible cases unless asked for
-``case_set="heldout"`` or ``"all"``; ``visible_source`` is the task file without
-its ``HELDOUT_CASES`` (what a prompt may show); ``to_dict`` gives only their count.
-
-A case is applied to a *freshly executed* copy of the module: every key other
-than ``name`` is set as a module global (each must already exist, so a typo is
-an error), or, when the module defines ``apply_case``, that hook is called with
-the case dict instead. A task without ``CASES`` has one implicit case,
-``default``: the module as written.
-
-``read_task_literals`` reads the metadata without running the file (for listing);
-``load_task`` runs it and validates everything that can be checked without
-calling the model; the reference worker checks the rest per case
-(``get_init_inputs()``, ``Model(...)``, ``get_inputs()``) and reports failures
-as ``ReferenceFailedError`` naming the case.
+A case is applied to a *freshly executed* copy of the module: every key other than ``name`` is set as a module
+global (each must already exist, so a typo is an error), or ``apply_case(case)`` is called instead. A task
+without ``CASES`` has one implicit case, ``default``. ``read_task_literals`` reads the metadata without running
+the file; ``load_task`` runs it and validates what can be checked without calling the model; the reference
+worker checks the rest per case and reports failures as ``ReferenceFailedError`` naming the case.
 """
 
 from __future__ import annotations

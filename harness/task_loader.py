@@ -1,32 +1,13 @@
 """Loading a task file in a worker process under a timeout: task code never runs in the caller's process.
 
-A task file is Python from outside the project (a user's, another team's):
-importing it (to read metadata whose values are not literals, or its cases)
-runs its module-level code, which can be slow, hang, crash or be hostile.
-``load_task_isolated(path)`` imports it in a fresh interpreter
-(``python -m harness.task_loader PATH``) in the sandbox of ``harness.isolated``
-(no network, a read-only view without the harness cache's private folders, a
-scratch tmpfs, Landlock, no capabilities, address-space and CPU-time limits, a
-clean environment) and kills it, and everything it started, when it takes
-longer than ``timeout_s`` (default ``harness.settings.TASK_TIMEOUT_S``, or the
-``KOPE_HARNESS_TASK_TIMEOUT`` environment variable, in seconds). The worker
-writes the validated task as JSON to its stdout; a task that replaces the
-harness's own code at import (the comparison, say) is refused. The caller
-rebuilds the ``Task`` from the JSON (checking its shape: it is the task's own
-data) and keeps it, keyed by the file's path and content hash, so a loop that
-evaluates the same task many times pays for one import. The JSON is also kept on disk
-(``cache_root()/tasks``, mode 0600, written atomically, with a digest of its
-contents; the sandbox hides the folder from candidates), keyed by the path, the
-file's content, this loader's and ``harness/task.py``'s own source and the torch
-version, so every later process loading the same unchanged task skips the
-import (an interpreter and torch: about 2 s of CPU) too; an edited task file
-is a new key, a damaged entry is ignored and rewritten.
-
-Failures are ``TaskFormatError`` with one clear line naming the task file: the
-task's own message, a timeout, or the worker's crash; ``SandboxUnavailableError``
-where the sandbox cannot be set up and the user did not switch it off
-(``KOPE_HARNESS_SANDBOX=off``: the worker then runs as before, without it). Workers that must run the task's code (the
-reference and candidate workers) call ``harness.task.load_task`` directly.
+``load_task_isolated(path)`` imports it in ``python -m harness.task_loader PATH`` in the sandbox of
+``harness.isolated`` and kills it after ``timeout_s`` (``harness.settings.task_timeout_s``); the worker writes
+the validated task as JSON to its stdout and the caller rebuilds the ``Task`` from it (checking its shape: it
+is the task's own data). What is refused, and how the JSON is kept per file content in the process and on disk
+(``cache_root()/tasks``, keyed also by this loader's and ``harness/task.py``'s source and the torch version):
+docs/harness.md, "Task code runs in a sandboxed worker". Failures are ``TaskFormatError`` with one line naming
+the task file, or ``SandboxUnavailableError``. Workers that must run the task's code (the reference and
+candidate workers) call ``harness.task.load_task`` directly.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Timing: the statistics, the clocks and the machine lock of the harness's timed phases.
 
-How the harness times a candidate (``harness.evaluate``): the *parent* drives both workers.
-Per repetition it has the reference worker and the candidate worker prepare the same fresh
-inputs (seeds it chooses, new every time; mixed copies of a small ring of ``get_inputs`` sets,
-``harness.worker_timed``) and flush their caches, then times each one's unit
-of ``n`` calls with its own clock around the request (``go``/``done``), minus the measured
-cost of an empty round trip; the order alternates every repetition. Fast kernels run in
-units of several calls (``calls_per_unit``) so the clock and the channel do not dominate,
-each call on its own fresh input set. Every output of every timed call is compared with the
-reference's output for the same inputs. Repetitions stop when the distribution-free 95 %
-confidence interval of both medians is within ``Budget.ci_target`` of the median
-(``median_ci``), or when the budget runs out; the achieved interval is recorded. Timed phases
-take ``machine_lock(exclusive=True)``: no two evaluations time at once on this machine and no
-warm worker starts meanwhile.
-
-``CpuTimer`` and ``CudaTimer`` are the clocks a worker times its unit with, cache flush included.
+How the parent times a candidate from outside (units of ``n`` calls on fresh inputs, the stop rule
+``enough_repetitions``, the interval recorded): docs/harness-workers.md, "Timing from outside, adaptively".
+Timed phases take ``machine_lock(exclusive=True)``: no two evaluations time at once on this machine and no
+warm worker starts meanwhile. ``CpuTimer`` and ``CudaTimer`` are the clocks a worker times its unit with,
+cache flush included.
 """
 
 from __future__ import annotations
@@ -126,18 +116,6 @@ def calls_per_unit(call_ms: float, budget: Budget, cap: int = 256) -> int:
     if call_ms <= 0 or not math.isfinite(call_ms):
         return 1
     return max(1, min(cap, math.ceil(budget.unit_ms / call_ms)))
-
-
-def enough(ref_ms: Sequence[float], cand_ms: Sequence[float], budget: Budget) -> bool:
-    """The stop rule: at least ``min_reps``, then both medians' intervals within ``ci_target``, or
-    ``rep_ms`` of measured time spent on each implementation (the budget; ``max_reps`` and
-    ``max_wall_s`` are the caller's caps)."""
-    n = min(len(ref_ms), len(cand_ms))
-    if n < budget.min_reps:
-        return False
-    if budget.ci_target > 0 and max(relative_halfwidth(ref_ms), relative_halfwidth(cand_ms)) <= budget.ci_target:
-        return True
-    return sum(ref_ms) >= budget.rep_ms and sum(cand_ms) >= budget.rep_ms
 
 
 def _lock_folder() -> Path:

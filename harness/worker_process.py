@@ -9,12 +9,10 @@ scratch mount point) and stdin closed. It boots (read-only view, scratch tmpfs, 
 torch imported) and says ``ready``; the first request decides its role (``load`` with
 ``role`` reference or candidate). The pools that keep booted workers are ``harness.worker_pool``.
 
-Limits (``harness.worker_limits``): every request has a deadline (past it the process group is
-killed: ``WorkerTimeout``); the parent polls the worker's resident set every 50 ms and kills it
-past ``memory_bytes`` (the worker also lowers its own ``RLIMIT_AS`` on CPU targets);
-``RLIMIT_FSIZE`` caps every file it writes. A crash, exit or kill is ``WorkerDied`` with the exit
-code or signal name and the end of the captured output; so is a malformed message
-(``harness.ipc``: ``runtime_error:protocol``).
+Limits (``harness.worker_limits``; docs/harness.md, "Isolation limits"): a request past its deadline kills
+the process group (``WorkerTimeout``); the parent polls the worker's resident set every 50 ms and kills it past
+``memory_bytes``; a crash, exit, kill or malformed message (``harness.ipc``: ``runtime_error:protocol``) is
+``WorkerDied`` with the exit code or signal name and the end of the captured output.
 
 While a request is in flight the worker may send ``compile`` requests of its own (a sandboxed
 worker cannot run a compiler or write the compile cache); the parent serves them
@@ -38,10 +36,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import harness
-from harness import settings
 from harness.ipc import (
     BootFailed,
     CompileReply,
@@ -64,6 +61,7 @@ from harness.worker_limits import BOOT_TIMEOUT_S, OUTPUT_KEEP, Limits, WorkerDie
 from harness.zygote_client import ForkedProcess, ZygoteRefused, zygote_enabled, zygote_for, zygote_refusal
 
 log = logging.getLogger(__name__)
+M = TypeVar("M")
 
 
 def _signal_name(number: int) -> str:
@@ -81,8 +79,6 @@ def _widen(fd: int) -> None:
     each full buffer costs a context switch between the worker and the parent (2.4x a bare pipe's throughput
     on the 2-core development machine; a timed unit's fetch gained 1.0-1.5x there, its other costs remain).
     A kernel that refuses (a lower pipe-max-size) keeps the default: slower, never wrong."""
-    if settings.pipe_default():
-        return
     try:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (OSError, AttributeError):
@@ -213,22 +209,27 @@ class Worker:
     def wait_ready(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         if self.ready:
             return
-        try:
-            greeting = decode_greeting(self._reader.read(timeout, on_wait=self._watch)[0])
-        except ReadTimeout:
-            self.kill()
-            raise WorkerTimeout(f"the worker did not start within {timeout:.0f} s", self.output()) from None
-        except PeerClosed:
-            raise self._died() from None
-        except ProtocolError as exc:
-            self.kill()
-            raise WorkerDied(
-                f"the worker sent a malformed greeting: {exc}", self.output(), "runtime_error:protocol"
-            ) from None
+        late, malformed = f"the worker did not start within {timeout:.0f} s", "the worker sent a malformed greeting"
+        greeting, _ = self._read(timeout, decode_greeting, late, malformed)
         if isinstance(greeting, BootFailed):
             self.kill()
             raise WorkerDied(f"the worker failed to start: {greeting.message}", self.output(), "runtime_error:boot")
         self.ready = True
+
+    def _read(self, timeout: float, decode: Callable[[Any], M], late: str, malformed: str) -> tuple[M, list[Any]]:
+        """The next message, decoded; a timeout, a dead worker or a malformed message (the worker is broken,
+        ``runtime_error:protocol``) raise the ``WorkerError`` that says so."""
+        try:
+            header, tensors = self._reader.read(timeout, on_wait=self._watch)
+            return decode(header), tensors
+        except ReadTimeout:
+            self.kill()
+            raise WorkerTimeout(late, self.output()) from None
+        except PeerClosed:
+            raise self._died() from None
+        except ProtocolError as exc:
+            self.kill()
+            raise WorkerDied(f"{malformed}: {exc}", self.output(), "runtime_error:protocol") from None
 
     # -- requests --------------------------------------------------------------------------------
     @property
@@ -250,19 +251,12 @@ class Worker:
         if not self.ready:
             self.wait_ready(max(1.0, deadline - time.monotonic()))
         while True:
-            try:
-                header, tensors = self._reader.read(max(0.0, deadline - time.monotonic()), on_wait=self._watch)
-                reply = decode_reply(self._asked[0] if self._asked else "nothing", header)
-            except ReadTimeout:
-                self.kill()
-                raise WorkerTimeout(f"{what} did not finish within {timeout:.0f} s", self.output()) from None
-            except PeerClosed:
-                raise self._died() from None
-            except ProtocolError as exc:
-                self.kill()
-                raise WorkerDied(
-                    f"the {self.role} worker sent a malformed reply: {exc}", self.output(), "runtime_error:protocol"
-                ) from None
+            reply, tensors = self._read(
+                max(0.0, deadline - time.monotonic()),
+                lambda header: decode_reply(self._asked[0] if self._asked else "nothing", header),
+                f"{what} did not finish within {timeout:.0f} s",
+                f"the {self.role} worker sent a malformed reply",
+            )
             if isinstance(reply, CompileRequest):  # the worker asks the parent to compile for it
                 self._serve_compile(reply)
                 continue
@@ -462,10 +456,7 @@ class Worker:
                 self.proc.wait(timeout=timeout)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        try:
-            self._killpg(signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.signal(signal.SIGKILL)
         self.kill()
         if isinstance(self.proc, ForkedProcess):
             self.proc.release()

@@ -1,37 +1,11 @@
 """The zygote: one booted, sandboxed process that forks sandboxed workers, so a worker's boot costs a fork.
 
-A worker's boot is mostly the same for every worker: the interpreter, torch, the harness's
-worker modules and torch's lazy imports (``harness.worker.boot_shared``: 3-5 s of CPU). The
-zygote does that once, inside the sandbox's namespaces (started with ``harness.sandbox.launcher()``
-like a worker, with the worker's clean environment and a read-only view of its own), then
-waits on its control socket. It never loads a task or a candidate.
-
-For each request (a worker's config, and its pipes, output files and a credentials socket as
-``SCM_RIGHTS``) it forks; the child closes every other descriptor, unshares new mount, PID,
-IPC and network namespaces and forks again: that grandchild is PID 1 of the new PID namespace
-(``harness.worker._be_init``: it forks the worker, reaps it and reports how it ended). PID 1
-sends one message on the credentials socket, so the parent learns its process id (the kernel
-translates it into the parent's PID namespace) and holds a pidfd for it. The worker then boots
-its private part as a worker started on its own does (``harness.worker.boot_private``: its
-read-only view, its own scratch tmpfs, the hidden folders, Landlock, rlimits) and serves its
-one role; seccomp follows before candidate code is imported, as before.
-
-So every worker still has namespaces, a scratch folder, a ``/proc`` and a Landlock domain of
-its own, nothing it can use of another worker's or the zygote's (no shared descriptors; the
-zygote is outside its PID namespace and its ``/proc``), and nothing outlives it (killing its
-PID 1 ends the namespace). When the parent goes away the control socket closes, the zygote (PID
-1 of its own namespace) exits, and every worker it forked dies with it.
-
-CUDA: a process forked after CUDA was initialised in its parent cannot use the GPU (torch:
-``Cannot re-initialize CUDA in forked subprocess``; the driver itself does not survive a fork). So
-the zygote must never touch CUDA, and it proves it before every fork (``cuda_state``): torch's
-``torch.cuda.is_initialized()``, a tripwire on every torch entry point that initialises the driver or
-poisons forks (``is_available``, ``device_count``, ``init``, ``_lazy_init``, installed right after torch
-is imported, before anything else of the harness), no ``libcuda`` mapped, no ``/dev/nvidia*`` open, and
-once, at boot, a probe fork that asks torch whether it considers itself in a bad fork. If any of these
-fails the zygote refuses (it answers the fork request with ``0`` and the reason) and the parent boots
-that worker, and every later one with the same environment, fresh (``harness.zygote_client``). A worker
-takes its GPU fingerprint itself, once it is the last process of its namespace (``harness.hardware``).
+What it shares and what each worker keeps of its own, how it ends with its parent, and why it must never touch
+CUDA (and how it proves it before every fork, ``cuda_state``): docs/harness-workers.md, "The worker model"
+(Zygote) and "GPU workers". The process tree of one fork: the zygote's child closes every other descriptor,
+unshares new mount, PID, IPC and network namespaces and forks PID 1 of the new PID namespace
+(``harness.worker._be_init``), which sends its credentials (the parent learns its process id and holds a
+pidfd) and forks the worker; the worker boots its private part (``harness.worker.boot_private``).
 
 ``python -m harness.zygote CONTROL_FD CONFIG_JSON``; the parent side is ``harness.zygote_client.Zygote``.
 """

@@ -260,22 +260,6 @@ def zygote_for(env: dict[str, str], hidden: tuple[str, ...]) -> Zygote:
         return zygote
 
 
-def zygote_processes() -> set[int]:
-    """The process ids of every live zygote (its ``unshare`` and the zygote itself; not the workers it forked)."""
-    with _ZYGOTES_LOCK:
-        zygotes = [z for z in _ZYGOTES.values() if z.alive()]
-    pids = set()
-    for zygote in zygotes:
-        pids.add(zygote.proc.pid)
-        try:
-            pids.update(
-                int(p) for p in Path(f"/proc/{zygote.proc.pid}/task/{zygote.proc.pid}/children").read_text().split()
-            )
-        except OSError:
-            pass
-    return pids
-
-
 def close_zygotes() -> None:
     with _ZYGOTES_LOCK:
         zygotes = list(_ZYGOTES.values())

@@ -1,20 +1,12 @@
 """The worker service's devices: a queue, evaluator processes and a lock per device; quarantine.
 
-Devices: ``cpu`` (always; serves the cpu target, and triton under the interpreter when
-the service has no GPU) and ``cuda:N`` for each GPU of ``--devices`` (serves cuda and
-triton). Each device has
-
-* ``slots`` evaluator processes (``harness.serve.executor``), started with the device's
-  environment: ``CUDA_VISIBLE_DEVICES`` for a GPU, the worker's own compile and
-  extension caches (``KOPE_HARNESS_CACHE``, ``TORCH_EXTENSIONS_DIR``,
-  ``TRITON_CACHE_DIR``), the device's lock file (``harness.device_lock``), and no
-  variable that looks like a credential;
-* a FIFO queue: a request waits until one of the device's evaluator processes is free.
-  With one slot, evaluations on the device run strictly one after another; with two or
-  more, the next candidate loads and compiles while the current one runs, and the
-  device lock keeps running and timing to one evaluation at a time (the default: one
-  slot on the CPU, where a compiler would disturb the timing, two per GPU);
-* a state: ``ok``, or ``quarantined`` with the reason (``harness.serve.quarantine``).
+Devices: ``cpu`` (always; serves the cpu target, and triton under the interpreter when the service has no GPU)
+and ``cuda:N`` for each GPU of ``--devices`` (serves cuda and triton). Each has ``slots`` evaluator processes
+(``harness.serve.executor``) started with the device's environment (``CUDA_VISIBLE_DEVICES`` for a GPU, the
+worker's own compile and extension caches, the device's lock file ``harness.device_lock``, no variable that
+looks like a credential), a FIFO queue, and a state: ``ok`` or ``quarantined`` with the reason
+(``harness.serve.quarantine``). Why one slot on the CPU and two per GPU: docs/evaluation-workers.md, "A worker
+on a GPU host".
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """Sticky device errors, and the probe that decides whether a device may go on timing kernels.
 
-Some GPU errors poison more than the process that met them: after an illegal
-address, a launch failure or an uncorrectable ECC error the device (or its driver
-state) may be unusable, and every later evaluation on it would fail for reasons that
-are not the candidate's. Every candidate runs in a fresh process, so an error that
-only broke that process's CUDA context does not carry over; the question is whether
-the *device* still works. So when an evaluation's outcome (or a reference failure)
-carries a sticky signature, the service probes the device in a fresh process
-(``harness.serve.probe``, plus the operator's ``--probe-command``):
-
-* the probe passes: the error was the candidate's own (its outcome stands, as
-  ``runtime_error``); the device stays in service. A candidate cannot take a worker
-  out of service by printing the words of a CUDA error;
-* the probe fails: the device is quarantined. That evaluation, and every later one
-  for the device, is answered with ``infrastructure:quarantined`` (HTTP 503), which a
-  client retries on another worker and never records as the candidate's failure;
-  ``/health`` shows the device as quarantined, with the signature and the probe's
-  output. A restart of the worker (after fixing or resetting the device) clears it.
+When an evaluation's outcome (or a reference failure) carries a sticky signature (an illegal address, a launch
+failure, an uncorrectable ECC error), the service probes the device in a fresh process (``harness.serve.probe``,
+plus the operator's ``--probe-command``). The probe passes: the error was the candidate's own (its outcome
+stands; a candidate cannot take a worker out of service by printing the words of a CUDA error). It fails: the
+device is quarantined, and that evaluation and every later one for it are ``infrastructure:quarantined`` (HTTP
+503, retried elsewhere, never the candidate's). docs/evaluation-workers.md, "A worker on a GPU host".
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """Lifting: from the aten log of one case to a graph of semantic ops.
 
-aten shows how PyTorch decomposed the reference: ``F.linear`` on a 3-D input is a
-``view``, a ``t``, an ``addmm`` and an ``_unsafe_view``; ``torch.matmul`` of two 4-D
-tensors is ``expand``/``view``/``bmm``/``_unsafe_view``; ``F.instance_norm`` is a
-``repeat`` of the affine parameters and a training-mode batch norm of a reshaped
-input. Templates are written for the operations themselves, so lifting folds
-those decompositions back:
-
-* ``matmul``: ``mm``/``bmm``/``mv``/``addmm``/``baddbmm`` with the reshapes and
-  expands around them absorbed; its operands are *logical* operands (a base value,
-  possibly with its last two dims transposed) with ``torch.matmul`` semantics
-  (batch dims broadcast, 1-D operands), and ``bias`` when the op added one;
-* ``instance_norm``: the repeat + view + batch-norm + view pattern;
-* everything else is one node per aten op, its kind and attributes normalised
-  (``relu_`` is ``relu``, ``hardtanh`` is ``clamp``, ``_safe_softmax`` is
-  ``softmax``, an ``expand`` feeding an elementwise op is plain broadcasting).
-
-Shape-only ops that remain (a user's ``x.view(n, -1)``) are ``view`` nodes. An
-aten op with no semantic kind becomes an ``other`` node: nothing covers it, and the
-match explanation names it.
+Templates are written for the operations themselves, so lifting folds PyTorch's decompositions back: a
+``matmul`` absorbs the reshapes and expands of ``F.linear`` and N-D matmuls (its operands are *logical*: a base
+value, possibly with its last two dims transposed, with ``torch.matmul`` semantics, and ``bias`` when the op
+added one); ``instance_norm`` the repeat + view + batch-norm + view pattern; every other aten op is one node,
+its kind and attributes normalised, shape-only ops are ``view`` nodes and an op with no semantic kind is an
+``other`` node (nothing covers it; the match explanation names it). The kinds: docs/templates.md, "How a task
+is matched" (Lift).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Matching a traced task against the templates' patterns.
 
-``match_task(path)`` traces the task (``tracing``), lifts every traced case (``lift``) and
-covers the first case's lifted graph with stages, from its output backwards:
-
-* a *template stage*: the largest pattern of any template that binds at the node
-  (``patterns.find``) and whose conditions hold (``patterns.check``);
-* a *chain stage*: elementwise ops (unary, binary with a scalar or a broadcast tensor)
-  that no pattern took, fused into one generated loop;
-* a *view stage*: a reshape, permute, flatten, ``stack`` or ``cat`` the forward replays.
-
-Every case must lift to the same structure (else the match says which case differs).
-A graph covered by one template stage is served by that template (``native`` when the
-task is one of the template's own built-in operators); several stages make a pipeline,
-rendered by the composite ``pipeline`` template. A node no stage covers is reported in
-``NoMatch.unmatched`` with what the templates said about it.
+``match_task(path)`` traces the task (``tracing``), lifts every traced case (``lift``) and covers the first
+case's lifted graph with stages, from its output backwards: *template stages* (the largest pattern that binds,
+``patterns.find``, and whose conditions hold, ``patterns.check``), *chain stages* (elementwise ops no pattern
+took, fused into one loop) and *view stages* (reshapes the forward replays); a node no stage covers is in
+``NoMatch.unmatched``. One template stage is served by that template (``native`` for its own built-in
+operator), several by the composite ``pipeline`` template: docs/templates.md, "How a task is matched".
 """
 
 from __future__ import annotations
@@ -30,23 +22,6 @@ from harness.structure.tracing import Trace, trace_task
 
 CHAIN_KINDS = ("unary", "binary")
 VIEW_KINDS = ("view", "stack")
-FAMILY_OF_KIND = {
-    "unary": "elementwise",
-    "binary": "elementwise",
-    "reduce": "reduction",
-    "cumsum": "reduction",
-    "softmax": "normalization",
-    "layer_norm": "normalization",
-    "batch_norm": "normalization",
-    "group_norm": "normalization",
-    "instance_norm": "normalization",
-    "matmul": "matmul",
-    "conv": "convolution",
-    "max_pool": "convolution",
-    "avg_pool": "convolution",
-    "adaptive_avg_pool": "convolution",
-    "sdpa": "block",
-}
 CORE_KINDS = ("matmul", "conv", "sdpa")
 
 

@@ -1,27 +1,9 @@
 """What a template declares: the structures it computes, and the function a matched task calls.
 
-A template module lists ``PATTERNS``, each a ``Pattern``:
-
-* ``operator``: the template operator whose kernels the match uses (its C++ and kernel
-  tables come from ``render(operator, settings)``);
-* ``steps``: the lifted ops it covers, in order, the last one being its output; each
-  ``Step`` names a node signature (``"unary:relu"``, ``"matmul"``, ``"reduce:sum"``) and its
-  operands: a *role* (``"x"``, ``"weight"``: any tensor, bound at its first use and the same
-  at every later use), ``"name^T"`` (a role whose last two dims are transposed), ``"$k"`` (the
-  result of step k, used by nothing outside the pattern), ``"-"`` (no tensor: absent bias,
-  or a Python scalar);
-* per step, ``static`` attributes (baked into the candidate: they must be equal in every
-  traced case, e.g. ``keepdim``), ``scalars`` (per-case values passed at run time and
-  bound to where the task keeps them: a module attribute such as ``self.dim``, else a
-  literal) and ``info`` (read by ``where`` in every case, free to change), each
-  ``{binding name: node attribute}``;
-* ``where``: further conditions on the bound match (dtype, rank, groups); a rule the
-  kernels cannot follow returns the reason, which the match explanation shows;
-* ``call``: ``call(found) -> Call``, the Python function the adapted ``ModelNew.forward``
-  calls with the bound tensors and scalars (it uses the template's ``_KERNELS`` tables);
-  ``None`` when the template serves the structure only with its own built-in ``ModelNew``.
-
-Binary ``add`` and ``mul`` steps match with their operands in either order.
+A template module lists ``PATTERNS``, each a ``Pattern`` (``operator``, ``steps``, ``where``, ``call``; each
+``Step`` a node signature, its operands as roles, ``"name^T"``, ``"$k"`` or ``"-"``, and its ``static``,
+``scalars`` and ``info`` attributes): their meaning, with an example, is in docs/templates.md, "Declaring what
+a template computes". Binary ``add`` and ``mul`` steps match with their operands in either order.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The tracing worker: runs a task's reference once per case and records every aten op it dispatches.
 
-Run as ``python -m harness.structure.trace_worker TASK... [--max-cases N]``; it prints one
-JSON object (``kope.trace/1``) per task on stdout, in order, after a ``ready`` line once
-its imports are done (what the task code prints goes to stderr). It runs in its own process,
-in the sandbox of ``harness.isolated``, because task code comes from outside the project and
-may be slow or hostile; the parent (``harness.structure.tracing``) gives it a timeout and
-caches the result by the task file's content hash. Each task is traced in a process forked
-for it alone (its result comes back through a pipe; it cannot reach the protocol), so the
-worker itself never runs task code and one task cannot change how the next is traced.
-
-Each case is traced first under torch's ``FakeTensorMode`` (shapes and dtypes only, so a
-case of any size costs milliseconds, and CPU dispatch is what real CPU tensors would get)
-and, if that fails (a data-dependent op such as ``.item()``), again on real tensors under
-the harness's seeds. What is recorded, per case:
+Run as ``python -m harness.structure.trace_worker TASK... [--max-cases N]`` (by ``harness.structure.tracing``,
+in the sandbox of ``harness.isolated``; each task is traced in a process forked for it alone, so the worker
+itself never runs task code); it prints one JSON object (``kope.trace/1``) per task on stdout, in order, after a
+``ready`` line once its imports are done (what the task code prints goes to stderr). Each case is traced under
+``FakeTensorMode`` first and, if that fails (a data-dependent op such as ``.item()``), on real tensors under the
+harness's seeds (docs/templates.md, "How a task is matched"). What is recorded, per case:
 
 * ``values``: every tensor the ops saw, by id: the forward's inputs (``in0``...), the
   model's parameters and buffers (``param:<name>``, ``buffer:<name>``, state-dict names),

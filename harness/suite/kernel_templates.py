@@ -23,18 +23,10 @@ A template module defines::
     def render(operator: str, settings: dict) -> str: ...   # the candidate file text
     PATTERNS = [pattern("relu", ("unary:relu", ["x"]), call=...)]  # optional: the structures it computes
 
-``PATTERNS`` (``harness.structure.patterns``) declare what the template computes, so
-any task whose traced reference does the same is served by it (the offline proposer
-chooses templates by structure, not by name: ``harness.structure.match``), with a
-``call`` that adapts the kernels to that task's conventions; ``render_task(match,
-settings)`` renders a matched task. A composite template (``pipeline``) defines
-``render_match(match, settings)`` instead. See docs/templates.md.
-
-A knob may name the ``operators`` it matters for (default: every operator
-the template serves): where a knob changes nothing about the kernel (``math``
-for an operator that evaluates no exp/erf/tanh), a proposer must not spend a
-step on it; ``KernelTemplate.relevant_knobs(operator)`` lists the knobs that
-matter, and ``pinned_settings`` sets the others to their defaults.
+``PATTERNS`` declare what the template computes, so any task whose traced reference does the same is served
+by it (``render_task(match, settings)``; a composite template defines ``render_match`` instead); a knob's
+``operators`` say where it matters (``relevant_knobs``; ``pinned_settings`` sets the others to their defaults).
+See docs/templates.md, "Declaring what a template computes".
 
 Templates are trusted code shipped with KOPE: loading one imports it (they
 only build strings; they must not import torch at module level).

@@ -104,13 +104,6 @@ class Target:
         """Import the candidate file (which compiles its kernels); returns the module."""
         return import_file(path, "kope_candidate")
 
-    def to_device(self, value: Any) -> Any:
-        import torch
-
-        if isinstance(value, torch.Tensor):
-            return value.to(self.device)
-        return value
-
     def synchronize(self) -> None:
         pass
 
@@ -155,10 +148,6 @@ def compile_seconds() -> float | None:
 
     calls = cpu.STATS["calls"] + torch_ext.STATS["calls"]
     return None if calls == 0 else cpu.STATS["seconds"] + torch_ext.STATS["seconds"]
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")
 
 
 def now() -> float:

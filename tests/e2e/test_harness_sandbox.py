@@ -62,7 +62,7 @@ def candidate(tmp_path: Path, attempt: str, name: str = "cand.py") -> Path:
 def pooled_pids() -> set[int]:
     """Processes of the workers still open on purpose: idle, booting or loaded reference workers."""
     from harness.worker_pool import live_workers
-    from harness.zygote_client import zygote_processes
+    from tests.support.processes import zygote_processes
 
     pids = zygote_processes()  # the zygote itself (a worker it forked is not hidden by this: see below)
     for w in live_workers():

@@ -22,9 +22,8 @@ from harness.evaluate import evaluate
 from harness.sandbox import sandbox_status
 from harness.settings import ZYGOTE as ZYGOTE_ENV
 from harness.worker_pool import close_pools, live_workers
-from harness.zygote_client import zygote_processes
 from tests.e2e.test_harness_sandbox import OPTIONS, TASK, candidate
-from tests.support.processes import descendants, running
+from tests.support.processes import descendants, running, zygote_processes
 
 pytestmark = pytest.mark.skipif(not sandbox_status().available, reason="no OS sandbox on this machine")
 
@@ -104,7 +103,7 @@ def test_a_forked_candidate_gets_a_scratch_folder_of_its_own(tmp_path):
 DRIVER = """
 import sys, time
 from harness.evaluate import EvalOptions, evaluate
-from harness.zygote_client import zygote_processes
+from tests.support.processes import zygote_processes
 outcome = evaluate(sys.argv[1], sys.argv[2], EvalOptions(timing=False, seeds=1, static_checks=False))
 print(outcome.status.value, *sorted(zygote_processes()), flush=True)
 time.sleep(600)

@@ -30,3 +30,21 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
+
+
+def zygote_processes() -> set[int]:
+    """The process ids of every live zygote (its ``unshare`` and the zygote itself; not the workers it forked)."""
+    from harness import zygote_client
+
+    with zygote_client._ZYGOTES_LOCK:
+        zygotes = [z for z in zygote_client._ZYGOTES.values() if z.alive()]
+    pids = set()
+    for zygote in zygotes:
+        pids.add(zygote.proc.pid)
+        try:
+            pids.update(
+                int(p) for p in Path(f"/proc/{zygote.proc.pid}/task/{zygote.proc.pid}/children").read_text().split()
+            )
+        except OSError:
+            pass
+    return pids

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from harness.suite.cpp_kit.prelude import FLAGS
 
-DTYPE_SUFFIX = {"float32": "f32", "float64": "f64", "bfloat16": "bf16"}
-
 
 def settings_line(settings: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())

@@ -4,35 +4,12 @@
 (A is M x K, B is K x N, in any layout) and hands C to an *epilogue* row
 piece by row piece; nothing is written unless the epilogue writes it.
 
-The loops (per batch entry b)::
-
-    for jc in N step NC:                       # a block of B columns ...
-      for pc in K step KC:                     # ... and of the reduction: pack B[pc:, jc:] (KC x NC, in L3)
-        for ic in M step MC:                   # pack A[ic:, pc:] (MC x KC, in L2) when A is packed
-          for jr in NC step NR:                # one packed B panel (KC x NR, in L1)
-            for ir in MC step MR:              # the micro-kernel: an MR x NR tile in registers
-              C[ir:ir+MR, jr:jr+NR] += A_panel @ B_panel
-
-Knobs (preprocessor constants the templates set):
-
-* ``KOPE_MR``, ``KOPE_NV``: the micro-kernel tile, MR rows x NV vectors (NR = NV * lanes); ``KOPE_MR 0``
-  (micro_kernel "auto") sizes it to the instruction set the compiler targets: 14x2 with AVX-512 (28 of the
-  32 vector registers hold C: 14x32 floats), 6x2 with AVX2 (12 of 16: 6x16), 4x2 for the portable code;
-* ``KOPE_MC``, ``KOPE_KC``, ``KOPE_NC``: cache blocks (rounded up to multiples of MR / NR); with
-  ``KOPE_TILES_AUTO`` (tiles "auto") they are derived from the cache sizes measured when the candidate was
-  rendered (``KOPE_L1D``, ``KOPE_L2``, ``KOPE_L3``, bytes; ``harness.hardware``): a KC x NR panel of B fills
-  half of L1, an MC x KC block of A half of L2, a KC x NC block of B an eighth of L3 (BLIS's rules);
-* ``KOPE_PACK_A``: 1 copies each MR-row panel of A into contiguous scratch (B is always
-  packed: it converts bfloat16 and any layout into the micro-kernel's panel format);
-* ``KOPE_PARALLEL``: 0 = OpenMP over (batch, M blocks), each task sweeping all of N and
-  finishing its rows while they are hot; 1 = over (batch, M blocks, N blocks);
-  2 = like 1, and when that gives fewer tasks than threads, K is split between threads too
-  (partial sums added afterwards); 3 = a grid: each thread owns a range of rows and of columns of C
-  (ranges of whole micro-tiles, balanced) and runs the whole 5-loop nest on it, so each KC x NC block of
-  B is packed once per thread and reused for all its rows, with no barrier; the grid (ti row ranges x tj
-  column ranges, ti * tj = threads) is the one that packs least (ti copies of B + tj copies of A), and
-  batches of at least as many entries as threads give each thread whole entries;
-* ``KOPE_ISA`` (prelude): intrinsics micro-kernel (``Vec<T>``) or ``#pragma omp simd`` loops.
+The loop nest (NC / KC / MC cache blocks, NR-wide packed B panels, an MR x NR micro-kernel tile in registers)
+and what each knob does: docs/templates.md, "The CPU GEMM core". The knobs are preprocessor constants the
+templates set: ``KOPE_MR``/``KOPE_NV`` (the micro-kernel; ``KOPE_MR 0`` is "auto", sized to the instruction
+set), ``KOPE_MC``/``KOPE_KC``/``KOPE_NC`` (cache blocks; ``KOPE_TILES_AUTO`` derives them from ``KOPE_L1D``,
+``KOPE_L2``, ``KOPE_L3``), ``KOPE_PACK_A``, ``KOPE_PARALLEL`` (0 = m, 1 = mn, 2 = mnk, 3 = grid) and
+``KOPE_ISA`` (prelude).
 
 Operands are *loaders*: ``StridedA``/``StridedB`` read a matrix in place
 (element (r, c) of batch b at ``p[b*bs + r*rs + c*cs]``, so transposed and

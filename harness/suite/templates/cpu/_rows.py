@@ -148,6 +148,42 @@ VECTOR_KNOB = {
 }
 
 
+SAME_SHAPE_MODEL = """class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.shape[-1]
+        _KERNELS[x.dtype](x, y, x.numel() // n, n)
+        return y
+"""
+
+
+def split_rows_line(split: str) -> str:
+    why = (
+        "one thread per row"
+        if split == "never"
+        else "rows are shared by all threads when there are fewer than two per thread"
+    )
+    return f"split_rows={split}: {why}"
+
+
+def row_knob_lines(s: dict, math: bool = False) -> list[str]:
+    """A row template's description of its shared knobs: math (where it has it), lanes, vector_width, split_rows."""
+    exp = "C library exp (scalar loops)" if s.get("math") == "libm" else "vectorisable polynomial exp"
+    lanes = (
+        "one omp-simd reduction per sweep" if s["lanes"] == 1 else f"{s['lanes']} independent partial results per sweep"
+    )
+    return [
+        *([f"math={s['math']}: {exp}"] if math else []),
+        f"lanes={s['lanes']}: {lanes}",
+        f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
+        split_rows_line(s["split_rows"]),
+    ]
+
+
 ONLINE_CHUNK = 1024  # elements per chunk of the online (one-sweep) max/sum: the chunk is re-read from L1
 
 
@@ -211,7 +247,6 @@ static inline PartT<C> part_of(const S* __restrict__ x, S* __restrict__ y, int64
 """
 
 
-VARIANCE_KNOB_VALUES = ["two_pass", "shifted", "welford"]
 WELFORD_STEPS = 1024  # steps per Welford lane before the lanes are merged and restarted
 LOAD = "D::load(x[i])"
 

@@ -100,7 +100,7 @@ def render(operator: str, settings: dict) -> str:
 # -- structure: what this template computes, for any task whose reference does the same ----------------------
 
 
-def _conv_call(relu: int, fused: str) -> Call:
+def conv_call(relu: int, fused: str) -> Call:
     """A 1-D or 2-D convolution (1-D as one-row images) with optional bias, stride and padding per dim."""
     body = f"""
 x = x.contiguous()
@@ -125,7 +125,7 @@ return y
     return Call(("x", "weight", "bias", "stride", "padding"), body)
 
 
-def _plain_conv(found: Found) -> str | None:
+def plain_conv(found: Found) -> str | None:
     """Conditions of the conv2d kernel: groups 1, dilation 1, a 1-D or 2-D convolution."""
     if found.get("groups") != 1:
         return f"groups={found.get('groups')} (the kernel computes dense convolutions)"
@@ -136,18 +136,18 @@ def _plain_conv(found: Found) -> str | None:
     return None
 
 
-_DT = ("float32", "float64", "bfloat16")
-_CONV = {
+CONV_DTYPES = ("float32", "float64", "bfloat16")
+CONV_ARGS = {
     "info": {"groups": "groups", "dilation": "dilation", "spatial": "spatial"},
     "scalars": {"stride": "stride", "padding": "padding"},
 }
 PATTERNS = [
     pattern(
         op,
-        ("conv:conv", ["x", "weight", b], _CONV),
-        call=lambda found: _conv_call(0, "1"),
-        where=_plain_conv,
-        dtypes=_DT,
+        ("conv:conv", ["x", "weight", b], CONV_ARGS),
+        call=lambda found: conv_call(0, "1"),
+        where=plain_conv,
+        dtypes=CONV_DTYPES,
         roles=("x", "weight", "bias"),
     )
     for op in ("conv2d", "conv2d_strided", "conv1d")

@@ -6,11 +6,12 @@ second pass over the output ('separate', as PyTorch runs them) or applied to
 each finished value before it is stored ('fused').
 """
 
-from harness.structure.patterns import Call, Found, pattern
+from harness.structure.patterns import Found, pattern
 from harness.suite.cpp_kit import conv as conv_kit
 from harness.suite.cpp_kit import gemm as core
 from harness.suite.cpp_kit.candidate import kernel_table, module, settings_line
 from harness.suite.cpp_kit.prelude import ISA_DOC
+from harness.suite.templates.cpu.conv import CONV_ARGS, CONV_DTYPES, conv_call, plain_conv
 
 FAMILY = "fused"
 OPERATORS = ["conv2d_bias_relu"]
@@ -74,44 +75,8 @@ def render(operator: str, settings: dict) -> str:
 # -- structure: what this template computes, for any task whose reference does the same ----------------------
 
 
-def _conv_call(relu: int, fused: str) -> Call:
-    """A 1-D or 2-D convolution (1-D as one-row images) with optional bias, stride and padding per dim."""
-    body = f"""
-x = x.contiguous()
-w = weight.contiguous()
-b = bias.reshape(-1).contiguous() if bias is not None else None
-stride, padding = tuple(stride), tuple(padding)
-if x.dim() == 3:
-    n, c, length = x.shape
-    o, k = w.shape[0], w.shape[2]
-    out_len = (length + 2 * padding[0] - k) // stride[0] + 1
-    y = torch.empty(n, o, out_len, dtype=x.dtype)
-    _KERNELS[x.dtype](x, w, b, y, n, c, 1, length, o, 1, k, 1, stride[0], 0, padding[0], 1, out_len, {relu}, {fused})
-    return y
-n, c, h, wd = x.shape
-o, kh, kw = w.shape[0], w.shape[2], w.shape[3]
-oh = (h + 2 * padding[0] - kh) // stride[0] + 1
-ow = (wd + 2 * padding[1] - kw) // stride[1] + 1
-y = torch.empty(n, o, oh, ow, dtype=x.dtype)
-_KERNELS[x.dtype](x, w, b, y, n, c, h, wd, o, kh, kw, stride[0], stride[1], padding[0], padding[1], oh, ow, {relu}, {fused})
-return y
-"""
-    return Call(("x", "weight", "bias", "stride", "padding"), body)
-
-
-def _plain_conv(found: Found) -> str | None:
-    """Conditions of the conv2d kernel: groups 1, dilation 1, a 1-D or 2-D convolution."""
-    if found.get("groups") != 1:
-        return f"groups={found.get('groups')} (the kernel computes dense convolutions)"
-    if any(d != 1 for d in found.get("dilation") or ()):
-        return f"dilation={found.get('dilation')}"
-    if found.get("spatial") not in (1, 2):
-        return f"a {found.get('spatial')}-D convolution"
-    return None
-
-
 def _bias_where(found: Found) -> str | None:
-    why = _plain_conv(found)
+    why = plain_conv(found)
     if why:
         return why
     o = found.shapes["weight"][0]
@@ -122,27 +87,22 @@ def _bias_where(found: Found) -> str | None:
     return None
 
 
-_DT = ("float32", "float64", "bfloat16")
-_CONV = {
-    "info": {"groups": "groups", "dilation": "dilation", "spatial": "spatial"},
-    "scalars": {"stride": "stride", "padding": "padding"},
-}
 PATTERNS = [
     pattern(
         "conv2d_bias_relu",
-        ("conv:conv", ["x", "weight", "-"], _CONV),
+        ("conv:conv", ["x", "weight", "-"], CONV_ARGS),
         ("binary:add", ["$0", "bias"]),
         ("unary:relu", ["$1"]),
-        call=lambda found: _conv_call(1, "_FUSED"),
+        call=lambda found: conv_call(1, "_FUSED"),
         where=_bias_where,
-        dtypes=_DT,
+        dtypes=CONV_DTYPES,
     ),
     pattern(
         "conv2d_bias_relu",
-        ("conv:conv", ["x", "weight", "bias"], _CONV),
+        ("conv:conv", ["x", "weight", "bias"], CONV_ARGS),
         ("unary:relu", ["$0"]),
-        call=lambda found: _conv_call(1, "_FUSED"),
+        call=lambda found: conv_call(1, "_FUSED"),
         where=_bias_where,
-        dtypes=_DT,
+        dtypes=CONV_DTYPES,
     ),
 ]

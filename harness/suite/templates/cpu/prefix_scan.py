@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from harness.structure.patterns import Call, Found, last_dim_rows, pattern
 from harness.suite.templates.cpu._cpp_blocks import DTYPE_ENTRIES, DTYPES, HEADERS, candidate, describe, kernel_table
-from harness.suite.templates.cpu._rows import SPLIT_KNOB, VECTOR_KNOB
+from harness.suite.templates.cpu._rows import SAME_SHAPE_MODEL, SPLIT_KNOB, VECTOR_KNOB, split_rows_line
 
 FAMILY = "reduction"
 OPERATORS = ["cumsum"]
@@ -150,33 +150,17 @@ def render(operator: str, settings: dict) -> str:
             if s["lanes"] == 1
             else f"{s['lanes']} pieces per row scanned together, then fixed up"
         ),
-        f"split_rows={s['split_rows']}: "
-        + (
-            "one thread per row"
-            if s["split_rows"] == "never"
-            else "rows are shared by all threads when there are fewer than two per thread"
-        ),
+        split_rows_line(s["split_rows"]),
         f"schedule={s['schedule']}: OpenMP "
         + ("static schedule" if s["schedule"] == "static" else "dynamic schedule in chunks of ~16K elements"),
         f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors (fix-up sweeps)",
     ]
-    model = """class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        n = x.shape[-1]
-        _KERNELS[x.dtype](x, y, x.numel() // n, n)
-        return y
-"""
     return candidate(
         describe("prefix_scan", operator, s, lines),
         source,
         s["vector_width"],
         kernel_table("_KERNELS", operator, SUFFIXES),
-        model,
+        SAME_SHAPE_MODEL,
     )
 
 

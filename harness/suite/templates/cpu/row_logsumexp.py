@@ -20,7 +20,14 @@ from harness.suite.templates.cpu._cpp_blocks import (
     kernel_table,
     math_struct,
 )
-from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, row_driver, softmax_stats
+from harness.suite.templates.cpu._rows import (
+    LANES_KNOB,
+    SPLIT_KNOB,
+    VECTOR_KNOB,
+    row_driver,
+    row_knob_lines,
+    softmax_stats,
+)
 
 FAMILY = "reduction"
 OPERATORS = ["logsumexp"]
@@ -77,21 +84,7 @@ def render(operator: str, settings: dict) -> str:
             if s["algorithm"] == "two_pass"
             else "one sweep (online: chunk maxima, running sum rescaled)"
         ),
-        f"math={s['math']}: "
-        + ("C library exp (scalar loops)" if s["math"] == "libm" else "vectorisable polynomial exp"),
-        f"lanes={s['lanes']}: "
-        + (
-            "one omp-simd reduction per sweep"
-            if s["lanes"] == 1
-            else f"{s['lanes']} independent partial results per sweep"
-        ),
-        f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"split_rows={s['split_rows']}: "
-        + (
-            "one thread per row"
-            if s["split_rows"] == "never"
-            else "rows are shared by all threads when there are fewer than two per thread"
-        ),
+        *row_knob_lines(s, math=True),
     ]
     model = """class ModelNew(nn.Module):
     def __init__(self):

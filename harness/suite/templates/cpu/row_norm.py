@@ -31,6 +31,7 @@ from harness.suite.templates.cpu._rows import (
     indent,
     moments,
     row_driver,
+    row_knob_lines,
 )
 
 FAMILY = "normalization"
@@ -231,19 +232,7 @@ def render(operator: str, settings: dict) -> str:
         f"variance={s['variance']}: " + (variance if operator == "layer_norm" else "not used (only a sum of squares)"),
         f"accumulate={s['accumulate']}: statistics in "
         + ("double" if s["accumulate"] == "double" else "the compute type"),
-        f"lanes={s['lanes']}: "
-        + (
-            "one omp-simd reduction per sweep"
-            if s["lanes"] == 1
-            else f"{s['lanes']} independent partial results per sweep"
-        ),
-        f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"split_rows={s['split_rows']}: "
-        + (
-            "one thread per row"
-            if s["split_rows"] == "never"
-            else "rows are shared by all threads when there are fewer than two per thread"
-        ),
+        *row_knob_lines(s),
     ]
     return candidate(
         describe("row_norm", operator, s, lines),

@@ -27,7 +27,15 @@ from harness.suite.templates.cpu._cpp_blocks import (
     kernel_table,
     math_struct,
 )
-from harness.suite.templates.cpu._rows import LANES_KNOB, SPLIT_KNOB, VECTOR_KNOB, row_driver, softmax_stats
+from harness.suite.templates.cpu._rows import (
+    LANES_KNOB,
+    SAME_SHAPE_MODEL,
+    SPLIT_KNOB,
+    VECTOR_KNOB,
+    row_driver,
+    row_knob_lines,
+    softmax_stats,
+)
 
 FAMILY = "normalization"
 OPERATORS = ["softmax", "log_softmax"]
@@ -104,39 +112,14 @@ def render(operator: str, settings: dict) -> str:
     lines = [
         f"{operator} over the last dimension; rows of n elements",
         f"algorithm={s['algorithm']}: {passes}",
-        f"math={s['math']}: "
-        + ("C library exp (scalar loops)" if s["math"] == "libm" else "vectorisable polynomial exp"),
-        f"lanes={s['lanes']}: "
-        + (
-            "one omp-simd reduction per sweep"
-            if s["lanes"] == 1
-            else f"{s['lanes']} independent partial results per sweep"
-        ),
-        f"vector_width={s['vector_width']}: the compiler prefers {s['vector_width']}-bit vectors",
-        f"split_rows={s['split_rows']}: "
-        + (
-            "one thread per row"
-            if s["split_rows"] == "never"
-            else "rows are shared by all threads when there are fewer than two per thread"
-        ),
+        *row_knob_lines(s, math=True),
     ]
-    model = """class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        n = x.shape[-1]
-        _KERNELS[x.dtype](x, y, x.numel() // n, n)
-        return y
-"""
     return candidate(
         describe("row_softmax", operator, s, lines),
         source,
         s["vector_width"],
         kernel_table("_KERNELS", operator, SUFFIXES),
-        model,
+        SAME_SHAPE_MODEL,
     )
 
 
