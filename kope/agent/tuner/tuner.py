@@ -345,8 +345,8 @@ class Tuner:
         self, operator: str, pool: list[dict[str, Any]], records: Sequence[TuningRecord]
     ) -> list[dict[str, Any]]:
         """The settings memory may propose while no memory operator has earned trust here (nothing measured
-        yet, or every operator's predictions failed): never a whole setting copied from another operator
-        without this operator's evidence. A setting qualifies when it is at most one relevant knob away from
+        yet; once every operator's effects failed, memory is set aside): never a whole setting copied from
+        another operator without this operator's evidence. A setting qualifies when it is at most one relevant knob away from
         the defaults or from a setting this run measured correct, or when every one of its knob values was
         measured correct in this run (a combination of this operator's own evidence); what memory ranks is
         that neighbourhood, and each step widens it. Once an operator predicted this run's measurements
