@@ -283,6 +283,7 @@ class OfflineProposer:
                 "vetoed": len(plan.vetoes),
                 "failures": plan.failures,
                 "failures_elsewhere": plan.failures_elsewhere,
+                "memory_set_aside": plan.fallback,
             },
         )
         return Proposal(
@@ -331,6 +332,12 @@ class OfflineProposer:
         else:
             parts.append(
                 f"Initial design (the model needs timed attempts of at least three settings; it has {source})."
+            )
+        if plan.fallback:
+            lowest = ", ".join(f"{op} {t:.2f}" for op, t in sorted(plan.trust.items(), key=lambda kv: kv[1])[:3])
+            parts.append(
+                f"Memory set aside: every other operator's knob effects were off by more than 2x on this "
+                f"operator's own measurements (trust {lowest}), so this step is planned on this run's attempts alone."
             )
         if evidence:
             parts.append(f"Nearest recorded evidence: {', '.join(evidence)}.")

@@ -9,6 +9,7 @@ of earlier runs) are handed over, the proposal is "evaluated" and recorded.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -342,6 +343,53 @@ def test_memory_of_an_operator_that_mispredicted_this_run_loses_its_weight():
     own = [record("run-b", 0, "opa", defaults, 1.0, own=True)]
     agreeing = [record("run-x", 0, "opb", defaults, 1.05, own=False), record("run-x", 1, "opb", fast, 1.3, own=False)]
     wrong = [record("run-y", 0, "opc", defaults, 20.0, own=False), record("run-y", 1, "opc", fast, 0.2, own=False)]
-    trust = tuner._memory_trust("opa", own + agreeing + wrong, hw)
-    assert trust["opb"] > 0.9 and trust["opc"] < 0.1, trust
-    assert tuner._memory_trust("opa", agreeing + wrong, hw) == {}  # nothing measured here yet: nothing to judge
+    trust, _ = tuner._memory_trust("opa", own + agreeing + wrong, hw)
+    assert trust["opb"] > 0.9 and trust["opc"] < 0.1, trust  # one own attempt: the level is all the evidence
+    assert tuner._memory_trust("opa", agreeing + wrong, hw) == ({}, {})  # nothing measured here yet: nothing to judge
+
+
+def two_own_and_memory(memory_effect: float, memory_level: float, operator: str):
+    """Two own attempts of opa (defaults 1.0x, block=16384 1.28x) and another operator's record of the same two
+    settings: ``memory_level`` x the defaults, the block change multiplying by ``memory_effect``."""
+    defaults = TEMPLATE.default_settings()
+    fast = {**defaults, "block": 16384}
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", fast, 1.28, own=True)]
+    other = [
+        record(f"run-{operator}", 0, operator, defaults, memory_level, own=False),
+        record(f"run-{operator}", 1, operator, fast, memory_level * memory_effect, own=False),
+    ]
+    return own, other
+
+
+def test_trust_judges_another_operators_knob_effects_here_not_its_level_and_shifts_its_rows_by_the_level():
+    from kope.agent.tuner import Tuner
+
+    tuner = Tuner(TEMPLATE)
+    hw = {HW["id"]: HardwareFacts.from_fingerprint(HW)}
+    own, faster = two_own_and_memory(1.28, 3.0, "opb")  # 3x faster everywhere, the same effect of block
+    _, reversed_ = two_own_and_memory(0.2, 1.0, "opc")  # the same level, but block=16384 is its slow setting
+    trust, offsets = tuner._memory_trust("opa", own + faster + reversed_, hw)
+    assert trust["opb"] > 0.9, trust  # by its level (off by 3x) it would keep a quarter of its weight
+    assert trust["opc"] < 0.25, trust  # its optimum... its slow setting is this operator's fast one
+    assert offsets["opb"] == pytest.approx(math.log(1 / 3.0), abs=1e-6)
+    # the model sees opb's rows at this operator's level: its prediction of an own setting is opa's measurement
+    x, y, w, _ = tuner._speed_data(faster, hw, trust, offsets)
+    assert sorted(math.exp(v) for v in y) == pytest.approx([1.0, 1.28], rel=1e-6)
+
+
+def test_when_every_memory_operators_effects_fail_here_it_plans_as_without_memory():
+    from kope.agent.tuner import Tuner
+
+    tuner = Tuner(TEMPLATE)
+    hw = HardwareFacts.from_fingerprint(HW)
+    facts = {HW["id"]: hw}
+    own, reversed_ = two_own_and_memory(0.2, 1.0, "opc")
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    shapes = [case_shape(BIG)]
+    plan = tuner.plan("opa", shapes, hw, own + reversed_, facts, tried, own[1].settings)
+    alone = tuner.plan("opa", shapes, hw, own, facts, tried, own[1].settings)
+    assert plan.fallback and plan.trust["opc"] < 0.5 and plan.memory == 2
+    assert [c.settings for c in plan.choices] == [c.settings for c in alone.choices]
+    _, agreeing = two_own_and_memory(1.28, 3.0, "opb")  # effects that held here: memory keeps its say
+    kept = tuner.plan("opa", shapes, hw, own + agreeing, facts, tried, own[1].settings)
+    assert not kept.fallback and kept.trust["opb"] > 0.9

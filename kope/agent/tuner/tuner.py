@@ -10,9 +10,12 @@ the operator (the others stay at their defaults):
 2. **vetoes**: a setting that memory shows at least ``VETO_RATIO`` (3x) slower
    than the best measured for an operator with the same relevant knobs, on the
    same shape class and hardware class, is never proposed again;
-   Once the run has a correct attempt, each memory operator's rows are weighted
-   by its **trust** here (``_memory_trust``: how well its records predicted this
-   run's own measurements); one trusted less than ``MIN_TRUST`` is left out;
+   Once the run has a correct attempt, each memory operator's rows are shifted
+   by its level offset here and weighted by its **trust** (``_memory_trust``: how
+   well its records predicted the *effects* of this run's own measurements, the
+   differences between settings, not the level); one trusted less than
+   ``MIN_TRUST`` is left out; when every memory operator is trusted less than
+   ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside);
 3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
    by expected improvement over the incumbent times the probability of being
    correct (``acquisition``), where a setting with a knob value no memory record
@@ -56,6 +59,7 @@ TRUST_SCALE = math.log(2.0)  # a memory operator off by this (rms, log space) on
 MIN_TRUST = 0.05  # below this a memory operator's records are left out of the model
 UNSEEN_SD = math.log(4.0)  # the prior spread of a knob value no trusted record measured
 TRUSTED = 0.5  # a memory operator trusted less (off by more than 2x here) no longer makes a knob value "known"
+MIN_EFFECTS = 2  # own attempts a memory operator must have predicted before its effects (not its level) are judged
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -108,6 +112,7 @@ class Plan:
     failures_elsewhere: int = 0  # of which recorded on another hardware class (counted at full weight)
     trust: dict[str, float] = field(default_factory=dict)  # memory operator -> weight from its residuals here
     hopeless: int = 0  # untried settings left out as predicted >= CONVERGED_RATIO slower than the incumbent
+    fallback: bool = False
     distant: int = 0  # settings held back as more than one knob from this run's own evidence (see _near_evidence)
 
     @property
@@ -165,8 +170,16 @@ class Tuner:
         vetoes = self._vetoes(operator, records, shape_class, hardware.hw_class)
         vetoed = {v.settings_key for v in vetoes}
         pool = [c for c in pool if settings_key(c) not in vetoed]
-        trust = self._memory_trust(operator, records, hardware_facts)
-        speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts, trust)
+        trust, offsets = self._memory_trust(operator, records, hardware_facts)
+        if trust and all(t < TRUSTED for t in trust.values()):
+            # every memory operator's effects were contradicted by this run's own measurements: plan on this
+            # run's attempts alone, as without memory (the memory records are counted, not used)
+            plan = self.plan(
+                operator, shapes, hardware, [r for r in records if r.own], hardware_facts, tried, base, allowed
+            )
+            plan.records, plan.trust, plan.fallback = len(records), trust, True
+            return plan
+        speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts, trust, offsets)
         failed = [r for r in records if not r.correct]
         plan = Plan(
             [],
@@ -224,6 +237,7 @@ class Tuner:
         records: Sequence[TuningRecord],
         hardware_facts: Mapping[str, HardwareFacts],
         trust: Mapping[str, float] | None = None,
+        offsets: Mapping[str, float] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Speed rows; a memory record's weight is multiplied by its operator's ``trust`` (a record of an
         operator trusted less than ``MIN_TRUST`` is left out, and its setting does not count as distinct)."""
@@ -231,10 +245,12 @@ class Tuner:
         distinct: set[str] = set()
         shapes: dict[str, CaseShape] = {}
         trust = trust or {}
+        offsets = offsets or {}
         for record in records:
             if not record.correct:
                 continue
             factor = 1.0 if record.own else trust.get(record.operator, 1.0)
+            shift = 0.0 if record.own else offsets.get(record.operator, 0.0)
             if factor < MIN_TRUST:
                 continue
             settings_part = None
@@ -249,7 +265,7 @@ class Tuner:
                 if shape is None:
                     shape = shapes[case.shape] = CaseShape.from_key(case.shape)
                 rows.append(settings_part + self.space.shape_part(shape) + hardware_part)
-                targets.append(math.log(case.speedup))
+                targets.append(math.log(case.speedup) + shift)
                 weights.append(HARDWARE_WEIGHT[record.hardware_tier] * factor * (OWN_WEIGHT if record.own else 1.0))
             if len(targets) >= MAX_SPEED_ROWS:
                 break
@@ -259,39 +275,53 @@ class Tuner:
 
     def _memory_trust(
         self, operator: str, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
-    ) -> dict[str, float]:
-        """Per memory operator: how far to trust its records for this operator, from how well they predicted
-        this run's own measurements (1: no own measurement yet, nothing to judge by).
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Per memory operator: how far to trust its records for this operator, and its level offset here, from
+        how well they predicted this run's own measurements (empty: no own measurement yet, nothing to judge by).
 
         The residual of an own correct attempt is log(measured) - log(predicted); the prediction is the
         operator's own record of the same setting (pinned to this operator's relevant knobs) when it has one,
-        else the prediction of a cost model trained on memory alone. ``trust = 1 / (1 + (rms / TRUST_SCALE)^2)``
-        over the operator's residuals: a record that predicted this operator within ~20% keeps most of its
-        weight, one that was off by a factor of 3 or more keeps almost none."""
+        else the prediction of a cost model trained on memory alone. The operator's **offset** is the mean of its
+        residuals (another operator may be uniformly faster or slower: its rows are shifted by it, so the model
+        learns the effects of knobs at this operator's level). Its **trust** judges the effects, not the level:
+        ``1 / (1 + (s / TRUST_SCALE)^2)`` where ``s`` is the spread of the residuals around the offset (with
+        ``n - 1`` degrees of freedom), once ``MIN_EFFECTS`` own attempts were predicted; with one, ``s`` is that
+        residual itself (a level off by 3x is all the evidence there is). An operator whose knob effects
+        held here within ~20% keeps most of its weight, one whose effects were off by a factor of 3 or more
+        keeps almost none: an earlier operator's optimum that is this operator's slow setting (or the
+        reverse) shows as a spread, whatever the two operators' levels."""
         own = [r for r in records if r.own and r.correct and r.a and r.a > 0]
         others = [r for r in records if not r.own and r.correct and r.a and r.a > 0]
         if not own or not others:
-            return {}
+            return {}, {}
         model_residuals: list[float] | None = None
         by_operator: dict[str, dict[str, list[float]]] = {}
         for r in others:
             key = settings_key(self.space.pin(operator, r.settings))
             by_operator.setdefault(r.operator, {}).setdefault(key, []).append(math.log(r.a))  # type: ignore[arg-type]
-        trust = {}
+        trust: dict[str, float] = {}
+        offsets: dict[str, float] = {}
         for other, measured in by_operator.items():
             residuals = []
-            for r in own:
+            for i, r in enumerate(own):
                 logs = measured.get(settings_key(self.space.pin(operator, r.settings)))
                 if logs:
                     residuals.append(math.log(r.a) - statistics.fmean(logs))  # type: ignore[arg-type]
-            if not residuals:
+                    continue
                 if model_residuals is None:
                     model_residuals = self._model_residuals(own, others, hardware_facts)
-                residuals = model_residuals
-            if residuals:
-                rms = math.sqrt(statistics.fmean(e * e for e in residuals))
-                trust[other] = 1.0 / (1.0 + (rms / TRUST_SCALE) ** 2)
-        return trust
+                if model_residuals:
+                    residuals.append(model_residuals[i])
+            if not residuals:
+                continue
+            offset = statistics.fmean(residuals)
+            if len(residuals) < MIN_EFFECTS:
+                spread = abs(residuals[0])
+            else:
+                spread = math.sqrt(sum((e - offset) ** 2 for e in residuals) / (len(residuals) - 1))
+            trust[other] = 1.0 / (1.0 + (spread / TRUST_SCALE) ** 2)
+            offsets[other] = offset
+        return trust, offsets
 
     def _model_residuals(
         self, own: Sequence[TuningRecord], others: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
@@ -315,8 +345,8 @@ class Tuner:
         self, operator: str, pool: list[dict[str, Any]], records: Sequence[TuningRecord]
     ) -> list[dict[str, Any]]:
         """The settings memory may propose while no memory operator has earned trust here (nothing measured
-        yet, or every operator's predictions failed): never a whole setting copied from another operator
-        without this operator's evidence. A setting qualifies when it is at most one relevant knob away from
+        yet; once every operator's effects failed, memory is set aside): never a whole setting copied from
+        another operator without this operator's evidence. A setting qualifies when it is at most one relevant knob away from
         the defaults or from a setting this run measured correct, or when every one of its knob values was
         measured correct in this run (a combination of this operator's own evidence); what memory ranks is
         that neighbourhood, and each step widens it. Once an operator predicted this run's measurements
