@@ -29,6 +29,7 @@ know them in advance. Timed repetitions always use fresh random seeds.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -114,7 +115,7 @@ def load(key: str) -> tuple[dict[str, Any], list[torch.Tensor]] | None:
         kept = _memo.get(key)
         if kept is not None and kept[0] == now:
             _memo.move_to_end(key)
-            return json.loads(json.dumps(kept[1])), list(kept[2])
+            return copy.deepcopy(kept[1]), list(kept[2])
     try:
         with open(path, "rb") as f:
             before = _identity(os.fstat(f.fileno()))
@@ -131,7 +132,7 @@ def load(key: str) -> tuple[dict[str, Any], list[torch.Tensor]] | None:
         return None
     if before == after and got == before[2]:  # the bytes checked are the file's as identified
         _remember(key, after, entry[0], entry[1], got)
-    return json.loads(json.dumps(entry[0])), list(entry[1])
+    return copy.deepcopy(entry[0]), list(entry[1])
 
 
 def _parse(key: str, data: bytearray, size: int) -> tuple[dict[str, Any], list[torch.Tensor]] | None:
