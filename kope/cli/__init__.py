@@ -8,6 +8,7 @@ stderr and the error's exit code (see ``_common.KopeGroup``).
 from __future__ import annotations
 
 import logging
+import signal
 
 import click
 
@@ -65,4 +66,9 @@ _register()
 
 
 def main() -> None:
+    # SIGTERM (`kill`, `timeout`, a job scheduler) stops a command as Ctrl-C does: a bench writes what it finished
+    # and says how to resume it (exit 130), a run is marked interrupted, workers are closed. Python's default
+    # ends the process at once, with none of that. A handler someone else installed (a server's) is kept.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     cli(prog_name="kope")

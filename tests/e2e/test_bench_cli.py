@@ -345,6 +345,44 @@ def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_inter
     assert len(results["resumes"]) == 1 and "--resume" in results["resumes"][0]["command"]
 
 
+def test_sigterm_stops_a_bench_as_ctrl_c_does_results_written_and_the_resume_command_said(
+    neo4j_server, graph_client, tmp_path
+):
+    """`kill`, `timeout` or a job scheduler send SIGTERM: the bench ends as after Ctrl-C (exit 130, one error line,
+    the resume command, results.json written, the interrupted run marked so), not silently mid-write."""
+    suite = write_suite(tmp_path / "suite", [("relu_a", 1), ("relu_b", 1)])
+    out = tmp_path / "bench"
+    script = [Reply(kernels.reply("openmp simd", "parallelization", kernels.FAST)), Reply(MALFORMED), Stall(60)]
+    exe = str(Path(sys.executable).with_name("kope"))
+    with ReplayLLM(script) as server:
+        proc = subprocess.Popen(
+            [exe, "bench", "--suite", str(suite), "--proposer", "llm", "--steps", "2", "--configs", "active"]
+            + ["--out", str(out)],
+            env=llm_env(neo4j_server, server, tmp_path),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 600
+        while len(server.requests) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(server.requests) == 3, (
+            proc.communicate(timeout=5)[1][-3000:] if proc.poll() is not None else "timed out"
+        )
+        proc.send_signal(signal.SIGTERM)  # relu_b's step 0 is waiting for the LLM
+        stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: bench interrupted: 1 of 2 pairs finished"], stderr[-3000:]
+    assert f"kope bench --resume --out {out}" in stderr
+    results = json.loads((out / "results.json").read_text())
+    assert not results["complete"] and [p["operator"] for p in results["pairs"]] == ["relu_a"]
+    started_b = json.loads((out / "pairs" / "active" / "relu_b.run.json").read_text())["run_id"]
+    status = cypher(graph_client, "MATCH (r:Run {id: $id}) RETURN r.status AS status", id=started_b)
+    assert status == [{"status": "interrupted"}]
+
+
 # -- parallel workers -----------------------------------------------------------------------------------
 
 
