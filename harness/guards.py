@@ -213,15 +213,19 @@ def _watched_namespaces(extra: Iterable[tuple[str, Any]]) -> list[tuple[str, Any
 
 def _members(space: Any) -> dict[str, tuple[Any, Any]]:
     """Each watched member with its code object: replacing a function's ``__code__`` keeps its identity."""
+    items = _namespace(space)
+    return {k: (v, _code(v)) for k, v in list(items.items()) if _watched(v)}
+
+
+def _namespace(space: Any) -> dict[str, Any]:
     try:
-        items = vars(space)
+        return vars(space)
     except TypeError:
         return {}
-    return {
-        k: (v, _code(v))
-        for k, v in list(items.items())
-        if callable(v) or isinstance(v, (type, ModuleType, staticmethod, classmethod, property))
-    }
+
+
+def _watched(value: Any) -> bool:
+    return callable(value) or isinstance(value, (type, ModuleType, staticmethod, classmethod, property))
 
 
 def _code(value: Any) -> Any:
@@ -251,19 +255,23 @@ class PatchSnapshot:
 
     def changes(self, limit: int = 10) -> list[str]:
         found = []
+        missing = object()
         for label, space in self.spaces:
-            now = _members(space)
-            for name, (before, code) in self.members[label].items():
-                if name not in now:
-                    found.append(f"{label}.{name} was deleted")
-                elif now[name][0] is not before:
-                    found.append(f"{label}.{name} was replaced")
-                elif now[name][1] != code:
+            # run at every fetch of the candidate's worker (~3,600 members): each member is looked up in the
+            # namespace as it is now, and only functions' code compared (5.3 -> 1.9 ms a call, a loaded machine)
+            now, members = _namespace(space), self.members[label]
+            for name, (before, code) in members.items():
+                value = now.get(name, missing)
+                if value is not before:
+                    found.append(f"{label}.{name} was {'replaced' if _watched(value) else 'deleted'}")
+                elif code is not None and _code(value) != code:  # None: a builtin, class or module (no code to swap)
                     found.append(f"{label}.{name} had its code replaced")
                 if len(found) >= limit:
                     return found
             if label in self.strict:
-                found.extend(f"{label}.{name} was added" for name in now if name not in self.members[label])
+                found.extend(
+                    f"{label}.{name} was added" for name, v in list(now.items()) if name not in members and _watched(v)
+                )
                 if len(found) >= limit:
                     return found[:limit]
         for label, obj in self.instances:
