@@ -1,22 +1,7 @@
 """One worker process: started (or forked by the zygote), sandboxed, limited, watched from outside, used once.
 
-A worker is ``python -m harness.worker FD_IN FD_OUT FD_REPORT CONFIG`` started with
-``subprocess.Popen`` in its own session (the whole process group can be killed), inside the
-OS sandbox (``harness.sandbox.launcher()``: user, PID, mount, network and IPC namespaces,
-``--kill-child``) unless the sandbox is switched off, or forked by the zygote
-(``harness.zygote_client``), with a private working folder (stdout/stderr files and the
-scratch mount point) and stdin closed. It boots (read-only view, scratch tmpfs, landlock,
-torch imported) and says ``ready``; the first request decides its role (``load`` with
-``role`` reference or candidate). The pools that keep booted workers are ``harness.worker_pool``.
-
-Limits (``harness.worker_limits``; docs/harness.md, "Isolation limits"): a request past its deadline kills
-the process group (``WorkerTimeout``); the parent polls the worker's resident set every 50 ms and kills it past
-``memory_bytes``; a crash, exit, kill or malformed message (``harness.ipc``: ``runtime_error:protocol``) is
-``WorkerDied`` with the exit code or signal name and the end of the captured output.
-
-While a request is in flight the worker may send ``compile`` requests of its own (a sandboxed
-worker cannot run a compiler or write the compile cache); the parent serves them
-(``harness.compile_service.serve_compile``) and keeps waiting for the reply.
+How it starts, its limits and the compile requests it may send: docs/harness-workers.md, "One worker process, and the requests it answers". The pools that
+keep booted workers are ``harness.worker_pool``.
 """
 
 from __future__ import annotations
