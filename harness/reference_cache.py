@@ -177,7 +177,7 @@ def forget_all() -> None:
 
 def store(key: str, trial: dict[str, Any], tensors: list[torch.Tensor]) -> None:
     """Write one entry atomically; a failure to write only costs a recomputation next time."""
-    from harness.ipc import tensor_bytes
+    from harness.ipc import tensor_bytes, tensor_spec
 
     payloads = [bytes(tensor_bytes(t)) for t in tensors]
     body = b"".join(payloads)
@@ -186,10 +186,7 @@ def store(key: str, trial: dict[str, Any], tensors: list[torch.Tensor]) -> None:
         "format": FORMAT,
         "trial": trial,
         "sha256": hashlib.sha256(body).hexdigest(),
-        "tensors": [
-            {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "nbytes": len(p)}
-            for t, p in zip(tensors, payloads)
-        ],
+        "tensors": [tensor_spec(t, len(p)) for t, p in zip(tensors, payloads)],
     }
     head = json.dumps(header).encode()
     path = _path(key)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import harness
+from harness import settings
 from harness.ipc import (
     BootFailed,
     CompileReply,
@@ -43,7 +44,7 @@ from harness.record import excerpt
 from harness.sandbox import CPU_PROFILE, SandboxProfile
 from harness.worker import EXIT_REPORT
 from harness.worker_limits import BOOT_TIMEOUT_S, OUTPUT_KEEP, Limits, WorkerDied, WorkerError, WorkerTimeout
-from harness.zygote_client import ForkedProcess, ZygoteRefused, zygote_enabled, zygote_for, zygote_refusal
+from harness.zygote_client import ForkedProcess, ZygoteRefused, zygote_for, zygote_refusal
 
 log = logging.getLogger(__name__)
 M = TypeVar("M")
@@ -133,7 +134,7 @@ class Worker:
             "cache_root": cache_root,
             "profile": profile.to_config(),
         }
-        self.forked = sandboxed and zygote and zygote_enabled() and zygote_refusal(env) is None
+        self.forked = sandboxed and zygote and settings.zygote_enabled() and zygote_refusal(env) is None
         self.proc: subprocess.Popen[bytes] | ForkedProcess
         try:
             if self.forked:  # a fork of the zygote: the same sandbox, without an interpreter and torch to boot

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from harness.ipc import tensor_spec
 from harness.worker_common import encode, flat_tensors, make_inputs
 
 RING_FLAG = 1 << 62  # a seed at or above this names ring sets (ring_seed); below it, a fresh set (get_inputs)
@@ -162,15 +163,7 @@ class TimedCalls:
         """Where each tensor of a ``fetch`` lies in this process, for the parent to read (``harness.remote_memory``);
         the tensors (contiguous CPU copies where they were not) stay alive until the next fetch."""
         self.held = [t.detach().to("cpu").contiguous() for t in tensors]
-        return [
-            {
-                "dtype": str(t.dtype).removeprefix("torch."),
-                "shape": list(t.shape),
-                "nbytes": t.numel() * t.element_size(),
-                "addr": t.data_ptr(),
-            }
-            for t in self.held
-        ]
+        return [{**tensor_spec(t, t.numel() * t.element_size()), "addr": t.data_ptr()} for t in self.held]
 
     def reused_buffer(self) -> str | None:
         """A description of an output that shares memory with another output of this or the last unit.
