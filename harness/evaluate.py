@@ -406,13 +406,9 @@ class _Evaluation:
 
     def _check_trials(self, case: Case, seeds: list[int], reply: ipc.Trials) -> None:
         """Every trial asked for came back, for the seeds asked for: nothing the candidate's process says is taken on trust."""
-        trials = reply.trials
-        got = (
-            [t.get("seed") for t in trials]
-            if isinstance(trials, list) and all(isinstance(t, dict) for t in trials)
-            else None
-        )
-        if got == seeds and seeds and isinstance(trials, list) and not trials[0].get("digest"):
+        trials = reply.trials  # a list (ipc.decode checked it); its trials are the worker's word
+        got = [t.get("seed") for t in trials] if all(isinstance(t, dict) for t in trials) else None
+        if got == seeds and seeds and not trials[0].get("digest"):
             got = None  # the first trial must prove which inputs it ran on
         if got != seeds:
             self.results[case.index].error = f"asked for trials with seeds {seeds}, got {got}"
