@@ -27,41 +27,19 @@ from harness.worker_process import Worker
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
 UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (their median is subtracted)
+# The native probe's rules and their numbers: docs/harness-workers.md, "Reference calls below Python"
 PROBE_MIN_SAMPLES = 40  # fewer samples (2 ms of CPU at PROBE_PERIOD_NS) decide nothing
-# One sample per this much CPU time of a thread. A thread's count starts afresh when it starts (an inherited event),
-# so a helper thread that lives for less than a period is never sampled: short, to see the reference's op on a
-# fresh thread per call (a 64x1000 softmax takes ~0.1-0.2 ms); ~2 % of the measured units' CPU, both workers alike
-PROBE_PERIOD_NS = 50_000
-PROBE_LIMIT = 0.5  # more than this share of the native (non-interpreter) time in reference libraries: reference_call
-# ... or, whatever the share, more CPU time in reference libraries than this fraction of what the reference's own
-# measured units spent there (same calls, same sampling period): an absolute budget, which a candidate that spins
-# in its own code to dilute its share does not stretch
-REFERENCE_BUDGET = 0.5
-# ... when those samples are at least this share of its native ones: a slow honest kernel gathers a trickle of
-# libtorch samples in proportion to its own time (0.5 % of them for a C++ kernel 180x slower than torch's softmax,
-# enough to exceed half of the reference's few), and a cheat diluted below this share runs 10x longer than the
-# reference op it calls, so it can never show a speedup
-BUDGET_SHARE_FLOOR = 0.1
-# ... and only where the reference's own op does real work in libtorch: at least this much CPU there per timed
-# call. Below it, the libtorch work every honest kernel does itself (torch.empty_like for its output,
-# .contiguous(): 3-20 us of dispatch a call, more on a loaded machine) is as large as the reference's op (a
-# 4097-element relu: ~3 us), and the budget flagged honest kernels. Below it only the share rule holds: a cheat
-# calling the reference op must spend as long again in its own code, a gain only where the reference's Python
-# overhead outweighs its op (a known hole: docs/harness-workers.md)
-BUDGET_MIN_REF_NS_PER_CALL = 50_000
-# While the reference's unit is timed the candidate's process waits for its next request: it may use at most
-# IDLE_SLACK_NS plus IDLE_SHARE of the unit's wall time (a thread pool going to sleep); more is work done off
-# the clock or taken from the reference's cores (cheat_detected:background_work; CPU targets)
+PROBE_PERIOD_NS = 50_000  # one sample per this much CPU time of a thread
+PROBE_LIMIT = 0.5  # more than this share of the native time in reference libraries: reference_call
+REFERENCE_BUDGET = 0.5  # ... or more reference-library samples than this fraction of the reference's own
+BUDGET_SHARE_FLOOR = 0.1  # ... when those are at least this share of its native samples
+BUDGET_MIN_REF_NS_PER_CALL = 50_000  # ... and the reference's op spends at least this much there per call
+# The candidate's CPU while the reference's unit is timed (background_work): docs/harness-workers.md, "Timing from
+# outside, adaptively"
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
 RING_SIZE = 4  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
-# As deployed (EvalOptions.deployed) the workers keep the OpenMP runtime's default wait policy: its threads spin
-# for a while after each parallel region. In a user's one process that costs nothing; here the spinning worker
-# would take the cores of the other one while it is timed, and its own threads, still spinning after the inputs
-# were built, the cores of the unit's calls. Before each unit the parent waits until no thread of either worker
-# is running or runnable (state R in /proc: a spinning thread is, a sleeping one is not; a CPU
-# time that stops growing would not do on a loaded machine, where a spinning thread may wait for a core), polling
-# every SETTLE_STEP_S for at most SETTLE_MAX_S; the idle check still counts whatever it uses afterwards.
+# As deployed: wait until no thread of either worker is runnable before each unit (docs/harness.md, "As deployed")
 SETTLE_STEP_S = 0.0005
 SETTLE_MAX_S = 0.05
 
@@ -301,13 +279,8 @@ class CaseTimer:
             time.sleep(SETTLE_STEP_S)
 
     def _check_idle(self, cpu_ns: int, wall_ns: int, ref_cpu_ns: int) -> None:
-        """The candidate's process must be idle while the reference is timed (read from /proc, from outside): in each
-        of the reference's units, and over all of them so far (a thread that spins all the time uses less than the
-        per-unit slack in one short unit, but not in all of them together).
-
-        The share allowed is of the CPU time one of the reference's busy threads got (its CPU time over its thread
-        count), not of the wall time: on a machine loaded from outside a spinning thread gets as little of a core as
-        the reference's threads do, and a share of the wall time would let it through."""
+        """The candidate's process idle while the reference is timed, per unit and over all so far (read from /proc;
+        docs/harness-workers.md, "Timing from outside, adaptively")."""
         basis = min(wall_ns, ref_cpu_ns // max(1, self.ev.threads)) if ref_cpu_ns > 0 else wall_ns
         self.idle_cpu_ns += cpu_ns
         self.idle_wall_ns += wall_ns
@@ -357,13 +330,8 @@ class CaseTimer:
         for who in ("ref", "cand"):  # the cost of an empty round trip, taken off every measurement
             costs = sorted(self._unit(who, []) for _ in range(5))
             self.overhead_ns[who] = costs[len(costs) // 2]
-        # Warm-up (not fetched, not recorded), which also sizes the unit: n doubles (or more) until a unit of
-        # either implementation lasts at least unit_ms and UNIT_OVERHEADS round trips, so the subtracted cost stays
-        # small. Not more: every call of a unit needs an input set of its own, which costs far more than a fast
-        # kernel's call (was 2 ms and 20 round trips: 6 input sets of 16 MB per unit for relu's 0.5 ms calls).
-        # Never sized from the first unit alone: a fresh worker's first calls are cold (a 12 us relu took 5 ms in
-        # an as-deployed worker on a loaded machine), and a unit of 1 call was kept whose round trip then
-        # outweighed the call (the reference timed at 0.4-2 ms a call: tests/e2e/test_as_deployed.py).
+        # warm-up (not fetched, not recorded), which also sizes the unit (docs/harness-workers.md, "Timing from
+        # outside, adaptively"): n grows until a unit lasts unit_ms and UNIT_OVERHEADS round trips
         target = max(self.budget.unit_ms * 1e6, UNIT_OVERHEADS * max(self.overhead_ns.values()))
         n, warm_ms, units = 1, 0.0, 0
         while True:
@@ -385,15 +353,10 @@ class CaseTimer:
         self._both(self._prepare_message(seeds))
         while True:
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
-            # Both workers build their inputs at once (and send their outputs at once), both idle again before
-            # either unit is timed; each unit is timed alone, the other worker idle (which _check_idle verifies
-            # for the candidate). Overlapping a worker's prepare or fetch with the *other's timed unit* was
-            # ~20 % faster but made the units noisier (per-case CI of the candidate's median +-30-140 % instead
-            # of +-12-46 %, softmax and relu, 3 evaluations each; benchmarks/bench_harness.py section 4).
+            # both workers prepare and fetch at once; each unit is timed alone, the other worker idle (ibid.)
             for who in order:
                 took = self._go(who, True, sampled=True)
-                # never more than half of the unit: a unit lasts UNIT_OVERHEADS round trips or more, so a larger
-                # subtraction means the round trip measured at the start was not this unit's
+                # the round trip's cost taken off, never more than half of the unit (ibid.)
                 ns = took - min(self.overhead_ns[who], took / 2)
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
@@ -427,9 +390,8 @@ class CaseTimer:
         ev.trace(f"case {self.case.name}: {rep} units of {n} call(s)")
 
     def _open_samplers(self) -> None:
-        """perf-event samplers on every thread of both workers, switched on only around their measured units (the
-        reference's too, so both pay the sampling's small cost): the candidate's samples say where its timed
-        calls spent their time, however it was reached (C++ through libtorch, a helper thread, numpy)."""
+        """perf-event samplers on every thread of both workers, on only around their measured units
+        (docs/harness-workers.md, "Reference calls below Python")."""
         from harness import native_probe
 
         for who in ("cand", "ref"):
@@ -443,8 +405,7 @@ class CaseTimer:
 
     def _judge_samples(self) -> None:
         """Time in libtorch's or a BLAS library's compute code during the candidate's timed calls is the reference's
-        work: too large a share of its native time, or more of it than half of what the reference's own units spent
-        there (an absolute budget: the candidate ran exactly as many calls on inputs of the same sizes)."""
+        work (the share and budget rules: docs/harness-workers.md, "Reference calls below Python")."""
         sampler = self.samplers.get("cand")
         if sampler is None:
             return

@@ -1,42 +1,9 @@
 """Comparing a candidate's outputs with the reference's, outside the candidate's process.
 
-Order of checks, per output: structure (tensor / tuple arity), shape, dtype,
-device, layout (strides, when the workers report them), non-finite values,
-then values. An element passes when
-
-    |cand - ref| <= atol * s + rtol * |ref|,    s = RMS(ref) over the whole output
-
-so the absolute term scales with the output (a softmax over 16384 columns has
-values near 6e-5: a fixed atol of 1e-4 would let an all-zeros output pass).
-Tolerances by dtype (``TOLERANCES``):
-
-=========  =======  =======  ===========================================
-dtype      rtol     atol     why
-=========  =======  =======  ===========================================
-float64    1e-9     1e-9     catches a kernel that computes in float32
-float32    1e-4     1e-4     ~1000x float32 rounding; 0.1% errors, wrong
-                             eps or a missing element fail
-float16    2e-3     2e-3     ~2 ulp of float16
-bfloat16   1.6e-2   1.6e-2   ~2 ulp of bfloat16
-integers   0        0        exact
-bool       0        0        exact
-complex    (part)   (part)   real and imaginary parts, each under its
-                             real dtype's tolerances
-=========  =======  =======  ===========================================
-
-Where the reference is NaN/Inf the candidate must be the same NaN/Inf; a
-NaN/Inf where the reference is finite fails as ``incorrect:nonfinite``.
-
-Layout (``incorrect:stride``): an output must have the reference's strides or
-be contiguous (dimensions of size 1 ignored), so a contiguous reference output
-needs a contiguous candidate output: a transposed view, an overlapping
-``expand``/``as_strided`` view or a padded buffer is refused even when its
-values match (downstream code that calls ``.view()`` on it would break).
-
-Index outputs a task declares (``INDEX_OUTPUTS``, see ``harness.index_check``)
-are not compared exactly: they must be in range and point at the same input
-values as the reference's indices (and at the values the candidate returned,
-for top-k style outputs), so a tie broken another way passes.
+Per output: structure (tensor / tuple arity), shape, dtype, device, layout (strides, when the workers report them),
+non-finite values, then values, under ``TOLERANCES`` (the absolute term scaled by the reference's RMS); index outputs
+(``harness.index_check``) by the values they point at. The rule, the table and why: docs/harness.md, "Correctness and
+tolerances".
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """``evaluate(task, candidate, options)``: compile, check and time one candidate; returns an ``Outcome``.
 
-The steps, each of which can end the evaluation with an outcome:
-
-1. static: the candidate file is non-empty Python defining ``ModelNew``
-   (``format_error``), and the static anti-cheat checks pass (``cheat_detected``)
-   (``harness.eval_setup``: the options, the workers' spec and this step);
-2. workers: a warm, sandboxed candidate worker (``harness.worker_pool``) is locked down and
-   loads the candidate (its kernels compile, in the parent's compile sandbox, under the
-   compile timeout); the reference worker (trusted: it runs only the task) is reused from
-   the last evaluation of the same task when there is one;
-3. correctness, case by case: reference outputs for ``seeds`` seeds come from the reference
-   cache (``harness.reference_cache``) or the reference worker; the candidate worker runs
-   the same seeds under the run-time guards and this process checks that every trial it
-   asked for came back (count, seeds, input digests) and compares (``harness.compare``);
-5. timing of the passing cases (when the target's timings are valid), driven from here:
-   reference (in its own worker) and candidate timed interleaved on the same fresh inputs,
-   by this process's clock, adaptively (``harness.timing``); every timed output is compared
-   with the reference's output for the same inputs; the candidate's threads and CPU time are
-   read from /proc, outside its reach.
-
-Problems with the task, the target or the options raise ``HarnessError``; all problems with
-the candidate become the outcome.
+Its steps (static, workers, correctness, timing): docs/harness.md, "The steps of an evaluation". Problems with
+the task, the target or the options raise ``HarnessError``; all problems with the candidate become the outcome.
 """
 
 from __future__ import annotations
@@ -425,13 +406,9 @@ class _Evaluation:
 
     def _check_trials(self, case: Case, seeds: list[int], reply: ipc.Trials) -> None:
         """Every trial asked for came back, for the seeds asked for: nothing the candidate's process says is taken on trust."""
-        trials = reply.trials
-        got = (
-            [t.get("seed") for t in trials]
-            if isinstance(trials, list) and all(isinstance(t, dict) for t in trials)
-            else None
-        )
-        if got == seeds and seeds and isinstance(trials, list) and not trials[0].get("digest"):
+        trials = reply.trials  # a list (ipc.decode checked it); its trials are the worker's word
+        got = [t.get("seed") for t in trials] if all(isinstance(t, dict) for t in trials) else None
+        if got == seeds and seeds and not trials[0].get("digest"):
             got = None  # the first trial must prove which inputs it ran on
         if got != seeds:
             self.results[case.index].error = f"asked for trials with seeds {seeds}, got {got}"

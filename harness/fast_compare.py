@@ -1,24 +1,10 @@
 """A one-pass native check of ``harness.compare``'s tolerance rule, for the outputs that pass.
 
-``compare_tensor`` makes several passes over both tensors (conversions, the RMS, finiteness,
-the error, the bound), which made comparing the dominant cost of an evaluation (profile:
-~2.3 s per seed for relu's 9 cases) and would make checking *every* timed output
-unaffordable. This module decides the common case in one OpenMP pass over the data, reading both tensors where
-they lie (no conversion, no copy): for float64/float32/float16/bfloat16 tensors of equal shape
-and dtype on the CPU whose reference is finite, an output passes when every element is finite and
-
-    |cand - ref| <= atol * RMS(ref) + rtol * |ref|
-
-with ``atol``/``rtol`` from ``harness.compare.TOLERANCES`` (the same rule); integer and boolean
-tensors (compared exactly) pass when their bytes are equal. Whenever it says
-anything but "pass" (a mismatch, a non-finite value, another dtype, a structure it does not
-handle) the caller runs ``compare_outputs``, which finds the first bad element and words the
-message, so the verdicts are ``compare_outputs``'s own. Outputs that pass still get the layout
-check (``compare_layouts``); a task with index outputs always takes the full path (its index
-outputs are judged by the values they point at, not compared exactly).
-
-``compare_encoded`` is the parent's entry point: it rebuilds both outputs from the workers'
-descriptions (with the strides each worker saw and, for index outputs, the reference's inputs).
+It decides the common case (floating-point tensors of equal shape and dtype on the CPU with a finite reference, in one
+OpenMP pass, no copy; integer and boolean ones byte for byte); anything but "pass" goes to ``compare_outputs``, whose
+verdicts and messages are the only ones (docs/harness.md, "Correctness and tolerances"). ``compare_encoded`` is the
+parent's entry point: both outputs rebuilt from the workers' descriptions (strides, and the reference's inputs for
+index outputs).
 """
 
 from __future__ import annotations

@@ -1,28 +1,10 @@
 """Run-time anti-cheat checks, used inside the candidate's worker process.
 
-* ``AtenRecorder``: records the aten ops ``ModelNew.forward`` dispatches; any op
-  outside ``ALLOWED_ATEN`` (allocation, views, copies) is a ``reference_call``. The dispatch machinery it
-  relies on (every class on its MRO, ``torch.utils._python_dispatch``) is watched like torch's functions,
-  and ``on_stack()`` asks torch's C dispatch stack, through functions taken before any candidate ran,
-  whether it is really active (a no-op ``__enter__`` switched in and out behind the snapshot's back).
-* ``PatchSnapshot``: identities of the functions and classes of torch, the time,
-  hash and builtin modules, the task module and the harness itself, taken
-  before the candidate is imported and compared after every request
-  (``monkey_patch``).
-* ``AuditGuard``: a ``sys.addaudithook`` hook (it cannot be removed) that,
-  while armed around ``forward``, records file opens outside the Python
-  installation, socket use and process creation (``file_access``,
-  ``network_access``, ``process_spawn``).
-  Whatever is armed or not, it also records, from the moment it is installed (the candidate's import
-  included), what no phase of an evaluation does: deleting or renaming a file outside the worker's
-  scratch folder (``file_access``; in the sandbox, which blocks it: this names the attempt) and opening another
-  process's ``/proc/PID/mem`` (``memory_access``); ``take_sticky()`` returns them.
-* ``hooks``: the interpreter's profile and trace hooks (``sys``, ``threading``, ``sys.monitoring``):
-  a hook the candidate installs runs harness code's every call, input building and output fetching
-  included (``monkey_patch``).
-* ``threads_alive`` / ``native_thread_count`` / ``child_processes``: what is
-  still running after ``forward`` returned (``leftover_thread``, ``leftover_process``).
-* ``aliases``: whether an output shares memory with an input.
+``AtenRecorder`` (aten ops outside ``ALLOWED_ATEN``: ``reference_call``; ``on_stack()`` asks torch's C dispatch stack
+whether it is really active), ``PatchSnapshot`` (replaced functions: ``monkey_patch``), ``AuditGuard`` (file, socket
+and process use while armed; deletions outside scratch and ``/proc/PID/mem`` at any time: ``take_sticky()``),
+``hooks`` (interpreter hooks), ``python_threads`` / ``native_thread_count`` / ``child_processes`` (left running),
+``aliases``, ``seal``. What each catches: docs/harness.md, "Anti-cheat checks".
 """
 
 from __future__ import annotations

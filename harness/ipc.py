@@ -67,13 +67,15 @@ def tensor_bytes(t: torch.Tensor) -> memoryview:
     return flat.view(torch.uint8).numpy().data
 
 
+def tensor_spec(t: torch.Tensor, nbytes: int) -> dict[str, Any]:
+    """A tensor's ``{"dtype", "shape", "nbytes"}`` description (``check_tensor_spec`` reads one)."""
+    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "nbytes": nbytes}
+
+
 def write_message(fd: int, header: dict[str, Any], tensors: Sequence[torch.Tensor] = ()) -> None:
     header = dict(header)
     payloads = [tensor_bytes(t) for t in tensors]
-    header["tensors"] = [
-        {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "nbytes": len(p)}
-        for t, p in zip(tensors, payloads)
-    ]
+    header["tensors"] = [tensor_spec(t, len(p)) for t, p in zip(tensors, payloads)]
     head = json.dumps(header, allow_nan=True).encode()
     _write_all(fd, MAGIC + struct.pack("<Q", len(head)) + head)
     for payload in payloads:

@@ -1,30 +1,9 @@
 """Reference outputs computed once: a cache on disk, in the parent, with an integrity hash.
 
-A reference worker's answer for one (case, seed) - the seed actually used (after replacing
-degenerate ones), the digest of the inputs, the output and its properties - is stored under
-a key made of everything that could change it: the SHA-256 of the task file's *content*,
-the case (index, name and parameters), the init seed, the requested seed and the retry
-budget, the target and its options, the thread count, the torch version, the hardware id
-and ``FORMAT``. Edit the task file and its key changes: a stale entry is never used.
-
-Each entry is one file: a JSON header (with the SHA-256 of the tensor bytes) and the raw
-bytes; an entry whose bytes do not match (a partial write, a corrupted disk) is ignored and
-recomputed. The check is done once per process and file: an entry that passed it is kept in
-memory (``MEMO_BYTES`` at most, least recently used dropped) together with the identity of the
-file it was read from (device, inode, size, modification and change times, taken from the open
-file). A later ``load`` of that key compares the file's identity with the remembered one (one
-``stat``): the same file gives the verified tensors back without reading or hashing again; any
-other (rewritten, replaced, touched, deleted) is read and checked afresh, so an edited entry is
-never used. What is kept is what was verified for that key, and the key holds the task file's
-content hash: a stale entry is never used either way. Files are written atomically (rename) under ``cache_root()/refs`` with mode
-0600 in 0700 folders. Candidates never see them: the folder is hidden from every sandboxed
-process (``harness.sandbox.enter_view`` mounts an empty tmpfs over it) and the parent never
-sends reference outputs to a candidate's process (it compares them itself).
-
-Seeds: by default an evaluation's correctness seeds are drawn from a per-cache secret
-(``seed_salt``, in the same hidden folder), so the same task and case get the same seeds in
-every evaluation on this machine (that is what makes the cache hit) while a candidate cannot
-know them in advance. Timed repetitions always use fresh random seeds.
+Its key, its entries (a JSON header with the bytes' SHA-256, then the bytes; written atomically under
+``cache_root()/refs``, 0600 in 0700 folders, hidden from every sandboxed process), the in-memory memo of verified
+entries (``MEMO_BYTES``) and the seeds drawn from ``seed_salt``: docs/harness-workers.md, "The worker model",
+Reference cache.
 """
 
 from __future__ import annotations
@@ -198,7 +177,7 @@ def forget_all() -> None:
 
 def store(key: str, trial: dict[str, Any], tensors: list[torch.Tensor]) -> None:
     """Write one entry atomically; a failure to write only costs a recomputation next time."""
-    from harness.ipc import tensor_bytes
+    from harness.ipc import tensor_bytes, tensor_spec
 
     payloads = [bytes(tensor_bytes(t)) for t in tensors]
     body = b"".join(payloads)
@@ -207,10 +186,7 @@ def store(key: str, trial: dict[str, Any], tensors: list[torch.Tensor]) -> None:
         "format": FORMAT,
         "trial": trial,
         "sha256": hashlib.sha256(body).hexdigest(),
-        "tensors": [
-            {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "nbytes": len(p)}
-            for t, p in zip(tensors, payloads)
-        ],
+        "tensors": [tensor_spec(t, len(p)) for t, p in zip(tensors, payloads)],
     }
     head = json.dumps(header).encode()
     path = _path(key)

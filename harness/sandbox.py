@@ -1,30 +1,10 @@
 """The OS-level sandbox every harness worker (and every compiler run) lives in, on Linux.
 
-Layers, each from the kernel or a well-kept tool, in the order they are set up (what each one holds:
-docs/harness-workers.md, "The sandbox"):
-
-1. **Launch** (parent side, ``launcher()``): util-linux ``unshare`` into new user, PID (``--kill-child``), mount,
-   network and IPC namespaces, with an environment of its own (``clean_env``: no credentials, no ``KOPE_*``).
-2. **View** (worker, at boot, before torch is imported, ``enter_view``): the tree read-only, a private scratch
-   ``tmpfs``, empty ``tmpfs`` over every hidden path, a fresh ``/proc``, an empty network namespace.
-3. **Landlock** (at boot, ``restrict_writes``, where the kernel has it).
-4. **Seccomp** (right before candidate code is imported): ``harness.seccomp.lock_down``.
-5. **rlimits** (``harness.worker``): file size, no core dumps, address space.
-
-What a layer opens for a target is its **profile** (``SandboxProfile``, ``PROFILES``): the GPU profiles
-let the NVIDIA driver's device nodes be opened read-write (Landlock), drop the address-space limit
-(a device-memory cap through the CUDA allocator instead) and, for Triton, leave process creation and
-exec untrapped (ptxas); ``SandboxProfile.layers()`` says which layers hold (``kope doctor``).
-
-Why these: they need nothing beyond the base system (util-linux, libseccomp, which systemd
-already depends on) and PyPI (``pyseccomp``, a ctypes binding with libseccomp's own Python
-API), work without root (unprivileged user namespaces), and each closes a class of escape
-the Python audit hook cannot see (native code). bubblewrap would do layers 1-2 as well but
-needs a system package; gVisor/Firecracker are heavier than one evaluation deserves.
-
-``sandbox_status()`` says whether all of this works on this machine (``kope doctor`` shows it).
-Where it does not, the harness refuses to run candidates unless the user opts out explicitly:
-``EvalOptions(sandbox=False)`` or ``KOPE_HARNESS_SANDBOX=off``.
+Its layers, in the order they are set up (``launcher``, ``enter_view``, ``restrict_writes``, then
+``harness.seccomp.lock_down`` and the worker's rlimits), why these, and the profiles per target (``SandboxProfile``,
+``PROFILES``, ``layers()``): docs/harness-workers.md, "The sandbox" and "The sandbox per target". Where
+``sandbox_status()`` says it does not work, candidates are refused unless the user opts out (``EvalOptions(sandbox=False)``,
+``KOPE_HARNESS_SANDBOX=off``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Worker process entry point: ``python -m harness.worker FD_IN FD_OUT FD_REPORT CONFIG_JSON``.
 
-Boot (before any request, so that a warm worker is ready when an evaluation starts): rlimits
-on files and core dumps; inside the sandbox the read-only view with its scratch tmpfs and
-Landlock (``harness.sandbox``); torch and the harness imported (by the zygote, once, for a
-worker it forks: ``harness.zygote``); then one ``ready`` message.
-
-The first request is ``load`` with a ``role``. The *reference* worker loads only the task and
-computes reference outputs (it never sees a candidate). The *candidate* worker is locked down
-first (seccomp, address-space limit), then loads the task and the candidate and runs the
-candidate's forward under the run-time guards. Both answer one request at a time (``op`` in
-the JSON header); every exception, ``SystemExit`` included, becomes an error reply, so only a
-real crash, a kill or ``os._exit`` ends the process early. The worker never runs atexit
-handlers (it leaves through ``os._exit``).
+Boot, roles, PID 1 of the sandbox's namespace and why every exception becomes an error reply:
+docs/harness-workers.md, "One worker process, and the requests it answers".
 """
 
 from __future__ import annotations

@@ -1,29 +1,7 @@
 """The candidate worker: loads the candidate, runs it under the run-time guards, times it.
 
-Requests (records of ``harness.ipc``, answered with its replies):
-
-* ``load`` {task, candidate, target, target_options, threads, case, init_seed}: snapshot
-  what may not be patched, import the candidate (its kernels compile now), check
-  ``ModelNew`` and build it for the first case.
-* ``run`` {case, init_seed, seeds, lazy_check}: one forward per seed, each on fresh
-  inputs (the second trial writes new values into the first trial's buffers, so a
-  cache keyed on pointers is served stale data); after each forward the guards run
-  in this order: audit events, aten ops, output types, left-over threads and
-  processes, thread count, output changing after return (first trial), input
-  mutation, patched functions; on a GPU target the first forward's device-to-host traffic is
-  watched (``harness.device_traffic``: a CPU fallback is a cheat). Outputs go back to the parent,
-  which compares them.
-* ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {}: one timed unit
-  (``harness.worker_timed``); the parent times ``go`` from outside and compares every output
-  ``fetch`` returns; the run-time guards run in ``fetch`` (outside the timed window).
-
-Every phase is guarded, the untimed ones too: before and after each request (``go`` by the ``seal``
-request the parent sends right after it, off its clock) the interpreter's profile/trace hooks must
-be as they were before the candidate was imported (``harness.guards.hooks``: a hook runs on every call
-of input building, preparation and fetch; ``monkey_patch``), and what the audit hook records at any time
-(a deletion outside scratch: ``file_access``; another process's ``/proc/PID/mem``: ``memory_access``) is
-reported. Right after each ``go`` (``seal``), random elements of random timed outputs are sealed (the parent
-compares them with the outputs it reads: ``lazy_output``, outputs filled after the timed call returned).
+Its requests (``load``, ``run``, ``prepare``/``go``/``seal``/``fetch``), the order of the guards after each forward and
+how every phase is guarded: docs/harness-workers.md, "One worker process, and the requests it answers".
 """
 
 from __future__ import annotations

@@ -33,32 +33,25 @@ def seed_everything(seed: int) -> None:
         numpy.random.seed(seed % (2**32))
 
 
-def make_inputs(module: ModuleType, seed: int, device: str, case_name: str = "") -> list[Any]:
+def _seeded_list(module: ModuleType, name: str, seed: int, case_name: str) -> list[Any] | tuple[Any, ...]:
+    """The task's ``name()`` (``get_inputs``, ``get_init_inputs``) under ``seed``: a list, or ``ReferenceFailedError``."""
     seed_everything(seed)
     try:
-        inputs = module.get_inputs()
+        value = getattr(module, name)()
     except Exception as exc:
-        raise ReferenceFailedError(f"case {case_name!r}: get_inputs() raised {type(exc).__name__}: {exc}") from None
-    if not isinstance(inputs, (list, tuple)):
-        raise ReferenceFailedError(
-            f"case {case_name!r}: get_inputs() must return a list, returned {type(inputs).__name__}"
-        )
+        raise ReferenceFailedError(f"case {case_name!r}: {name}() raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(value, (list, tuple)):
+        raise ReferenceFailedError(f"case {case_name!r}: {name}() must return a list, returned {type(value).__name__}")
+    return value
+
+
+def make_inputs(module: ModuleType, seed: int, device: str, case_name: str = "") -> list[Any]:
+    inputs = _seeded_list(module, "get_inputs", seed, case_name)
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def init_inputs(module: ModuleType, init_seed: int, case_name: str = "") -> list[Any]:
-    seed_everything(init_seed)
-    try:
-        init = module.get_init_inputs()
-    except Exception as exc:
-        raise ReferenceFailedError(
-            f"case {case_name!r}: get_init_inputs() raised {type(exc).__name__}: {exc}"
-        ) from None
-    if not isinstance(init, (list, tuple)):
-        raise ReferenceFailedError(
-            f"case {case_name!r}: get_init_inputs() must return a list, returned {type(init).__name__}"
-        )
-    return list(init)
+    return list(_seeded_list(module, "get_init_inputs", init_seed, case_name))
 
 
 def build(cls: type, init: list[Any], init_seed: int, device: str) -> torch.nn.Module:

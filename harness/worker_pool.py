@@ -1,13 +1,8 @@
 """The worker pools: booted workers kept ahead (warm), and loaded reference workers kept for the next evaluation.
 
-``WarmPool`` keeps a few booted workers per configuration (``WorkerSpec``) so an evaluation never
-waits for an interpreter and a torch import: ``take`` hands one out (a candidate worker serves
-exactly one candidate and is then closed) and starts its replacement in the background: never
-while another process on the machine is timing (``harness.timing.machine_lock``), and stopped
-(SIGSTOP) while this process times (``pause``/``resume``). ``REFERENCE_POOL`` keeps loaded
-reference workers (they run only the task's own code) for the next evaluation of the same task.
-Both are closed at interpreter exit; ``live_workers()`` lists what is running. One worker process
-is ``harness.worker_process.Worker``; its limits and errors are ``harness.worker_limits``.
+``WarmPool`` (``take``, the background refill, ``pause``/``resume`` while timing) and ``REFERENCE_POOL``:
+docs/harness-workers.md, "The worker model". One worker process is ``harness.worker_process.Worker``; its limits and
+errors are ``harness.worker_limits``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """One worker process: started (or forked by the zygote), sandboxed, limited, watched from outside, used once.
 
-A worker is ``python -m harness.worker FD_IN FD_OUT FD_REPORT CONFIG`` started with
-``subprocess.Popen`` in its own session (the whole process group can be killed), inside the
-OS sandbox (``harness.sandbox.launcher()``: user, PID, mount, network and IPC namespaces,
-``--kill-child``) unless the sandbox is switched off, or forked by the zygote
-(``harness.zygote_client``), with a private working folder (stdout/stderr files and the
-scratch mount point) and stdin closed. It boots (read-only view, scratch tmpfs, landlock,
-torch imported) and says ``ready``; the first request decides its role (``load`` with
-``role`` reference or candidate). The pools that keep booted workers are ``harness.worker_pool``.
-
-Limits (``harness.worker_limits``; docs/harness.md, "Isolation limits"): a request past its deadline kills
-the process group (``WorkerTimeout``); the parent polls the worker's resident set every 50 ms and kills it past
-``memory_bytes``; a crash, exit, kill or malformed message (``harness.ipc``: ``runtime_error:protocol``) is
-``WorkerDied`` with the exit code or signal name and the end of the captured output.
-
-While a request is in flight the worker may send ``compile`` requests of its own (a sandboxed
-worker cannot run a compiler or write the compile cache); the parent serves them
-(``harness.compile_service.serve_compile``) and keeps waiting for the reply.
+How it starts, its limits and the compile requests it may send: docs/harness-workers.md, "One worker process, and the requests it answers". The pools that
+keep booted workers are ``harness.worker_pool``.
 """
 
 from __future__ import annotations
@@ -39,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import harness
+from harness import settings
 from harness.ipc import (
     BootFailed,
     CompileReply,
@@ -58,7 +44,7 @@ from harness.record import excerpt
 from harness.sandbox import CPU_PROFILE, SandboxProfile
 from harness.worker import EXIT_REPORT
 from harness.worker_limits import BOOT_TIMEOUT_S, OUTPUT_KEEP, Limits, WorkerDied, WorkerError, WorkerTimeout
-from harness.zygote_client import ForkedProcess, ZygoteRefused, zygote_enabled, zygote_for, zygote_refusal
+from harness.zygote_client import ForkedProcess, ZygoteRefused, zygote_for, zygote_refusal
 
 log = logging.getLogger(__name__)
 M = TypeVar("M")
@@ -148,7 +134,7 @@ class Worker:
             "cache_root": cache_root,
             "profile": profile.to_config(),
         }
-        self.forked = sandboxed and zygote and zygote_enabled() and zygote_refusal(env) is None
+        self.forked = sandboxed and zygote and settings.zygote_enabled() and zygote_refusal(env) is None
         self.proc: subprocess.Popen[bytes] | ForkedProcess
         try:
             if self.forked:  # a fork of the zygote: the same sandbox, without an interpreter and torch to boot

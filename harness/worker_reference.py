@@ -1,15 +1,6 @@
 """The reference worker: computes the task's outputs for given seeds. It never loads a candidate.
 
-Requests (records of ``harness.ipc``, answered with its replies):
-
-* ``load`` {task, target, target_options, threads}: load and validate the task; reply with the hardware.
-* ``reference`` {case, init_seed, seeds, retries}: for each seed, the inputs' digest and the
-  reference output; when an output is degenerate (constant, all zeros, NaN/Inf) the seed is
-  replaced (up to ``retries`` times) and the seed actually used is reported.
-* ``time_reference`` {case, init_seed, seed, reps}: milliseconds per reference call (for
-  checking that a task's sizes are sensible).
-* ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {remote}: one timed unit of reference
-  calls (``harness.worker_timed``), the same code the candidate worker runs.
+Its requests (``load``, ``reference``, ``time_reference``, ``prepare``/``go``/``fetch``): docs/harness-workers.md, "One worker process, and the requests it answers".
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
 """A worker's side of a timed unit: ``prepare`` (fresh inputs, caches flushed), ``go`` (the calls), ``fetch``.
 
-The parent holds the clock: it times the ``go`` request from the outside, so nothing this process
-does to its own clocks changes a measurement. ``prepare`` builds one fresh input set per seed
-and flushes the caches (``CpuTimer.flush``: the inputs' and the
-model's cache lines, and a scrub buffer); ``go`` runs the model once per input set, back to back,
-and synchronises the device; ``fetch`` sends every output back (the parent compares each one
-with the reference's output for the same seed). The outputs of one unit stay alive until the
-next unit has run, so an implementation that hands out the same buffer again is visible.
-Reference and candidate workers use this same code, so both pay exactly the same costs.
-
-Input sets from a ring (``ring_seed``): ``get_inputs`` is often far slower than the kernel it feeds (a
-16 MB ``randn`` ~25 ms against a 0.5 ms ReLU), so a timed call's seed may name two sets of a small
-per-case ring (``get_inputs`` under ring keys the parent drew at random, built once per worker and
-case) and a mixing seed: the call's inputs are a copy of the first set with random positions of every
-tensor (``RING_MIX`` or one in ``RING_MIX_SHARE``, whichever is more) taken from the second. The parent never sends the same seed twice in a
-case, so no two timed calls get equal inputs (an output cache keyed on the inputs' content never
-hits, one keyed on a sample of them returns a stale output, which the comparison of every timed
-output catches: ``tests/adversarial/cache_by_fingerprint.py``), and every element of every input is
-one ``get_inputs`` produced at that position (per-position properties hold: ranges of indices,
-signs, masks, triangular zeros; relations across positions, such as a symmetric or sorted input,
-need not: ``KOPE_HARNESS_INPUT_RING=off``). A set that cannot be mixed (nested lists, sparse or quantized
-tensors) gives a fresh ``get_inputs`` set instead; a seed below ``RING_FLAG`` is a plain fresh set, as before.
+The unit: docs/harness-workers.md, "One worker process, and the requests it answers"; the input ring (``ring_seed``,
+``InputRing``: a timed call's inputs mixed from two sets of a small per-case ring of ``get_inputs`` sets): "Timing from
+outside, adaptively".
 """
 
 from __future__ import annotations
@@ -30,6 +12,7 @@ from typing import Any
 
 import torch
 
+from harness.ipc import tensor_spec
 from harness.worker_common import encode, flat_tensors, make_inputs
 
 RING_FLAG = 1 << 62  # a seed at or above this names ring sets (ring_seed); below it, a fresh set (get_inputs)
@@ -180,15 +163,7 @@ class TimedCalls:
         """Where each tensor of a ``fetch`` lies in this process, for the parent to read (``harness.remote_memory``);
         the tensors (contiguous CPU copies where they were not) stay alive until the next fetch."""
         self.held = [t.detach().to("cpu").contiguous() for t in tensors]
-        return [
-            {
-                "dtype": str(t.dtype).removeprefix("torch."),
-                "shape": list(t.shape),
-                "nbytes": t.numel() * t.element_size(),
-                "addr": t.data_ptr(),
-            }
-            for t in self.held
-        ]
+        return [{**tensor_spec(t, t.numel() * t.element_size()), "addr": t.data_ptr()} for t in self.held]
 
     def reused_buffer(self) -> str | None:
         """A description of an output that shares memory with another output of this or the last unit.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -24,14 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import settings
 from harness.ipc import BootFailed, ProtocolError, Ready, Spawn, State, ZygoteState, decode, decode_greeting, encode
 from harness.record import excerpt
 from harness.worker_limits import BOOT_TIMEOUT_S, OUTPUT_KEEP, WorkerDied, WorkerError, WorkerTimeout
-
-
-def zygote_enabled() -> bool:
-    return settings.zygote_enabled()
 
 
 class ForkedProcess:
@@ -62,8 +58,6 @@ class ForkedProcess:
         return self.wait(0.0)
 
     def wait(self, timeout: float | None = None) -> int | None:
-        import select
-
         with self._lock:
             fd = None if self._exited else self._pidfd
         if fd is not None:
@@ -132,8 +126,6 @@ class Zygote:
         self._ready = False
 
     def _wait_ready(self, timeout: float) -> None:
-        import select
-
         if self._ready:
             return
         readable, _, _ = select.select([self._control], [], [], timeout)
@@ -157,8 +149,6 @@ class Zygote:
 
     def spawn(self, config: dict[str, Any], fds: Sequence[int], timeout: float = BOOT_TIMEOUT_S) -> ForkedProcess:
         """Fork a worker with ``config`` on ``fds`` (to it, from it, report, stdout, stderr); its PID 1's process."""
-        import select
-
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         with ours:
             ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -193,8 +183,6 @@ class Zygote:
 
     def state(self, timeout: float = BOOT_TIMEOUT_S) -> dict[str, Any]:
         """What the zygote process says of its own CUDA state (``harness.zygote.cuda_state``), read in it."""
-        import select
-
         with self._lock:
             self._wait_ready(timeout)
             self._control.send(json.dumps(encode(State())).encode())

@@ -1,30 +1,8 @@
 """The worker service's HTTP API (FastAPI).
 
-Every endpoint needs ``Authorization: Bearer <key>`` (compared in constant time; the
-key is never logged, never passed to an evaluation's processes).
-
-``GET /health``
-    200: the service's state (``ok``, ``degraded`` when some device is quarantined,
-    ``quarantined`` when all are), its targets, the queue depth, each device (state,
-    reason, slots, queued and running evaluations, hardware fingerprint) and the
-    hardware fingerprint of each target.
-
-``POST /evaluate``
-    body: a ``kope.eval-request/1`` (``harness.remote.EvalRequest``), at most
-    ``max_request_bytes``. Answers:
-
-    ====  =============================================================================
-    200   ``{"outcome": <kope.outcome/1>}``: what the harness said about the candidate
-    401   no key or the wrong key
-    413   the request is larger than the limit
-    422   ``{"error": {"type", "message", "hint"}}``: the task, options or target are
-          invalid (the harness's own error, as a local evaluation would raise it)
-    500   ``{"kind": "infrastructure:worker_lost", ...}``: the evaluator process died
-    503   ``{"kind": "infrastructure:quarantined" | "infrastructure:busy", ...}``
-    ====  =============================================================================
-
-Status codes 500 and 503 are infrastructure faults: a client retries them on another
-worker and never records them as the candidate's outcome.
+Its endpoints (``GET /health``, ``POST /evaluate``), the key every one needs and the status codes each answer
+(500 and 503: infrastructure faults a client retries elsewhere): docs/evaluation-workers.md, "The service's HTTP API
+and its evaluator processes".
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """``python -m harness.serve.executor PARENT_PID ROOT``: one evaluator process of the worker service.
 
-It imports torch and the harness once, then evaluates requests one at a time, so the
-harness's pools (the trusted reference workers, warm candidate workers) stay warm
-between evaluations. Every evaluation still runs the candidate in a fresh isolated
-process of its own (``harness.evaluate``), and this process never imports a task file:
-each request's task is loaded in the sandboxed loader (``harness.task_loader``, under the
-task timeout), so nothing a request's code does can survive into the next request.
-
-Protocol, one JSON object per line: the service writes ``{"id": N, "payload": REQUEST}``
-to stdin; the executor answers ``{"id": N, "result": {"outcome": ...} | {"error": ...}}``
-on the descriptor that was its stdout (its own stdout is redirected to stderr, so
-nothing printed by the code it runs can corrupt the channel). It first sends
-``{"ready": true}``. It ends on EOF, on ``{"op": "exit"}``, on SIGTERM, and when the
-service that started it is gone (its parent pid changes): in each case it closes its
-harness workers on the way out.
+It imports torch and the harness once and evaluates requests one at a time (the pools stay warm), never importing a
+task file; its line protocol and when it ends: docs/evaluation-workers.md, "The service's HTTP API and its
+evaluator processes".
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """``torch.utils.cpp_extension.load_inline`` / ``load`` for candidates: cached, timed, errors typed.
 
-The worker wraps both functions before importing a candidate (``install``):
-each build goes to a build directory keyed by a hash of its sources and
-options under the harness cache, so the same source is compiled once per
-machine (a rebuild takes ~30 s here; reuse takes milliseconds), the time is
-added to ``compile_time_s``, and a build failure raises ``CompileError`` with
-the compiler output.
-
-Inside the sandbox the worker cannot run ninja or a compiler: the wrapper sends the call to the
-parent (``serve``), which checks the call (``harness.compile_flags.check_extension_spec``: flags on the
-allow-list, no include paths, the name an identifier), runs the real ``load_inline``/``load`` in a
-sandboxed builder process (``python -m harness.targets.torch_ext build``: no network, read-only file
-tree except the build folder, no capabilities, seccomp, Landlock) and signs the built library
-(``harness.cpu.write_manifest``: SHA-256 and the harness's HMAC, verified on every load); the worker
-then only imports the library from the (read-only) build folder.
+The worker wraps both before importing a candidate (``install``): each build goes to a folder keyed by a hash of its
+sources and options under the harness cache (compiled once per machine), its time is added to ``compile_time_s``, and a
+failure raises ``CompileError`` with the compiler output. Inside the sandbox the call goes to the parent (``serve``),
+which checks it (``harness.compile_flags.check_extension_spec``), builds in a sandboxed builder (``python -m
+harness.targets.torch_ext build``) and signs the library (``harness.cpu.write_manifest``): docs/harness-workers.md,
+"The sandbox" (its compile row).
 """
 
 from __future__ import annotations

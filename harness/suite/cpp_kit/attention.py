@@ -1,20 +1,6 @@
 """Scaled dot-product attention in C++ on the GEMM core's micro-kernel.
 
-``attention(args)`` computes, for every (batch, head), ``softmax(q k^T * scale
-[+ causal mask]) v`` a block of BQ query rows at a time; q, k, v and the
-output are addressed by strides, so the heads of a fused QKV projection are
-read in place. Both products are the GEMM micro-kernel: scores = Q (MR rows)
-x K^T (packed NR-column panels), and output += P (MR rows) x V (packed
-panels). ``KOPE_ATTN_ALGO``:
-
-* 0, two-pass: the block's scores against all keys are kept (BQ x kv_len in
-  L2), then softmax rows, then one P V product;
-* 1, online (flash): keys in blocks of BK, a running max and sum per row, the
-  output accumulator rescaled when the max grows; memory is BQ x (BK + D).
-
-Causal masking (key j > query i, top-left aligned as in PyTorch) skips key
-blocks past the diagonal. ``KOPE_ROUND_P`` (bfloat16 only) rounds the
-probabilities before the P V product as PyTorch's CPU kernel does.
+More on it: docs/templates.md, "Template notes", cpp_kit/attention.
 """
 
 from __future__ import annotations

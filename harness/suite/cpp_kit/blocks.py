@@ -1,12 +1,6 @@
 """Pieces for model-block templates (transformer MLPs, attention, RNN cells) on top of the GEMM core.
 
-* ``row_stats``: per-row mean and 1/std for LayerNorm (two-pass, in double) or
-  RMSNorm (mean fixed at 0, 1/sqrt(mean(x^2) + eps));
-* ``normalize_rows``: the separate normalisation pass (into a buffer of the input's type);
-* ``NormA``: a GEMM A-operand loader that normalises rows while packing them,
-  so the normalised activations never go to memory;
-* ``BlockEpi<T, KIND>``: epilogues that store ``act(C + bias)`` with act one of
-  none, GELU (erf), + residual, or ``silu(gate) * C`` (SwiGLU), into a T buffer.
+More on it: docs/templates.md, "Template notes", cpp_kit/blocks.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """2-D convolution (NCHW, groups 1) in C++: direct, explicit im2col + GEMM, or implicit GEMM.
 
-``conv2d(args, fused)`` computes ``y = act(conv(x, w) + bias)`` with
-``act`` = ReLU when ``args.relu`` (1-D convolutions are 2-D ones with H = 1).
-``KOPE_CONV_ALGO`` picks the algorithm:
-
-* 0, direct: one task per (image, block of MR output channels, output row);
-  the block's rows accumulate in scratch, tap by tap (SIMD along the output
-  row), so every input row is read once per MR channels. With intrinsics and
-  unit stride, the interior of each row runs a register-blocked kernel
-  (MR channels x NV vectors of outputs in registers over all taps).
-* 1, im2col: per image, the (C*KH*KW) x (OH*OW) matrix of input patches is
-  written out, then the GEMM core multiplies the (O) x (C*KH*KW) weights by it.
-* 2, implicit GEMM: the same GEMM, but its B-panel packing gathers the patches
-  straight from the input (no patch matrix in memory).
-
-1x1 convolutions with unit stride and no padding need no patches: the GEMM
-reads the input in place. The bias (and ReLU) are the GEMM's epilogue, or,
-with ``fused`` false, a separate pass over the output (the unfused baseline).
+More on it: docs/templates.md, "Template notes", cpp_kit/conv.
 """
 
 from __future__ import annotations

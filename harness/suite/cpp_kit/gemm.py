@@ -1,37 +1,6 @@
 """A packed, cache-blocked, register-blocked GEMM in C++ (the BLIS design), shared by the templates.
 
-``gemm(batch, M, N, K, A, B, epi, fused)`` computes ``C[b] = A[b] @ B[b]``
-(A is M x K, B is K x N, in any layout) and hands C to an *epilogue* row
-piece by row piece; nothing is written unless the epilogue writes it.
-
-The loop nest (NC / KC / MC cache blocks, NR-wide packed B panels, an MR x NR micro-kernel tile in registers)
-and what each knob does: docs/templates.md, "The CPU GEMM core". The knobs are preprocessor constants the
-templates set: ``KOPE_MR``/``KOPE_NV`` (the micro-kernel; ``KOPE_MR 0`` is "auto", sized to the instruction
-set), ``KOPE_MC``/``KOPE_KC``/``KOPE_NC`` (cache blocks; ``KOPE_TILES_AUTO`` derives them from ``KOPE_L1D``,
-``KOPE_L2``, ``KOPE_L3``), ``KOPE_PACK_A``, ``KOPE_PARALLEL`` (0 = m, 1 = mn, 2 = mnk, 3 = grid) and
-``KOPE_ISA`` (prelude).
-
-Operands are *loaders*: ``StridedA``/``StridedB`` read a matrix in place
-(element (r, c) of batch b at ``p[b*bs + r*rs + c*cs]``, so transposed and
-batched layouts are strides); other loaders (``NormA``, ``ConcatA``, ...) build
-the packed panels on the fly, e.g. normalising rows or gathering im2col columns.
-When M == 1 or N == 1 and the operands are strided, matrix-vector kernels run
-instead (dot products or row streaming, with K split across threads when there
-are few outputs); with 2 to 8 rows and B = W^T of a row-major W (nn.Linear's
-weight), a fused epilogue gets dot products of contiguous rows (W read once,
-never packed).
-
-The epilogue (a struct with ``typedef Acc``) receives the finished sums::
-
-    void row(i64 b, i64 i, i64 j0, const Acc* v, i64 n) const;  // C[b, i, j0:j0+n]; j0 is a multiple of NR
-    void rows_done(i64 b, i64 i0, i64 i1) const;                // rows [i0, i1) of batch b are complete
-    static constexpr bool rows_hook;                            // false: rows_done does nothing
-    Acc* accumulator;                                           // batch*M*N scratch for partial sums, or null
-
-Every (b, i, NR-aligned j0) piece reaches ``row`` exactly once, from one
-thread, so an epilogue may keep per-piece partial results without atomics.
-With ``fused`` false, C is first written whole to scratch and the epilogue runs
-as a separate pass over it (the unfused baseline).
+More on it: docs/templates.md, "Template notes", cpp_kit/gemm.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The C++ prelude every compute template starts with: element types, math, SIMD vectors.
 
-* ``bf16`` is bfloat16 storage (entry points take ``uint16_t*`` and cast);
-  ``AccOf<T>`` is the accumulation type (float for bfloat16), ``to_acc`` widens,
-  ``put`` stores with round-to-nearest-even for bfloat16.
-* ``fexp``/``ferf``/``ftanh``/``fsigmoid``: float versions are branch-free
-  polynomials that ``#pragma omp simd`` loops vectorise (|rel. error| < 2e-7);
-  double versions call libm (float64 is checked to 1e-9).
-* ``Vec<T>``: AVX-512 or AVX2 intrinsics behind one interface (``L`` lanes,
-  ``load``/``store``/``set1``/``fma``/``add``/``sum``), selected by ``KOPE_ISA``
-  (0, 256 or 512, from a template's ``isa`` knob). When the compiler targets a
-  CPU without those instructions ``KOPE_VEC_BITS`` is 0 and callers use their
-  ``#pragma omp simd`` code instead: an AVX-512 setting on an AVX2 machine still
-  builds and runs correctly.
+More on it: docs/templates.md, "Template notes", cpp_kit/prelude.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """A generated elementwise kernel for a chain of elementwise ops (an epilogue, a residual add, an activation).
 
-The composite ``pipeline`` template uses it for the elementwise ops between the
-template kernels of a matched graph: ``x * 2.0 -> leaky_relu`` after a GEMM,
-``+ bias -> relu`` after a convolution, ``relu(bn(conv(x)) + x)``. One loop over
-the output computes every op of the chain per element; each tensor operand is
-read as a *block broadcast* of the output (the same shape; one value per channel,
-``(C, 1, 1)`` against ``(N, C, H, W)``; per row; per column; a single value):
-element ``i`` reads ``t[(i / inner) % size]``. A bool operand (a mask) is read as its
-0/1 bytes and used as 0 or 1 in the compute type, which is what torch's type promotion does. Like PyTorch, 16-bit floats are
-computed in float and rounded to their type after every op; float32 and float64
-compute in their own type.
-
-``source(chain, settings)`` is the C++ (entry ``chain_<f32|f64|bf16|f16>``);
-``call(chain)`` the Python function that calls it. ``Chain`` is built from a match's
-chain stage (``harness.structure.match.Stage``).
+More on it: docs/templates.md, "Template notes", templates/cpu/_chain.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """C++ building blocks shared by the cpu templates of the elementwise, reduction and normalization families.
 
-Templates paste these strings into the candidates they render, so every
-rendered candidate is one self-contained file. Nothing here runs C++ or
-imports torch; it only builds text.
-
-* ``HEADERS``: the includes every kernel needs.
-* ``DTYPES``: storage/compute traits per tensor dtype. ``F32``/``F64`` compute in
-  their own type; ``BF16``/``F16`` are stored as raw ``uint16_t`` and computed in
-  float (``load`` widens, ``store`` rounds to nearest even), which is how PyTorch
-  computes 16-bit floats on the CPU too.
-* ``math_struct(kind)``: ``Math::exp/erf/tanh/expm1`` for float and double, either
-  the C library's (``libm``: accurate, but a call per element, so loops using them
-  do not vectorise) or vectorisable polynomial approximations (``poly``).
-* ``STREAM_COPY``: copy a tile to memory with non-temporal stores (AVX-512, else
-  AVX, else plain memcpy: it compiles and is correct on any x86 or non-x86 CPU).
-* ``vector_pragma(width)``: the guarded ``#pragma GCC target("prefer-vector-width=512")``.
-* ``candidate(...)``: assemble the Python candidate file around a C++ source.
+More on it: docs/templates.md, "Template notes", templates/cpu/_cpp_blocks.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """C++ generators shared by the row-wise templates (logsumexp, softmax/log_softmax, layer/RMS/L2 norms).
 
-* ``fold(accs, lanes, ...)``: a loop folding one slice of a row into one or more
-  accumulators (sums or maxima). ``lanes == 1`` is a single ``omp simd
-  reduction`` (the compiler picks the vector width and keeps one vector of
-  partial results); ``lanes > 1`` keeps that many explicit partial results,
-  which hides the add latency and lets the loop run at load speed.
-* ``row_driver(split_rows, ...)``: the OpenMP structure around an operator's three
-  hooks, ``part_of`` (statistics of one slice), ``merge`` (of two slices'
-  statistics) and ``emit`` (write a slice's outputs from the row's statistics).
-  Rows are spread over the threads; with ``split_rows = "few_rows"``, when there
-  are fewer than two rows per thread, every row is instead cut into one slice
-  per thread, the slices' statistics are merged after a barrier, and each
-  thread writes its own slice.
+More on it: docs/templates.md, "Template notes", templates/cpu/_rows.
 """
 
 from __future__ import annotations

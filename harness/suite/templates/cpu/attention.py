@@ -1,20 +1,6 @@
 """Attention template for the block family: sdpa_attention, multi_head_attention and transformer_layer.
 
-The attention core (``harness/suite/cpp_kit/attention.py``) runs both of its
-products on the GEMM micro-kernel, a block of query rows at a time, either
-keeping the block's scores against every key (two-pass) or streaming key
-blocks with a running softmax (online, flash-attention style); causal masks
-skip the key blocks past the diagonal. multi_head_attention adds the fused
-QKV projection and the output projection (GEMM core, bias in the epilogue)
-and reads the heads straight out of the QKV buffer by strides; transformer_layer
-wraps that in a pre-LayerNorm decoder layer (causal attention and a GELU MLP,
-each residual), normalising rows while the following GEMM packs them.
-
-Knobs: ``algorithm``; ``micro_kernel`` and ``isa`` (the micro-kernel of both
-products and of the projections); ``tiles`` (query rows x key block: BQxBK;
-BK applies to the online algorithm); ``parallel`` ('bh': a thread per
-(batch, head), 'bhq': per (batch, head, query block), dynamically scheduled
-so causal blocks of unequal cost balance).
+More on it: docs/templates.md, "Template notes", templates/cpu/attention.
 """
 
 from harness.structure.patterns import whole_graph

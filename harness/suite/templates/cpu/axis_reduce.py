@@ -1,20 +1,6 @@
 """Reductions over one dimension (sum, mean, max, argmax, L2 norm) on the CPU.
 
-The input is viewed as (outer, R, inner) with R the reduced dimension. Two
-kernels, picked at run time:
-
-* inner == 1 (the reduced dimension is the contiguous one): every output is a
-  fold over one contiguous row of R values; rows are spread over the threads.
-  ``lanes`` independent partial results per row break the add/compare
-  dependency chain (1: one ``omp simd reduction``, the compiler's choice).
-* inner > 1: out[o, i] folds x[o, r, i] over r. A work item is one ``tile`` of
-  contiguous columns i; it streams over r with unit-stride SIMD updates of a
-  tile of accumulators that stays in L1, optionally prefetching rows ahead.
-
-Sums (sum, mean, norm) accumulate in double for every dtype, so float32 and
-bfloat16 rounding does not grow with R; max and argmax compare in the compute
-type (exact). argmax keeps the first maximal index, like PyTorch. NaN inputs
-are not propagated (PyTorch propagates them; the suite's inputs have none).
+More on it: docs/templates.md, "Template notes", templates/cpu/axis_reduce.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Channel-epilogue template for the fused family: tanh((x + bias[c]) * scale) over an NCHW tensor.
 
-One pass over memory where PyTorch makes three (add, multiply, tanh, with two
-full-size intermediates). The work is memory-bound, so the knobs are about
-keeping the loop vectorised and the threads streaming:
-
-* ``tanh``: 'libm' calls std::tanh per element (the compiler cannot vectorise
-  it); 'exp_poly' uses sign(v) (1 - e^-2|v|) / (1 + e^-2|v|) with a polynomial
-  exp that ``#pragma omp simd`` vectorises (float32 error < 2e-7; float64 uses
-  std::exp either way);
-* ``vector_width``: the compiler's preferred SIMD width (``-mprefer-vector-width``),
-  256 or 512 bits (AVX-512 on this machine; ignored by CPUs without it);
-* ``chunk``: OpenMP work unit: whole (image, channel) planes, or flat runs of
-  16384 or 131072 elements (split where the channel changes).
-
-As in the reference, bfloat16 intermediates are rounded after the add and
-after the multiply.
+More on it: docs/templates.md, "Template notes", templates/cpu/bias_scale_tanh.
 """
 
 from harness.structure.patterns import Call, Found, pattern

@@ -1,20 +1,6 @@
 """Channel normalisations of NCHW tensors on the CPU: inference BatchNorm, GroupNorm, InstanceNorm.
 
-In a contiguous NCHW tensor every (sample, channel) plane is HW contiguous
-values, and a (sample, group) unit of GroupNorm is cpg = C / G consecutive
-planes. InstanceNorm is GroupNorm with one channel per group.
-
-* group_norm / instance_norm: the units are spread over the threads; a thread
-  computes its unit's (count, mean, M2) (``variance``: two sweeps, one shifted
-  sweep or Welford lanes, from ``_rows.moments``; ``accumulate``: in double or
-  in the compute type), then writes the unit channel by channel while it is
-  still in L2.
-* batch_norm: no reduction; the running statistics are fixed. The (n, c) planes
-  are spread over the threads.
-
-``affine=separate`` computes (x - mean) * rstd * weight[c] + bias[c] per element;
-``affine=folded`` first folds everything into a[c] = rstd * weight[c] and
-b[c] = bias[c] - mean * a[c], leaving one multiply-add per element.
+More on it: docs/templates.md, "Template notes", templates/cpu/channel_norm.
 """
 
 from __future__ import annotations

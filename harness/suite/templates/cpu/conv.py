@@ -1,13 +1,6 @@
 """Convolution template (NCHW, groups 1, with bias): conv2d, conv2d_strided and conv1d.
 
-The first decision is the algorithm (``harness/suite/cpp_kit/conv.py``): a
-direct loop over the taps, or a GEMM of the weights (O x C*KH*KW) with the
-input's patch matrix, either written out (im2col) or gathered while the GEMM
-packs its panels (implicit GEMM). A 1-D convolution is a 2-D one with a
-single row. The GEMM knobs (micro-kernel, instruction set, cache blocks)
-then tune the GEMM; for the direct algorithm the micro-kernel's MR is the
-number of output channels per task and, with unit stride, its NV x vector
-width the register-blocked run of outputs (``tiles`` does not apply).
+More on it: docs/templates.md, "Template notes", templates/cpu/conv.
 """
 
 from harness.structure.patterns import Call, Found, pattern

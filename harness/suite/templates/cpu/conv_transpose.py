@@ -1,20 +1,6 @@
 """Transposed-convolution template for the convolution family: conv_transpose2d (NCHW, groups 1, with bias).
 
-    y[n, o, ih*S - P + kh, iw*S - P + kw] += x[n, c, ih, iw] * w[c, o, kh, kw]   (+ bias[o])
-
-Algorithms (``algorithm`` knob):
-
-* 'direct': one task per (image, block of MR output channels, output row);
-  each output row gathers, for every input channel and every kernel row kh
-  that lands on it, the input row's contributions (kept per output phase
-  ow mod S, so each update is a contiguous SIMD loop), reading each input row
-  once per MR output channels;
-* 'gemm_col2im': per image, the GEMM core computes all kernel-tap products at
-  once, cols = W^T (O*K*K x C) @ x (C x H*W), then each output row gathers its
-  taps from cols (col2im) and adds the bias.
-
-The GEMM knobs (micro-kernel, instruction set, cache blocks) tune the GEMM;
-for 'direct' the micro-kernel's MR is the number of output channels per task.
+More on it: docs/templates.md, "Template notes", templates/cpu/conv_transpose.
 """
 
 from harness.structure.patterns import Call, Found, pattern

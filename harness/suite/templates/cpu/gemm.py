@@ -1,18 +1,6 @@
 """GEMM template for the matmul family: one packed, cache-blocked, register-blocked kernel for all six.
 
-Every operator is the same computation ``C[b] = A[b] @ B[b] (+ bias)`` with
-the operands' layouts expressed as strides (a transposed A, nn.Linear's
-(out, in) weight and the batch dimension are just strides), so one C++ core
-(``harness/suite/cpp_kit/gemm.py``) serves them all. Shapes with one output
-row or column (matvec, a batch of one through a linear layer, a vector-matrix
-product) take the core's matrix-vector kernels, which are memory-bound: dot
-products along contiguous rows, or streaming rows with K split over threads.
-
-Knobs: the micro-kernel's register tile, the instruction set, the cache
-blocks, whether A is packed, and how OpenMP splits the work. The defaults are
-a plain baseline (4x1 tile, compiler vectorisation, small blocks, A read in
-place, threads over row blocks); larger tiles with AVX-512, packing and a 2-D
-or K split are what the proposer should find.
+More on it: docs/templates.md, "Template notes", templates/cpu/gemm.
 """
 
 from collections.abc import Callable

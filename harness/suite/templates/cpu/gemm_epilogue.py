@@ -1,17 +1,6 @@
 """GEMM-with-epilogue template for the fused family: a GEMM whose output goes through an epilogue.
 
-gemm_bias_relu, gemm_gelu_scale, gemm_sigmoid_sum and matmul_softmax are all
-``epilogue(A @ B)``: the GEMM core (``harness/suite/cpp_kit/gemm.py``) hands
-each finished row piece of C to a small epilogue struct, which either writes
-it at once (bias + ReLU, bias + GELU x scale), reduces it (per-row sums of
-sigmoids, kept as one partial sum per NR-wide piece and added when the row is
-complete), or stores it and normalises complete rows (softmax).
-
-The ``fusion`` knob is the point of this family: 'separate' computes the whole
-of C into scratch first and runs the epilogue as a second pass (what PyTorch
-does, with more passes); 'fused' applies it to each register tile as it
-leaves the micro-kernel, so C never goes to memory (or, for softmax, rows
-are normalised while still in cache when ``parallel`` is 'm').
+More on it: docs/templates.md, "Template notes", templates/cpu/gemm_epilogue.
 """
 
 from harness.structure.patterns import Call, Found, pattern

@@ -1,17 +1,6 @@
 """Transformer MLP-block template for the block family: mlp_block, transformer_ffn, rmsnorm_swiglu.
 
-    mlp_block, transformer_ffn:  y = x + fc2(gelu(fc1(layer_norm(x))))
-    rmsnorm_swiglu:              y = x + down(silu(gate(h)) * up(h)),  h = rms_norm(x) * g
-
-Each block is a row normalisation and two or three GEMMs (the core of
-``harness/suite/cpp_kit/gemm.py``) with epilogues. The ``fusion`` knob decides
-how many passes over memory there are: 'separate' runs the normalisation,
-every GEMM and every epilogue as its own pass (as PyTorch does);
-'epilogue' applies bias, GELU, the SwiGLU product and the residual to each
-GEMM tile before it is stored; 'epilogue_norm' also normalises the input rows
-while the first GEMM packs them (only the per-row statistics are a pass of
-their own). The GEMM knobs are those of the gemm template. Intermediates
-are kept in the input's dtype, as in the reference.
+More on it: docs/templates.md, "Template notes", templates/cpu/mlp.
 """
 
 from harness.structure.patterns import whole_graph

@@ -1,20 +1,7 @@
 """Composite template for graphs of several kernels: conv -> batch norm -> relu -> pool chains, residual blocks,
 a GEMM with an epilogue chain, a small CNN with a linear head.
 
-A matched graph (``harness.structure.match``) that no single template covers is a
-sequence of stages, each run by an existing kit: the template stages by their own
-templates' kernels (conv, channel_norm, window, axis_reduce, gemm, ...; each stage's
-C++ is exactly what that template renders), the elementwise ops between them by one
-generated loop per chain (``_chain``: ``+ bias -> relu``, ``relu(bn(conv(x)) + x)``,
-``* 2.0 -> leaky_relu``), and reshapes by the tensor views the forward replays.
-``ModelNew`` takes the reference's own constructor, so its parameters match by name.
-
-The knobs are the kits' shared ones, passed to every stage whose template has a knob
-of that name and allows the value (``conv_algorithm`` is the convolutions'
-``algorithm``); other knobs keep each template's default.
-
-It serves the built-in blocks ``cnn_stem``, ``residual_conv_block`` and ``tiny_cnn``
-by their traced structure like any other task (``render`` traces the built-in task).
+More on it: docs/templates.md, "Template notes", templates/cpu/pipeline.
 """
 
 from __future__ import annotations

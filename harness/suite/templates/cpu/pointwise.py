@@ -1,19 +1,6 @@
 """Elementwise operators (activations, clamp, axpy) on the CPU: one flat, OpenMP-parallel SIMD loop.
 
-Every operator is one expression per element (the ``OPS`` table), computed in
-float for float32/bfloat16/float16 and in double for float64. The flat index
-space is cut into ``block``-element work items shared by the threads with the
-chosen OpenMP ``schedule``; inside an item a ``#pragma omp simd`` loop applies
-the expression. The knobs change how the loop is built:
-
-* ``math``: the C library's exp/erf/tanh (accurate, scalar calls) or
-  vectorisable polynomials (the transcendental operators only);
-* ``vector_width``: the SIMD width GCC prefers (512 needs AVX-512; elsewhere the
-  guarded pragma is dropped);
-* ``unroll``: explicit unrolling into fixed 16*unroll-element SIMD chunks;
-* ``block`` / ``schedule``: work-item size and how threads take them;
-* ``store``: regular stores, or results computed into an L1 tile and written
-  with non-temporal (streaming) stores.
+More on it: docs/templates.md, "Template notes", templates/cpu/pointwise.
 """
 
 from __future__ import annotations

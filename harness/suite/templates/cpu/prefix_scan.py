@@ -1,21 +1,6 @@
 """Inclusive prefix sum (cumsum) along the last dimension on the CPU.
 
-A scan is one long dependency chain: every output needs the previous one, so a
-plain loop runs at one add latency per element, not at memory speed. The knobs
-cut the chain:
-
-* ``lanes``: a row (or a thread's slice of it) is cut into ``lanes`` pieces
-  scanned together in one loop (independent chains the core overlaps); pieces
-  after the first then get the totals before them added in a vectorised
-  fix-up sweep while they are still in cache;
-* ``split_rows``: with fewer than two rows per thread, every row is cut into one
-  slice per thread: slices are scanned in parallel, a barrier, then each slice
-  adds the totals of the slices before it;
-* ``schedule`` / ``vector_width``: how rows are handed out; the SIMD width of the
-  fix-up sweeps.
-
-Running sums are kept in double for every dtype (as PyTorch does for float32
-on the CPU), so float32 rounding does not grow along a row of millions.
+More on it: docs/templates.md, "Template notes", templates/cpu/prefix_scan.
 """
 
 from __future__ import annotations

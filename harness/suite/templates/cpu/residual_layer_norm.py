@@ -1,20 +1,6 @@
 """Add-and-norm template for the fused family: layer_norm(x + residual) * weight + bias, row by row.
 
-PyTorch writes the sum to memory, reads it back for the statistics and again
-to normalise; here each row is summed, measured and normalised by one thread
-while it is in cache. Knobs:
-
-* ``sum_buffer``: 'store' keeps the row's sum x + residual in a scratch row
-  (read x and residual once); 'recompute' re-adds them in each pass (no scratch,
-  three reads of each input row, from cache).
-* ``accumulate``: type of the mean/variance sums for float32 and bfloat16
-  inputs: 'double' (the safe baseline) or 'float' (twice the SIMD width;
-  float64 inputs always use double). The variance is the two-pass sum of
-  squared deviations either way.
-* ``vector_width``: the compiler's preferred SIMD width, 256 or 512 bits.
-* ``rows_per_task``: rows per OpenMP scheduling unit (1: finest balance).
-
-As in the reference, a bfloat16 sum is rounded to bfloat16 before it is normalised.
+More on it: docs/templates.md, "Template notes", templates/cpu/residual_layer_norm.
 """
 
 from harness.structure.patterns import Call, Found, pattern

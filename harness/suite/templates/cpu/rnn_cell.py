@@ -1,14 +1,6 @@
 """RNN-cell template for the block family: one step of lstm_cell and gru_cell.
 
-Both are two GEMMs, input gates ``x @ W_ih.T + b_ih`` and hidden gates
-``h @ W_hh.T + b_hh`` (4 or 3 blocks of hidden_size columns), followed by the
-cell's elementwise gate arithmetic per row. With ``fusion`` 'separate' the
-gate arithmetic is its own pass after both GEMMs (as PyTorch's CPU cells
-run); with 'fused' the hidden-gate GEMM hands each block of complete rows to
-the cell arithmetic as soon as the block is done (while it is in cache: with
-``parallel`` 'm' each thread finishes its own rows). The GEMM knobs are those
-of the gemm template; batch-1 steps take the matrix-vector path. bfloat16
-intermediates are rounded where the reference materialises them.
+More on it: docs/templates.md, "Template notes", templates/cpu/rnn_cell.
 """
 
 from harness.structure.patterns import whole_graph

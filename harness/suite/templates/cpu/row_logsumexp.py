@@ -1,11 +1,6 @@
 """log(sum(exp(x))) over the last dimension on the CPU, computed stably as m + log(sum(exp(x - m))).
 
-The row statistics are those of the softmax template (``_rows.softmax_stats``):
-``algorithm=two_pass`` sweeps the row once for the maximum m and once for the
-exp-sum; ``algorithm=online`` does both in one sweep (chunk maxima, running sum
-rescaled when the maximum grows), reading the row from memory once. ``math``,
-``lanes``, ``vector_width`` and ``split_rows`` as in ``row_softmax``. float32 and
-16-bit floats compute in float, float64 in double.
+More on it: docs/templates.md, "Template notes", templates/cpu/row_logsumexp.
 """
 
 from __future__ import annotations

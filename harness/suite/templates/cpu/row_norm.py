@@ -1,21 +1,6 @@
 """Row normalisations over the last dimension on the CPU: LayerNorm, RMSNorm, L2 normalisation.
 
-Each row is reduced to its statistics (a ``Part`` per slice, merged across
-slices when ``split_rows`` shares a row between threads), then one SIMD sweep
-writes the normalised row:
-
-* layer_norm: (count, mean, M2) in Chan's mergeable form; ``variance`` picks
-  how a slice gets them: two sweeps (mean, then squared deviations), one
-  shifted sweep (sums of x - K and (x - K)^2 with K the slice's first value:
-  one read, and stable when |mean| >> std, unlike E[x^2] - E[x]^2), or
-  Welford's online update per lane (one read, a division per step);
-  y = (x - mean) / sqrt(var + eps) * weight + bias;
-* rms_norm: the sum of squares; y = x / sqrt(mean(x^2) + eps) * weight;
-* l2_normalize: the sum of squares; y = x / max(||x||, eps).
-
-``accumulate`` keeps the statistics in double (float32 and 16-bit inputs are
-widened) or in the compute type (twice the SIMD lanes); the outputs are
-computed in float (float64: double).
+More on it: docs/templates.md, "Template notes", templates/cpu/row_norm.
 """
 
 from __future__ import annotations

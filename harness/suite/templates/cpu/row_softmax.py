@@ -1,18 +1,6 @@
 """Row-wise softmax and log-softmax over the last dimension on the CPU.
 
-Every row needs its maximum m and the sum s of exp(x - m) (``_rows.softmax_stats``),
-then one sweep writing the outputs:
-
-* ``algorithm=two_pass``: a sweep for m, a sweep for s (softmax also stores
-  exp(x - m) there), a sweep writing y (softmax: rescales what was stored);
-* ``algorithm=online``: one sweep for m and s together (chunk maxima, running
-  sum rescaled when the maximum grows), then one sweep writing y (softmax
-  computes exp again: less memory traffic, more arithmetic).
-
-``math`` picks libm or vectorisable polynomial exp; ``lanes`` the partial
-results per reduction; ``split_rows`` whether a few long rows are shared by all
-threads; ``vector_width`` the SIMD width the compiler prefers. float32 and
-16-bit floats compute in float, float64 in double.
+More on it: docs/templates.md, "Template notes", templates/cpu/row_softmax.
 """
 
 from __future__ import annotations

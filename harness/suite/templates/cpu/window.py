@@ -1,22 +1,6 @@
 """Sliding-window template for the convolution family: depthwise_conv2d, max_pool2d, avg_pool2d.
 
-All three reduce a K x K window (stride S, zero or -inf padding P) of each
-(image, channel) plane independently: a weighted sum plus bias (depthwise), a
-max, or a mean with the padding counted. They are memory-bound; what matters
-is how the window's edges are handled, whether the inner loops are free of
-branches and how the planes are spread over threads.
-
-Knobs:
-
-* ``algorithm``: 'checked' tests every tap against the plane's bounds (the
-  baseline); 'split' accumulates one output row at a time, tap by tap, over
-  the range of outputs whose tap is in bounds (no tests in the inner loop);
-  'padded' copies the needed input rows into a padded scratch buffer first,
-  so every tap of every output reads memory unconditionally.
-* ``unroll_kernel``: compile the loops for the common windows (K in 2, 3, 5, 7,
-  S in 1, 2) with K and S as constants, so the tap loops unroll.
-* ``parallel``: OpenMP over whole planes, or over blocks of 4 or 16 output rows
-  of each plane (better balance when planes are few and large).
+More on it: docs/templates.md, "Template notes", templates/cpu/window.
 """
 
 from harness.structure.patterns import Call, Found, pattern

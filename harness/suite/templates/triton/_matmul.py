@@ -1,14 +1,6 @@
 """The Triton matmul kernel the matmul and gemm_epilogue templates render: C[b] = epilogue(A[b] @ B[b]).
 
-Operands are addressed by strides (transposed and batched layouts, nn.Linear's
-(out, in) weight), a program computes one BLOCK_M x BLOCK_N tile of C over K
-in BLOCK_K steps, and programs are ordered in groups of GROUP_M tile rows
-(consecutive programs share B columns in L2). The accumulator is float32
-(float64 for float64 inputs, with float64 dots). ``EPILOGUE`` is applied to
-the tile before its one store: 0 none, 1 + bias, 2 relu(+ bias), 3 gelu(+ bias)
-* scale. The Triton interpreter (CPU tensors) computes bfloat16 dots wrongly
-(Triton 3.x), so there the tiles are widened to float32 first (``WIDEN``); on
-a GPU bfloat16 tiles go to the tensor cores as they are.
+More on it: docs/templates.md, "Template notes", templates/triton/_matmul.
 """
 
 from __future__ import annotations

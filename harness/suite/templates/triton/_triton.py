@@ -1,13 +1,6 @@
 """Pieces shared by the Triton templates: the knobs every one has and the candidate file around the kernels.
 
-A rendered candidate is a plain Triton file: ``@triton.jit`` kernels whose
-block sizes are ``tl.constexpr`` parameters, a ``ModelNew`` that launches them
-with the knob values (``num_warps``, ``num_stages`` as launch options), and a
-docstring naming the settings. Inputs are made contiguous and outputs
-allocated with ``torch.empty`` on the input's device, so the same file runs on
-a GPU and, under ``TRITON_INTERPRET=1``, on CPU tensors (correctness only).
-Half-precision inputs are computed in float32 and float64 in float64, as the
-reference does.
+More on it: docs/templates.md, "Template notes", templates/triton/_triton.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Reductions over one axis in Triton: sum_dim, mean_dim, max_dim.
 
-The input is viewed as (outer, R, inner) with R the reduced axis; a program
-computes ``BLOCK_OUT`` outputs (consecutive (outer, inner) positions) and
-walks R in steps of ``BLOCK_R``, accumulating a BLOCK_R x BLOCK_OUT tile in
-float32 (float64 for float64 inputs) that is reduced once at the end (a
-blocked, pairwise-like order: no long serial sums).
+More on it: docs/templates.md, "Template notes", templates/triton/axis_reduce.
 """
 
 from __future__ import annotations

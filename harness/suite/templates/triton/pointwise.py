@@ -1,11 +1,6 @@
 """Elementwise operators in Triton: one flat, masked block of elements per program (or a persistent grid).
 
-Each operator is one expression per element (``OPS``), computed in float32
-(float64 for float64 inputs) and stored in the input's dtype. Knobs: the
-elements per program (``BLOCK``), the warps per program, and the launch grid:
-'blocks' launches one program per block, 'persistent' a fixed number of
-programs (4 per SM on a GPU) that stride over the blocks (fewer launches of
-tiny programs on huge tensors).
+More on it: docs/templates.md, "Template notes", templates/triton/pointwise.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Row normalisations in Triton: layer_norm and rms_norm, one program per row.
 
-The row is walked in blocks of ``BLOCK`` to gather its statistics (float32,
-float64 for float64 inputs), then once more to write the normalised, scaled
-(and shifted) values. ``variance``: 'two_pass' computes the mean first and
-then the mean of squared deviations (exact for rows with a large mean);
-'welford' merges per-lane running means and M2 in one read (layer_norm; rms_norm
-needs only the mean square either way).
+More on it: docs/templates.md, "Template notes", templates/triton/row_norm.
 """
 
 from __future__ import annotations
