@@ -10,6 +10,9 @@ Requests (records of ``harness.ipc``, answered with its replies):
   checking that a task's sizes are sensible).
 * ``prepare`` {case, init_seed, seeds}, ``go`` {}, ``fetch`` {remote}: one timed unit of reference
   calls (``harness.worker_timed``), the same code the candidate worker runs.
+* ``calibrate`` {cpu_ms}: an honest kernel's own libtorch work (inputs made contiguous, outputs allocated
+  like the last unit's) over the last unit's inputs, for the parent's native probe to sample
+  (``harness.dispatch_allowance``); reply ``calibrated`` {calls, outputs}.
 """
 
 from __future__ import annotations
@@ -78,6 +81,9 @@ class ReferenceWorker:
                 return ipc.Done(), []
             if isinstance(request, ipc.Go):
                 return ipc.Went(n=self.timer.go(self._model)), []
+            if isinstance(request, ipc.Calibrate):
+                calls, outputs = self.timer.honest_dispatch(request.cpu_ms)
+                return ipc.Calibrated(calls=calls, outputs=outputs), []
             if isinstance(request, ipc.Fetch):
                 items, tensors = self.timer.fetch()
                 for item, inputs in zip(items, self.timer.inputs):  # index outputs: judged by what they point at
