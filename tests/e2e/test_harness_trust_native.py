@@ -122,6 +122,21 @@ def test_honest_kernels_on_fresh_threads_or_spinning_in_their_own_code_are_accep
     assert outcome.cases_passed == outcome.cases_total and outcome.speedup is not None
 
 
+def test_the_reference_under_disabled_dispatch_modes_is_caught_without_timing():
+    """The dispatcher's op observer (RecordFunction) sees what the dispatch-mode recorder does not: deterministic,
+    in the first correctness trial, with timing off (before, only the native probe's samples of timed units)."""
+    path = ROOT / "adversarial" / "ref_dispatch_disabled.py"
+    outcome = evaluate(SOFTMAX, path, OPTIONS, timing=False)
+    assert outcome.error_kind == "cheat_detected:reference_call", outcome.error_excerpt
+    assert "op observer" in (outcome.error_excerpt or "") and "aten._softmax" in (outcome.error_excerpt or "")
+    assert outcome.cases_passed == 0 and outcome.speedup is None
+
+
+def test_stopping_the_op_observer_in_forward_is_caught():
+    outcome = _caught("ref_profiler_off")
+    assert outcome.status.value == "cheat_detected"
+
+
 def test_patching_the_dispatch_modes_base_class_is_caught_without_timing():
     outcome = _caught("patch_dispatch_mode")
     assert outcome.status.value == "cheat_detected"
