@@ -31,9 +31,9 @@ UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (t
 PROBE_MIN_SAMPLES = 40  # fewer samples (2 ms of CPU at PROBE_PERIOD_NS) decide nothing
 PROBE_PERIOD_NS = 50_000  # one sample per this much CPU time of a thread
 PROBE_LIMIT = 0.5  # more than this share of the native time in reference libraries: reference_call
-REFERENCE_BUDGET = 0.5  # ... or more reference-library samples than this fraction of the reference's own
-BUDGET_SHARE_FLOOR = 0.1  # ... when those are at least this share of its native samples
-BUDGET_MIN_REF_NS_PER_CALL = 50_000  # ... and the reference's op spends at least this much there per call
+REFERENCE_BUDGET = 0.5  # ... or more reference-library samples than this fraction of the reference's own, plus the
+# per-call dispatch allowance calibrated in the reference worker (harness.dispatch_allowance)
+BUDGET_SHARE_FLOOR = 0.05  # ... when those are at least this share of all its samples
 # The candidate's CPU while the reference's unit is timed (background_work): docs/harness-workers.md, "Timing from
 # outside, adaptively"
 IDLE_SLACK_NS = 5_000_000
@@ -124,6 +124,7 @@ class CaseTimer:
         self.samples: dict[str, list[float]] = {"ref": [], "cand": []}
         self.spent_ms = {"ref": 0.0, "cand": 0.0}
         self.calls = {"ref": 0, "cand": 0}  # timed calls so far (the native probe's per-call allowance)
+        self.outputs_per_call = 1  # output tensors of one reference call (the native probe's allowance)
         self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
         # the candidate's CPU during the reference's units, their wall time, and the CPU one busy thread got in them
         self.idle_cpu_ns = self.idle_wall_ns = self.idle_basis_ns = 0
@@ -418,17 +419,17 @@ class CaseTimer:
         )
         used = profile.reference_samples
         ref_used = ref_profile.reference_samples if ref_profile is not None else None
-        substantial = ref_used is not None and ref_used * PROBE_PERIOD_NS >= BUDGET_MIN_REF_NS_PER_CALL * max(
-            1, self.calls["ref"]
-        )
-        budget = REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used) if substantial and ref_used is not None else None
-        over = budget is not None and used >= PROBE_MIN_SAMPLES and used > budget
-        if over and profile.reference_share >= BUDGET_SHARE_FLOOR:
+        budget = allowance = None
+        if ref_used is not None and used >= PROBE_MIN_SAMPLES and profile.reference_share_of_all >= BUDGET_SHARE_FLOOR:
+            allowance = self._dispatch_allowance_ns() * self.calls["cand"] / PROBE_PERIOD_NS
+            budget = REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used) + allowance
+        if budget is not None and used > budget:
             why = (
                 f"{used} samples of its timed calls' CPU time lay in libtorch's, numpy's or a BLAS library's compute "
                 f"code, more than the budget of {budget:.0f} ({REFERENCE_BUDGET:.0%} of the "
-                f"{ref_used} samples the reference's own {self.calls['ref']} calls spent there; "
-                f"{profile.reference_share:.0%} of its native samples)"
+                f"{ref_used} samples the reference's own {self.calls['ref']} calls spent there, plus {allowance:.0f} "
+                f"for {self.calls['cand']} calls' own allocations as calibrated on this machine; "
+                f"{profile.reference_share_of_all:.0%} of all its samples)"
             )
         elif profile.native_samples >= PROBE_MIN_SAMPLES and profile.reference_share > PROBE_LIMIT:
             why = (
@@ -444,6 +445,35 @@ class CaseTimer:
             "later included, taken from outside its process with perf events by the harness's native probe): the "
             "reference's work, reached below Python",
         )
+
+    def _dispatch_allowance_ns(self) -> float:
+        """The libtorch CPU time an honest kernel's call of this case may spend on its own allocations: calibrated
+        in the reference worker, sampled from outside (once per process and target: harness.dispatch_allowance)."""
+        from harness import dispatch_allowance
+
+        ev = self.ev
+        key = (ev.target.name, ev.target.device, ev.threads, bool(ev.options.deployed))
+        found = dispatch_allowance.cached(key)
+        if found is None and "ref" in self.samplers:  # perf events work for this user here
+            from harness import native_probe
+
+            sampler = native_probe.Sampler(ev.ref.pid, PROBE_PERIOD_NS, enabled=False)
+            try:
+                sampler.enable()
+                try:
+                    request = ipc.Calibrate(cpu_ms=dispatch_allowance.CPU_MS)
+                    reply = ipc.expect(self._ask("ref", request)[0], ipc.Calibrated)
+                finally:
+                    sampler.disable()
+                took = sampler.profile()
+            finally:
+                sampler.close()
+            found = dispatch_allowance.store(key, took.reference_samples, PROBE_PERIOD_NS, reply.calls, reply.outputs)
+            ev.trace(
+                f"case {self.case.name}: dispatch allowance calibrated: {took.reference_samples} libtorch samples over "
+                f"{reply.calls} calls of {reply.outputs} output(s): {found.ns_per_output / 1e3:.2f} us an output"
+            )
+        return dispatch_allowance.allowance_ns(found, self.outputs_per_call)
 
     def _done(self, rep: int) -> bool:
         from harness.timing import enough_repetitions
@@ -470,6 +500,10 @@ class CaseTimer:
         self._check_seeds(seeds, fetched["cand"])
         (cand_reply, cand_tensors), (ref_reply, ref_tensors) = fetched["cand"], fetched["ref"]
         cand, ref = ipc.expect(cand_reply, ipc.Fetched), ipc.expect(ref_reply, ipc.Fetched)
+        if ref.items and isinstance(ref.items[0], dict):  # the native probe's allowance is per output tensor
+            from harness.dispatch_allowance import count_tensors
+
+            self.outputs_per_call = count_tensors(ref.items[0].get("output"))
         changed = sealed_mismatch(self.sealed, cand_tensors)  # sealed right after its timed calls returned
         if changed is not None:
             result.error = f"timed calls: {changed} (random elements sealed right after the call, read at fetch)"

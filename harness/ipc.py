@@ -246,6 +246,16 @@ class Go(Message):
 
 
 @dataclass
+class Calibrate(Message):
+    """Reference worker only: an honest kernel's unavoidable libtorch work (its outputs allocated like the
+    reference's last unit's, its inputs made contiguous) over that unit's inputs, again and again for about
+    ``cpu_ms`` of this thread's CPU; the parent samples it (``harness.dispatch_allowance``)."""
+
+    kind: ClassVar[str] = "calibrate"
+    cpu_ms: float
+
+
+@dataclass
 class Seal(Message):
     kind: ClassVar[str] = "seal"
 
@@ -346,6 +356,15 @@ class Went(Message):
 
 
 @dataclass
+class Calibrated(Message):
+    """The reply to ``calibrate``: how many calls' worth of allocations ran, and output tensors per call."""
+
+    kind: ClassVar[str] = "calibrated"
+    calls: int
+    outputs: int
+
+
+@dataclass
 class Sealed(Message):
     kind: ClassVar[str] = "sealed"
     sealed: Any
@@ -392,10 +411,10 @@ class ZygoteState(Message):
 
 
 M = TypeVar("M", bound=Message)
-Request = Load | Reference | TimeReference | Run | Prepare | Go | Seal | Fetch | Exit
-Reply = Failed | Loaded | Trials | Times | Done | Went | Sealed | Fetched
+Request = Load | Reference | TimeReference | Run | Prepare | Go | Calibrate | Seal | Fetch | Exit
+Reply = Failed | Loaded | Trials | Times | Done | Went | Calibrated | Sealed | Fetched
 REQUESTS: dict[str, type[Message]] = {
-    c.kind: c for c in (Load, Reference, TimeReference, Run, Prepare, Go, Seal, Fetch, Exit)
+    c.kind: c for c in (Load, Reference, TimeReference, Run, Prepare, Go, Calibrate, Seal, Fetch, Exit)
 }
 GREETINGS: dict[str, type[Message]] = {c.kind: c for c in (Ready, BootFailed)}
 REPLIES: dict[str, type[Message]] = {  # the reply a request of each kind gets when it succeeds
@@ -405,6 +424,7 @@ REPLIES: dict[str, type[Message]] = {  # the reply a request of each kind gets w
     "time_reference": Times,
     "prepare": Done,
     "go": Went,
+    "calibrate": Calibrated,
     "seal": Sealed,
     "fetch": Fetched,
 }

@@ -84,6 +84,12 @@ class Profile:
         """The share of the native samples that lie in libtorch's or a BLAS library's code."""
         return self.reference_samples / self.native_samples if self.native_samples else 0.0
 
+    @property
+    def reference_share_of_all(self) -> float:
+        """The share of every sample (the interpreter's too) that lies in those libraries: CPU time, however the
+        rest of it was spent."""
+        return self.reference_samples / self.samples if self.samples else 0.0
+
     def top(self, n: int = 4) -> str:
         return ", ".join(
             f"{lib} {count * 100 // max(1, self.samples)}%" for lib, count in self.by_library.most_common(n)

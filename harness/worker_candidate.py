@@ -37,6 +37,7 @@ from harness.guards import (
     seal,
 )
 from harness.ipc import Message, Reply
+from harness.op_watch import OpWatch
 from harness.targets import get_target, torch_ext
 from harness.targets.base import compile_seconds
 from harness.task import Task, load_task
@@ -207,13 +208,14 @@ class CandidateWorker:
                 native_base = native_thread_count()
             recorder = AtenRecorder()
             traffic = HostTraffic.for_target(self.target) if t == 0 else None  # GPU targets: no CPU fallback
+            watch = OpWatch() if traffic is None else None  # the dispatcher's view (one profiler at a time)
             if traffic is not None:
                 traffic.start_profiler()  # the profiler starts and stops outside the guarded window
             depth = dispatch_depth()
             entered = stayed = returned = False
             self.audit.arm()
             try:
-                with torch.no_grad(), recorder, traffic or contextlib.nullcontext():
+                with torch.no_grad(), watch or contextlib.nullcontext(), recorder, traffic or contextlib.nullcontext():
                     entered = recorder.on_stack()
                     start = _clock()
                     out = self.target.run(self.cand, inputs)
@@ -243,6 +245,8 @@ class CandidateWorker:
                 native_base,
                 lazy_delay=_lazy_delay(forward_s) if (t == 0 and request.lazy_check is not False) else None,
             )
+            if watch is not None:
+                _check_op_watch(watch, recorder)
             trials.append(
                 {
                     "seed": seed,
@@ -379,6 +383,21 @@ def _recorder_off(entered: bool, stayed: bool) -> Cheat:
         f"the dispatch recorder (harness.guards.AtenRecorder) was {where}: the dispatch machinery was patched "
         "(caught by the worker's check of torch's C dispatch stack)",
     )
+
+
+def _check_op_watch(watch: OpWatch, recorder: AtenRecorder) -> None:
+    """What the dispatcher's op observer saw below the dispatch modes (``harness.op_watch``)."""
+    if watch.problem is not None:
+        raise Cheat("monkey_patch", f"{watch.problem} (caught by the harness's op observer, RecordFunction)")
+    below = watch.forbidden(recorder.counts)
+    if below:
+        ops = ", ".join(f"aten.{name} x{n}" for name, n in sorted(below.items()))
+        raise Cheat(
+            "reference_call",
+            f"forward ran {ops} where the dispatch recorder did not see them (torch's dispatch modes switched off or "
+            "bypassed; seen by the harness's op observer of the dispatcher, RecordFunction): the kernel must compute "
+            "the result itself",
+        )
 
 
 def _flatten(value: Any) -> list[Any]:

@@ -1,6 +1,6 @@
 """The reference worker: computes the task's outputs for given seeds. It never loads a candidate.
 
-Its requests (``load``, ``reference``, ``time_reference``, ``prepare``/``go``/``fetch``): docs/harness-workers.md, "One worker process, and the requests it answers".
+Its requests (``load``, ``reference``, ``time_reference``, ``prepare``/``go``/``fetch``, ``calibrate``): docs/harness-workers.md, "One worker process, and the requests it answers".
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ class ReferenceWorker:
                 return ipc.Done(), []
             if isinstance(request, ipc.Go):
                 return ipc.Went(n=self.timer.go(self._model)), []
+            if isinstance(request, ipc.Calibrate):
+                calls, outputs = self.timer.honest_dispatch(request.cpu_ms)
+                return ipc.Calibrated(calls=calls, outputs=outputs), []
             if isinstance(request, ipc.Fetch):
                 items, tensors = self.timer.fetch()
                 for item, inputs in zip(items, self.timer.inputs):  # index outputs: judged by what they point at

@@ -8,7 +8,7 @@ TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
 EXPECT_RUNTIME = ("cheat_detected:reference_call",)
 NEEDS_TIMING = True
-CAUGHT_BY = "parent: native samples of the worker's threads (perf events) land in libtorch's softmax"
+CAUGHT_BY = "worker: the dispatcher's op observer (RecordFunction) in the correctness trials, timing off too"
 
 _softmax = getattr(torch, "soft" + "max")
 

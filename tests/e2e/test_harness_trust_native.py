@@ -18,7 +18,7 @@ from harness.worker_pool import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 SOFTMAX = ROOT / "fixtures" / "tasks" / "tiny_softmax.py"
-# the dilution cheat's task: a reference that spends well over the budget's 50 us a call in libtorch
+# the dilution cheat's task: a reference that spends 0.2-0.5 ms a call in libtorch (ref_diluted_small: tiny_softmax)
 MID_SOFTMAX = ROOT / "fixtures" / "tasks" / "mid_softmax.py"
 OPTIONS = EvalOptions(
     static_checks=False,
@@ -75,11 +75,66 @@ def test_with_the_share_alone_the_spinning_cheat_was_accepted(monkeypatch):
 
 @needs_perf
 @pytest.mark.slow
+def test_the_diluted_cheat_on_a_small_reference_is_caught_within_the_calibrated_allowance():
+    """tiny_softmax's 64x1000 case (45-60 us a call in libtorch): under the old 50 us line, now inside the budget."""
+    outcome = _caught("ref_diluted_small")
+    assert "for " in (outcome.error_excerpt or "") and "calls' own allocations" in (outcome.error_excerpt or "")
+
+
+@needs_perf
+@pytest.mark.slow
+def test_the_allowance_is_calibrated_once_per_process_in_the_reference_worker():
+    from harness import dispatch_allowance
+
+    dispatch_allowance.forget()
+    _caught("ref_diluted_small")
+    (found,) = dispatch_allowance._cache.values()
+    assert found.calls > 0 and found.samples >= 0
+    again = _caught("ref_diluted_small")  # the cached calibration serves the next evaluation
+    assert dispatch_allowance._cache[next(iter(dispatch_allowance._cache))] is found, again.error_excerpt
+
+
+@needs_perf
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "task, candidate",
+    [
+        ("tiny_relu", ROOT.parent / "harness" / "suite" / "candidates" / "cpu" / "relu.py"),
+        ("tiny_relu", ROOT / "fixtures" / "deployed" / "relu_needs_passive.py"),  # 0.5 ms of Python spin a call
+        ("tiny_softmax", ROOT.parent / "harness" / "suite" / "candidates" / "cpu" / "softmax.py"),
+    ],
+    ids=["relu", "relu_python_spin", "softmax"],
+)
+def test_honest_kernels_on_small_references_stay_within_the_budget(task, candidate):
+    """Both tiny_relu cases (the 4097-element one: ~3 us a call in libtorch, less than an honest kernel's own
+    dispatch) and tiny_softmax: the budget applies at every size and honest kernels are accepted."""
+    outcome = evaluate(ROOT / "fixtures" / "tasks" / f"{task}.py", candidate, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert outcome.cases_passed == outcome.cases_total and outcome.speedup is not None
+
+
+@needs_perf
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny_softmax_fresh_thread", "tiny_softmax_slow_openmp"])
 def test_honest_kernels_on_fresh_threads_or_spinning_in_their_own_code_are_accepted(name):
     outcome = evaluate(SOFTMAX, ROOT / "fixtures" / "honest" / f"{name}.py", OPTIONS)
     assert outcome.status.value == "correct", outcome.error_excerpt
     assert outcome.cases_passed == outcome.cases_total and outcome.speedup is not None
+
+
+def test_the_reference_under_disabled_dispatch_modes_is_caught_without_timing():
+    """The dispatcher's op observer (RecordFunction) sees what the dispatch-mode recorder does not: deterministic,
+    in the first correctness trial, with timing off (before, only the native probe's samples of timed units)."""
+    path = ROOT / "adversarial" / "ref_dispatch_disabled.py"
+    outcome = evaluate(SOFTMAX, path, OPTIONS, timing=False)
+    assert outcome.error_kind == "cheat_detected:reference_call", outcome.error_excerpt
+    assert "op observer" in (outcome.error_excerpt or "") and "aten._softmax" in (outcome.error_excerpt or "")
+    assert outcome.cases_passed == 0 and outcome.speedup is None
+
+
+def test_stopping_the_op_observer_in_forward_is_caught():
+    outcome = _caught("ref_profiler_off")
+    assert outcome.status.value == "cheat_detected"
 
 
 def test_patching_the_dispatch_modes_base_class_is_caught_without_timing():
