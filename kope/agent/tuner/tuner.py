@@ -15,12 +15,15 @@ the operator (the others stay at their defaults):
    well its records predicted the *effects* of this run's own measurements, the
    differences between settings, not the level); one trusted less than
    ``MIN_TRUST`` is left out; when every memory operator is trusted less than
-   ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside);
+   ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside; its vetoes still hold);
+   effects are judged against the spread of this run's own measurements when that is below log 2;
 3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
    by expected improvement over the incumbent times the probability of being
    correct (``acquisition``), where a setting with a knob value no memory record
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
-   model cannot know that value); before that, an initial design: the defaults,
+   model cannot know that value; only settings one knob from the defaults or the incumbent get it), and the
+   untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
+   point memory must beat); before that, an initial design: the defaults,
    then one-knob changes of the best state so far (each isolates one knob's
    effect), then the rest in a seeded order.
 
