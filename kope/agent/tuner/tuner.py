@@ -15,12 +15,15 @@ the operator (the others stay at their defaults):
    well its records predicted the *effects* of this run's own measurements, the
    differences between settings, not the level); one trusted less than
    ``MIN_TRUST`` is left out; when every memory operator is trusted less than
-   ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside);
+   ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside; its vetoes still hold);
+   effects are judged against the spread of this run's own measurements when that is below log 2;
 3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
    by expected improvement over the incumbent times the probability of being
    correct (``acquisition``), where a setting with a knob value no memory record
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
-   model cannot know that value); before that, an initial design: the defaults,
+   model cannot know that value; only settings one knob from the defaults or the incumbent get it), and the
+   untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
+   point memory must beat); before that, an initial design: the defaults,
    then one-knob changes of the best state so far (each isolates one knob's
    effect), then the rest in a seeded order.
 
@@ -60,6 +63,7 @@ MIN_TRUST = 0.05  # below this a memory operator's records are left out of the m
 UNSEEN_SD = math.log(4.0)  # the prior spread of a knob value no trusted record measured
 TRUSTED = 0.5  # a memory operator trusted less (off by more than 2x here) no longer makes a knob value "known"
 MIN_EFFECTS = 2  # own attempts a memory operator must have predicted before its effects (not its level) are judged
+NOISE = math.log(1.05)  # the smallest own spread effects are judged against (measurement noise, ~5%)
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -173,11 +177,12 @@ class Tuner:
         trust, offsets = self._memory_trust(operator, records, hardware_facts)
         if trust and all(t < TRUSTED for t in trust.values()):
             # every memory operator's effects were contradicted by this run's own measurements: plan on this
-            # run's attempts alone, as without memory (the memory records are counted, not used)
+            # run's attempts alone, as without memory (the memory records are counted, not used); what memory
+            # measured >= 3x slower on an operator with the same knobs stays ruled out
             plan = self.plan(
-                operator, shapes, hardware, [r for r in records if r.own], hardware_facts, tried, base, allowed
+                operator, shapes, hardware, [r for r in records if r.own], hardware_facts, tried | vetoed, base, allowed
             )
-            plan.records, plan.trust, plan.fallback = len(records), trust, True
+            plan.records, plan.trust, plan.fallback, plan.vetoes = len(records), trust, True, vetoes
             return plan
         speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts, trust, offsets)
         failed = [r for r in records if not r.correct]
@@ -205,7 +210,12 @@ class Tuner:
                 near = self._near_evidence(operator, pool, records)
                 plan.distant = len(pool) - len(near)
                 pool = near or pool
-            choices = self._by_model(model, operator, pool, shapes, hardware, incumbent, measured)
+            choices = self._by_model(
+                model, operator, pool, shapes, hardware, incumbent, measured, self._anchors(operator, own)
+            )
+            measured_here = {settings_key(self.space.pin(operator, r.settings)) for r in records if r.own}
+            if measured is not None and settings_key(self.space.pin(operator, {})) not in measured_here:
+                choices = self._defaults_first(operator, choices)
             if incumbent and self._settled(own, incumbent, choices):
                 # after the optimum is likely found, a setting predicted >= 3x slower than the incumbent is not
                 # worth a step (if the prediction holds it is a severe regression); when nothing else is left
@@ -218,6 +228,28 @@ class Tuner:
         else:
             plan.choices = self._initial_design(operator, pool, base)
         return plan
+
+    def _anchors(self, operator: str, own: Sequence[TuningRecord]) -> list[dict[str, Any]]:
+        """This operator's own reference points: the template's defaults and its best measurement so far."""
+        anchors = [self.space.pin(operator, {})]
+        best = max(own, key=lambda r: r.a or 0.0, default=None)
+        if best is not None:
+            anchors.append(self.space.pin(operator, best.settings))
+        return anchors
+
+    def _defaults_first(self, operator: str, choices: list[Choice]) -> list[Choice]:
+        """The template's defaults are a prior point memory must beat before they are skipped: while they are
+        untried, memory's first choice goes first only when the low end of its 95% interval is above the
+        defaults' predicted speedup; otherwise the defaults are measured first (the one-knob neighbourhood
+        around them is where this operator's own evidence starts, and where these spaces' optima mostly are)."""
+        key = settings_key(self.space.pin(operator, {}))
+        index = next((i for i, c in enumerate(choices) if settings_key(c.settings) == key), None)
+        if not index:  # untried defaults are first already, or tried (or not allowed)
+            return choices
+        top, default = choices[0], choices[index]
+        if top.low is not None and default.predicted is not None and top.low > default.predicted:
+            return choices
+        return [default, *choices[:index], *choices[index + 1 :]]
 
     @staticmethod
     def _settled(own: Sequence[TuningRecord], incumbent: float, choices: Sequence[Choice]) -> bool:
@@ -301,6 +333,12 @@ class Tuner:
             by_operator.setdefault(r.operator, {}).setdefault(key, []).append(math.log(r.a))  # type: ignore[arg-type]
         trust: dict[str, float] = {}
         offsets: dict[str, float] = {}
+        # effects are judged against the spread of this operator's own measurements: on a flat space (settings
+        # within 20-40% of each other) an operator whose effects are all wrong is still within 2x everywhere
+        own_logs = [math.log(r.a) for r in own]  # type: ignore[arg-type]
+        scale = TRUST_SCALE
+        if len(own_logs) >= MIN_EFFECTS:
+            scale = min(scale, max(statistics.stdev(own_logs), NOISE))
         for other, measured in by_operator.items():
             residuals = []
             for i, r in enumerate(own):
@@ -319,7 +357,7 @@ class Tuner:
                 spread = abs(residuals[0])
             else:
                 spread = math.sqrt(sum((e - offset) ** 2 for e in residuals) / (len(residuals) - 1))
-            trust[other] = 1.0 / (1.0 + (spread / TRUST_SCALE) ** 2)
+            trust[other] = 1.0 / (1.0 + (spread / scale) ** 2)
             offsets[other] = offset
         return trust, offsets
 
@@ -424,6 +462,7 @@ class Tuner:
         hardware: HardwareFacts,
         incumbent: float | None,
         measured: set[tuple[str, Any]] | None = None,
+        anchors: list[dict[str, Any]] | None = None,
     ) -> list[Choice]:
         speed_x = self.space.speed_rows(operator, pool, shapes, hardware)
         feas_x = self.space.feasibility_rows(operator, pool, hardware)
@@ -437,6 +476,8 @@ class Tuner:
             # settings memory showed to be mediocre
             relevant = self.relevant_names(operator)
             for i, c in enumerate(pool):
+                if anchors is not None and not any(sum(1 for k in relevant if c[k] != a[k]) <= 1 for a in anchors):
+                    continue  # unknown values are explored one knob at a time, from the defaults or the incumbent
                 if any((k, c[k]) not in measured for k in relevant):
                     std[i] = math.sqrt(std[i] ** 2 + UNSEEN_SD**2)
         ei = expected_improvement(mean, std, best) * pred.p_correct
