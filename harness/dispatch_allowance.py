@@ -1,14 +1,6 @@
-"""The libtorch time an honest kernel's call cannot avoid on this machine: its outputs allocated, its inputs made
-contiguous (``torch.empty_like``, ``.contiguous()``: a few us of dispatch a call, more on a loaded machine).
+"""The libtorch time an honest kernel's call cannot avoid on this machine (outputs allocated, inputs made contiguous).
 
-The native probe's absolute budget (``harness.case_timer``) lets a candidate spend half as much time in libtorch as
-the reference's own calls did, plus this allowance per call. Without it the budget could not apply to a small
-reference (a 4097-element relu's op costs ~3 us, no more than that dispatch: honest kernels were flagged there),
-and a cheat that calls the reference op and dilutes its share by spinning in its own code got through on every
-reference under 50 us a call. Measured in the trusted reference worker (``ipc.Calibrate``: the last unit's inputs
-made contiguous and its outputs allocated again, nothing else), sampled from outside by the same perf events and
-period as the timed units, once per process and target (again after ``TTL_S``), per output tensor of a call.
-docs/harness-workers.md, "Reference calls below Python".
+docs/harness-workers.md, "Reference calls below Python" (the per-call dispatch allowance and its numbers).
 """
 
 from __future__ import annotations
@@ -17,20 +9,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-# The calibration's length in the reference worker's CPU time (its scrubs included): ~50 libtorch samples at the
-# timed units' period, ~0.45 us a call here. The same period as the timed units (harness.case_timer.PROBE_PERIOD_NS):
-# each sample's interrupt disturbs the caches too, so a shorter one measures something else (at 10 us a sample the
-# same calls spent 10.8 us each in libtorch, on this VM)
-CPU_MS = 150.0
+CPU_MS = 150.0  # the calibration's length in the reference worker's CPU time (its scrubs included)
 MIN_SAMPLES = 20  # fewer calibration samples than this measure nothing: the floor below applies alone
-# The allowance is this many times the measured cost: load from other processes stretches an op's CPU time (caches,
-# a shared core), and the calibration is cached while the load changes; an honest kernel may also allocate a
-# temporary or two beside its outputs
-MARGIN = 4.0
-# per output tensor a call, at least: honest kernels spent 0.4-2.8 us a call in libtorch on tiny_relu and
-# tiny_softmax here (on a loaded machine); a cheat calling tiny_softmax's 64x1000 op (45-60 us) exceeds half of
-# the reference's own plus this by 1.5x
-FLOOR_NS = 8_000
+MARGIN = 4.0  # the allowance is this many times the measured cost (load, caches, a temporary or two)
+FLOOR_NS = 8_000  # per output tensor a call, at least
 TTL_S = 600.0  # a calibration older than this is taken again (the machine's load changes)
 
 

@@ -1,21 +1,6 @@
 """Every aten op a correctness trial's forward dispatches, on any thread, seen below torch's Python dispatch modes.
 
-``harness.guards.AtenRecorder`` is a ``TorchDispatchMode``: Python-level tricks take it off the op's path
-(``torch.utils._python_dispatch._disable_current_modes``, ``torch._C._DisableTorchDispatch``), it watches only
-forward's own thread, and the reference op called that way was caught only by sampling the timed calls
-(``harness.native_probe``: not with timing off, not on helper threads shorter than its period). ``OpWatch``
-observes the dispatcher itself: torch's profiler (CPU activity only) registers RecordFunction callbacks for every
-thread (``profile_all_threads``), which every call through the dispatcher runs, whatever the Python mode stack
-holds (~0.3 ms of CPU a trial). The ops it saw are judged like the recorder's: an op outside ``ALLOWED_ATEN`` that
-no allowed op called is the reference's work (``reference_call``) -- unless the recorder saw that op too, in which
-case the recorder's own verdict stands. An empty ``aten::empty`` before and after forward, issued by the harness,
-must be the first and the last ops seen, and the profiler must still run when the harness stops it: a forward
-that switched it or RecordFunction off, or restarted it, is ``monkey_patch``.
-
-What it does not see: the timed calls (a candidate that behaves in its trials is left to the native probe), native
-code that calls an op's kernel without the dispatcher, and a forward that switches RecordFunction off and on again
-around the op (``torch._C._autograd._enable_record_function``; the static checks refuse ``torch._C``).
-docs/harness-workers.md, "Reference calls below Python".
+docs/harness-workers.md, "Reference calls below Python" (the dispatcher's op observer: what it sees, and not).
 """
 
 from __future__ import annotations
