@@ -1,15 +1,6 @@
 """Find the ``extern "C"`` functions of a C++ source and describe their parameters.
 
-Both forms are recognised::
-
-    extern "C" void relu_f32(const float* x, float* y, int64_t n) { ... }
-    extern "C" { void a(double* p, int n); int b(void) { ... } }
-
-Supported parameter types: pointers to float, double, (u)int8/16/32/64_t, int,
-long, long long, short, char, bool, _Float16, __bf16, size_t and void (``const``
-and ``__restrict__`` allowed), and the same types by value. Anything else
-(structs, pointers to pointers, references, templates) marks the function as
-unsupported, with the reason; declare such parameters as ``void*``.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

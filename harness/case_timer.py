@@ -2,9 +2,7 @@
 from outside, interleaved, with the checks that run on every unit (CPU use, idle work, native sampling,
 sealed outputs, the outputs of every timed call compared with the reference's).
 
-``harness.evaluate`` builds the evaluation and hands each case to ``CaseTimer``; the timer reaches the
-evaluation only through ``TimedEvaluation`` (the workers, options, results and four requests), so the
-timing loop can be read, tested and changed on its own.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """``python -m harness``: the harness on its own (``kope eval`` / ``kope tasks`` wrap the same functions).
 
-    python -m harness eval TASK CANDIDATE [--target cpu|triton|cuda] [--cases SPEC] [--json] ...
-    python -m harness tasks list [--family F] [--json]
-    python -m harness tasks show OPERATOR [--json]
-    python -m harness tasks check [TASK ...] [--time] [--json]
-    python -m harness serve [--host H] [--port P] [--devices auto|none|0,1] ...   (see harness.serve.cli)
-
-Exit codes: 0 the candidate is correct (or the command succeeded), 1 it is not
-(the outcome says why), 2 the task, candidate, target or options are invalid.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Comparing a candidate's outputs with the reference's, outside the candidate's process.
 
-Per output: structure (tensor / tuple arity), shape, dtype, device, layout (strides, when the workers report them),
-non-finite values, then values, under ``TOLERANCES`` (the absolute term scaled by the reference's RMS); index outputs
-(``harness.index_check``) by the values they point at. The rule, the table and why: docs/harness.md, "Correctness and
-tolerances".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The compiler flags a candidate may pass: an allow-list, checked by the parent before anything is compiled.
 
-A candidate's ``compile_cpp(src, flags=[...])`` and its ``torch.utils.cpp_extension.load_inline`` /
-``load`` options (``extra_cflags``, ``extra_ldflags``, ``extra_cuda_cflags``, ``extra_include_paths``) reach
-the compiler only if every flag is on the list below; the first one that is not is a compile error that
-names it. Each list element is one argument (``["-O3", "-mavx2"]``), never two in one string.
-
-What is allowed (optimisation levels, ``-march``/``-mtune``/``-mcpu``, ``-m<isa>``, the ``-f`` flags of
-``F_FLAGS``, ``-D``/``-U``, ``-std``, ``-W<warning>``, debug info; link flags: OpenMP, pthread and three system
-libraries) is the code below; everything else is a compile error. Refused as an **escape attempt**
-(``cheat_detected:compiler_escape``): flags that make the compiler run or load a program, or read a file, of the
-candidate's choosing (``-wrapper``, ``-B``, ``-specs``, ``-fplugin``, ``@file``, ``-Wl,``, ``-include``, nvcc's
-``-ccbin``, ...); no honest kernel needs one, and ``-wrapper`` has been used to run a shell outside every
-sandbox layer but the compiler's own. docs/harness-workers.md, "The sandbox" (its compile row).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The ``cpu`` target's fast compile path: C++ source -> shared library -> Python callables.
 
-The API a ``cpu`` candidate uses (``compile_cpp``; about a second per new kernel, milliseconds when cached),
-its rules (``extern "C"`` entry points, pointer and scalar parameters, flags on the allow-list of
-``harness.compile_flags``, the cache, errors) and an example: docs/harness.md, "The cpu fast path". Inside the
-sandbox the parent compiles, and every cache entry is signed (``harness.compile_service``; docs/harness-workers.md,
-"The sandbox", its compile row).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The device lock: one evaluation at a time runs and times kernels on a device; compiling may overlap.
 
-An evaluation holds it from its first correctness trial to the end of its timing, so the
-candidate's kernels never share the device with another evaluation's timed repetitions,
-while loading and compiling the next candidate (the import that builds its extension)
-goes on beside them. The worker service (``python -m harness serve``) gives each of its
-devices one lock file and sets ``KOPE_HARNESS_DEVICE_LOCK`` to it in the processes that
-evaluate on that device; where the variable is unset (a local evaluation) it does nothing.
-It is an ``flock``, so it is released when its holder exits, however it exits.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

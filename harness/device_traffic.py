@@ -1,11 +1,6 @@
 """Device-to-host traffic during forward on a GPU target: a CPU fallback is a cheat.
 
-During one guarded correctness trial the candidate worker counts every copy from the device to the host at
-the dispatcher (``aten._to_copy`` / ``aten.copy_``, exact byte counts) and in the CUDA profiler's events, read
-in memory (``kineto_results``; every ``Memcpy DtoH``, native code's too; no trace file, and the profiler starts
-and stops outside the armed window: ``start_profiler``/``stop_profiler``). More than ``LIMIT_FRACTION`` of the
-inputs' bytes (and at least ``LIMIT_FLOOR_BYTES``) is ``cheat_detected:device_to_host``; a few scalars read
-back stay allowed. Why: docs/harness.md, "Anti-cheat checks" (GPU targets).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

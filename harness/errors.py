@@ -1,10 +1,6 @@
 """The harness's own errors: problems with the *inputs* of an evaluation.
 
-A bad candidate is never an exception: it becomes an ``Outcome`` (see
-``harness.record``). These errors are for things the caller must fix: a task
-file that is not a valid task, a task or candidate that cannot be found, a
-target that this machine cannot run, bad options. Each message names what is
-wrong and where.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

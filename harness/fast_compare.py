@@ -1,10 +1,6 @@
 """A one-pass native check of ``harness.compare``'s tolerance rule, for the outputs that pass.
 
-It decides the common case (floating-point tensors of equal shape and dtype on the CPU with a finite reference, in one
-OpenMP pass, no copy; integer and boolean ones byte for byte); anything but "pass" goes to ``compare_outputs``, whose
-verdicts and messages are the only ones (docs/harness.md, "Correctness and tolerances"). ``compare_encoded`` is the
-parent's entry point: both outputs rebuilt from the workers' descriptions (strides, and the reference's inputs for
-index outputs).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Run-time anti-cheat checks, used inside the candidate's worker process.
 
-``AtenRecorder`` (aten ops outside ``ALLOWED_ATEN``: ``reference_call``; ``on_stack()`` asks torch's C dispatch stack
-whether it is really active), ``PatchSnapshot`` (replaced functions: ``monkey_patch``), ``AuditGuard`` (file, socket
-and process use while armed; deletions outside scratch and ``/proc/PID/mem`` at any time: ``take_sticky()``),
-``hooks`` (interpreter hooks), ``python_threads`` / ``native_thread_count`` / ``child_processes`` (left running),
-``aliases``, ``seal``. What each catches: docs/harness.md, "Anti-cheat checks".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

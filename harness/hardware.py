@@ -1,16 +1,6 @@
 """Hardware fingerprint: CPU model, ISA features, cores, caches; the GPU when asked.
 
-``cpu_fingerprint()`` reads ``/proc/cpuinfo`` and ``/sys/devices/system/cpu/cpu0/cache``
-(no torch needed). ``gpu_info()`` asks ``torch.cuda``: directly only in a process that may use CUDA
-(one marked ``mark_final_process()``: a worker that forks no more; or one that initialised CUDA
-already), else in a short-lived fresh interpreter (``gpu_devices()``), so that no process that
-may still fork a worker (the parent, a zygote) ever initialises CUDA: a process forked after
-CUDA was initialised cannot use the GPU (``Cannot re-initialize CUDA in forked subprocess``).
-The ``id`` is a stable hash
-of the fields that describe the machine (same machine -> same id across runs);
-``class`` is the coarse bucket memory retrieval uses (``x86_64-avx512``,
-``x86_64-avx2``, ``x86_64-sse``, ``aarch64-sve``, ``aarch64-neon``, ``riscv64-rvv``,
-``nvidia-sm90``, ...).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Index outputs checked for self-consistency (argmax / argmin / top-k style), as CANN Bench does.
 
-A task declares them in ``INDEX_OUTPUTS`` (``output``, ``input``, ``dim``; optional ``values``, ``keepdim``):
-every index must lie in range and point at the input values the reference's indices point at (and, with
-``values``, at the values the candidate returned); otherwise ``incorrect:index``. The format and why ties
-pass: docs/harness.md, "Correctness and tolerances".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

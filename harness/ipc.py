@@ -1,14 +1,7 @@
 """Messages between the harness and its worker processes: a JSON header plus raw tensor bytes; every message
 a typed record (below: ``Load`` ... ``ZygoteState``) with one encode/decode pair.
 
-Nothing is unpickled: a worker that runs candidate code is not trusted, so the
-parent only parses JSON and copies bytes into tensors of allow-listed dtypes,
-after checking that each declared size matches its shape and the whole message
-stays under a size limit.
-
-Frame: ``b"KOPE"``, an 8-byte little-endian header length, the UTF-8 JSON
-header (``{"tensors": [{"dtype", "shape", "nbytes"}...], ...}``), then the
-tensors' bytes back to back.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

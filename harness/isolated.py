@@ -1,13 +1,6 @@
 """A harness module run on code from outside the project (a task file) in the sandbox, under a wall-clock timeout.
 
-Importing, costing or tracing a task file runs its code; the harness does it only in a child process started
-here (``harness.task_loader``, the cost helper of ``harness.roofline``, the structure tracer), never in its own.
-The layers (the compiler's sandbox, ``harness.commands.sandboxed_command``, plus namespaces with a fresh
-``/proc``, ``clean_env``, ``enter_view`` hiding ``private_roots``, Landlock, no capabilities, rlimits and a
-wall clock), the opt-out and the GPU case: docs/harness.md, "Task code runs in a sandboxed worker".
-
-What the child reports comes back through its stdout (a file, bounded by the file-size limit); what the
-task prints goes to its stderr. The caller treats the report as the task's own data: it validates it.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

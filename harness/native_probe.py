@@ -1,10 +1,6 @@
 """Where a candidate's process spends its time, sampled from outside (Linux perf events).
 
-The parent samples every thread of a worker, and every thread those start later (``inherit``), with a
-user-space CPU-clock event and maps each sampled instruction pointer to its library (``/proc/PID/maps``): time in
-libtorch's, numpy's or a BLAS/LAPACK library's compute code is the reference's work, however it was reached.
-The candidate cannot see or change any of this (it lives in the kernel and in the parent). How the evaluation
-uses it: docs/harness-workers.md, "Reference calls below Python".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

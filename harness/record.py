@@ -1,15 +1,6 @@
 """The evaluation outcome: one typed record, serialised to ``kope.outcome/1`` JSON.
 
-This module is the only definition of the record and its parts (``Outcome``,
-``CaseResult``, ``TimingStats``, ``Hardware``, ``GpuInfo``): the harness
-produces it, KOPE validates and stores this same type (``kope.memory.outcome``
-builds its validator from these dataclasses). Field names never change; new
-fields are optional; absent values are ``None`` (JSON ``null``), never ``-1``.
-``Outcome.violations()`` lists what a record breaks of the rules below the
-types (counts, positive speedups, lengths).
-
-``status`` is one of ``STATUSES``. ``error_kind`` is a short stable string: the status, optionally followed by
-``:`` and a detail; the details in use are listed in docs/harness.md, "The outcome record".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Reference outputs computed once: a cache on disk, in the parent, with an integrity hash.
 
-Its key, its entries (a JSON header with the bytes' SHA-256, then the bytes; written atomically under
-``cache_root()/refs``, 0600 in 0700 folders, hidden from every sandboxed process), the in-memory memo of verified
-entries (``MEMO_BYTES``) and the seeds drawn from ``seed_salt``: docs/harness-workers.md, "The worker model",
-Reference cache.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

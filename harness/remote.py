@@ -1,15 +1,6 @@
 """What goes over the wire to a remote evaluation (a worker service or a Ray task), and back.
 
-An ``EvalRequest`` carries exactly the task file's source (with its SHA-256 and its ``level<N>`` folder), the
-candidate's source and file name, and the options a client may choose (``WireOptions``: never the anti-cheat
-switches, the sandbox or the limits); never a path, an environment variable or a credential (docs/
-evaluation-workers.md, "What goes over the wire, and the trust model"). The receiving side writes the task under
-a content-addressed folder (so the trusted reference worker is reused), loads it with
-``harness.task_loader.load_task_isolated``, and runs the same ``harness.evaluate`` as a local evaluation.
-
-``evaluate_payload`` is the whole round trip as plain data (a dict in, a dict out: ``{"outcome": ...}`` or
-``{"error": {"type", "message", "hint"}}``), the form a Ray task and the worker service's executor use;
-``error_from_payload`` turns such an error back into the harness's own exception type on the sending side.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Reading a worker's tensors straight out of its memory (``process_vm_readv``), instead of through its pipe.
 
-With ``fetch {"remote": true}`` a worker replies with where each contiguous output lies in its own address
-space (``{"dtype", "shape", "nbytes", "addr"}``) and keeps it alive until its next request; the parent checks
-every description, then copies the bytes into staging tensors it reuses (``Staging``). Why it is faster, and
-the fallback to the pipes: docs/harness-workers.md, "Timing from outside, adaptively".
-
-Trust: nothing about the candidate changes. An address it lies about yields bytes of its own memory (judged
-like any other output) or ``EFAULT`` (a malformed reply, ``RemoteMemoryError``); the candidate's seccomp
-filter traps ``process_vm_readv``/``writev`` and its PID namespace shows no other process. Where the kernel
-refuses the parent (``EPERM``, ``ENOSYS``) the pipe is used as before (``RemoteUnavailable``).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

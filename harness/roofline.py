@@ -1,12 +1,6 @@
 """The physical-limit check: no kernel can be faster than the hardware allows.
 
-``machine_peaks`` measures peak memory bandwidth and FLOP/s once per machine, in a separate process (kept
-under ``cache_dir()/peaks/<hardware id>.json``; ``KOPE_HARNESS_PEAKS=FILE`` pins them); ``case_costs`` computes
-each case's least bytes and FLOPs once per task file content, in the sandbox of ``harness.isolated`` (kept under
-``cache_dir()/costs/``). The bound is ``max(bytes / bandwidth, flops / flop_rate)`` (the bandwidth term only past
-twice the last-level cache); a case whose fraction of roofline (bound / measured median) stays above
-``FLAG_FRACTION`` after the peaks are measured afresh is ``cheat_detected:faster_than_hardware``. The why of
-each choice: docs/harness.md, "Anti-cheat checks", "The physical limit".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

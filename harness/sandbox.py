@@ -1,10 +1,6 @@
 """The OS-level sandbox every harness worker (and every compiler run) lives in, on Linux.
 
-Its layers, in the order they are set up (``launcher``, ``enter_view``, ``restrict_writes``, then
-``harness.seccomp.lock_down`` and the worker's rlimits), why these, and the profiles per target (``SandboxProfile``,
-``PROFILES``, ``layers()``): docs/harness-workers.md, "The sandbox" and "The sandbox per target". Where
-``sandbox_status()`` says it does not work, candidates are refused unless the user opts out (``EvalOptions(sandbox=False)``,
-``KOPE_HARNESS_SANDBOX=off``).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The candidate worker's seccomp layer (right before candidate code is imported).
 
-Process creation (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``) and the other calls in
-``TRAPPED`` are trapped: the harness's ``SIGSYS`` handler (``_SIGSYS_SOURCE``) writes the syscall number to a
-report pipe the parent reads, so a trapped call becomes a named check. The pipe cannot be taken away: the
-handler checks before each report that its descriptor is still that pipe, and a closed or replaced channel
-ends the worker with ``SIGSYS`` (``cheat_detected:sandbox_escape``). A candidate that installs its own
-``SIGSYS`` handler is killed by the filter; ``clone3`` answers ``ENOSYS`` (so libc falls back to ``clone``).
-Uses libseccomp through ``pyseccomp``; the reporter is compiled with ``harness.cpu.compile_cpp``.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The harness's settings: every ``KOPE_HARNESS_*`` environment variable, its default and how it is read.
 
-One place for all of them (a leaf of the harness: it imports nothing above ``harness.errors``). Each is
-read when asked for, never at import time, so a test or a parent process may set it just before use.
-``tests/unit/test_harness_settings.py`` fails when another harness module names a ``KOPE_HARNESS_*``
-variable itself. docs/configuration.md lists them for users.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Static anti-cheat checks on a candidate's source, before anything runs.
 
-The first of two layers (the second, at run time, is in ``harness.guards``). A finding names its check (the
-``cheat_detected:<check>`` detail: ``reference_call``, ``monkey_patch``, ``thread_count``, ``forbidden_api``),
-the line and what was found. What each check looks for, in Python and in embedded C++, and why
-``reference_call`` and ``thread_count`` apply only to what ``ModelNew`` can execute (the class, module-level
-statements and what they name, transitively; a file without ``ModelNew`` is checked as a whole):
-docs/harness.md, "Anti-cheat checks" (and "Honest answers" there).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

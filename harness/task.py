@@ -1,17 +1,6 @@
 """Task files: KernelBench-compatible problems, plus KOPE's optional metadata and CASES.
 
-The format (``Model``, ``get_inputs()``, ``get_init_inputs()``; optional ``OPERATOR``, ``FAMILY``, ``LEVEL``,
-``DESCRIPTION``, ``DTYPE``, ``CASES``, ``HELDOUT_CASES``, ``INDEX_OUTPUTS``, ``apply_case``) and what held-out
-cases hide from a proposer: docs/harness.md, "Task files" and "Held-out cases". Here: ``TaskInfo.cases`` are the
-visible cases (indices ``0..n-1``), ``TaskInfo.heldout_cases`` the held-out ones (indices ``n..``,
-``Case.heldout`` set); ``select_cases`` picks from the visible ones unless asked for ``case_set="heldout"`` or
-``"all"``; ``visible_source`` is the file without its ``HELDOUT_CASES``; ``to_dict`` gives only their count.
-
-A case is applied to a *freshly executed* copy of the module: every key other than ``name`` is set as a module
-global (each must already exist, so a typo is an error), or ``apply_case(case)`` is called instead. A task
-without ``CASES`` has one implicit case, ``default``. ``read_task_literals`` reads the metadata without running
-the file; ``load_task`` runs it and validates what can be checked without calling the model; the reference
-worker checks the rest per case and reports failures as ``ReferenceFailedError`` naming the case.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

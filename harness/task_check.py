@@ -1,10 +1,6 @@
 """Check a task file end to end: validate it, then run every case's reference once in a worker.
 
-``check_task`` loads the task (``TaskFormatError`` for a bad file), then asks a
-sandboxed reference worker (the one an evaluation uses) to build the model and compute the output of every case, held-out ones included
-(``get_init_inputs``, ``Model(...)``, ``get_inputs``, ``forward``); with
-``measure=True`` it also times the reference (median of a few warm calls), to
-see whether a case falls in the intended 1-100 ms range.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Loading a task file in a worker process under a timeout: task code never runs in the caller's process.
 
-``load_task_isolated(path)`` imports it in ``python -m harness.task_loader PATH`` in the sandbox of
-``harness.isolated`` and kills it after ``timeout_s`` (``harness.settings.task_timeout_s``); the worker writes
-the validated task as JSON to its stdout and the caller rebuilds the ``Task`` from it (checking its shape: it
-is the task's own data). What is refused, and how the JSON is kept per file content in the process and on disk
-(``cache_root()/tasks``, keyed also by this loader's and ``harness/task.py``'s source and the torch version):
-docs/harness.md, "Task code runs in a sandboxed worker". Failures are ``TaskFormatError`` with one line naming
-the task file, or ``SandboxUnavailableError``. Workers that must run the task's code (the reference and
-candidate workers) call ``harness.task.load_task`` directly.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

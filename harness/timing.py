@@ -1,10 +1,6 @@
 """Timing: the statistics, the clocks and the machine lock of the harness's timed phases.
 
-How the parent times a candidate from outside (units of ``n`` calls on fresh inputs, the stop rule
-``enough_repetitions``, the interval recorded): docs/harness-workers.md, "Timing from outside, adaptively".
-Timed phases take ``machine_lock(exclusive=True)``: no two evaluations time at once on this machine and no
-warm worker starts meanwhile. ``CpuTimer`` and ``CudaTimer`` are the clocks a worker times its unit with,
-cache flush included.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

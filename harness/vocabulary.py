@@ -1,16 +1,6 @@
 """KOPE's shared vocabulary: families, optimization layers, outcome statuses and targets.
 
-This is the one place each list is defined; the harness, KOPE's memory, context,
-CLI and tests import them from here (a second copy would drift).
-
-- ``FAMILIES``: operator families of the built-in suite and of a task's ``FAMILY``
-  (a task without one is ``UNKNOWN_FAMILY``, e.g. a plain KernelBench file).
-- ``LAYERS``: the optimization layer of a decision (``Decision.layer`` in the
-  graph, ``layer:`` in a response, a template knob's ``layer``).
-- ``Status`` / ``STATUSES``: what an evaluation says about a candidate (the
-  ``status`` of the ``kope.outcome/1`` record, see ``harness.record``).
-- ``TARGETS``: where a candidate runs (``harness.targets`` registers one
-  implementation per name).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

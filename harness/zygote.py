@@ -1,13 +1,6 @@
 """The zygote: one booted, sandboxed process that forks sandboxed workers, so a worker's boot costs a fork.
 
-What it shares and what each worker keeps of its own, how it ends with its parent, and why it must never touch
-CUDA (and how it proves it before every fork, ``cuda_state``): docs/harness-workers.md, "The worker model"
-(Zygote) and "GPU workers". The process tree of one fork: the zygote's child closes every other descriptor,
-unshares new mount, PID, IPC and network namespaces and forks PID 1 of the new PID namespace
-(``harness.worker._be_init``), which sends its credentials (the parent learns its process id and holds a
-pidfd) and forks the worker; the worker boots its private part (``harness.worker.boot_private``).
-
-``python -m harness.zygote CONTROL_FD CONFIG_JSON``; the parent side is ``harness.zygote_client.Zygote``.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

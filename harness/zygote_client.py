@@ -1,11 +1,7 @@
 """The parent side of the zygote (``harness.zygote``): one booted, sandboxed process per worker environment
 that forks workers on request, so a worker's boot costs a fork.
 
-``zygote_for`` starts (or finds) the zygote for an environment; ``Zygote.spawn`` hands it a
-worker's config and descriptors and returns the forked worker's PID 1 as a ``ForkedProcess``
-(the subset of ``subprocess.Popen`` a worker uses). A zygote that found CUDA state in itself
-refuses (``ZygoteRefused``) and workers with that environment boot fresh from then on
-(``zygote_refusal`` says why).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

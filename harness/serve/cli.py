@@ -1,13 +1,6 @@
 """``python -m harness serve``: the command line of the worker service (``kope worker`` passes its arguments here).
 
-    python -m harness serve [--host 127.0.0.1] [--port 8700] [--key KEY] [--devices auto|none|0,1]
-                            [--cpu-slots 1] [--gpu-slots 2] [--cache-dir DIR] [--max-request-mb 16]
-                            [--max-queue 32] [--probe-command CMD] [--port-file FILE]
-                            [--tls-cert FILE --tls-key FILE]
-
-The key comes from ``--key`` or ``KOPE_WORKER_KEY`` (required, at least 16 characters);
-it is removed from the environment before any evaluation process starts, and erased from
-the memory ``/proc/<service pid>/environ`` (and ``cmdline``, for ``--key``) shows.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The worker service's devices: a queue, evaluator processes and a lock per device; quarantine.
 
-Devices: ``cpu`` (always; serves the cpu target, and triton under the interpreter when the service has no GPU)
-and ``cuda:N`` for each GPU of ``--devices`` (serves cuda and triton). Each has ``slots`` evaluator processes
-(``harness.serve.executor``) started with the device's environment (``CUDA_VISIBLE_DEVICES`` for a GPU, the
-worker's own compile and extension caches, the device's lock file ``harness.device_lock``, no variable that
-looks like a credential), a FIFO queue, and a state: ``ok`` or ``quarantined`` with the reason
-(``harness.serve.quarantine``). Why one slot on the CPU and two per GPU: docs/evaluation-workers.md, "A worker
-on a GPU host".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

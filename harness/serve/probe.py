@@ -1,11 +1,6 @@
 """``python -m harness.serve.probe cpu|cuda``: check a device in a fresh process and report it.
 
-Runs a small computation on the device (on a GPU: allocate, compute, synchronise, read
-back), checks the result, and prints one JSON line: the targets the device serves and
-the hardware fingerprint of each. Exit status 0 when the device works, 1 otherwise (the
-reason on stderr). The worker service runs it at start-up and after a sticky error
-(``harness.serve.quarantine``); with ``CUDA_VISIBLE_DEVICES`` set to one GPU, that GPU is
-device 0 here.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Sticky device errors, and the probe that decides whether a device may go on timing kernels.
 
-When an evaluation's outcome (or a reference failure) carries a sticky signature (an illegal address, a launch
-failure, an uncorrectable ECC error), the service probes the device in a fresh process (``harness.serve.probe``,
-plus the operator's ``--probe-command``). The probe passes: the error was the candidate's own (its outcome
-stands; a candidate cannot take a worker out of service by printing the words of a CUDA error). It fails: the
-device is quarantined, and that evaluation and every later one for it are ``infrastructure:quarantined`` (HTTP
-503, retried elsewhere, never the candidate's). docs/evaluation-workers.md, "A worker on a GPU host".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

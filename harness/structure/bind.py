@@ -1,12 +1,6 @@
 """Binding a match's parameters to where the task keeps them.
 
-A tensor role binds to a forward input (by its parameter name), a parameter or buffer
-(by its state-dict name), a tensor kept as a plain module attribute, or the result of
-an earlier stage. A scalar (a reduced dimension, a slope, a stride) binds, in this
-order, to a module attribute whose value equals it in every traced case
-(``self.dim``, ``self.leaky_relu.negative_slope``, ``self.conv.stride``), to a literal
-when every case agrees, or to a size of an input (``math.sqrt(q.shape[-1])``) when the
-value follows one; otherwise it cannot be bound and the pattern is not used.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Assembling a candidate for a matched task: stage kernels, stage calls, and a ModelNew in the task's terms.
 
-A candidate for a match is::
-
-    docstring (what was matched, how every parameter was bound)
-    imports (torch, nn, compile_cpp, and what the reused constructor needs)
-    per stage: the template's rendered kernel code (its ``compile_cpp`` call and kernel
-               tables, top-level names prefixed ``_s<k>``), and ``_s<k>_call(...)``,
-               the function that calls it for this task
-    helper definitions the reference's constructor needs
-    class ModelNew(nn.Module):
-        __init__: the reference's own (``constructor``)
-        forward(<the reference's input names>): one line per stage
-
-A template stage's kernel code is cut from the template's own ``render(operator,
-settings)`` output (everything but its ModelNew), so its C++ is exactly what the template
-renders for its built-in operator.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The reference's constructor, reused as ``ModelNew.__init__``.
 
-An adapted candidate must take the task's own constructor arguments (in
-``get_init_inputs()`` order) and create the same parameters and buffers under the same
-names, shapes and dtypes, so that the harness can copy the reference's values in (and
-equal seeds give equal values anyway). The most faithful way is the reference's own
-``__init__``: it is copied with what it needs from the task file (the imports it uses,
-module-level constants, helper functions, and helper ``nn.Module`` classes with their
-constructors only: their ``forward`` is never called, the kernels replace it).
-
-``super(Model, self).__init__()`` becomes ``super().__init__()`` and other uses of
-``Model`` become ``ModelNew``. A constructor that reads a module-level name a case
-changes (``CASES``) cannot be copied: the candidate would see only the default.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

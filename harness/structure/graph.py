@@ -1,10 +1,6 @@
 """The traced op graph of one case, as typed records (read from the worker's ``kope.trace/1`` JSON).
 
-A ``CaseGraph`` is the aten-level log: ``values`` (every tensor the ops saw) and ``ops`` in
-dispatch order, each op's arguments with tensors replaced by ``Ref(value_id)``. Ops that
-neither compute nor move data (``aten.empty`` of zero elements that batch norm allocates,
-``detach``, ``alias``, ``lift_fresh``) are dropped when the graph is read; so are ops whose
-results nothing uses and that the forward did not return (shape queries, dead code).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Lifting: from the aten log of one case to a graph of semantic ops.
 
-Templates are written for the operations themselves, so lifting folds PyTorch's decompositions back: a
-``matmul`` absorbs the reshapes and expands of ``F.linear`` and N-D matmuls (its operands are *logical*: a base
-value, possibly with its last two dims transposed, with ``torch.matmul`` semantics, and ``bias`` when the op
-added one); ``instance_norm`` the repeat + view + batch-norm + view pattern; every other aten op is one node,
-its kind and attributes normalised, shape-only ops are ``view`` nodes and an op with no semantic kind is an
-``other`` node (nothing covers it; the match explanation names it). The kinds: docs/templates.md, "How a task
-is matched" (Lift).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

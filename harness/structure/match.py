@@ -1,11 +1,6 @@
 """Matching a traced task against the templates' patterns.
 
-``match_task(path)`` traces the task (``tracing``), lifts every traced case (``lift``) and covers the first
-case's lifted graph with stages, from its output backwards: *template stages* (the largest pattern that binds,
-``patterns.find``, and whose conditions hold, ``patterns.check``), *chain stages* (elementwise ops no pattern
-took, fused into one loop) and *view stages* (reshapes the forward replays); a node no stage covers is in
-``NoMatch.unmatched``. One template stage is served by that template (``native`` for its own built-in
-operator), several by the composite ``pipeline`` template: docs/templates.md, "How a task is matched".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

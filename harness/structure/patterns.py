@@ -1,9 +1,6 @@
 """What a template declares: the structures it computes, and the function a matched task calls.
 
-A template module lists ``PATTERNS``, each a ``Pattern`` (``operator``, ``steps``, ``where``, ``call``; each
-``Step`` a node signature, its operands as roles, ``"name^T"``, ``"$k"`` or ``"-"``, and its ``static``,
-``scalars`` and ``info`` attributes): their meaning, with an example, is in docs/templates.md, "Declaring what
-a template computes". Binary ``add`` and ``mul`` steps match with their operands in either order.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

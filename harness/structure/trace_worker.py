@@ -1,24 +1,6 @@
 """The tracing worker: runs a task's reference once per case and records every aten op it dispatches.
 
-Run as ``python -m harness.structure.trace_worker TASK... [--max-cases N]`` (by ``harness.structure.tracing``,
-in the sandbox of ``harness.isolated``; each task is traced in a process forked for it alone, so the worker
-itself never runs task code); it prints one JSON object (``kope.trace/1``) per task on stdout, in order, after a
-``ready`` line once its imports are done (what the task code prints goes to stderr). Each case is traced under
-``FakeTensorMode`` first and, if that fails (a data-dependent op such as ``.item()``), on real tensors under the
-harness's seeds (docs/templates.md, "How a task is matched"). What is recorded, per case:
-
-* ``values``: every tensor the ops saw, by id: the forward's inputs (``in0``...), the
-  model's parameters and buffers (``param:<name>``, ``buffer:<name>``, state-dict names),
-  tensors kept as plain module attributes (``attr:<path>``), op results (``v<k>``) and any
-  other tensor (``const<k>``), each with shape, dtype and strides;
-* ``ops``: the aten ops in dispatch order, arguments encoded (tensors by value id), each with
-  the submodule whose forward dispatched it (``module``, a state-dict prefix; ``""`` the model);
-* ``outputs``: the value ids the forward returned (flattened), and the output structure;
-* ``attrs``: every scalar attribute of every submodule (``leaky_relu.negative_slope``,
-  ``dim``, ``conv.stride``), so the matcher can bind a traced scalar to where the task
-  keeps it;
-* ``init``: the constructor arguments, ``forward_args`` the forward's parameter names,
-  ``training`` whether the model was in training mode.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Tracing a task in a worker process with a timeout, cached by the task file's content hash.
 
-``trace_task(path)`` returns a ``Trace``: the op graph of each traced case (at most ``max_cases``, first cases
-first). The worker is ``python -m harness.structure.trace_worker`` in the sandbox of ``harness.isolated``; it
-traces each task in a process forked for that task alone, so one task cannot change another's trace. A task
-whose reference hangs or is very slow ends in ``StructureError`` after ``timeout`` seconds, naming the task.
-``warm(paths)`` traces many tasks in one worker (the timeout applies to each; a task that hangs or breaks the
-worker costs only itself). Results are kept under ``<harness cache>/structure/`` keyed by the task source, the
-tracer version, the installed torch version and ``max_cases``.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The built-in operator suite: discovery of its tasks and hand-written candidates.
 
-Layout (contract §1): tasks at ``harness/suite/tasks/<family>/<operator>.py``,
-example candidates at ``harness/suite/candidates/<target>/<operator>.py``.
-Discovery only parses files (no task code runs), so listing is fast.
-
-* ``list_tasks(family=None)`` -> ``TaskInfo`` for every task, by family, level, operator
-* ``find_task(name_or_path)`` -> a built-in task by operator name, or a task file by path
-* ``list_candidates(target="cpu")`` -> {operator: path}
-* ``find_candidate(operator, target="cpu")`` -> path or None
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

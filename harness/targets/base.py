@@ -1,13 +1,6 @@
 """The target plug-in interface: compile, run, time, describe the hardware.
 
-A target is a small class. The parent process asks it whether it can run here
-(``check_available``), what environment its workers need (``worker_env``) and
-whether its timings mean anything (``timings_valid``). Inside the worker it
-loads the candidate (``compile``: import the file, which builds its kernels),
-runs a model (``run``: move inputs, call, synchronise), builds a timer
-(``timer``) and describes the hardware (``describe_hardware``). A new target
-(an NPU, say) is one more module registered in ``harness.targets.TARGETS``;
-nothing else changes.
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations

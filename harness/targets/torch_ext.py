@@ -1,11 +1,6 @@
 """``torch.utils.cpp_extension.load_inline`` / ``load`` for candidates: cached, timed, errors typed.
 
-The worker wraps both before importing a candidate (``install``): each build goes to a folder keyed by a hash of its
-sources and options under the harness cache (compiled once per machine), its time is added to ``compile_time_s``, and a
-failure raises ``CompileError`` with the compiler output. Inside the sandbox the call goes to the parent (``serve``),
-which checks it (``harness.compile_flags.check_extension_spec``), builds in a sandboxed builder (``python -m
-harness.targets.torch_ext build``) and signs the library (``harness.cpu.write_manifest``): docs/harness-workers.md,
-"The sandbox" (its compile row).
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations
