@@ -285,12 +285,7 @@ class CandidateWorker:
                 "reference_call",
                 f"forward dispatched torch compute ops outside the allow-list (allocation, views, copies): {ops}",
             )
-        for i, value in enumerate(_flatten(out)):
-            if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
-                raise Cheat(
-                    "tensor_subclass",
-                    f"output {i} is a {type(value).__name__}, a torch.Tensor subclass: return plain tensors",
-                )
+        _plain_outputs(out, "output {i} is a {name}, a torch.Tensor subclass: return plain tensors")
         new_threads = python_threads() - threads_before
         if new_threads:
             raise Cheat(
@@ -309,7 +304,7 @@ class CandidateWorker:
                 f"the process had {native_thread_count()} threads after forward, {native_base} before: "
                 "forward left threads running",
             )
-        if torch.get_num_threads() != self.threads or os.environ.get("OMP_NUM_THREADS") != self.omp_env:
+        if self._threads_changed():
             raise Cheat(
                 "thread_count",
                 f"forward changed the thread count (torch: {torch.get_num_threads()}, "
@@ -335,6 +330,9 @@ class CandidateWorker:
         if set(child_processes()) - children_before:
             raise Cheat("leftover_process", "processes started by the candidate were still running afterwards")
 
+    def _threads_changed(self) -> bool:
+        return torch.get_num_threads() != self.threads or os.environ.get("OMP_NUM_THREADS") != self.omp_env
+
     def _check_patches(self) -> None:
         changes = self.snapshot.changes()
         if changes:
@@ -350,16 +348,12 @@ class CandidateWorker:
     def fetch(self, remote: bool = False) -> tuple[Reply, list]:
         self._check_leftovers(self._unit_threads, self._unit_children)
         for out in self.timed.outputs:
-            for i, value in enumerate(_flatten(out)):
-                if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
-                    raise Cheat(
-                        "tensor_subclass", f"timed output {i} is a {type(value).__name__}: return plain tensors"
-                    )
+            _plain_outputs(out, "timed output {i} is a {name}: return plain tensors")
         for inputs, out in zip(self.timed.inputs, self.timed.outputs):
             alias = aliases(flat_tensors(out), inputs)
             if alias:
                 raise Cheat("output_aliases_input", f"during timing, {alias}")
-        if torch.get_num_threads() != self.threads or os.environ.get("OMP_NUM_THREADS") != self.omp_env:
+        if self._threads_changed():
             raise Cheat("thread_count", f"the thread count changed during timing (torch: {torch.get_num_threads()})")
         self._check_patches()
         items, tensors = self.timed.fetch()
@@ -367,6 +361,13 @@ class CandidateWorker:
         if remote:  # the parent reads them out of this process (harness.remote_memory)
             reply.remote, tensors = self.timed.remote(tensors), []
         return reply, tensors
+
+
+def _plain_outputs(out: Any, message: str) -> None:
+    """``tensor_subclass`` when an output is a torch.Tensor subclass (``message`` formatted with ``i`` and ``name``)."""
+    for i, value in enumerate(_flatten(out)):
+        if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
+            raise Cheat("tensor_subclass", message.format(i=i, name=type(value).__name__))
 
 
 def _recorder_off(entered: bool, stayed: bool) -> Cheat:
