@@ -240,9 +240,7 @@ class Go(Message):
 
 @dataclass
 class Calibrate(Message):
-    """Reference worker only: an honest kernel's unavoidable libtorch work (its outputs allocated like the
-    reference's last unit's, its inputs made contiguous) over that unit's inputs, again and again for about
-    ``cpu_ms`` of this thread's CPU; the parent samples it (``harness.dispatch_allowance``)."""
+    """Reference worker only: an honest kernel's unavoidable libtorch work for ``cpu_ms`` (``harness.dispatch_allowance``)."""
 
     kind: ClassVar[str] = "calibrate"
     cpu_ms: float

@@ -158,14 +158,8 @@ class TimedCalls:
         return len(outputs)
 
     def honest_dispatch(self, cpu_ms: float) -> tuple[int, int]:
-        """An honest kernel whose compute costs nothing (``HonestShell``: its inputs made contiguous and handed to
-        native code as pointers, its outputs allocated like the last unit's), called like a model on the unit's
-        input sets again and again until this thread has used ``cpu_ms`` of CPU (at least one call). Before each
-        call a scrub buffer as large as the call's data is copied (by the C library, never by libtorch): a real
-        kernel's compute evicts libtorch's code and tables from the caches between calls, and a cold dispatch
-        costs several times a hot one (0.2 us hot, 1.2 us after a 4 MiB scrub, here). The reference worker runs
-        it while the parent samples it: the libtorch time a call of an honest kernel cannot avoid, measured on
-        this machine, now (``harness.dispatch_allowance``). Returns (calls, output tensors a call)."""
+        """``HonestShell`` called on the unit's input sets for ``cpu_ms`` of this thread's CPU, a cache scrub before
+        each call; returns (calls, output tensors a call). docs/harness-workers.md, "Reference calls below Python"."""
         import time
 
         shapes = [flat_tensors(out) for out in self.outputs]
