@@ -41,13 +41,8 @@ def measure_deployed(
 ) -> Outcome:
     """``outcome`` (the harness's evaluation of ``candidate``) with the as-deployed figures added.
 
-    The cases ``outcome`` timed are timed again the same way (``CaseTimer``: interleaved with the reference, same
-    budget, same statistic, every timed output compared), but in fresh sandboxed workers that import the
-    candidate file as a user imports the exported ``best.py``: a plain interpreter and torch import, torch's
-    default thread count and the user's own ``OMP_*``/``MKL_*`` settings, nothing the harness forces
-    (``deployed_options``). Each timed case gets ``deployed_speedup``; the outcome gets their geometric
-    mean, and ``deployed_error`` when the as-deployed run did not come out correct (its speedup then covers the
-    cases it did time, or is None)."""
+    docs/harness.md, "Module notes".
+    """
     deployed_opts = deployed_options(outcome, options)
     if deployed_opts is None:
         return outcome

@@ -46,14 +46,8 @@ NVIDIA_READS = ("/proc/driver/nvidia", "/sys/bus/pci/devices", "/sys/module/nvid
 class SandboxProfile:
     """What one kind of worker needs opened in the sandbox; every other layer stays as it is.
 
-    ``devices``: device nodes (globs) a worker may open for writing and ioctl (Landlock ``WRITE_FILE``
-    beneath them; the view shows them read-only like the rest of the tree, which does not stop a device
-    node from being opened read-write). ``reads``: paths the runtime reads (readable in every profile).
-    ``rlimit_as``: whether an address-space limit may be set (CUDA reserves far more virtual memory than any
-    sane limit; GPU workers get a device-memory cap through the CUDA allocator, ``device_memory_fraction``,
-    and the parent's RSS watcher instead). ``spawn``: process creation and exec stay allowed (not trapped
-    by seccomp): Triton runs ``ptxas`` and a C compiler for its launcher inside the candidate's process.
-    ``scratch_env``: variables pointed at a folder in the worker's scratch (caches the runtime writes)."""
+    docs/harness.md, "Module notes".
+    """
 
     name: str
     devices: tuple[str, ...] = ()
