@@ -1,6 +1,6 @@
-"""The lifted graph: semantic ops (``Node``) over a traced case, what the patterns and the matcher read.
+"""The lifted graph of semantic ops: what ``lift`` builds and ``patterns`` and ``match`` read.
 
-``harness.structure.lift`` builds it from the aten log; docs/harness.md, "Module notes".
+docs/harness.md, "Module notes".
 """
 
 from __future__ import annotations
