@@ -50,10 +50,6 @@ METADATA_ATEN = frozenset(
 _CANARY = "aten::empty"
 
 
-class OpWatchTampered(Exception):
-    """The watch was switched off or replaced during forward."""
-
-
 class OpWatch:
     """``with OpWatch() as watch:`` around the recorder's with-block; afterwards ``forbidden(recorded)``."""
 

@@ -6,6 +6,7 @@ docs/harness.md, "Module notes".
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -222,8 +223,19 @@ EXECUTION_CHECKS = frozenset({"reference_call", "thread_count"})
 
 
 def check_source(source: str, filename: str = "<candidate>") -> list[Finding]:
-    """All findings for a candidate file (raises SyntaxError if it is not Python)."""
-    tree = ast.parse(source, filename=filename)
+    """All findings for a candidate file (raises SyntaxError if it is not Python). The findings depend on the text
+    alone, so the last few texts' are remembered (a candidate assembled from a structure match is checked when it
+    is assembled and again when it is evaluated)."""
+    try:
+        return list(_findings(source))
+    except SyntaxError as exc:
+        exc.filename = filename
+        raise
+
+
+@functools.lru_cache(maxsize=8)
+def _findings(source: str) -> tuple[Finding, ...]:
+    tree = ast.parse(source)
     inert = unreachable_nodes(tree)
     visitor = _Visitor(inert)
     visitor.visit(tree)
@@ -235,7 +247,7 @@ def check_source(source: str, filename: str = "<candidate>") -> list[Finding]:
             if any(lo <= node.lineno <= hi for lo, hi in inert_lines):
                 cpp = [f for f in cpp if f.check not in EXECUTION_CHECKS]
             findings += cpp
-    return sorted(set(findings), key=lambda f: (f.line, f.check, f.message))
+    return tuple(sorted(set(findings), key=lambda f: (f.line, f.check, f.message)))
 
 
 def _is_main_guard(node: ast.stmt) -> bool:

@@ -2,6 +2,7 @@
 # The harness's one GPU check, for a machine with an NVIDIA GPU; finishes within GPU_CHECK_BUDGET_S (480 s).
 #   0. refuse to run (exit 2, clear message) when torch sees no GPU;
 #   1. the GPU worker model without the device (tests/unit/test_gpu_worker_model.py, test_device_traffic.py,
+#      tests/integration/test_gpu_fork_hazard.py,
 #      tests/e2e/test_harness_gpu_workers.py: the zygote never touched CUDA, GPU sandbox profile, sticky errors);
 #   2. the triton and cuda targets and the trust checks on the GPU (tests/e2e/test_harness_gpu.py,
 #      test_harness_gpu_trust.py), which must pass, not skip;
@@ -166,7 +167,7 @@ EOF
 export -f relu templates level2 worker_round_trip
 
 step worker-model 120 "$PY" -m pytest -q -p no:cacheprovider -rs -n 4 tests/unit/test_gpu_worker_model.py \
-    tests/unit/test_device_traffic.py tests/e2e/test_harness_gpu_workers.py
+    tests/integration/test_gpu_fork_hazard.py tests/unit/test_device_traffic.py tests/e2e/test_harness_gpu_workers.py
 step gpu-tests 150 "$PY" -m pytest -q -p no:cacheprovider -rs -n 2 tests/e2e/test_harness_gpu.py \
     tests/e2e/test_harness_gpu_trust.py
 step relu-triton 60 relu triton

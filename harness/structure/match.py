@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.structure.bind import ScalarBinding, TensorBinding, bind_scalar, input_names, same, tensor_binding
-from harness.structure.lift import Lifted, Node, lift
+from harness.structure.lift import lift
+from harness.structure.lifted import Lifted, Node
 from harness.structure.patterns import Found, Pattern, check, find
 from harness.structure.tracing import Trace, trace_task
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.structure.lift import Lifted, Node, Operand
+from harness.structure.lifted import Lifted, Node, Operand
 
 COMMUTATIVE = ("binary:add", "binary:mul", "binary:max", "binary:min")
 

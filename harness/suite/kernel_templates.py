@@ -1,35 +1,11 @@
 """Expert kernel templates: parameterised candidates for built-in operators.
 
-A template is a Python file at ``harness/suite/templates/<target>/<name>.py``
-that renders a complete candidate file (``ModelNew``) for each operator it
-serves, from a set of declared knobs. KOPE's offline proposer explores the
-knobs step by step (one decision per change), so every knob carries the
-optimization layer it belongs to and a sentence saying what it does. Every
-combination of allowed knob values must render a correct candidate for every
-case of every operator the template serves.
-
-A template module defines::
-
-    FAMILY = "elementwise"            # the family of the operators it serves
-    TARGET = "cpu"                    # optional; default: the folder name
-    OPERATORS = ["relu", "gelu"]      # built-in operator names it serves
-    KNOBS = [
-        {"name": "block", "values": [256, 1024, 4096], "default": 1024,
-         "layer": "tiling", "doc": "elements per OpenMP chunk"},
-        {"name": "math", "values": ["libm", "poly"], "default": "libm", "layer": "algorithm",
-         "doc": "exp/erf", "operators": ["gelu"]},   # optional: the operators the knob matters for
-        ...
-    ]
-    def render(operator: str, settings: dict) -> str: ...   # the candidate file text
-    PATTERNS = [pattern("relu", ("unary:relu", ["x"]), call=...)]  # optional: the structures it computes
-
-``PATTERNS`` declare what the template computes, so any task whose traced reference does the same is served
-by it (``render_task(match, settings)``; a composite template defines ``render_match`` instead); a knob's
-``operators`` say where it matters (``relevant_knobs``; ``pinned_settings`` sets the others to their defaults).
-See docs/templates.md, "Declaring what a template computes".
-
-Templates are trusted code shipped with KOPE: loading one imports it (they
-only build strings; they must not import torch at module level).
+A template is a Python file at ``harness/suite/templates/<target>/<name>.py`` that renders a complete candidate
+file (``ModelNew``) for each operator it serves from declared knobs; every combination of allowed knob values
+must render a correct candidate for every case of every operator it serves. What a template module defines
+(``FAMILY``, ``OPERATORS``, ``KNOBS``, ``render``, ``PATTERNS``): docs/templates.md, "Writing a template".
+Templates are trusted code shipped with KOPE: loading one imports it (they only build strings; they must not
+import torch at module level).
 """
 
 from __future__ import annotations

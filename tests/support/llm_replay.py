@@ -19,6 +19,7 @@ assertions. When the script runs out the server answers 500 with
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -80,7 +81,9 @@ class ReplayLLM:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="llm-replay", daemon=True)
+        # shutdown() waits for serve_forever to look up from select(): every 50 ms here, not the default 0.5 s
+        serve = functools.partial(self._server.serve_forever, poll_interval=0.05)
+        self._thread = threading.Thread(target=serve, name="llm-replay", daemon=True)
 
     @property
     def url(self) -> str:

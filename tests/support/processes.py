@@ -1,8 +1,27 @@
-"""Processes seen from /proc: a process's descendants, and whether a pid still runs."""
+"""Processes seen from /proc: a process's descendants, and whether a pid still runs; a fresh interpreter's answer."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def python_line(source: str) -> str:
+    """The last line ``python -c source`` prints, run in a fresh interpreter in the repository (which must exit 0)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", source],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
 
 
 def descendants(pid: int) -> set[int]:

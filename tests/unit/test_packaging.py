@@ -10,8 +10,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _build(tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    """``python -m build``: the sdist, then the wheel from the sdist (so both are checked)."""
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """``python -m build``: the sdist, then the wheel from the sdist (so both are checked); built once for
+    the tests that only read the wheel and the build's output."""
+    tmp_path = tmp_path_factory.mktemp("dist")
     proc = subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
         capture_output=True,
@@ -23,8 +26,8 @@ def _build(tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
 
 
 @pytest.mark.slow
-def test_wheel_contains_cypher_and_docker(tmp_path):
-    _proc, wheel = _build(tmp_path)
+def test_wheel_contains_cypher_and_docker(built):
+    _proc, wheel = built
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {p.relative_to(REPO / "cypher").as_posix() for p in (REPO / "cypher").rglob("*.cypher")}
     assert shipped, "cypher/ holds no statements"
@@ -44,8 +47,8 @@ def test_wheel_contains_cypher_and_docker(tmp_path):
 
 
 @pytest.mark.slow
-def test_data_folders_are_data_and_code_folders_are_packages(tmp_path):
-    _proc, wheel = _build(tmp_path)
+def test_data_folders_are_data_and_code_folders_are_packages(built):
+    _proc, wheel = built
     names = set(zipfile.ZipFile(wheel).namelist())
     data = ("kope/_resources/cypher/", "kope/_resources/docker/", "kope/knowledge/", "harness/suite/tasks/")
     assert not [n for n in names if n.startswith(data) and n.endswith("__init__.py")]
@@ -55,8 +58,8 @@ def test_data_folders_are_data_and_code_folders_are_packages(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_build_and_an_editable_build_print_no_warnings(tmp_path):
-    proc, _wheel = _build(tmp_path / "dist")
+def test_the_build_and_an_editable_build_print_no_warnings(built, tmp_path):
+    proc, _wheel = built
     assert "warning" not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
     # the backend's editable build is what `pip install -e .` runs (setuptools printed its warnings there)
     editable = subprocess.run(
@@ -79,8 +82,10 @@ def test_the_build_and_an_editable_build_print_no_warnings(tmp_path):
     assert any(n.endswith(".pth") for n in names), names
 
 
-@pytest.mark.slow
-def test_installed_wheel_loads_its_own_cypher(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The wheel (``pip wheel``) installed into a folder of its own; returns the folder."""
+    tmp_path = tmp_path_factory.mktemp("installed")
     build = subprocess.run(
         [
             sys.executable,
@@ -106,18 +111,38 @@ def test_installed_wheel_loads_its_own_cypher(tmp_path):
         timeout=600,
     )
     assert install.returncode == 0, install.stderr[-2000:]
-    probe = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from kope.db.catalog import default_catalog as c; print(c().root); print(len(c().names()))",
-        ],
+    return tmp_path / "site"
+
+
+def _run_installed(site: Path, code: str) -> subprocess.CompletedProcess:
+    """``python -c code`` with only the installed wheel on the path, outside the checkout."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+        cwd=site.parent,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+    )
+
+
+@pytest.mark.slow
+def test_installed_wheel_loads_its_own_cypher(installed):
+    probe = _run_installed(
+        installed, "from kope.db.catalog import default_catalog as c; print(c().root); print(len(c().names()))"
     )
     assert probe.returncode == 0, probe.stderr
     root, count = probe.stdout.split()
-    assert root.startswith(str(tmp_path / "site")) and int(count) >= 3
+    assert root.startswith(str(installed)) and int(count) >= 3
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_cpp_kits_sources_and_the_installed_kit_reads_them(built, installed):
+    _proc, wheel = built
+    sources = {p.relative_to(REPO).as_posix() for p in (REPO / "harness/suite/cpp_kit").glob("*.cpp")}
+    assert "harness/suite/cpp_kit/gemm.cpp" in sources and sources <= set(zipfile.ZipFile(wheel).namelist())
+    probe = _run_installed(
+        installed, "import harness.suite.cpp_kit.gemm as g; print(g.__file__); print('template <class Acc>' in g.GEMM)"
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == [str(installed / "harness/suite/cpp_kit/gemm.py"), "True"]

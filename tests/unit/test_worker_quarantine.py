@@ -1,10 +1,9 @@
-"""Sticky device errors are recognised in an outcome; the probe decides whether the device is still fit."""
-
-import os
+"""Sticky device errors are recognised in an outcome; the probe that decides whether the device is still fit runs in
+tests/integration/test_worker_quarantine_probe.py."""
 
 import pytest
 
-from harness.serve.quarantine import probe_env, result_texts, run_probe, sticky_signature
+from harness.serve.quarantine import result_texts, sticky_signature
 
 
 @pytest.mark.parametrize(
@@ -34,25 +33,3 @@ def test_the_texts_of_an_outcome_include_every_case_error():
     }
     assert sticky_signature(result_texts(result)) == "cuda:illegal_address"
     assert result_texts({"error": {"message": "reference failed"}}) == ["reference failed"]
-
-
-def test_the_cpu_probe_passes_and_reports_the_hardware_of_each_target():
-    result = run_probe("cpu", probe_env(dict(os.environ)))
-    assert result.ok, result.detail
-    assert "cpu" in result.targets and result.hardware["cpu"]["id"].startswith("cpu-")
-
-
-def test_a_failing_probe_command_fails_the_probe_with_its_output(tmp_path):
-    command = "echo 'Xid 79: GPU has fallen off the bus' >&2; exit 3"
-    result = run_probe("cpu", probe_env(dict(os.environ)), command)
-    assert not result.ok and "exited 3" in result.detail and "fallen off the bus" in result.detail
-
-
-def test_the_cuda_probe_fails_where_there_is_no_gpu():
-    pytest.importorskip("torch")
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU")
-    result = run_probe("cuda", probe_env(dict(os.environ)))
-    assert not result.ok and "no CUDA device" in result.detail

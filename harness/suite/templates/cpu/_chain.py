@@ -64,7 +64,7 @@ BINARY = {
 
 @dataclass(frozen=True)
 class Chain:
-    nodes: list[Any]  # lifted nodes (harness.structure.lift.Node), in order
+    nodes: list[Any]  # lifted nodes (harness.structure.lifted.Node), in order
     operands: list[str]  # external tensor value ids, in call order
     scalars: list[str]  # "<node id>.<attr>" keys of bound scalars, in call order
     full: tuple[bool, ...]  # per operand: it has the output's shape (read as t[i]) in every traced case
