@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+import torch
+
 from harness import ipc
 from harness.errors import ReferenceFailedError
 from harness.record import CaseResult, TimingStats
@@ -163,27 +165,53 @@ class CaseTimer:
                 raise Stop(reply.error_kind or "runtime_error:unknown", reply.message or "")
         return reply, tensors
 
-    def _outputs(self, who: str, received: tuple[ipc.Reply, list]) -> tuple[ipc.Reply, list]:
+    def _outputs(self, who: str, received: tuple[ipc.Reply, list], blocks: Any = None) -> tuple[ipc.Reply, list]:
         reply, tensors = received
         if isinstance(reply, ipc.Fetched) and reply.remote is not None:
-            tensors = self._read_remote(who, reply.remote)
+            tensors = self._read_remote(who, reply.remote, blocks)
         return reply, tensors
 
-    def _fetch_both(self) -> dict[str, tuple[ipc.Reply, list]]:
-        """Both workers' outputs of the unit just timed: read out of their memory where the kernel allows it
-        (``harness.remote_memory``), else through their pipes."""
+    def _fetch_both(self) -> tuple[dict[str, tuple[ipc.Reply, list]], Any]:
+        """Both workers' outputs of the unit just timed: the blocks of each output drawn now (``_blocks``) read out
+        of their memory where the kernel allows it (``harness.remote_memory``), else whole through their pipes."""
         if self.remote:
             try:
-                return self._both(ipc.Fetch(remote=True))
+                self._send_both(ipc.Fetch(remote=True))
+                got = {"ref": self._receive("ref"), "cand": self._receive("cand")}
+                blocks = self._blocks(got["ref"][0], got["cand"][0])
+                return {who: self._outputs(who, got[who], blocks) for who in got}, blocks
             except RemoteUnavailable as exc:  # both replies were read; both workers still hold their outputs
                 self.remote = False
                 self.ev.trace(f"remote fetch unavailable, outputs through the pipes: {exc}")
-        return self._both(ipc.Fetch())
+        return self._both(ipc.Fetch()), None
 
-    def _read_remote(self, who: str, specs: Any) -> list:
+    def _blocks(self, ref: ipc.Reply, cand: ipc.Reply) -> list | None:
+        """The blocks of each timed output that are read and compared (``remote_memory.sample_blocks``), drawn after
+        the unit returned and its outputs were sealed, the same in both workers; None (all of them) when the two
+        describe their outputs differently (docs/harness-workers.md, "Sampled checks of timed outputs")."""
+        from harness.remote_memory import sample_blocks
+
+        try:
+            specs, theirs = ipc.expect(ref, ipc.Fetched).remote, ipc.expect(cand, ipc.Fetched).remote
+            if len(specs) != len(theirs) or any(
+                (r["dtype"], r["shape"]) != (c["dtype"], c["shape"]) for r, c in zip(specs, theirs)
+            ):
+                return None
+            sealed: dict[int, list[int]] = {}  # the sealed elements are read too (sealed_mismatch)
+            for entry in self.sealed:
+                sealed.setdefault(int(entry["i"]), []).extend(int(at) for at in entry["at"])
+            generator = torch.Generator().manual_seed(self.rng.getrandbits(63))
+            return [
+                sample_blocks(math.prod(r["shape"]), ipc.DTYPES[r["dtype"]].itemsize, generator, sealed.get(i, ()))
+                for i, r in enumerate(specs)
+            ]
+        except (TypeError, KeyError, ValueError, AttributeError, ipc.ProtocolError):
+            return None
+
+    def _read_remote(self, who: str, specs: Any, blocks: Any = None) -> list:
         worker = self.workers[who]
         try:
-            return self.staging.read(who, worker.pid, specs, self.ev.options.limits.max_message_bytes)
+            return self.staging.read(who, worker.pid, specs, self.ev.options.limits.max_message_bytes, blocks)
         except RemoteUnavailable:
             raise
         except RemoteMemoryError as exc:
@@ -412,7 +440,7 @@ class CaseTimer:
                 self.samples[who].append(ns / 1e6 / n)
                 self.spent_ms[who] += ns / 1e6
                 self.calls[who] += n
-            fetched = self._fetch_both()
+            fetched, blocks = self._fetch_both()
             rep += 1
             done = self._done(rep)
             following = None if done else self._fresh_seeds(n)
@@ -420,7 +448,7 @@ class CaseTimer:
                 self._open_prepare()
                 self._send_both(self._prepare_message(following))
             try:
-                ok = self._compare_unit(seeds, fetched)
+                ok = self._compare_unit(seeds, fetched, blocks)
             except BaseException:
                 if following is not None:
                     self._drain_both()
@@ -545,9 +573,10 @@ class CaseTimer:
                 f"returned outputs for {got}",
             )
 
-    def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[ipc.Reply, list]]) -> bool:
+    def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[ipc.Reply, list]], blocks: Any = None) -> bool:
         from harness.fast_compare import compare_encoded
         from harness.guards import sealed_mismatch
+        from harness.remote_memory import gather
 
         ev, result = self.ev, self.ev.results[self.case.index]
         self._check_seeds(seeds, fetched["cand"])
@@ -567,11 +596,21 @@ class CaseTimer:
         if cand.reused and not ref.reused:
             result.error = f"timed calls: {cand.reused}, but the reference returns new memory on every call"
             raise Stop("cheat_detected:output_reuses_buffer", f"case {self.case.name!r}: {result.error}")
+        sampled = None  # with blocks, only theirs were read: their values are what is compared
+        if blocks is not None:
+            sampled = (
+                [gather(t, b) for t, b in zip(cand_tensors, blocks)],
+                [gather(t, b) for t, b in zip(ref_tensors, blocks)],
+            )
         for ref_item, cand_item in zip(ref.items, cand.items):
-            verdict = compare_encoded(cand_item.get("output"), cand_tensors, ref_item, ref_tensors, ev.target.device)
+            verdict = compare_encoded(
+                cand_item.get("output"), cand_tensors, ref_item, ref_tensors, ev.target.device, sampled
+            )
             if not verdict.ok:
                 result.passed = False
                 result.error = f"timed call on seed {cand_item['seed']}: {verdict.message}"
+                if sampled is not None:
+                    result.error += " (among the elements the harness drew after the call returned)"
                 ev.case_kinds[self.case.index] = "incorrect:timed_mismatch"
                 return False
         return True

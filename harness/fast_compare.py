@@ -210,17 +210,29 @@ def compare_fast(
 
 
 def compare_encoded(
-    cand_desc: Any, cand_tensors: list[torch.Tensor], ref_trial: dict, ref_tensors: list[torch.Tensor], device: str
+    cand_desc: Any,
+    cand_tensors: list[torch.Tensor],
+    ref_trial: dict,
+    ref_tensors: list[torch.Tensor],
+    device: str,
+    sampled: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None,
 ) -> Verdict:
     """A candidate output as its worker encoded it against a reference trial or timed item (output, layout,
-    index outputs)."""
+    index outputs); ``sampled``: the values compared are these (candidate's, reference's) elements of the tensors
+    (``harness.remote_memory.gather``), the layouts still those of the whole tensors."""
     from harness.worker_common import decode
 
     devices: list[str] = []
-    cand_strides: list[list[int] | None] = []
-    ref_strides: list[list[int] | None] = []
+    cand_strides: list[list[int] | None] | None = []
+    ref_strides: list[list[int] | None] | None = []
     cand = decode(cand_desc, cand_tensors, devices, cand_strides)
     ref = decode(ref_trial["output"], ref_tensors, None, ref_strides)
+    if sampled is not None:
+        layout = compare_layouts(flatten(cand), cand_strides, ref_strides)
+        if not layout.ok:
+            return layout
+        cand, ref = decode(cand_desc, sampled[0]), decode(ref_trial["output"], sampled[1])
+        cand_strides = ref_strides = None
     inputs = decode(ref_trial["inputs"], ref_tensors) if "inputs" in ref_trial else None
     return compare_fast(
         cand,

@@ -100,3 +100,46 @@ def test_a_worker_that_describes_unmapped_memory_gets_a_malformed_reply_outcome(
     outcome = evaluate(TASK, candidate(tmp_path, LYING), EvalOptions(**OPTIONS, static_checks=False))
     assert outcome.error_kind == "runtime_error:protocol", outcome.error_excerpt
     assert "not mapped" in outcome.error_excerpt
+
+
+def test_large_timed_outputs_are_checked_by_sampled_blocks_not_read_whole(tmp_path, monkeypatch):
+    """Outputs over remote_memory.SAMPLE_MIN_BYTES: of each timed unit the parent reads the blocks it drew after the
+    unit returned (docs/harness-workers.md, "Sampled checks of timed outputs"), not the whole outputs; the
+    correctness trials' outputs are still read whole."""
+    copied = [0]
+    real_read, real_staging = remote_memory.read_into, remote_memory.Staging.read
+
+    def counted(pid, rows):
+        copied[0] += int(rows[:, 2].sum())
+        return real_read(pid, rows)
+
+    units: dict[str, list[tuple[int, int]]] = {}  # who -> (bytes described, bytes copied) per reply
+
+    def read(self, who, pid, specs, *args):
+        before = copied[0]
+        out = real_staging(self, who, pid, specs, *args)
+        units.setdefault(who, []).append((sum(s["nbytes"] for s in specs), copied[0] - before))
+        return out
+
+    monkeypatch.setattr(remote_memory, "read_into", counted)
+    monkeypatch.setattr(remote_memory.Staging, "read", read)
+    task = ROOT / "fixtures" / "tasks" / "wide_relu.py"
+    outcome = evaluate(task, candidate(tmp_path, ""), EvalOptions(**OPTIONS))
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert all(got == size for size, got in units["trial"])
+    for who in ("ref", "cand"):
+        assert units[who] and all(0 < got < size // 4 for size, got in units[who]), units[who]
+
+
+@pytest.mark.parametrize(
+    "name", ["lazy_fill_thread", "lazy_python_thread", "hook_fill_at_fetch", "hook_profile_inputs"]
+)
+def test_outputs_filled_after_the_timed_call_are_caught_by_the_same_layer_when_sampled(name):
+    """Issue 33, 3 (outputs filled after return, hooks in the untimed phases; these fixtures' ReLU, on outputs
+    checked by sampled blocks): the sealed elements are among the blocks read, and the hooks are checked as before."""
+    from tests.e2e.test_harness_adversarial import constants
+
+    cheat = ROOT / "adversarial" / f"{name}.py"
+    task = ROOT / "fixtures" / "tasks" / "wide_relu.py"
+    outcome = evaluate(task, cheat, EvalOptions(**OPTIONS, static_checks=False))
+    assert outcome.error_kind in constants(cheat)["EXPECT_RUNTIME"], outcome.error_excerpt

@@ -113,3 +113,30 @@ def test_one_bad_element_anywhere_in_a_vector_lane_is_not_passed(dtype):
                 cand[at] = value
             assert not _tensor_passes(cand, ref), (at, value)
             assert not compare_fast(cand, ref).ok
+
+
+def test_a_sampled_comparison_judges_the_drawn_blocks_values_and_the_whole_tensors_layout():
+    """Timed outputs checked by sampled blocks (harness.remote_memory.sample_blocks): the values compared are the
+    gathered blocks' (an element outside them is not seen), the strides those of the whole output."""
+    from harness.fast_compare import compare_encoded
+    from harness.remote_memory import gather, sample_blocks
+
+    ref = torch.randn(2048, 1031, generator=torch.Generator().manual_seed(0))
+    blocks = sample_blocks(ref.numel(), 4, torch.Generator().manual_seed(1))
+    assert blocks is not None
+    seen = torch.zeros(ref.numel(), dtype=torch.bool)
+    seen[gather(torch.arange(ref.numel()), blocks)] = True
+    outside, inside = int((~seen).nonzero()[0]), int(seen.nonzero()[1])
+
+    def verdict(cand: torch.Tensor, stride: list[int]):
+        desc = {"t": 0, "device": "cpu", "stride": stride}
+        item = {"seed": 1, "output": {"t": 0, "device": "cpu", "stride": [1031, 1]}}
+        sampled = [gather(cand, blocks)], [gather(ref, blocks)]
+        return compare_encoded(desc, [cand], item, [ref], "cpu", sampled)
+
+    off_outside, off_inside = ref.clone(), ref.clone()
+    off_outside.view(-1)[outside] += 100
+    off_inside.view(-1)[inside] += 100
+    assert verdict(ref.clone(), [1031, 1]).ok and verdict(off_outside, [1031, 1]).ok
+    assert verdict(off_inside, [1031, 1]).kind == "incorrect:mismatch"
+    assert verdict(ref.clone(), [1, 2048]).kind == "incorrect:stride"

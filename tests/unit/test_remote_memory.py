@@ -5,7 +5,18 @@ import os
 import pytest
 import torch
 
-from harness.remote_memory import RemoteMemoryError, Staging, check_specs, read_into, usable
+from harness.remote_memory import (
+    SAMPLE_MIN_BYTES,
+    SAMPLES,
+    SPAN,
+    RemoteMemoryError,
+    Staging,
+    check_specs,
+    gather,
+    read_into,
+    sample_blocks,
+    usable,
+)
 
 
 @pytest.fixture
@@ -15,6 +26,8 @@ def child():
         "f32": torch.arange(3 * 1024 * 1024, dtype=torch.float32).reshape(1024, 3072),
         "bf16": torch.linspace(-4, 4, 4097, dtype=torch.bfloat16),
         "i64": torch.tensor([7, -1, 2**40]),
+        "odd": torch.arange(1_500_001, dtype=torch.float32),  # 6 MB, its last block partial
+        "zeros": torch.zeros(1_500_001, dtype=torch.float32),
     }
     r, w = os.pipe()
     pid = os.fork()
@@ -86,8 +99,8 @@ def test_more_bytes_than_the_message_limit_are_refused():
 def test_an_address_the_process_has_not_mapped_is_a_malformed_reply_not_a_crash(child):
     pid, _ = child
     dest = torch.empty(1024)
-    with pytest.raises(RemoteMemoryError, match="not mapped|beyond mapped"):
-        read_into(pid, [(4096, dest)])  # the first pages of an address space are never mapped
+    with pytest.raises(RemoteMemoryError, match="not mapped|beyond mapped"):  # the first pages are never mapped
+        read_into(pid, torch.tensor([[dest.data_ptr(), 4096, dest.numel() * dest.element_size()]]))
 
 
 def test_usable_reads_for_real_and_says_no_for_a_process_that_is_gone(child):
@@ -98,3 +111,48 @@ def test_usable_reads_for_real_and_says_no_for_a_process_that_is_gone(child):
         os._exit(0)
     os.waitpid(gone, 0)
     assert not usable(gone)
+
+
+def test_sampled_blocks_are_the_ones_read_into_their_places_and_nothing_else(child):
+    pid, held = child
+    staging = Staging()
+    staging.read("w", pid, [spec(held["zeros"])], 1 << 30)  # the slot now holds zeros
+    blocks = sample_blocks(held["odd"].numel(), 4, torch.Generator().manual_seed(3), [777_777])
+    assert blocks is not None
+    got = staging.read("w", pid, [spec(held["odd"])], 1 << 30, [blocks])[0]
+    assert torch.equal(gather(got, blocks), gather(held["odd"], blocks))
+    read = torch.zeros(held["odd"].numel(), dtype=torch.bool)
+    read[gather(torch.arange(read.numel()), blocks)] = True
+    assert bool(read[0]) and bool(read[-1]) and bool(read[777_777])  # first, last, a sealed position
+    assert torch.equal(got[~read], torch.zeros(int((~read).sum())))  # no other element was copied
+    assert int(read.sum()) <= (SAMPLES + 3) * SPAN < held["odd"].numel() // 10
+
+
+def test_a_block_beyond_the_tensor_is_refused(child):
+    pid, held = child
+    blocks = torch.tensor([held["odd"].numel() // SPAN + 1])
+    with pytest.raises(RemoteMemoryError, match="beyond"):
+        Staging().read("w", pid, [spec(held["odd"])], 1 << 30, [blocks])
+
+
+def test_small_outputs_are_read_whole():
+    assert sample_blocks(SAMPLE_MIN_BYTES // 4 - 1, 4, torch.Generator()) is None
+    assert sample_blocks(SAMPLE_MIN_BYTES // 2, 2, torch.Generator()) is not None
+
+
+@pytest.mark.parametrize("layout", ["scattered", "one run", "every 100th"])
+def test_an_output_wrong_in_one_percent_of_its_elements_is_caught_by_every_draw(layout):
+    """The documented bound: a fraction f >= 1 % of wrong elements escapes a draw with probability
+    (1 - f)^SAMPLES < 1e-6; 300 draws here (all caught but with probability < 3e-4), wherever the wrong ones lie."""
+    assert (1 - 0.01) ** SAMPLES < 1e-6
+    n, generator = 4_000_037, torch.Generator().manual_seed(11)
+    wrong = torch.zeros(n, dtype=torch.bool)
+    start = int(torch.randint(n - n // 100, (1,), generator=generator))
+    if layout == "scattered":
+        wrong[torch.randperm(n, generator=generator)[: n // 100]] = True
+    elif layout == "one run":
+        wrong[start : start + n // 100] = True
+    else:
+        wrong[::100] = True
+    for _ in range(300):
+        assert bool(gather(wrong, sample_blocks(n, 4, generator)).any())
