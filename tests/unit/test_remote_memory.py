@@ -156,3 +156,13 @@ def test_an_output_wrong_in_one_percent_of_its_elements_is_caught_by_every_draw(
         wrong[::100] = True
     for _ in range(300):
         assert bool(gather(wrong, sample_blocks(n, 4, generator)).any())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.bool, torch.complex64], ids=str)
+@pytest.mark.parametrize("numel", [SPAN * 30_000, SPAN * 30_000 + 17], ids=["whole blocks", "a partial last block"])
+def test_gather_returns_the_blocks_elements_in_order_for_every_dtype(dtype, numel):
+    t = torch.randn(numel).to(dtype) if dtype != torch.bool else torch.rand(numel) > 0.5
+    blocks = sample_blocks(numel, 16, torch.Generator().manual_seed(5))  # 16: always sampled at these sizes
+    assert blocks is not None
+    at = (blocks[:, None] * SPAN + torch.arange(SPAN)).reshape(-1)
+    assert torch.equal(gather(t.reshape(-1, 1) if numel % 2 else t, blocks), t[at[at < numel]])
