@@ -86,3 +86,17 @@ def test_benign_churn_is_not_reported_and_the_check_stays_cheap(monkeypatch):
     finally:
         counting[0] = False
     assert len(reads) < 100, len(reads)
+
+
+def test_a_name_moved_in_a_rebuilt_namespace_is_reported():
+    """The cheap check compares names and values in order: a namespace rebuilt with the same values in the same
+    order under another name is a change (the full check then names it)."""
+    import types
+
+    space = types.ModuleType("space")
+    space.first, space.second = (lambda: 1), (lambda: 2)
+    snapshot = PatchSnapshot(extra=[("space", space)])
+    values = [space.first, space.second]
+    del space.first, space.second
+    space.other, space.second = values
+    assert snapshot.changes() == ["space.first was deleted"]
