@@ -148,7 +148,7 @@ class CaseTimer:
     # -- requests ----------------------------------------------------------------------------------
     def _ask(self, who: str, request: ipc.Request) -> tuple[ipc.Reply, list]:
         self._send(who, request)
-        return self._outputs(who, self._receive(who))
+        return self._receive(who)
 
     def _send(self, who: str, request: ipc.Request) -> None:
         self.workers[who].send(request)
@@ -165,48 +165,37 @@ class CaseTimer:
                 raise Stop(reply.error_kind or "runtime_error:unknown", reply.message or "")
         return reply, tensors
 
-    def _outputs(self, who: str, received: tuple[ipc.Reply, list], blocks: Any = None) -> tuple[ipc.Reply, list]:
-        reply, tensors = received
-        if isinstance(reply, ipc.Fetched) and reply.remote is not None:
-            tensors = self._read_remote(who, reply.remote, blocks)
-        return reply, tensors
-
     def _fetch_both(self) -> tuple[dict[str, tuple[ipc.Reply, list]], Any]:
         """Both workers' outputs of the unit just timed: the blocks of each output drawn now (``_blocks``) read out
         of their memory where the kernel allows it (``harness.remote_memory``), else whole through their pipes."""
         if self.remote:
             try:
-                self._send_both(ipc.Fetch(remote=True))
-                got = {"ref": self._receive("ref"), "cand": self._receive("cand")}
-                blocks = self._blocks(got["ref"][0], got["cand"][0])
-                return {who: self._outputs(who, got[who], blocks) for who in got}, blocks
+                got = self._both(ipc.Fetch(remote=True))
+                specs = {who: ipc.expect(reply, ipc.Fetched).remote for who, (reply, _) in got.items()}
+                blocks = self._blocks(specs["ref"], specs["cand"])
+                return {who: (got[who][0], self._read_remote(who, specs[who], blocks)) for who in got}, blocks
             except RemoteUnavailable as exc:  # both replies were read; both workers still hold their outputs
                 self.remote = False
                 self.ev.trace(f"remote fetch unavailable, outputs through the pipes: {exc}")
         return self._both(ipc.Fetch()), None
 
-    def _blocks(self, ref: ipc.Reply, cand: ipc.Reply) -> list | None:
-        """The blocks of each timed output that are read and compared (``remote_memory.sample_blocks``), drawn after
-        the unit returned and its outputs were sealed, the same in both workers; None (all of them) when the two
-        describe their outputs differently (docs/harness-workers.md, "Sampled checks of timed outputs")."""
+    def _blocks(self, specs: Any, theirs: Any) -> list | None:
+        """The blocks of each timed output read and compared (``remote_memory.sample_blocks``), drawn after the unit
+        returned and its outputs were sealed, the same in both workers; None (all) for no outputs or where the two
+        describe them differently (docs/harness-workers.md, "Sampled checks of timed outputs")."""
         from harness.remote_memory import sample_blocks
 
         try:
-            specs, theirs = ipc.expect(ref, ipc.Fetched).remote, ipc.expect(cand, ipc.Fetched).remote
-            if len(specs) != len(theirs) or any(
-                (r["dtype"], r["shape"]) != (c["dtype"], c["shape"]) for r, c in zip(specs, theirs)
-            ):
-                return None
             sealed: dict[int, list[int]] = {}  # the sealed elements are read too (sealed_mismatch)
             for entry in self.sealed:
                 sealed.setdefault(int(entry["i"]), []).extend(int(at) for at in entry["at"])
-            generator = torch.Generator().manual_seed(self.rng.getrandbits(63))
-            return [
-                sample_blocks(math.prod(r["shape"]), ipc.DTYPES[r["dtype"]].itemsize, generator, sealed.get(i, ()))
-                for i, r in enumerate(specs)
-            ]
-        except (TypeError, KeyError, ValueError, AttributeError, ipc.ProtocolError):
-            return None
+            if specs and [(r["dtype"], r["shape"]) for r in specs] == [(c["dtype"], c["shape"]) for c in theirs]:
+                sizes = [(math.prod(r["shape"]), ipc.DTYPES[r["dtype"]].itemsize) for r in specs]
+                generator = torch.Generator().manual_seed(self.rng.getrandbits(63))
+                return [sample_blocks(n, size, generator, sealed.get(i, ())) for i, (n, size) in enumerate(sizes)]
+        except (TypeError, KeyError, ValueError, AttributeError):
+            pass
+        return None
 
     def _read_remote(self, who: str, specs: Any, blocks: Any = None) -> list:
         worker = self.workers[who]
@@ -240,9 +229,7 @@ class CaseTimer:
             raise
 
     def _receive_both(self) -> dict[str, tuple[ipc.Reply, list]]:
-        ref = self._receive("ref")
-        cand = self._receive("cand")
-        return {"ref": self._outputs("ref", ref), "cand": self._outputs("cand", cand)}
+        return {"ref": self._receive("ref"), "cand": self._receive("cand")}  # the reference's first (_both)
 
     def _drain_both(self) -> None:
         """Reads and drops the replies to requests sent to both workers (the evaluation has its verdict already)."""
@@ -596,12 +583,8 @@ class CaseTimer:
         if cand.reused and not ref.reused:
             result.error = f"timed calls: {cand.reused}, but the reference returns new memory on every call"
             raise Stop("cheat_detected:output_reuses_buffer", f"case {self.case.name!r}: {result.error}")
-        sampled = None  # with blocks, only theirs were read: their values are what is compared
-        if blocks is not None:
-            sampled = (
-                [gather(t, b) for t, b in zip(cand_tensors, blocks)],
-                [gather(t, b) for t, b in zip(ref_tensors, blocks)],
-            )
+        # with blocks only theirs were read: their values are what is compared
+        sampled = blocks and [[gather(t, b) for t, b in zip(ts, blocks)] for ts in (cand_tensors, ref_tensors)]
         for ref_item, cand_item in zip(ref.items, cand.items):
             verdict = compare_encoded(
                 cand_item.get("output"), cand_tensors, ref_item, ref_tensors, ev.target.device, sampled

@@ -215,7 +215,7 @@ def compare_encoded(
     ref_trial: dict,
     ref_tensors: list[torch.Tensor],
     device: str,
-    sampled: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None,
+    sampled: list[list[torch.Tensor]] | None = None,
 ) -> Verdict:
     """A candidate output as its worker encoded it against a reference trial or timed item (output, layout,
     index outputs); ``sampled``: the values compared are these (candidate's, reference's) elements of the tensors

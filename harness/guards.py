@@ -30,81 +30,17 @@ _stack_len = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 
 ALLOWED_ATEN = frozenset(
-    {
-        # allocation and initialisation
-        "empty",
-        "empty_like",
-        "empty_strided",
-        "empty_permuted",
-        "new_empty",
-        "new_empty_strided",
-        "zeros",
-        "zeros_like",
-        "new_zeros",
-        "ones",
-        "ones_like",
-        "new_ones",
-        "full",
-        "full_like",
-        "new_full",
-        "zero_",
-        "fill_",
-        "scalar_tensor",
-        "lift_fresh",
-        "lift_fresh_copy",
-        "arange",
-        "resize_",
-        "set_",
-        "record_stream",
-        # views and metadata
-        "view",
-        "_unsafe_view",
-        "reshape",
-        "_reshape_alias",
-        "as_strided",
-        "as_strided_",
-        "permute",
-        "transpose",
-        "transpose_",
-        "t",
-        "t_",
-        "expand",
-        "squeeze",
-        "squeeze_",
-        "unsqueeze",
-        "unsqueeze_",
-        "select",
-        "slice",
-        "narrow",
-        "split",
-        "split_with_sizes",
-        "unbind",
-        "alias",
-        "detach",
-        "detach_",
-        "diagonal",
-        "unfold",
-        "view_as_real",
-        "view_as_complex",
-        "_has_compatible_shallow_copy_type",
-        "is_same_size",
-        "sym_size",
-        "sym_stride",
-        "sym_numel",
-        "sym_storage_offset",
-        "_local_scalar_dense",
-        # copies and dtype/device moves
-        "clone",
-        "copy_",
-        "_to_copy",
-        "_copy_from",
-        "_copy_from_and_resize",
-        "contiguous",
-        "to",
-        "cat",
-        "stack",
-        "constant_pad_nd",
-    }
+    # allocation and initialisation
+    "empty empty_like empty_strided empty_permuted new_empty new_empty_strided zeros zeros_like new_zeros ones "
+    "ones_like new_ones full full_like new_full zero_ fill_ scalar_tensor lift_fresh lift_fresh_copy arange resize_ "
+    "set_ record_stream "
+    # views and metadata
+    "view _unsafe_view reshape _reshape_alias as_strided as_strided_ permute transpose transpose_ t t_ expand "
+    "squeeze squeeze_ unsqueeze unsqueeze_ select slice narrow split split_with_sizes unbind alias detach detach_ "
+    "diagonal unfold view_as_real view_as_complex _has_compatible_shallow_copy_type is_same_size sym_size "
+    "sym_stride sym_numel sym_storage_offset _local_scalar_dense "
+    # copies and dtype/device moves
+    "clone copy_ _to_copy _copy_from _copy_from_and_resize contiguous to cat stack constant_pad_nd".split()
 )
 
 

@@ -18,13 +18,10 @@ from harness.ipc import check_tensor_spec
 
 IOV_MAX = 1024  # iovecs per call (Linux's UIO_MAXIOV)
 _CHUNK = 1 << 30  # bytes per iovec at most (the kernel caps one call at MAX_RW_COUNT, ~2 GiB)
-# Sampled checks of timed outputs (docs/harness-workers.md): an output wrong in a fraction f >= 1 % of its elements
-# escapes SAMPLES uniformly drawn elements with probability (1 - f)^SAMPLES <= 0.99^1375 < 1e-6; each is read with
-# the rest of its block of SPAN elements (adjacent wrong elements, a vectorised kernel's tail)
-SAMPLES = 1375
-SPAN = 64
-# Smaller outputs are read whole: a read costs ~0.4 us per block (iovec) against ~0.12 ms per MB copied
-SAMPLE_MIN_BYTES = 4 << 20
+# Sampled checks of timed outputs (docs/harness-workers.md): an output with a fraction f >= 1 % of its elements wrong
+# escapes SAMPLES uniformly drawn elements (each read in its block of SPAN) with probability <= 0.99^1375 < 1e-6;
+# outputs under SAMPLE_MIN_BYTES are read whole (~0.4 us per block read against ~0.12 ms per MB)
+SAMPLES, SPAN, SAMPLE_MIN_BYTES = 1375, 64, 4 << 20
 
 
 class RemoteMemoryError(Exception):
@@ -89,13 +86,10 @@ def read_into(pid: int, rows: torch.Tensor) -> None:
             raise RemoteMemoryError(f"process_vm_readv read {got} of {want} bytes (a tensor beyond mapped memory)")
 
 
-def sample_blocks(
-    numel: int, element_size: int, generator: torch.Generator, extra: Sequence[int] = ()
-) -> torch.Tensor | None:
-    """The blocks (of ``SPAN`` elements) of a timed output that the parent reads and compares, sorted: the first, the
-    last, the ones holding ``extra`` positions and those of ``SAMPLES`` uniformly random elements; None (the whole
-    output) below ``SAMPLE_MIN_BYTES`` (docs/harness-workers.md, "Sampled checks of timed outputs")."""
-    if numel * element_size < SAMPLE_MIN_BYTES or numel <= (SAMPLES + 2) * SPAN:
+def sample_blocks(numel: int, itemsize: int, generator: torch.Generator, extra: Sequence[int] = ()) -> Any:
+    """The blocks of a timed output the parent reads and compares, sorted (a tensor): the first, the last, those of
+    the ``extra`` positions and of ``SAMPLES`` uniformly random elements; None (all) below ``SAMPLE_MIN_BYTES``."""
+    if numel * itemsize < SAMPLE_MIN_BYTES or numel <= (SAMPLES + 2) * SPAN:
         return None
     drawn = torch.randint(numel, (SAMPLES,), generator=generator)
     ends = torch.tensor([0, numel - 1, *(p for p in extra if 0 <= p < numel)], dtype=torch.int64)
@@ -140,10 +134,8 @@ class Staging:
 
     def read(self, who: str, pid: int, specs: Any, max_bytes: int, blocks: Any = None) -> list[torch.Tensor]:
         """The worker's tensors, checked (``check_specs``) and copied out of its memory; with ``blocks`` (per tensor,
-        from ``sample_blocks``; None: all of it), only those blocks are copied, into their places in the tensors returned."""
+        ``sample_blocks``'s) only those, into their places."""
         checked = check_specs(specs, max_bytes)
-        if blocks is not None and len(blocks) != len(checked):
-            raise RemoteMemoryError(f"{len(checked)} remote tensors where {len(blocks)} were expected")
         tensors, rows = [], []
         for i, (addr, dtype, shape, nbytes) in enumerate(checked):
             slot = self._slots.get((who, i))

@@ -107,13 +107,6 @@ def enough_repetitions(
     return min(spent_ms.values()) >= budget.rep_ms or sum(spent_ms.values()) >= budget.lopsided * budget.rep_ms
 
 
-def calls_per_unit(call_ms: float, budget: Budget, cap: int = 256) -> int:
-    """How many calls one timed unit holds so that it lasts at least ``budget.unit_ms``."""
-    if call_ms <= 0 or not math.isfinite(call_ms):
-        return 1
-    return max(1, min(cap, math.ceil(budget.unit_ms / call_ms)))
-
-
 def _lock_folder() -> Path:
     from harness.commands import cache_root
 

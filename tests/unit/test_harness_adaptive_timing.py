@@ -4,7 +4,7 @@ import random
 import threading
 import time
 
-from harness.timing import Budget, calls_per_unit, enough_repetitions, machine_lock, median_ci, relative_halfwidth
+from harness.timing import Budget, enough_repetitions, machine_lock, median_ci, relative_halfwidth
 
 
 def test_the_median_interval_contains_the_median_and_narrows_with_more_samples():
@@ -19,14 +19,6 @@ def test_the_median_interval_contains_the_median_and_narrows_with_more_samples()
 
 def test_below_six_samples_the_interval_is_the_range():
     assert median_ci([3.0, 1.0, 2.0]) == (1.0, 3.0)
-
-
-def test_fast_calls_are_grouped_into_units_of_at_least_unit_ms():
-    budget = Budget(unit_ms=2.0)
-    assert calls_per_unit(0.01, budget) == 200
-    assert calls_per_unit(5.0, budget) == 1
-    assert calls_per_unit(0.0, budget) == 1
-    assert calls_per_unit(1e-6, budget) == 256  # capped
 
 
 def test_timed_phases_exclude_each_other_and_warm_starts(tmp_path, monkeypatch):
