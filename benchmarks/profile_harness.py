@@ -167,21 +167,18 @@ def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) 
         ("run", "timing: loop bookkeeping (rest)"),
     ):
         phases.wrap(CaseTimer, name, label)
+    both = CaseTimer._both
 
-    def flagged(real):
-        def both(timer, *args):
-            timer._in_both = True
-            try:
-                return real(timer, *args)
-            finally:
-                timer._in_both = False
+    def flagged_both(timer, header):
+        timer._in_both = True
+        try:
+            return both(timer, header)
+        finally:
+            timer._in_both = False
 
-        return both
-
-    CaseTimer._both = flagged(CaseTimer._both)  # type: ignore[method-assign]
-    CaseTimer._fetch_both = flagged(CaseTimer._fetch_both)  # type: ignore[method-assign]
+    CaseTimer._both = flagged_both  # type: ignore[method-assign]
     phases.wrap(CaseTimer, "_both", lambda t, header: f"timing: both {header.kind} (warm-up prepare / fetch)")
-    phases.wrap(CaseTimer, "_fetch_both", "timing: both fetch (warm-up prepare / fetch)")
+    phases.wrap(CaseTimer, "_blocks", "timing: draw the sampled blocks")
     from harness import reference_cache
 
     phases.wrap(reference_cache, "load", "correctness: reference cache read + check")
