@@ -166,3 +166,24 @@ def test_gather_returns_the_blocks_elements_in_order_for_every_dtype(dtype, nume
     assert blocks is not None
     at = (blocks[:, None] * SPAN + torch.arange(SPAN)).reshape(-1)
     assert torch.equal(gather(t.reshape(-1, 1) if numel % 2 else t, blocks), t[at[at < numel]])
+
+
+def test_the_parent_draws_the_same_blocks_for_both_workers_or_reads_whole_where_they_differ():
+    """harness.case_timer.CaseTimer._blocks: one draw per unit for both workers' outputs, the sealed positions
+    among the blocks; None (everything read whole, then compared as before) where the two describe their outputs
+    differently, or a seal is malformed (sealed_mismatch then names it)."""
+    import random
+    import types
+
+    from harness.case_timer import CaseTimer
+
+    big = {"dtype": "float32", "shape": [2048, 2049], "nbytes": 2048 * 2049 * 4, "addr": 4096}
+    small = {"dtype": "float64", "shape": [7], "nbytes": 56, "addr": 8192}
+    timer = types.SimpleNamespace(sealed=[{"i": 0, "at": [3_000_000], "bits": [0]}], rng=random.Random(0))
+    blocks = CaseTimer._blocks(timer, [big, small], [dict(big, addr=1 << 20), dict(small, addr=1 << 21)])
+    assert blocks is not None and blocks[1] is None  # the small output read whole
+    assert 3_000_000 // SPAN in blocks[0].tolist() and len(blocks[0]) <= SAMPLES + 3
+    assert CaseTimer._blocks(timer, [big, small], [dict(big, shape=[2049, 2048]), small]) is None
+    assert CaseTimer._blocks(timer, [big], [big, small]) is None
+    timer.sealed = [{"i": "zero"}]
+    assert CaseTimer._blocks(timer, [big], [big]) is None
