@@ -19,10 +19,11 @@ import torch
 from harness import ipc
 from harness.errors import ReferenceFailedError
 from harness.record import CaseResult, TimingStats
-from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging
+from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
 from harness.targets.base import Target
 from harness.task import Case, Task
 from harness.worker_process import Worker
+from harness.worker_timed import RING_KEY_BITS, ring_seed
 
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
 UNIT_CAP = 4096  # calls per timed unit at most
@@ -140,8 +141,6 @@ class CaseTimer:
         self.staging = ev.staging
         # the ring's keys (get_inputs under each, in both workers), drawn at random per case; every timed call's
         # seed names two of them and a mixing seed, never the same seed twice in a case (harness.worker_timed)
-        from harness.worker_timed import RING_KEY_BITS
-
         self.ring_keys = self.rng.sample(range(1, 1 << RING_KEY_BITS), RING_SIZE) if ev.options.input_ring else []
         self.used_seeds: set[int] = set()
 
@@ -183,8 +182,6 @@ class CaseTimer:
         """The blocks of each timed output read and compared (``remote_memory.sample_blocks``), drawn after the unit
         returned and its outputs were sealed, the same in both workers; None (all) for no outputs or where the two
         describe them differently (docs/harness-workers.md, "Sampled checks of timed outputs")."""
-        from harness.remote_memory import sample_blocks
-
         try:
             sealed: dict[int, list[int]] = {}  # the sealed elements are read too (sealed_mismatch)
             for entry in self.sealed:
@@ -245,8 +242,6 @@ class CaseTimer:
         used before in this case; plain fresh seeds without the ring."""
         if not self.ring_keys:
             return [self.rng.randrange(1 << 31) for _ in range(n)]
-        from harness.worker_timed import RING_KEY_BITS, ring_seed
-
         seeds: list[int] = []
         while len(seeds) < n:
             first, second = self.rng.sample(self.ring_keys, 2)
@@ -269,8 +264,6 @@ class CaseTimer:
         """Both workers build every ring set before the measured units: a pooled reference worker may hold them
         from an earlier evaluation (the ring keys follow the evaluation's seed), a fresh candidate worker does not."""
         if self.ring_keys:
-            from harness.worker_timed import RING_KEY_BITS, ring_seed
-
             keys = self.ring_keys
             seeds = [
                 ring_seed(keys[i - 1], keys[i], self.rng.randrange(1 << RING_KEY_BITS)) for i in range(1, len(keys), 2)
@@ -563,7 +556,6 @@ class CaseTimer:
     def _compare_unit(self, seeds: list[int], fetched: dict[str, tuple[ipc.Reply, list]], blocks: Any = None) -> bool:
         from harness.fast_compare import compare_encoded
         from harness.guards import sealed_mismatch
-        from harness.remote_memory import gather
 
         ev, result = self.ev, self.ev.results[self.case.index]
         self._check_seeds(seeds, fetched["cand"])
