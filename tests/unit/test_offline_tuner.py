@@ -424,6 +424,34 @@ def test_the_defaults_are_measured_first_unless_memorys_best_beats_them_by_its_i
     assert strong.choices[0].settings["math"] == "poly" and strong.choices[0].low > 1.5, strong.choices[0]
 
 
+def test_the_defaults_are_not_measured_first_when_memorys_operators_measured_them_3x_below_their_best():
+    """Issue 34, fifth round: an earlier run of opa (other relevant knobs: no veto applies to opc) whose best
+    setting was 3.2x its defaults shows the defaults far from the optimum: memory's best (block=16384) goes first
+    although its 95% interval does not clear the defaults' prediction. The same records with the best at 2.4x its
+    defaults keep the defaults first (a prior point)."""
+    defaults = TEMPLATE.default_settings()
+
+    def memory(best):
+        measured = [
+            ({}, 1.0),
+            ({"block": 4096}, 1.3),
+            ({"block": 16384}, best),
+            ({"unroll": 2}, 1.1),
+            ({"unroll": 4}, 1.2),
+            ({"schedule": "dynamic"}, 1.1),
+            ({"schedule": "guided"}, 1.0),
+        ]
+        return [record("run-x", i, "opa", {**defaults, **s}, a, own=False) for i, (s, a) in enumerate(measured)]
+
+    far = first_plan("opc", memory(3.2))
+    top = far.choices[0]
+    assert top.settings == {**defaults, "block": 16384}, [c.settings for c in far.choices[:3]]
+    default = next(c for c in far.choices if c.settings == defaults)
+    assert top.low is not None and default.predicted is not None and top.low <= default.predicted  # no interval
+    near = first_plan("opc", memory(2.4))
+    assert near.choices[0].settings == defaults, [c.settings for c in near.choices[:3]]
+
+
 def test_trust_judges_another_operators_effects_against_the_spread_of_this_operators_own_measurements():
     """On a flat space (this operator's settings within 20% of each other) an operator whose knob effect is the
     reverse of this one's is still within 2x: judged against the own spread, it loses its trust; one whose effect

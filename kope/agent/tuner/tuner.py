@@ -23,7 +23,8 @@ the operator (the others stay at their defaults):
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
    model cannot know that value; only settings one knob from the defaults or the incumbent get it), and the
    untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
-   point memory must beat); before that, an initial design: the defaults,
+   point memory must beat) or every memory operator measured its own defaults at least 3x below its best (no
+   prior point worth a step); before that, an initial design: the defaults,
    then one-knob changes of the best state so far (each isolates one knob's
    effect), then the rest in a seeded order.
 
@@ -214,7 +215,11 @@ class Tuner:
                 model, operator, pool, shapes, hardware, incumbent, measured, self._anchors(operator, own)
             )
             measured_here = {settings_key(self.space.pin(operator, r.settings)) for r in records if r.own}
-            if measured is not None and settings_key(self.space.pin(operator, {})) not in measured_here:
+            if (
+                measured is not None
+                and settings_key(self.space.pin(operator, {})) not in measured_here
+                and not self._defaults_far(records, trust)
+            ):
                 choices = self._defaults_first(operator, choices)
             if incumbent and self._settled(own, incumbent, choices):
                 # after the optimum is likely found, a setting predicted >= 3x slower than the incumbent is not
@@ -236,6 +241,28 @@ class Tuner:
         if best is not None:
             anchors.append(self.space.pin(operator, best.settings))
         return anchors
+
+    def _defaults_far(self, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> bool:
+        """Memory showed the defaults far from the optimum: every memory operator (trusted at least ``TRUSTED``
+        here, or not yet judged) that measured its defaults also measured a setting at least ``VETO_RATIO`` (3x)
+        faster (on that operator they are a setting memory rules out), and at least one did. The defaults are
+        then no prior point worth a step: memory's ranking goes first (group_norm after batch_norm, whose
+        defaults were 7.4x below its best; pointwise's add_scaled, at most 1.04x over its defaults, and gemm's
+        batched_matmul, 2.8x, keep them first)."""
+        by_operator: dict[str, list[TuningRecord]] = {}
+        for r in records:
+            if not r.own and r.correct and r.a and trust.get(r.operator, 1.0) >= TRUSTED:
+                by_operator.setdefault(r.operator, []).append(r)
+        judged = False
+        for other, attempts in by_operator.items():
+            key = settings_key(self.space.pin(other, {}))
+            defaults = [r.a for r in attempts if r.a and settings_key(self.space.pin(other, r.settings)) == key]
+            if not defaults:
+                continue
+            judged = True
+            if max(r.a for r in attempts if r.a) < VETO_RATIO * max(defaults):
+                return False
+        return judged
 
     def _defaults_first(self, operator: str, choices: list[Choice]) -> list[Choice]:
         """The template's defaults are a prior point memory must beat before they are skipped: while they are
