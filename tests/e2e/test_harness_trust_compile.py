@@ -202,6 +202,13 @@ def test_an_interpreter_hook_is_caught_whatever_phase_installs_it(tmp_path, wher
 
 def test_outputs_filled_after_the_timed_call_are_caught():
     outcome = evaluate(TASK, ROOT / "adversarial" / "lazy_fill_thread.py", TIMED)
+    assert outcome.status.value != "correct", outcome.error_excerpt
+    # Which check catches it depends on when the candidate's filler thread runs: between the seal and the parent's
+    # read (the usual case) the sealed elements changed; on a loaded machine (CI, 2 cores, the suite on both) the
+    # thread can be starved until after the read, and the parent reads half an output. Both refuse the kernel.
+    if outcome.error_kind == "incorrect:timed_mismatch":
+        assert "timed call on seed" in outcome.error_excerpt, outcome.error_excerpt
+        return
     assert outcome.error_kind == "cheat_detected:lazy_output", outcome.error_excerpt
     assert "sealed" in outcome.error_excerpt
 
