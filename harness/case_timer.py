@@ -39,6 +39,10 @@ BUDGET_SHARE_FLOOR = 0.05  # ... when those are at least this share of all its s
 # outside, adaptively"
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
+# ...and its CPU while it prepares a measured unit's inputs (the same harness code on the same seeds as the reference
+# worker): in the (lower) median window, at most this multiple of the reference worker's plus the slack (ibid.)
+PREPARE_SHARE = 3.0
+PREPARE_SLACK_NS = 500_000
 RING_SIZE = 4  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
 # As deployed: wait until no thread of either worker is runnable before each unit (docs/harness.md, "As deployed")
 SETTLE_STEP_S = 0.0005
@@ -129,6 +133,9 @@ class CaseTimer:
         self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
         # the candidate's CPU during the reference's units, their wall time, and the CPU one busy thread got in them
         self.idle_cpu_ns = self.idle_wall_ns = self.idle_basis_ns = 0
+        # (reference's, candidate's) CPU in each measured unit's prepare window, from the request to both replies
+        self.prepared: list[tuple[int, int]] = []
+        self.prep_open: tuple[int, int] | None = None
         self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal)
         self.remote = ev.remote_reads()
         self.staging = ev.staging
@@ -244,6 +251,50 @@ class CaseTimer:
                 seeds.append(seed)
         return seeds
 
+    def _open_prepare(self) -> None:
+        self.prep_open = (self.workers["ref"].cpu_ns(), self.workers["cand"].cpu_ns())
+
+    def _close_prepare(self) -> None:
+        if self.prep_open is not None:
+            ref0, cand0 = self.prep_open
+            self.prepared.append((self.workers["ref"].cpu_ns() - ref0, self.workers["cand"].cpu_ns() - cand0))
+            self.prep_open = None
+
+    def _warm_ring(self) -> None:
+        """Both workers build every ring set before the measured units: a pooled reference worker may hold them
+        from an earlier evaluation (the ring keys follow the evaluation's seed), a fresh candidate worker does not."""
+        if self.ring_keys:
+            keys = self.ring_keys
+            seeds = [
+                ring_seed(keys[i - 1], keys[i], self.rng.randrange(1 << RING_KEY_BITS)) for i in range(1, len(keys), 2)
+            ]
+            self.used_seeds.update(seeds)
+            self._both(self._prepare_message(seeds))
+
+    def _judge_prepare(self) -> None:
+        """The candidate's CPU while both workers prepared the same inputs, against the reference worker's: in the
+        lower median window (a precomputed result moves the median unit only when most units have one; the odd
+        window with a garbage collection or a page-fault burst does not count, nor one of only two), at most
+        PREPARE_SHARE x plus the slack. Both workers copy the same inputs at once, so on a loaded machine their
+        memory stalls differ: an honest candidate's window reached 2.55x the reference's (14.3 vs 36.6 ms)."""
+        if not self.prepared or not self.ev.target.check_native_threads or self.ev.options.deployed:
+            return
+        excess = sorted(cand - PREPARE_SHARE * ref - PREPARE_SLACK_NS for ref, cand in self.prepared)
+        ref, cand = (sorted(x)[(len(x) - 1) // 2] / 1e6 for x in zip(*self.prepared))
+        self.ev.trace(
+            f"case {self.case.name}: prepare CPU, median unit: reference {ref:.2f} ms, candidate {cand:.2f} ms"
+        )
+        if excess[(len(excess) - 1) // 2] > 0:
+            raise Stop(
+                "cheat_detected:background_work",
+                f"case {self.case.name!r}: while both workers prepared a timed unit's inputs (the same harness code on "
+                f"the same seeds) the candidate's process used {cand:.2f} ms of CPU against the reference worker's "
+                f"{ref:.2f} ms in the median of {len(excess)} units (at most {PREPARE_SHARE:g}x + "
+                f"{PREPARE_SLACK_NS / 1e6:g} ms): work done off the clock (process CPU clocks, read by the harness); "
+                "each unit's (reference, candidate) ms: "
+                + ", ".join(f"({r / 1e6:.2f}, {c / 1e6:.2f})" for r, c in self.prepared),
+            )
+
     def _prepare_message(self, seeds: list[int]) -> ipc.Prepare:
         return ipc.Prepare(case=self.case.index, init_seed=self.ev.init_seeds[self.case.index], seeds=seeds)
 
@@ -356,10 +407,13 @@ class CaseTimer:
                 break
             if shortest < target and n < UNIT_CAP:
                 n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
+        self._warm_ring()
         self._open_samplers()
         rep = 0
         seeds = self._fresh_seeds(n)
+        self._open_prepare()
         self._both(self._prepare_message(seeds))
+        self._close_prepare()
         while True:
             order = ("ref", "cand") if rep % 2 == 0 else ("cand", "ref")
             # both workers prepare and fetch at once; each unit is timed alone, the other worker idle (ibid.)
@@ -375,6 +429,7 @@ class CaseTimer:
             done = self._done(rep)
             following = None if done else self._fresh_seeds(n)
             if following is not None:  # the workers build the next unit's inputs while this process compares
+                self._open_prepare()
                 self._send_both(self._prepare_message(following))
             try:
                 ok = self._compare_unit(seeds, fetched, blocks)
@@ -389,8 +444,10 @@ class CaseTimer:
             if following is None:
                 break
             self._receive_both()
+            self._close_prepare()
             seeds = following
         self._judge_samples()  # after the measured units, whose outputs were compared first
+        self._judge_prepare()
         from harness.timing import median_ci
 
         result.ref_ms = TimingStats.from_samples(self.samples["ref"], median_ci(self.samples["ref"]))
