@@ -39,7 +39,7 @@ BUDGET_SHARE_FLOOR = 0.05  # ... when those are at least this share of all its s
 # outside, adaptively"
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
-RING_SIZE = 4  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
+RING_SIZE = 2  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
 # As deployed: wait until no thread of either worker is runnable before each unit (docs/harness.md, "As deployed")
 SETTLE_STEP_S = 0.0005
 SETTLE_MAX_S = 0.05
