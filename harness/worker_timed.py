@@ -61,6 +61,12 @@ def _layout(t: torch.Tensor) -> tuple:
     return (t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.requires_grad)
 
 
+def _runs(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor's elements as rows of RING_RUN (the last numel % RING_RUN left out)."""
+    runs = t.numel() // RING_RUN
+    return t.view(-1)[: runs * RING_RUN].view(runs, RING_RUN)
+
+
 def _nbytes(inputs: list[Any]) -> int:
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
 
@@ -72,16 +78,36 @@ class InputRing:
         self.limit = limit_bytes
         self.owner: Any = None  # (module, case name, device) the sets were built for
         self.sets: OrderedDict[int, list[Any]] = OrderedDict()
-        self.issued: list[torch.Tensor] = []  # the copies given out since the last recycle()
-        self.spare: dict[tuple, list[torch.Tensor]] = {}  # copies no call uses any more, by layout
+        # the copies given out since the last recycle(): (tensor, (ring set, input's index), runs mixed in or None,
+        # its _version then)
+        self.issued: list[tuple[torch.Tensor, tuple[int, int], Any, int]] = []
+        self.spare: dict[tuple, dict[tuple[int, int], list[tuple]]] = {}  # copies no call uses: by layout, by origin
+        self.probe = torch.Generator().manual_seed(1)  # the runs checked before a copy is reused (not the mixing's)
 
     def recycle(self) -> None:
         """The copies given out so far are done with (their unit was timed and fetched): the next calls' copies are
-        written into them, whole, instead of into fresh tensors (a copy into memory already mapped costs about half)."""
+        made in them (docs/harness-workers.md, "Timing from outside, adaptively")."""
         self.spare = {}
-        for t in self.issued:
-            self.spare.setdefault(_layout(t), []).append(t)
+        for item in self.issued:
+            self.spare.setdefault(_layout(item[0]), {}).setdefault(item[1], []).append(item)
         self.issued = []
+
+    def _copy(self, x: torch.Tensor, origin: tuple[int, int]) -> torch.Tensor:
+        """A tensor holding ``x`` (``origin``: its ring set and index in it): a spare copy of the same origin with its
+        last mixed runs put back (if unchanged since: its version counter, and RING_MIX runs drawn at random compared
+        with ``x``), else a spare of its layout rewritten whole, else a new one."""
+        by_set = self.spare.get(_layout(x), {})
+        if by_set.get(origin):
+            fresh, _, rows, version = by_set[origin].pop()
+            if rows is not None and fresh._version == version:
+                into, source = _runs(fresh), _runs(x)
+                into.index_copy_(0, rows, source.index_select(0, rows))
+                probe = torch.randint(len(into), (RING_MIX,), generator=self.probe).to(x.device)
+                if torch.equal(into.index_select(0, probe), source.index_select(0, probe)):
+                    return fresh
+            return fresh.copy_(x)
+        spare = next((copies for copies in by_set.values() if copies), None)
+        return spare.pop()[0].copy_(x) if spare else x.clone()
 
     def inputs(self, module: Any, seed: int, device: str, case_name: str) -> list[Any]:
         parts = ring_parts(seed)
@@ -97,22 +123,21 @@ class InputRing:
         out: list[Any] = []
         copies: dict[int, torch.Tensor] = {}  # the same tensor twice in a set stays one tensor
         with torch.no_grad():
-            for x, y in zip(base, donor):
+            for i, (x, y) in enumerate(zip(base, donor)):
                 if not isinstance(x, torch.Tensor):
                     out.append(x)
                     continue
                 if id(x) in copies:
                     out.append(copies[id(x)])
                     continue
-                spare = self.spare.get(_layout(x))
-                fresh = spare.pop().copy_(x) if spare else x.clone()
+                fresh = self._copy(x, (first, i))
+                rows = None
                 if x.numel() and isinstance(y, torch.Tensor) and y.shape == x.shape:
                     count = min(x.numel(), max(RING_MIX, x.numel() // RING_MIX_SHARE))
                     runs = x.numel() // RING_RUN if count >= RING_MIX * RING_RUN else 0
                     if runs and fresh.is_contiguous() and y.is_contiguous():  # ~0.1 ms for 4096 runs of 16
                         rows = torch.randint(runs, (count // RING_RUN,), generator=generator).to(x.device)
-                        into, source = (t.view(-1)[: runs * RING_RUN].view(runs, RING_RUN) for t in (fresh, y))
-                        into.index_copy_(0, rows, source.index_select(0, rows))
+                        _runs(fresh).index_copy_(0, rows, _runs(y).index_select(0, rows))
                     elif fresh.is_contiguous() and y.is_contiguous():
                         flat = torch.randint(x.numel(), (count,), generator=generator).to(x.device)
                         fresh.view(-1).index_copy_(0, flat, y.reshape(-1).index_select(0, flat))
@@ -123,7 +148,7 @@ class InputRing:
                 if x.requires_grad:
                     fresh.requires_grad_(True)
                 copies[id(x)] = fresh
-                self.issued.append(fresh)
+                self.issued.append((fresh, (first, i), rows, fresh._version))
                 out.append(fresh)
         return out
 

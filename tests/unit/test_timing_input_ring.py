@@ -168,3 +168,39 @@ def test_large_tensors_are_mixed_in_runs_of_consecutive_elements_small_ones_per_
     small = InputRing().inputs(module(), ring_seed(3, 4, 5), "cpu", "c")[0].view(-1)  # 6400 elements
     taken = (small != make_inputs(module(), 3, "cpu", "c")[0].view(-1)).nonzero().view(-1)
     assert len(taken.div(RING_RUN, rounding_mode="floor").unique()) > 0.8 * len(taken)  # scattered, one by one
+
+
+def test_a_copy_from_the_same_set_gets_only_its_mixed_runs_rewritten_unless_it_changed():
+    big = types.ModuleType("big_task")
+    big.get_inputs = lambda: [torch.randn(1000, 1001)]  # type: ignore[attr-defined]  # a tail of 8 past the last run
+    ring = InputRing()
+    a, b = (ring.inputs(big, ring_seed(1, 2, m), "cpu", "c")[0] for m in (1, 2))
+    a.data.view(-1)[-1] = 1e9  # unseen by the version counter, outside every run: stays (docs: the ring's limits)
+    b.view(-1)[-1] = 1e9  # through torch (the version counter): the copy is rewritten whole
+    ring.recycle()
+    for m in (3, 4):
+        got = ring.inputs(big, ring_seed(1, 2, m), "cpu", "c")[0]
+        want = InputRing().inputs(big, ring_seed(1, 2, m), "cpu", "c")[0]
+        assert got.data_ptr() in (a.data_ptr(), b.data_ptr())
+        if got.data_ptr() == a.data_ptr():
+            assert float(got.view(-1)[-1]) == 1e9 and torch.equal(got.view(-1)[:-8], want.view(-1)[:-8])
+        else:
+            assert torch.equal(got, want)
+    ring.recycle()
+    a.data.view(-1)[: 1000 * 1001 // 2].zero_()  # a wide change the version counter misses: the sampled runs see it
+    assert torch.equal(
+        ring.inputs(big, ring_seed(1, 2, 5), "cpu", "c")[0], InputRing().inputs(big, ring_seed(1, 2, 5), "cpu", "c")[0]
+    )
+
+
+def test_each_ring_set_is_first_in_an_even_share_of_a_units_calls():
+    import random
+    from collections import Counter
+
+    from harness.case_timer import RING_SIZE, CaseTimer
+
+    rng = random.Random(2)
+    timer = types.SimpleNamespace(rng=rng, ring_keys=rng.sample(range(1, 1 << 20), RING_SIZE), used_seeds=set())
+    for n in (1, 2, 5, 64):
+        counts = Counter(ring_parts(s)[0] for s in CaseTimer._fresh_seeds(timer, n))  # type: ignore[arg-type,index]
+        assert max(counts.values()) - (min(counts.values()) if len(counts) == RING_SIZE else 0) <= 1
