@@ -204,3 +204,28 @@ def test_each_ring_set_is_first_in_an_even_share_of_a_units_calls():
     for n in (1, 2, 5, 64):
         counts = Counter(ring_parts(s)[0] for s in CaseTimer._fresh_seeds(timer, n))  # type: ignore[arg-type,index]
         assert max(counts.values()) - (min(counts.values()) if len(counts) == RING_SIZE else 0) <= 1
+
+
+def test_each_prepare_makes_a_units_inputs_in_the_last_units_copies():
+    from harness.worker_timed import TimedCalls
+
+    class Target:
+        device = "cpu"
+
+        def synchronize(self) -> None:
+            pass
+
+        def timer(self, hardware):
+            return types.SimpleNamespace(flush=lambda tensors: None)
+
+    big, timed = module(shape=(300, 400)), TimedCalls(Target(), None)  # 120,000 elements: mixed in runs
+
+    def seeds(m):
+        return [ring_seed(1, 2, m), ring_seed(2, 1, m), ring_seed(1, 2, m + 100)]
+
+    timed.prepare(big, [], seeds(1), "c")
+    before = {inputs[0].data_ptr() for inputs in timed.inputs}
+    timed.prepare(big, [], seeds(2), "c")
+    assert {inputs[0].data_ptr() for inputs in timed.inputs} == before
+    for seed, got in zip(seeds(2), timed.inputs):
+        assert torch.equal(got[0], InputRing().inputs(big, seed, "cpu", "c")[0])
