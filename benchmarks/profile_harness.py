@@ -194,19 +194,30 @@ def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) 
     phases.workers = lambda: [
         (role, w) for role, w in ((r, getattr(current.get("ev"), f"_{r}", None)) for r in ("ref", "cand")) if w
     ]
+    calls = {"cand": 0}  # the candidate's measured timed calls (a unit's size grows with the machine's load)
+    timed = CaseTimer._run
+
+    def counted(timer):
+        try:
+            return timed(timer)
+        finally:
+            calls["cand"] += timer.calls["cand"]
+
+    CaseTimer._run = counted  # type: ignore[method-assign]
     budget = Budget(case_wall_s=case_wall_s)
     try:
         evaluate(task, candidate, EvalOptions(cases=cases, timing=False))  # warm pool, references cached
         for i in range(runs):
             time.sleep(3)  # the pool's replacement worker boots
             phases.reset()
+            calls["cand"] = 0
             started, cpu0 = clock(), time.process_time()
             outcome = evaluate(task, candidate, EvalOptions(cases=cases, budget=budget))
             elapsed, cpu = clock() - started, time.process_time() - cpu0
             units = sum(c.cand_ms.n for c in outcome.cases if c.cand_ms)
             print(
                 f"\n== run {i + 1}: evaluate() {elapsed:.2f} s, {outcome.status.value}, speedup {outcome.speedup}, "
-                f"{units} measured units; load average {os.getloadavg()[0]:.2f}"
+                f"{units} measured units of {calls['cand']} calls; load average {os.getloadavg()[0]:.2f}"
             )
             phases.report(elapsed, cpu)
     finally:

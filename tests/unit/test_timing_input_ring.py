@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from harness.worker_common import make_inputs
-from harness.worker_timed import RING_FLAG, RING_MIX, RING_MIX_SHARE, InputRing, ring_parts, ring_seed
+from harness.worker_timed import RING_FLAG, RING_MIX, RING_MIX_SHARE, RING_RUN, InputRing, ring_parts, ring_seed
 
 
 def module(shape=(64, 100), dtype=torch.float32):
@@ -129,3 +129,103 @@ def test_a_transposed_input_keeps_its_strides_and_is_mixed_alike():
     assert got.stride() == (1, 200) and not got.is_contiguous()
     first, second = make_inputs(mod, 8, "cpu", "c")[0], make_inputs(mod, 9, "cpu", "c")[0]
     assert bool(((got == first) | (got == second)).all()) and not torch.equal(got, first)
+
+
+def test_recycled_copies_are_rewritten_whole_and_give_the_same_inputs_as_fresh_ones():
+    mod, ring = module(shape=(128, 96)), InputRing()
+    first = [ring.inputs(mod, ring_seed(1, 2, m), "cpu", "c")[0] for m in (1, 2)]
+    first[0].mul_(-3)  # a kernel that wrote into its inputs (any way: the copy rewrites every element)
+    first[1].view(-1)[:100] = float("nan")
+    ring.recycle()
+    for m in (3, 4):  # the other set first: a recycled copy holds nothing of the set it was made from
+        got = ring.inputs(mod, ring_seed(2, 1, m), "cpu", "c")[0]
+        assert got.data_ptr() in {t.data_ptr() for t in first}  # written into the last unit's memory
+        assert torch.equal(got, InputRing().inputs(mod, ring_seed(2, 1, m), "cpu", "c")[0])
+    third = ring.inputs(mod, ring_seed(1, 2, 5), "cpu", "c")[0]  # more calls than spare copies: a new tensor
+    assert third.data_ptr() not in {t.data_ptr() for t in first}
+
+
+def test_a_copy_whose_layout_changed_is_not_recycled():
+    mod, ring = module(shape=(64, 64)), InputRing()
+    x = ring.inputs(mod, ring_seed(1, 2, 1), "cpu", "c")[0]
+    x.t_()  # a candidate transposed its input in place: another layout, never written into
+    ring.recycle()
+    got = ring.inputs(mod, ring_seed(1, 2, 2), "cpu", "c")[0]
+    assert got.is_contiguous() and got.data_ptr() != x.data_ptr()
+    assert torch.equal(got, InputRing().inputs(mod, ring_seed(1, 2, 2), "cpu", "c")[0])
+
+
+def test_large_tensors_are_mixed_in_runs_of_consecutive_elements_small_ones_per_element():
+    big = types.ModuleType("big_task")
+    big.get_inputs = lambda: [torch.randn(1000, 1001)]  # type: ignore[attr-defined]  # not a multiple of a run
+    mixed = InputRing().inputs(big, ring_seed(3, 4, 5), "cpu", "c")[0].view(-1)
+    first, second = (make_inputs(big, k, "cpu", "c")[0].view(-1) for k in (3, 4))
+    taken = (mixed != first).nonzero().view(-1)
+    assert bool((mixed[taken] == second[taken]).all()) and torch.equal(mixed[-(1001000 % RING_RUN) :], first[-8:])
+    runs = taken.div(RING_RUN, rounding_mode="floor").unique()
+    assert 0.9 * 1001000 / RING_MIX_SHARE / RING_RUN < len(runs) <= 1001000 // RING_MIX_SHARE // RING_RUN
+    assert len(taken) > 0.9 * len(runs) * RING_RUN  # whole runs (an element equal in both sets aside)
+    small = InputRing().inputs(module(), ring_seed(3, 4, 5), "cpu", "c")[0].view(-1)  # 6400 elements
+    taken = (small != make_inputs(module(), 3, "cpu", "c")[0].view(-1)).nonzero().view(-1)
+    assert len(taken.div(RING_RUN, rounding_mode="floor").unique()) > 0.8 * len(taken)  # scattered, one by one
+
+
+def test_a_copy_from_the_same_set_gets_only_its_mixed_runs_rewritten_unless_it_changed():
+    big = types.ModuleType("big_task")
+    big.get_inputs = lambda: [torch.randn(1000, 1001)]  # type: ignore[attr-defined]  # a tail of 8 past the last run
+    ring = InputRing()
+    a, b = (ring.inputs(big, ring_seed(1, 2, m), "cpu", "c")[0] for m in (1, 2))
+    a.data.view(-1)[-1] = 1e9  # unseen by the version counter, outside every run: stays (docs: the ring's limits)
+    b.view(-1)[-1] = 1e9  # through torch (the version counter): the copy is rewritten whole
+    ring.recycle()
+    for m in (3, 4):
+        got = ring.inputs(big, ring_seed(1, 2, m), "cpu", "c")[0]
+        want = InputRing().inputs(big, ring_seed(1, 2, m), "cpu", "c")[0]
+        assert got.data_ptr() in (a.data_ptr(), b.data_ptr())
+        if got.data_ptr() == a.data_ptr():
+            assert float(got.view(-1)[-1]) == 1e9 and torch.equal(got.view(-1)[:-8], want.view(-1)[:-8])
+        else:
+            assert torch.equal(got, want)
+    ring.recycle()
+    a.data.view(-1)[: 1000 * 1001 // 2].zero_()  # a wide change the version counter misses: the sampled runs see it
+    assert torch.equal(
+        ring.inputs(big, ring_seed(1, 2, 5), "cpu", "c")[0], InputRing().inputs(big, ring_seed(1, 2, 5), "cpu", "c")[0]
+    )
+
+
+def test_each_ring_set_is_first_in_an_even_share_of_a_units_calls():
+    import random
+    from collections import Counter
+
+    from harness.case_timer import RING_SIZE, CaseTimer
+
+    rng = random.Random(2)
+    timer = types.SimpleNamespace(rng=rng, ring_keys=rng.sample(range(1, 1 << 20), RING_SIZE), used_seeds=set())
+    for n in (1, 2, 5, 64):
+        counts = Counter(ring_parts(s)[0] for s in CaseTimer._fresh_seeds(timer, n))  # type: ignore[arg-type,index]
+        assert max(counts.values()) - (min(counts.values()) if len(counts) == RING_SIZE else 0) <= 1
+
+
+def test_each_prepare_makes_a_units_inputs_in_the_last_units_copies():
+    from harness.worker_timed import TimedCalls
+
+    class Target:
+        device = "cpu"
+
+        def synchronize(self) -> None:
+            pass
+
+        def timer(self, hardware):
+            return types.SimpleNamespace(flush=lambda tensors: None)
+
+    big, timed = module(shape=(300, 400)), TimedCalls(Target(), None)  # 120,000 elements: mixed in runs
+
+    def seeds(m):
+        return [ring_seed(1, 2, m), ring_seed(2, 1, m), ring_seed(1, 2, m + 100)]
+
+    timed.prepare(big, [], seeds(1), "c")
+    before = {inputs[0].data_ptr() for inputs in timed.inputs}
+    timed.prepare(big, [], seeds(2), "c")
+    assert {inputs[0].data_ptr() for inputs in timed.inputs} == before
+    for seed, got in zip(seeds(2), timed.inputs):
+        assert torch.equal(got[0], InputRing().inputs(big, seed, "cpu", "c")[0])
