@@ -1,6 +1,6 @@
 """The tolerance rule of a low-precision output that misses the default one: judged against the reference
 recomputed in float64, by the reference's own accuracy (harness.compare.precise_verdict; docs/harness.md,
-"Tolerances")."""
+"The reference's own accuracy")."""
 
 import pytest
 import torch
