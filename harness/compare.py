@@ -21,9 +21,9 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 
 
-# The reference's own accuracy (docs/harness.md, "The reference's own accuracy"): where a float32/float16/bfloat16 output misses the
-# rule above, the reference is recomputed in float64 and an element passes when its error against that result is
-# at most PRECISE_FACTOR x the low-precision reference's own error there (or its RMS over the output, if larger),
+# docs/harness.md, "The reference's own accuracy": where a float32/float16/bfloat16 output misses the rule above,
+# the reference is recomputed in float64 and an element passes when its error against that result is at most
+# PRECISE_FACTOR x the low-precision reference's own error there (or its RMS over the output, if larger),
 # plus the rule above's allowance. A long reduction whose result cancellation made small (matvec, k = 8388608:
 # torch's own float32 result off by ~3e-4 of it, twice the rule's allowance) is judged by the reference's accuracy.
 PRECISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -278,8 +278,9 @@ def precise_verdict(
 ) -> Verdict:
     """A low-precision output that missed the default rule, judged against the reference recomputed in float64
     (``exact``): element i passes when |c - p| <= rtol |r| + floor + PRECISE_FACTOR x max(|r - p|, RMS(r - p)),
-    p the float64 result and r the low-precision reference (docs/harness.md, "The reference's own accuracy"). ``c`` and ``r`` as
-    ``compare_tensor`` compared them (non-finite reference elements, already matched, zeroed in both)."""
+    p the float64 result and r the low-precision reference (docs/harness.md, "The reference's own accuracy").
+    ``c`` and ``r`` as ``compare_tensor`` compared them (non-finite reference elements, already matched, zeroed
+    in both)."""
     err = (c - r).abs()
     bad = err > r.abs() * rtol + floor
     if not isinstance(exact, torch.Tensor) or tuple(exact.shape) != tuple(r.shape) or not bool(torch.isfinite(c).all()):
