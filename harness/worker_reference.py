@@ -35,6 +35,7 @@ class ReferenceWorker:
         self._case: tuple[int, int] | None = None
         self._model: Any = None
         self._module: Any = None
+        self._precise_case: tuple[tuple[int, int], Any, Any, InputRing] | None = None  # ``precise``'s model, ring
 
     @property
     def task(self) -> Task:
@@ -141,12 +142,15 @@ class ReferenceWorker:
         and the floating-point inputs upcast (the inputs of a timed call's ring seed rebuilt as its unit built them).
         Only ``harness.compare``'s tolerance rule reads them, in the parent; a candidate never sees them."""
         case = self.task.case(request.case)
-        module = self.task.module_for_case(case)
-        init = init_inputs(module, request.init_seed, case.name)
-        model = build_reference(module, init, request.init_seed, self.target.device, case.name)
-        if isinstance(model, torch.nn.Module):
-            model = model.to(torch.float64)
-        ring = InputRing()
+        if self._precise_case is None or self._precise_case[0] != (request.case, request.init_seed):
+            module = self.task.module_for_case(case)
+            init = init_inputs(module, request.init_seed, case.name)
+            model = build_reference(module, init, request.init_seed, self.target.device, case.name)
+            if isinstance(model, torch.nn.Module):
+                model = model.to(torch.float64)
+            # the ring's sets stay for the next timed call's seed (a unit's calls share them)
+            self._precise_case = ((request.case, request.init_seed), module, model, InputRing())
+        _, module, model, ring = self._precise_case
         trials: list[dict[str, Any]] = []
         out_tensors: list[torch.Tensor] = []
         for seed in request.seeds:
