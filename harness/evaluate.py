@@ -238,9 +238,9 @@ class _Evaluation:
             return self._precise_trials[key]
         found: tuple[dict, list] | None = None
         try:
-            if self._precise is None:
-                self._precise = self._worker()
-                self._precise.role = "reference"
+            if self._precise is None:  # not from the warm pool: its booting workers are stopped while timing
+                self._precise = self._spec().start("reference", zygote=not self.options.deployed)
+                self._precise.wait_ready(self.options.startup_timeout_s)
                 self._precise.send(self._load_message(role="reference"))
                 ipc.expect(self._precise.receive(self.options.startup_timeout_s, "loading the task")[0], ipc.Loaded)
             self._precise.send(
