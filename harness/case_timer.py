@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from harness import ipc
+from harness.compare import Precise
 from harness.errors import ReferenceFailedError
 from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
@@ -113,6 +114,8 @@ class TimedEvaluation(Protocol):
     def reference_reply(self, timeout: float, what: str) -> tuple[ipc.Reply, list]: ...
 
     def case_error(self, case: Case, reply: ipc.Failed) -> None: ...
+
+    def precise_reference(self, case: Case, seed: int, desc: Any = None, blocks: Any = None) -> Precise: ...
 
 
 class CaseTimer:
@@ -587,9 +590,11 @@ class CaseTimer:
         # with blocks only theirs were read: their values are what is compared
         sampled = blocks and [[gather(t, b) for t, b in zip(ts, blocks)] for ts in (cand_tensors, ref_tensors)]
         for ref_item, cand_item in zip(ref.items, cand.items):
+            precise = ev.precise_reference(self.case, ref_item["seed"], ref_item.get("output"), blocks)
             verdict = compare_encoded(
-                cand_item.get("output"), cand_tensors, ref_item, ref_tensors, ev.target.device, sampled
+                cand_item.get("output"), cand_tensors, ref_item, ref_tensors, ev.target.device, sampled, precise
             )
+            result.tolerance = verdict.rule or result.tolerance
             if not verdict.ok:
                 result.passed = False
                 result.error = f"timed call on seed {cand_item['seed']}: {verdict.message}"

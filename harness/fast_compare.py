@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from harness.compare import Verdict, compare_layouts, compare_outputs, flatten, tolerance
+from harness.compare import Precise, Verdict, compare_layouts, compare_outputs, flatten, tolerance
 
 _SOURCE = r"""
 #include <cmath>
@@ -178,8 +178,9 @@ def compare_fast(
     ref_strides: list[list[int] | None] | None = None,
     inputs: list[Any] | None = None,
     index_outputs: list[dict[str, Any]] | None = None,
+    precise: Precise | None = None,
 ) -> Verdict:
-    """``compare_outputs``'s verdict, in one native pass when the outputs pass."""
+    """``compare_outputs``'s verdict, in one native pass when the outputs pass (``precise``: ibid.)."""
     cand_flat, ref_flat = flatten(cand), flatten(ref)
     if (
         not (index_outputs and inputs is not None)
@@ -206,6 +207,7 @@ def compare_fast(
         ref_strides=ref_strides,
         inputs=inputs,
         index_outputs=index_outputs,
+        precise=precise,
     )
 
 
@@ -216,10 +218,12 @@ def compare_encoded(
     ref_tensors: list[torch.Tensor],
     device: str,
     sampled: list[list[torch.Tensor]] | None = None,
+    precise: Precise | None = None,
 ) -> Verdict:
     """A candidate output as its worker encoded it against a reference trial or timed item (output, layout,
     index outputs); ``sampled``: the values compared are these (candidate's, reference's) elements of the tensors
-    (``harness.remote_memory.gather``), the layouts still those of the whole tensors."""
+    (``harness.remote_memory.gather``), the layouts still those of the whole tensors; ``precise``: the reference's
+    outputs in float64, the same elements (``harness.compare``'s tolerance rule, asked for on a mismatch only)."""
     from harness.worker_common import decode
 
     devices: list[str] = []
@@ -243,6 +247,7 @@ def compare_encoded(
         ref_strides=ref_strides,
         inputs=inputs,
         index_outputs=ref_trial.get("index_outputs"),
+        precise=precise,
     )
 
 

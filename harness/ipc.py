@@ -199,11 +199,15 @@ class Load(Message):
 
 @dataclass
 class Reference(Message):
+    """The reference's outputs for ``seeds``; ``precise``: recomputed in float64 (model and floating-point inputs
+    upcast; a timed call's ring seed names its inputs too), for the tolerance rule of ``harness.compare``."""
+
     kind: ClassVar[str] = "reference"
     case: int
     init_seed: int
     seeds: list[int]
     retries: int | None = None
+    precise: bool | None = None
 
 
 @dataclass

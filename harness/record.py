@@ -181,6 +181,9 @@ class CaseResult:
     # The same case timed as deployed (harness.deployed.measure_deployed): ref_ms.median / cand_ms.median with
     # both in plain processes under the user's own settings; set on a final evaluation's timed cases only.
     deployed_speedup: float | None = None
+    # The rule that accepted the case's outputs where the default tolerance refused them: "float64-reference" (the
+    # reference's own accuracy, harness.compare.PRECISE_RULE); None: every output within the default tolerance.
+    tolerance: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``heldout`` appears (as true) only on held-out cases: in-loop records never carry it, and the
@@ -207,6 +210,8 @@ class CaseResult:
             )
         if self.deployed_speedup is not None:
             data["deployed_speedup"] = self.deployed_speedup
+        if self.tolerance is not None:
+            data["tolerance"] = self.tolerance
         return data
 
     def violations(self, where: str) -> list[str]:
@@ -241,6 +246,7 @@ class CaseResult:
             bound_ms=data.get("bound_ms"),
             roofline_fraction=data.get("roofline_fraction"),
             deployed_speedup=data.get("deployed_speedup"),
+            tolerance=data.get("tolerance"),
         )
 
 

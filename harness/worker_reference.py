@@ -20,7 +20,7 @@ from harness.targets import get_target
 from harness.targets.base import Target
 from harness.task import Task, load_task
 from harness.worker_common import build_reference, encode, flat_tensors, init_inputs, make_inputs, model_tensors
-from harness.worker_timed import TimedCalls
+from harness.worker_timed import InputRing, TimedCalls
 
 SEED_STRIDE = 1_000_003
 
@@ -35,6 +35,7 @@ class ReferenceWorker:
         self._case: tuple[int, int] | None = None
         self._model: Any = None
         self._module: Any = None
+        self._precise_case: tuple[tuple[int, int], Any, Any, InputRing] | None = None  # ``precise``'s model, ring
 
     @property
     def task(self) -> Task:
@@ -59,7 +60,7 @@ class ReferenceWorker:
             if isinstance(request, ipc.Load):
                 return self.load(request), []
             if isinstance(request, ipc.Reference):
-                return self.reference(request)
+                return self.precise(request) if request.precise else self.reference(request)
             if isinstance(request, ipc.TimeReference):
                 return self.time_reference(request), []
             if isinstance(request, ipc.Prepare):
@@ -136,6 +137,34 @@ class ReferenceWorker:
             )
         return ipc.Trials(trials=trials), out_tensors
 
+    def precise(self, request: ipc.Reference) -> tuple[Reply, list]:
+        """The outputs for ``request.seeds`` computed in float64: the model's floating-point parameters and buffers
+        and the floating-point inputs upcast (the inputs of a timed call's ring seed rebuilt as its unit built them).
+        Only ``harness.compare``'s tolerance rule reads them, in the parent; a candidate never sees them."""
+        case = self.task.case(request.case)
+        if self._precise_case is None or self._precise_case[0] != (request.case, request.init_seed):
+            module = self.task.module_for_case(case)
+            init = init_inputs(module, request.init_seed, case.name)
+            model = build_reference(module, init, request.init_seed, self.target.device, case.name)
+            if isinstance(model, torch.nn.Module):
+                model = model.to(torch.float64)
+            # the ring's sets stay for the next timed call's seed (a unit's calls share them)
+            self._precise_case = ((request.case, request.init_seed), module, model, InputRing())
+        _, module, model, ring = self._precise_case
+        trials: list[dict[str, Any]] = []
+        out_tensors: list[torch.Tensor] = []
+        for seed in request.seeds:
+            inputs = [_upcast(x) for x in ring.inputs(module, seed, self.target.device, case.name)]
+            try:
+                with torch.no_grad():
+                    out = self.target.run(model, inputs)
+            except Exception as exc:
+                raise HarnessError(
+                    f"case {case.name!r}: the reference forward in float64 raised {type(exc).__name__}: {exc}"
+                ) from None
+            trials.append({"seed": seed, "output": encode(out, out_tensors)})
+        return ipc.Trials(trials=trials), out_tensors
+
     def time_reference(self, request: ipc.TimeReference) -> Reply:
         self._prepare(request.case, request.init_seed)
         case = self.task.case(request.case)
@@ -148,3 +177,13 @@ class ReferenceWorker:
                 self.target.run(self._model, inputs)
                 samples.append((time.perf_counter() - start) * 1e3)
         return ipc.Times(ms=samples)
+
+
+def _upcast(value: Any) -> Any:
+    """A floating-point (complex) tensor as float64 (complex128); anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        if value.is_complex():
+            return value.to(torch.complex128)
+        if value.is_floating_point():
+            return value.to(torch.float64)
+    return value
