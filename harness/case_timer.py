@@ -23,6 +23,7 @@ from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
 from harness.targets.base import Target
 from harness.task import Case, Task
+from harness.timing import prepare_overrun
 from harness.worker_process import Worker
 from harness.worker_timed import RING_KEY_BITS, ring_seed
 
@@ -40,10 +41,6 @@ BUDGET_SHARE_FLOOR = 0.05  # ... when those are at least this share of all its s
 # outside, adaptively"
 IDLE_SLACK_NS = 5_000_000
 IDLE_SHARE = 0.25
-# ...and its CPU while it prepares a measured unit's inputs (the same harness code on the same seeds as the reference
-# worker): in the (lower) median window, at most this multiple of the reference worker's plus the slack (ibid.)
-PREPARE_SHARE = 3.0
-PREPARE_SLACK_NS = 500_000
 RING_SIZE = 2  # input sets per case the timed calls' inputs are mixed from (harness.worker_timed.ring_seed)
 # As deployed: wait until no thread of either worker is runnable before each unit (docs/harness.md, "As deployed")
 SETTLE_STEP_S = 0.0005
@@ -280,27 +277,15 @@ class CaseTimer:
             self._both(self._prepare_message(seeds))
 
     def _judge_prepare(self) -> None:
-        """The candidate's CPU while both workers prepared the same inputs, against the reference worker's: in the
-        lower median window (a precomputed result moves the median unit only when most units have one; the odd
-        window with a garbage collection or a page-fault burst does not count, nor one of only two), at most
-        PREPARE_SHARE x plus the slack. Both workers copy the same inputs at once, so on a loaded machine their
-        memory stalls differ: an honest candidate's window reached 2.55x the reference's (14.3 vs 36.6 ms)."""
-        if not self.prepared or not self.ev.target.check_native_threads or self.ev.options.deployed:
+        """The candidate's CPU while both workers prepared the same inputs (``harness.timing.prepare_overrun``)."""
+        if not self.ev.target.check_native_threads or self.ev.options.deployed:
             return
-        excess = sorted(cand - PREPARE_SHARE * ref - PREPARE_SLACK_NS for ref, cand in self.prepared)
-        ref, cand = (sorted(x)[(len(x) - 1) // 2] / 1e6 for x in zip(*self.prepared))
-        self.ev.trace(
-            f"case {self.case.name}: prepare CPU, median unit: reference {ref:.2f} ms, candidate {cand:.2f} ms"
-        )
-        if excess[(len(excess) - 1) // 2] > 0:
+        overrun = prepare_overrun(self.prepared)
+        if overrun is not None:
             raise Stop(
                 "cheat_detected:background_work",
                 f"case {self.case.name!r}: while both workers prepared a timed unit's inputs (the same harness code on "
-                f"the same seeds) the candidate's process used {cand:.2f} ms of CPU against the reference worker's "
-                f"{ref:.2f} ms in the median of {len(excess)} units (at most {PREPARE_SHARE:g}x + "
-                f"{PREPARE_SLACK_NS / 1e6:g} ms): work done off the clock (process CPU clocks, read by the harness); "
-                "each unit's (reference, candidate) ms: "
-                + ", ".join(f"({r / 1e6:.2f}, {c / 1e6:.2f})" for r, c in self.prepared),
+                f"the same seeds) {overrun}: work done off the clock (process CPU clocks, read by the harness)",
             )
 
     def _prepare_message(self, seeds: list[int]) -> ipc.Prepare:

@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from harness import ipc
 from harness.case_timer import CaseTimer, Stop, join_output
 from harness.compare import Precise
@@ -21,6 +19,7 @@ from harness.device_lock import device_lock
 from harness.errors import CandidateNotFoundError, HarnessError, ReferenceFailedError
 from harness.eval_setup import EvalOptions, check_static, resolve_task, use_sandbox, worker_spec
 from harness.hardware import available_cores
+from harness.precise_reference import PreciseReference
 from harness.record import CaseResult, Hardware, Outcome, Status, excerpt, geometric_mean
 from harness.remote_memory import RemoteMemoryError, Staging
 from harness.targets import get_target
@@ -65,8 +64,7 @@ class _Evaluation:
         self.init_seeds = {c.index: self._seed(c, "init") for c in self.cases}
         self._ref: Worker | None = None
         self._cand: Worker | None = None
-        self._precise: Worker | None = None  # the float64 reference's worker (precise_reference), started when asked
-        self._precise_trials: dict[tuple[int, int], tuple[dict, list] | None] = {}
+        self.precise = PreciseReference(self._boot_precise, self.init_seeds, self.options.case_timeout_s, self.trace)
         self.compile_cheat: tuple[str, str] | None = None  # an escape attempt refused by the compile service
         self.ref_healthy = True  # False once the reference worker failed: it is then not reused
         self.ref_info: dict = {}
@@ -110,8 +108,7 @@ class _Evaluation:
             finally:
                 if self._cand is not None:
                     self.cand.close()
-                if self._precise is not None:
-                    self._precise.close()
+                self.precise.close()
                 if self._ref is not None:
                     self._release_reference()
         except Stop as stop:
@@ -204,61 +201,19 @@ class _Evaluation:
         return self.ref
 
     def precise_reference(self, case: Case, seed: int, desc: Any = None, blocks: Any = None) -> Precise:
-        """The reference's outputs for ``seed`` recomputed in float64, flattened as ``harness.compare`` compares them
-        (``blocks``: only the elements of the timed output's blocks that were read, ``desc`` the reference item's
-        output description naming its tensors), for the tolerance rule on a low-precision mismatch. Computed on
-        first call by a reference worker of its own (the timing worker's pipe may hold a request in flight), never
-        in the candidate's process; [] when it cannot be computed (the default rule's verdict then stands)."""
+        """The reference's float64 outputs for ``seed`` (``harness.precise_reference``), computed when first asked."""
+        return self.precise.outputs(case, seed, desc, blocks)
 
-        def outputs() -> list[Any]:
-            from harness.compare import flatten
-            from harness.remote_memory import gather
-            from harness.worker_common import decode
-
-            found = self._precise_trial(case, seed)
-            if found is None:
-                return []
-            trial, tensors = found
-            flat = flatten(decode(trial["output"], tensors))
-            if blocks is None:
-                return flat
-            slots = _tensor_slots(desc)
-            if len(slots) != len(flat):
-                return []
-            return [
-                gather(t, blocks[k]) if isinstance(t, torch.Tensor) and k is not None and k < len(blocks) else t
-                for t, k in zip(flat, slots)
-            ]
-
-        return outputs
-
-    def _precise_trial(self, case: Case, seed: int) -> tuple[dict, list] | None:
-        key = (case.index, seed)
-        if key in self._precise_trials:
-            return self._precise_trials[key]
-        found: tuple[dict, list] | None = None
+    def _boot_precise(self) -> Worker:
+        worker = self._spec().start("reference", zygote=not self.options.deployed)
         try:
-            if self._precise is None:  # not from the warm pool: its booting workers are stopped while timing
-                self._precise = self._spec().start("reference", zygote=not self.options.deployed)
-                self._precise.wait_ready(self.options.startup_timeout_s)
-                self._precise.send(self._load_message(role="reference"))
-                ipc.expect(self._precise.receive(self.options.startup_timeout_s, "loading the task")[0], ipc.Loaded)
-            self._precise.send(
-                ipc.Reference(case=case.index, init_seed=self.init_seeds[case.index], seeds=[seed], precise=True)
-            )
-            reply, tensors = self._precise.receive(
-                self.options.case_timeout_s, f"the reference in float64 (case {case.name!r})"
-            )
-            trials = ipc.split_trials(ipc.expect(reply, ipc.Trials).trials, tensors)
-            found = trials[0] if len(trials) == 1 else None
-        except (WorkerError, HarnessError) as exc:
-            self.trace(f"case {case.name}: no float64 reference for seed {seed}: {exc}")
-            if self._precise is not None:
-                self._precise.close()
-                self._precise = None
-        self._precise_trials[key] = found
-        self.trace(f"case {case.name}: float64 reference for seed {seed}: {'computed' if found else 'none'}")
-        return found
+            worker.wait_ready(self.options.startup_timeout_s)
+            worker.send(self._load_message(role="reference"))
+            ipc.expect(worker.receive(self.options.startup_timeout_s, "loading the task")[0], ipc.Loaded)
+        except BaseException:
+            worker.close()
+            raise
+        return worker
 
     def _start_candidate(self) -> None:
         self._cand = self._worker()
@@ -620,16 +575,6 @@ class _Evaluation:
             hardware=hardware,
             cases=cases,
         )
-
-
-def _tensor_slots(desc: Any) -> list[int | None]:
-    """The tensor index of each leaf of an output description (``worker_common.encode``), None for a non-tensor
-    leaf: in the order ``flatten(decode(desc, ...))`` lists them."""
-    if isinstance(desc, dict) and "seq" in desc and isinstance(desc["seq"], list):
-        return [k for d in desc["seq"] for k in _tensor_slots(d)]
-    if isinstance(desc, dict) and isinstance(desc.get("t"), int):
-        return [desc["t"]]
-    return [None]
 
 
 def evaluate(

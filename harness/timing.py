@@ -76,6 +76,34 @@ def median_ci(samples: Sequence[float], z: float = 1.96) -> tuple[float, float]:
     return xs[lo], xs[hi]
 
 
+# The candidate's CPU while both workers prepare a measured unit's inputs (the same harness code on the same seeds):
+# in the lower median window at most this multiple of the reference worker's plus the slack (docs/harness-workers.md,
+# "Timing from outside, adaptively")
+PREPARE_SHARE = 3.0
+PREPARE_SLACK_NS = 500_000
+
+
+def prepare_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
+    """What the candidate used over the reference worker's in the prepare windows ((reference, candidate) CPU ns a
+    unit), when the lower median window is over PREPARE_SHARE x + PREPARE_SLACK_NS; None when within. The median,
+    because a precomputed result moves the median unit only when most units have one (an honest worker's odd window
+    with a garbage collection or a page-fault burst does not count, nor the larger of two); the share, because both
+    workers copy the same inputs at once and on a loaded machine their memory stalls differ (an honest candidate's
+    window reached 2.55x the reference's, 36.6 vs 14.3 ms)."""
+    if not windows:
+        return None
+    lower = (len(windows) - 1) // 2
+    if sorted(cand - PREPARE_SHARE * ref - PREPARE_SLACK_NS for ref, cand in windows)[lower] <= 0:
+        return None
+    ref, cand = (sorted(x)[lower] / 1e6 for x in zip(*windows))
+    each = ", ".join(f"({r / 1e6:.2f}, {c / 1e6:.2f})" for r, c in windows)
+    return (
+        f"the candidate's process used {cand:.2f} ms of CPU against the reference worker's {ref:.2f} ms in the median "
+        f"of {len(windows)} units (at most {PREPARE_SHARE:g}x + {PREPARE_SLACK_NS / 1e6:g} ms; each unit's "
+        f"(reference, candidate) ms: {each})"
+    )
+
+
 def relative_halfwidth(samples: Sequence[float]) -> float:
     """Half the width of ``median_ci`` divided by the median (inf when the median is 0)."""
     lo, hi = median_ci(samples)

@@ -78,7 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("the worker process", ["harness.worker"]),
     ("one worker process", ["harness.worker_process", "harness.zygote", "harness.zygote_client"]),
     ("worker pools", ["harness.worker_pool"]),
-    ("one case's timing loop", ["harness.case_timer"]),
+    ("one case's timing loop", ["harness.case_timer", "harness.precise_reference"]),
     ("evaluation", ["harness.eval_setup", "harness.evaluate", "harness.task_check"]),
     ("as deployed", ["harness.deployed"]),
     ("remote evaluation", ["harness.remote", "harness.serve.devices", "harness.serve.executor"]),
