@@ -499,46 +499,6 @@ def test_a_knob_value_no_record_measured_gets_the_optimistic_prior_only_one_knob
     assert sum(plan.choices[0].settings[k] != fast[k] for k in fast) == 1, plan.choices[0].settings
 
 
-def test_the_optimistic_prior_explores_from_the_defaults_only_where_this_operators_own_measurements_support_them():
-    """The prior widens a knob value nobody measured one knob from the incumbent, and from the defaults only while
-    the run measured them within ANCHOR_RATIO (1.5x) of its best: defaults measured far below the incumbent, or
-    skipped, are no point to explore from (group_norm: variance=welford on its defaults, 0.16x, was tried from an
-    incumbent of 1.22-1.51x, a severe regression). Fails where the defaults were always an anchor."""
-    from kope.agent.tuner.tuner import ANCHOR_RATIO, UNSEEN_SD
-
-    defaults = TEMPLATE.default_settings()
-    fast = {**defaults, "block": 16384}
-    grid = [
-        {**defaults, "unroll": u, "block": b, "schedule": s}
-        for u in (1, 2, 4)
-        for b in (1024, 4096, 16384)
-        for s in ("static", "dynamic", "guided")
-    ]
-    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
-    prior = 2 * 1.96 * UNSEEN_SD * 0.999
-    slow_defaults = [
-        record("run-b", 0, "opa", defaults, 0.6, own=True),
-        record("run-b", 1, "opa", fast, 1.28, own=True),
-    ]
-    skipped = [
-        record("run-b", 0, "opa", fast, 1.28, own=True),
-        record("run-b", 1, "opa", {**defaults, "unroll": 2}, 1.16, own=True),
-    ]
-    assert 1.28 > ANCHOR_RATIO * 0.6
-    for own in (slow_defaults, skipped):
-        tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
-        plan = first_plan("opa", own + memory, tried, fast)
-        assert not plan.fallback and plan.choices
-        poly = [c for c in plan.choices if c.settings["math"] == "poly"]
-        assert {**defaults, "math": "poly"} in [c.settings for c in poly]  # proposable, but without the prior
-        for c in poly:
-            near = sum(c.settings[k] != fast[k] for k in fast) <= 1
-            assert (math.log(c.high / c.low) >= prior) == near, (c.settings, c.low, c.high)
-        # the first choice besides the untried defaults (which go first where memory does not beat them)
-        first = next(c.settings for c in plan.choices if c.settings != defaults)
-        assert first == {**fast, "math": "poly"}, first
-
-
 def test_when_memory_is_set_aside_what_it_measured_three_times_slower_stays_ruled_out():
     """Memory set aside plans on this run's attempts alone, but a setting an operator with the same knobs measured
     >= 3x slower than its best is still never proposed (before, the plan without memory dropped the vetoes too)."""

@@ -21,8 +21,7 @@ the operator (the others stay at their defaults):
    by expected improvement over the incumbent times the probability of being
    correct (``acquisition``), where a setting with a knob value no memory record
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
-   model cannot know that value; only settings one knob from the incumbent get it, or from the defaults while the
-   run has not measured anything or measured them within ``ANCHOR_RATIO`` of its best), and the
+   model cannot know that value; only settings one knob from the defaults or the incumbent get it), and the
    untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
    point memory must beat) or every memory operator measured its own defaults at least 3x below its best (no
    prior point worth a step); before that, an initial design: the defaults,
@@ -66,9 +65,6 @@ UNSEEN_SD = math.log(4.0)  # the prior spread of a knob value no trusted record 
 TRUSTED = 0.5  # a memory operator trusted less (off by more than 2x here) no longer makes a knob value "known"
 MIN_EFFECTS = 2  # own attempts a memory operator must have predicted before its effects (not its level) are judged
 NOISE = math.log(1.05)  # the smallest own spread effects are judged against (measurement noise, ~5%)
-ANCHOR_RATIO = (
-    1.5  # the defaults stay a point the optimistic prior explores from while measured within this of the best
-)
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -239,22 +235,11 @@ class Tuner:
         return plan
 
     def _anchors(self, operator: str, own: Sequence[TuningRecord]) -> list[dict[str, Any]]:
-        """The points the optimistic prior explores one knob from: this operator's best measurement so far, and
-        the template's defaults before the run measured anything, or once it measured them within
-        ``ANCHOR_RATIO`` of that best. Defaults the run skipped (memory ruled them out) or measured far below its
-        best are not a point to explore from: a knob value nobody measured, changed on them, lands where neither
-        memory nor this operator's own measurements support it (group_norm: batch_norm never measured
-        ``variance=welford``; changed on group_norm's defaults it is 0.16x against incumbents of 1.22-1.51x, the most
-        frequent severe regression with memory in the fifth round's normalization bench)."""
-        defaults = self.space.pin(operator, {})
+        """This operator's own reference points: the template's defaults and its best measurement so far."""
+        anchors = [self.space.pin(operator, {})]
         best = max(own, key=lambda r: r.a or 0.0, default=None)
-        if best is None or not best.a:
-            return [defaults]
-        anchors = [self.space.pin(operator, best.settings)]
-        key = settings_key(defaults)
-        measured = [r.a for r in own if r.a and settings_key(self.space.pin(operator, r.settings)) == key]
-        if measured and ANCHOR_RATIO * max(measured) >= best.a and anchors[0] != defaults:
-            anchors.append(defaults)
+        if best is not None:
+            anchors.append(self.space.pin(operator, best.settings))
         return anchors
 
     def _defaults_far(self, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> bool:
