@@ -154,7 +154,24 @@ def _load_in_worker(path: Path, timeout_s: float, private: tuple[Path, ...] = ()
 
 # -- the payload: a Task as JSON, held-out cases included (it only travels between harness processes) --------------
 def _case_payload(case: Case) -> dict[str, Any]:
-    return {"index": case.index, "name": case.name, "params": case.params, "heldout": case.heldout}
+    # the parameters as [name, value] pairs, in the task's order: a case's shape is its integers in the order the
+    # task wrote them (kope.memory.shapes), and the disk cache writes sorted keys (harness.jsonfile), which would
+    # reorder a dict: a task loaded from the cache then had another shape than the same task loaded fresh, and a
+    # cost model that reads shapes proposed differently in the first run after a cache miss than in the next
+    return {
+        "index": case.index,
+        "name": case.name,
+        "params": [[k, v] for k, v in case.params.items()],
+        "heldout": case.heldout,
+    }
+
+
+def _case_params(value: Any) -> dict[str, Any]:
+    if not isinstance(value, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) for pair in value
+    ):
+        raise ValueError("case parameters are not a list of [name, value] pairs")
+    return {name: item for name, item in value}
 
 
 def task_payload(task: Task) -> dict[str, Any]:
@@ -182,7 +199,7 @@ def task_from_payload(data: dict[str, Any], path: Path) -> Task:
 
 def _task_from_payload(data: dict[str, Any], path: Path) -> Task:
     def cases(key: str) -> list[Case]:
-        return [Case(c["index"], c["name"], dict(c["params"]), bool(c["heldout"])) for c in data[key]]
+        return [Case(c["index"], c["name"], _case_params(c["params"]), bool(c["heldout"])) for c in data[key]]
 
     return Task(
         operator=data["operator"],

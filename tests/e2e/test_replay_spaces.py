@@ -208,3 +208,34 @@ def test_learning_regression_memory_does_not_lose_to_no_memory_on_reduction(kope
     print(f"steps to 90% per repeat (memory, no memory): {[(r['active'], r['no-memory']) for r in repeats]}")
     assert len(repeats) == 6
     assert memory <= 1.05 * alone, (memory / alone, repeats)
+
+
+def test_a_replay_with_memory_is_reproducible_after_a_harness_cache_miss_and_hit(kope_cli, neo4j_server, tmp_path):
+    """The same replayed runs with memory, twice (fresh namespaces, one fresh harness cache): the first loads the
+    tasks into the harness cache, the second reads them from it. A case's shape is its integers in the order the
+    task wrote them, and the cache used to store the case parameters as a dict written with sorted keys, so
+    tall_skinny_matmul's case (m, k, n) became (k, m, n) on a cache hit: the cost model, which reads shapes when
+    memory holds another operator's records, then predicted differently (here from tall_skinny_matmul's step 5
+    on), and the same replay bench gave other per-operator steps run to run (issue 34, sixth round)."""
+    cache = tmp_path / "harness-cache"
+    runs = []
+    for label in ("miss", "hit"):
+        namespace = f"replay-repro-{label}"
+        env = neo4j_server.env(
+            KOPE_NAMESPACE=namespace, KOPE_DATA_DIR=str(tmp_path / "data"), KOPE_HARNESS_CACHE=str(cache)
+        )
+        steps = []
+        for operator, budget in (("batched_matmul", "8"), ("tall_skinny_matmul", "6")):
+            proc = kope_cli(
+                "optimize", operator, "--proposer", "offline", "--cases", CASES, "--steps", budget,
+                "--evaluator", f"replay:{BENCH_SPACES}", "--out", str(tmp_path / "out" / namespace), "--json",
+                env=env, timeout=600,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            summary = json.loads(proc.stdout)
+            summary = summary[0] if isinstance(summary, list) else summary
+            steps.append([(operator, s["title"], s["speedup"], s["model"]) for s in summary["steps"]])
+        runs.append(steps)
+    miss, hit = runs
+    assert len(miss[1]) == 6 and any(step[3].get("memory_records") for step in miss[1])  # memory was used
+    assert miss == hit

@@ -97,6 +97,33 @@ def test_a_later_process_reads_the_loaded_task_from_the_disk_cache_until_the_fil
     assert len(marks.read_text().split()) == 3
 
 
+def test_case_parameters_keep_the_tasks_order_through_the_disk_cache(tmp_path, monkeypatch):
+    """A case's shape is its integers in the order the task wrote them (kope.memory.shapes): the cache writes its
+    JSON with sorted keys, so a task read back from it must still list (m, k, n) as m, k, n, as the fresh load does
+    (it listed them k, m, n, and a replay with memory gave other steps after a cache miss than after a hit)."""
+    from harness import task_loader
+    from kope.memory.shapes import case_shape
+
+    bare(monkeypatch)
+    monkeypatch.setenv("KOPE_HARNESS_CACHE", str(tmp_path / "cache"))
+    task_loader._loader_version.cache_clear()
+    path = tmp_path / "task.py"
+    path.write_text(
+        textwrap.dedent(TASK.format(prelude=""))
+        .replace("n = 64\n", 'n = 64\nm = 8\nk = 2\nDTYPE = "float32"\n')
+        .replace(
+            'CASES = [{"name": "n64", "n": 64}', 'CASES = [{"name": "n64", "n": 64, "m": 8, "k": 2, "DTYPE": "float32"}'
+        )
+    )
+    fresh = load_task_isolated(path)
+    monkeypatch.setattr(task_loader, "_cache", {})  # what a new process starts with: the disk cache
+    cached = load_task_isolated(path)
+    assert fresh is not cached
+    assert list(fresh.cases[0].params) == list(cached.cases[0].params) == ["n", "m", "k", "DTYPE"]
+    shape = case_shape(cached.cases[0].as_dict())
+    assert shape.dims == (64, 8, 2) and shape == case_shape(fresh.cases[0].as_dict())
+
+
 def test_task_code_does_not_see_credentials(tmp_path, monkeypatch):
     bare(monkeypatch)
     monkeypatch.setenv("KOPE_NEO4J_PASSWORD", "hunter2-secret")
