@@ -319,8 +319,7 @@ class CaseTimer:
                 sampler.collect()  # off the clock: the ring buffers emptied after every unit
         if who == "cand" and calls:  # as deployed its OpenMP threads spin on after the call, so the wall time the
             # CPU is bounded by runs to the clock's read (a starved parent read 7.3 ms of 2 threads in a 1.9 ms unit)
-            cpu = worker.cpu_ns() - cpu0
-            self._check_cpu(cpu, time.perf_counter_ns() - began)
+            self._check_cpu(worker.cpu_ns() - cpu0, time.perf_counter_ns() - began)
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
         if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed

@@ -261,7 +261,7 @@ def compare_tensor(
             bad = err > r.abs() * rtol + floor
             rule = f"rtol={rtol:g}, atol={atol:g} x RMS(ref)={scale:.3g}"
             if precise is not None and low_precision:
-                return precise_verdict(label, c, r, precise(), rtol, floor, rule, ref_finite)
+                return precise_verdict(label, c, r, precise(), rtol, floor, rule, err, bad, ref_finite)
             return _mismatch(label, bad, c, r, rule, err=err)
     return PASS
 
@@ -274,15 +274,15 @@ def precise_verdict(
     rtol: float,
     floor: float,
     rule: str,
+    err: torch.Tensor,
+    bad: torch.Tensor,
     ref_finite: torch.Tensor | None = None,
 ) -> Verdict:
     """A low-precision output that missed the default rule, judged against the reference recomputed in float64
     (``exact``): element i passes when |c - p| <= rtol |r| + floor + PRECISE_FACTOR x max(|r - p|, RMS(r - p)),
     p the float64 result and r the low-precision reference (docs/harness.md, "The reference's own accuracy").
     ``c`` and ``r`` as ``compare_tensor`` compared them (non-finite reference elements, already matched, zeroed
-    in both)."""
-    err = (c - r).abs()
-    bad = err > r.abs() * rtol + floor
+    in both), ``err`` and ``bad`` its errors and the elements outside the default rule."""
     if not isinstance(exact, torch.Tensor) or tuple(exact.shape) != tuple(r.shape) or not bool(torch.isfinite(c).all()):
         return _mismatch(label, bad, c, r, rule, err=err)
     p = exact.to(torch.float64)

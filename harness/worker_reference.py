@@ -155,6 +155,7 @@ class ReferenceWorker:
         out_tensors: list[torch.Tensor] = []
         for seed in request.seeds:
             inputs = [_upcast(x) for x in ring.inputs(module, seed, self.target.device, case.name)]
+            ring.recycle()  # its copies were upcast: the ring may reuse them (else it keeps every one it gave out)
             try:
                 with torch.no_grad():
                     out = self.target.run(model, inputs)
