@@ -279,9 +279,12 @@ class _Evaluation:
 
             check, name = syscall_check(trapped[0])
             names = sorted({syscall_check(n)[1] for n in trapped})
+            what = "system calls the sandbox forbids"
+            if check == "file_access":
+                what = "deletions or renames outside its scratch folder, refused"
             raise Stop(
                 f"cheat_detected:{check}",
-                f"while {doing} the candidate made system calls the sandbox forbids ({', '.join(names)}); "
+                f"while {doing} the candidate made {what} ({', '.join(names)}); "
                 f"the first was {name} (caught by the sandbox: seccomp)",
                 self.cand.output(),
             )

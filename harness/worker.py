@@ -308,7 +308,7 @@ def _start_role(request: Message, config: dict, fd_in: int, fd_out: int, report_
         if config.get("sandboxed"):
             from harness.seccomp import lock_down
 
-            lock_down(report_fd, spawn=bool(profile.get("spawn")))
+            lock_down(report_fd, spawn=bool(profile.get("spawn")), scratch=config.get("scratch", ""))
         apply_memory_limit(config)
         from harness.worker_candidate import CandidateWorker
 

@@ -110,6 +110,62 @@ def test_a_candidate_cannot_write_or_delete_outside_its_scratch_folder(tmp_path)
     assert victim.read_text() == "keep me" and not (tmp_path / "new.txt").exists()
 
 
+NATIVE_FILES = r"""
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+extern "C" int64_t delete_natively(int64_t path) { return unlink(reinterpret_cast<const char*>(path)); }
+extern "C" int64_t scratch_work(void) {  // what an honest kernel may do in its own temporary folder
+    const char* tmp = getenv("TMPDIR");
+    if (!tmp) return -1;
+    std::string a = std::string(tmp) + "/a", b = a + "2", d = a + "dir";
+    FILE* f = fopen(a.c_str(), "w");
+    if (!f) return -2;
+    fclose(f);
+    if (rename(a.c_str(), b.c_str()) || unlink(b.c_str()) || mkdir(d.c_str(), 0700) || rmdir(d.c_str())) return -3;
+    return 0;
+}
+"""
+
+
+def _c_string(text: str) -> str:
+    return f"torch.tensor(list({text!r}.encode()) + [0], dtype=torch.uint8)"
+
+
+def test_a_native_deletion_outside_scratch_is_refused_and_named(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    path = candidate(
+        tmp_path,
+        f"""
+        import torch
+        from harness.cpu import compile_cpp
+        _path = {_c_string(str(victim))}
+        ESCAPED = compile_cpp({NATIVE_FILES!r}).delete_natively(_path.data_ptr()) == 0
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    # blocked before issue 33 too (Landlock) but came back `correct`: C++ is not seen by the audit hook
+    assert outcome.error_kind == "cheat_detected:file_access", outcome.error_excerpt
+    assert "unlink" in outcome.error_excerpt and "seccomp" in outcome.error_excerpt
+    assert victim.read_text() == "keep me"
+
+
+def test_native_deletions_and_renames_in_its_own_scratch_are_accepted(tmp_path):
+    path = candidate(
+        tmp_path,
+        f"""
+        from harness.cpu import compile_cpp
+        ESCAPED = compile_cpp({NATIVE_FILES!r}).scratch_work() != 0
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
 def test_a_candidate_cannot_reach_the_network(tmp_path):
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
