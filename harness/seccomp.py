@@ -211,8 +211,8 @@ def lock_down(report_fd: int, spawn: bool = False, scratch: str = "") -> list[st
         raise SandboxSetupError("cannot install the SIGSYS reporter")
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     for check, names in TRAPPED.items():
-        if spawn and check == "process_spawn":
-            continue
+        if spawn and check in ("process_spawn", "file_access"):
+            continue  # a program it runs has no SIGSYS handler (exec resets it): a trapped deletion would kill it
         for name in names:
             # the reporter makes a deletion it allows again with `magic` in an argument the call does not use
             unused = {"unlinkat": 3, "renameat2": 5}.get(name)
@@ -223,8 +223,12 @@ def lock_down(report_fd: int, spawn: bool = False, scratch: str = "") -> list[st
     if not spawn:
         f.add_rule(sc.TRAP, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    # A candidate's own SIGSYS handler would hide what it tried: the filter kills the process instead.
-    f.add_rule(sc.KILL_PROCESS, "rt_sigaction", sc.Arg(0, sc.EQ, SIGSYS))
+    # A candidate's own SIGSYS handler would hide what it tried: the filter kills the process instead (asking
+    # what the handler is, with no new one, is harmless). Not under `spawn`: a subprocess's child resets every
+    # handler before its exec (Python's does), which would kill it; there a replaced handler loses the reports
+    # (a trapped call still does not run, and one without a handler ends the worker: sandbox_escape).
+    if not spawn:
+        f.add_rule(sc.KILL_PROCESS, "rt_sigaction", sc.Arg(0, sc.EQ, SIGSYS), sc.Arg(1, sc.NE, 0))
     f.set_attr(sc.Attr.CTL_TSYNC, 1)
     f.load()
     return ["seccomp"]

@@ -114,3 +114,70 @@ def test_deletions_and_renames_outside_scratch_are_refused_and_named(tmp_path):
     assert all(v == (-1, 13) for v in results.values()), results  # EACCES, what Landlock answers
     assert len(reported) == len(results) and {"unlink", "unlinkat", "rename"} <= set(reported), reported
     assert victim.read_text() == "keep me" and (scratch / "mine").exists() and not (outside / "planted").exists()
+
+
+def test_the_spawn_profile_leaves_deletions_to_the_programs_it_runs(tmp_path):
+    """Triton's GPU profile lets the worker run compilers; after exec they have no SIGSYS handler, so a trapped
+    deletion (a compiler removing its temporary files) would kill them: deletions are not trapped there."""
+    import subprocess
+
+    from harness.seccomp import lock_down
+
+    victim = tmp_path / "tmpfile"
+    victim.write_text("x")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(r)
+            lock_down(w, spawn=True, scratch=str(tmp_path / "scratch"))
+            code = subprocess.run(["rm", str(victim)], check=False).returncode
+        finally:
+            os._exit(code)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    os.close(r)
+    assert os.waitstatus_to_exitcode(status) == 0 and not victim.exists()
+
+
+def _status_after(body, spawn: bool = False) -> int:
+    from harness.seccomp import lock_down
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(r)
+            lock_down(w, spawn=spawn)
+            code = body()
+        finally:
+            os._exit(code)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    os.close(r)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_replacing_the_reporter_ends_the_process_but_asking_for_it_does_not():
+    import signal
+
+    def ask():
+        old = ctypes.create_string_buffer(256)  # a struct sigaction, larger than needed
+        return ctypes.CDLL(None, use_errno=True).sigaction(signal.SIGSYS, None, old)
+
+    def replace():
+        signal.signal(signal.SIGSYS, signal.SIG_IGN)
+        return 0
+
+    assert _status_after(ask) == 0
+    assert _status_after(replace) == -signal.SIGSYS
+    # under `spawn` a subprocess's child resets every handler before exec: that must not end it
+    assert _status_after(lambda: subprocess_rc(["true"]), spawn=True) == 0
+
+
+def subprocess_rc(cmd: list[str]) -> int:
+    import subprocess
+
+    return subprocess.run(cmd, check=False).returncode
