@@ -19,6 +19,7 @@ import torch
 from harness import ipc
 from harness.compare import Precise
 from harness.errors import ReferenceFailedError
+from harness.guards import unseal
 from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
 from harness.targets.base import Target
@@ -136,7 +137,7 @@ class CaseTimer:
         # (reference's, candidate's) CPU in each measured unit's prepare window, from the request to both replies
         self.prepared: list[tuple[int, int]] = []
         self.prep_open: tuple[int, int] | None = None
-        self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal)
+        self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal; unseal at fetch)
         self.remote = ev.remote_reads()
         self.staging = ev.staging
         # the ring's keys (get_inputs under each, in both workers), drawn at random per case; every timed call's
@@ -170,13 +171,16 @@ class CaseTimer:
         if self.remote:
             try:
                 got = self._both(ipc.Fetch(remote=True))
+                self.sealed = unseal(self.sealed, ipc.expect(got["cand"][0], ipc.Fetched).items)
                 specs = {who: ipc.expect(reply, ipc.Fetched).remote for who, (reply, _) in got.items()}
                 blocks = self._blocks(specs["ref"], specs["cand"])
                 return {who: (got[who][0], self._read_remote(who, specs[who], blocks)) for who in got}, blocks
             except RemoteUnavailable as exc:  # both replies were read; both workers still hold their outputs
                 self.remote = False
                 self.ev.trace(f"remote fetch unavailable, outputs through the pipes: {exc}")
-        return self._both(ipc.Fetch()), None
+        got = self._both(ipc.Fetch())
+        self.sealed = unseal(self.sealed, ipc.expect(got["cand"][0], ipc.Fetched).items)
+        return got, None
 
     def _blocks(self, specs: Any, theirs: Any) -> list | None:
         """The blocks of each timed output read and compared (``remote_memory.sample_blocks``), drawn after the unit
@@ -311,7 +315,7 @@ class CaseTimer:
             sampler.enable()
         start = time.perf_counter_ns()
         try:
-            self._ask(who, ipc.Go())
+            went = self._ask(who, ipc.Go())[0]
         finally:
             elapsed = time.perf_counter_ns() - start
             if sampler is not None:
@@ -322,8 +326,10 @@ class CaseTimer:
             self._check_cpu(worker.cpu_ns() - cpu0, time.perf_counter_ns() - began)
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
-        if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
-            self.sealed = ipc.expect(self._ask("cand", ipc.Seal())[0], ipc.Sealed).sealed
+        if (
+            who == "cand"
+        ):  # random elements of its outputs, sealed inside go right after its calls (harness.guards.seal)
+            self.sealed = ipc.expect(went, ipc.Went).sealed
         return elapsed
 
     @staticmethod
@@ -566,7 +572,7 @@ class CaseTimer:
             self.outputs_per_call = count_tensors(ref.items[0].get("output"))
         changed = sealed_mismatch(self.sealed, cand_tensors)  # sealed right after its timed calls returned
         if changed is not None:
-            result.error = f"timed calls: {changed} (random elements sealed right after the call, read at fetch)"
+            result.error = f"timed calls: {changed} (random elements sealed inside the timed request right after its calls, read at fetch)"
             raise Stop(
                 "cheat_detected:lazy_output",
                 f"case {self.case.name!r}: {result.error}: the work must finish inside forward",

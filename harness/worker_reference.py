@@ -69,7 +69,8 @@ class ReferenceWorker:
                 self.timer.prepare(self._module, model_tensors(self._model), request.seeds, case.name)
                 return ipc.Done(), []
             if isinstance(request, ipc.Go):
-                return ipc.Went(n=self.timer.go(self._model)), []
+                n, sealed = self.timer.go(self._model)  # sealed like the candidate's (same cost), not used
+                return ipc.Went(n=n, sealed=sealed), []
             if isinstance(request, ipc.Calibrate):
                 calls, outputs = self.timer.honest_dispatch(request.cpu_ms)
                 return ipc.Calibrated(calls=calls, outputs=outputs), []
