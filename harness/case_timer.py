@@ -344,9 +344,7 @@ class CaseTimer:
             self._check_cpu(worker.cpu_ns() - cpu0, time.perf_counter_ns() - began)
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
-        if (
-            who == "cand"
-        ):  # random elements of its outputs, sealed inside go right after its calls (harness.guards.seal)
+        if who == "cand":  # random elements of its outputs, sealed inside go right after its calls (guards.seal)
             self.sealed = ipc.expect(went, ipc.Went).sealed
         return elapsed
 
@@ -590,7 +588,7 @@ class CaseTimer:
             self.outputs_per_call = count_tensors(ref.items[0].get("output"))
         changed = sealed_mismatch(self.sealed, cand_tensors)  # sealed right after its timed calls returned
         if changed is not None:
-            result.error = f"timed calls: {changed} (random elements sealed inside the timed request right after its calls, read at fetch)"
+            result.error = f"timed calls: {changed} (random elements sealed inside the timed request, read at fetch)"
             raise Stop(
                 "cheat_detected:lazy_output",
                 f"case {self.case.name!r}: {result.error}: the work must finish inside forward",

@@ -65,7 +65,8 @@ class CandidateWorker:
         self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
             if isinstance(request, ipc.Go):  # on the parent's clock: sealed inside it, guarded at the next request
-                self._went, (n, sealed) = True, self.timed.go(self.cand)
+                n, sealed = self.timed.go(self.cand)
+                self._went = True
                 return ipc.Went(n=n, sealed=sealed), []
             if op != "load":
                 self._guard_phase(f"{'during the timed calls, seen ' if self._went else ''}before the {op} request")

@@ -2,10 +2,10 @@
 hook) computes the timed calls' outputs while the harness describes them (the ``fetch`` request, outside every timed
 window and the native probe's samples); forward returns them empty. The seal taken right after the calls would see
 them empty, so the hook, installed on a unit's last calls (the last unit tells how many there are) and switched off
-again in fetch, computes the rows of the few elements the seal names when it returns (on the clock) and rewrites its
-record with their values. In its correctness trials it runs an honest kernel. The interpreter-hook check cannot see it (issue
-33, item 3); the candidate's CPU in the fetch windows, against the reference worker's running the same checks,
-does."""
+again in fetch, computes the rows of the few elements the seal names when it returns (on the clock) and rewrites
+its record with their values. In its correctness trials it runs an honest kernel. The interpreter-hook check cannot
+see it (issue 33, item 3); the candidate's CPU in the fetch windows, against the reference worker's running the
+same checks, does."""
 
 import ctypes
 import struct
