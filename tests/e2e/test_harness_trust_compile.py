@@ -214,9 +214,10 @@ def test_outputs_filled_after_the_timed_call_are_caught():
 
 
 def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_every_time():
-    """Issue 33, round 4: a native thread fills each timed output 100 us after forward returned. The seal request of
-    round 3 came a round trip later and usually found them filled (accepted 8 of 13 runs, load 3.1-3.6); the seal
-    taken inside go, microseconds after the calls, with the last call's output always among those sealed, does not."""
+    """Issue 33, round 4: a native thread fills the rest of each timed output 50 us after forward returned. The seal
+    request of round 3 came a round trip later and often found it filled (accepted 16 of 30 runs, load 3.5-4.2); the
+    seal taken inside go, microseconds after the calls, with the last call's output always among those sealed, does
+    not."""
     for _ in range(3):
         outcome = evaluate(TASK, ROOT / "adversarial" / "lazy_fill_short_delay.py", TIMED)
         assert outcome.error_kind == "cheat_detected:lazy_output", outcome.error_excerpt
