@@ -24,6 +24,8 @@ import torch
 import torch.utils._python_dispatch as _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from harness.worker_common import flat_tensors
+
 # torch's C dispatch-mode stack, read through the functions as they were when the harness was imported (a
 # candidate that replaces torch._C's attributes later does not change these)
 _stack_len = torch._C._len_torch_dispatch_stack
@@ -486,7 +488,7 @@ def seal(outputs: list[Any]) -> list[dict[str, Any]]:
     drawn = np.frombuffer(os.urandom(8 * SEAL_CALLS), np.uint64) % len(outputs)
     out: list[dict[str, Any]] = []
     for call in sorted({len(outputs) - 1, *drawn[1:].tolist()}, reverse=True):
-        for k, t in enumerate(_tensors(outputs[call])):
+        for k, t in enumerate(flat_tensors(outputs[call])):
             if t.is_complex() or t.element_size() not in _INTS or not t.numel():
                 out.append({"call": call, "k": k, "at": "", "bits": ""})
                 continue
@@ -499,12 +501,6 @@ def seal(outputs: list[Any]) -> list[dict[str, Any]]:
                 got = raw.reshape(-1)[torch.from_numpy(at.astype(np.int64)).to(raw.device)].cpu().numpy()
             out.append({"call": call, "k": k, "at": at.tobytes().hex(), "bits": got.tobytes().hex()})
     return out
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    return [value] if isinstance(value, torch.Tensor) else []
 
 
 def unseal(sealed: Any, items: Any) -> Any:
