@@ -19,11 +19,12 @@ import torch
 from harness import ipc
 from harness.compare import Precise
 from harness.errors import ReferenceFailedError
+from harness.guards import unseal
 from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
 from harness.targets.base import Target
 from harness.task import Case, Task
-from harness.timing import prepare_overrun
+from harness.timing import fetch_overrun, prepare_overrun
 from harness.worker_process import Worker
 from harness.worker_timed import RING_KEY_BITS, ring_seed
 
@@ -136,7 +137,8 @@ class CaseTimer:
         # (reference's, candidate's) CPU in each measured unit's prepare window, from the request to both replies
         self.prepared: list[tuple[int, int]] = []
         self.prep_open: tuple[int, int] | None = None
-        self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal)
+        self.fetches: list[tuple[int, int]] = []  # the same in each measured unit's fetch window
+        self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal; unseal at fetch)
         self.remote = ev.remote_reads()
         self.staging = ev.staging
         # the ring's keys (get_inputs under each, in both workers), drawn at random per case; every timed call's
@@ -167,16 +169,22 @@ class CaseTimer:
     def _fetch_both(self) -> tuple[dict[str, tuple[ipc.Reply, list]], Any]:
         """Both workers' outputs of the unit just timed: the blocks of each output drawn now (``_blocks``) read out
         of their memory where the kernel allows it (``harness.remote_memory``), else whole through their pipes."""
+        before = self._cpu_both()
         if self.remote:
             try:
                 got = self._both(ipc.Fetch(remote=True))
+                self._close_fetch(before)
+                self.sealed = unseal(self.sealed, ipc.expect(got["cand"][0], ipc.Fetched).items)
                 specs = {who: ipc.expect(reply, ipc.Fetched).remote for who, (reply, _) in got.items()}
                 blocks = self._blocks(specs["ref"], specs["cand"])
                 return {who: (got[who][0], self._read_remote(who, specs[who], blocks)) for who in got}, blocks
             except RemoteUnavailable as exc:  # both replies were read; both workers still hold their outputs
                 self.remote = False
                 self.ev.trace(f"remote fetch unavailable, outputs through the pipes: {exc}")
-        return self._both(ipc.Fetch()), None
+        got = self._both(ipc.Fetch())
+        self._close_fetch(before)
+        self.sealed = unseal(self.sealed, ipc.expect(got["cand"][0], ipc.Fetched).items)
+        return got, None
 
     def _blocks(self, specs: Any, theirs: Any) -> list | None:
         """The blocks of each timed output read and compared (``remote_memory.sample_blocks``), drawn after the unit
@@ -256,8 +264,15 @@ class CaseTimer:
                 seeds.append(seed)
         return seeds
 
+    def _cpu_both(self) -> tuple[int, int]:
+        return self.workers["ref"].cpu_ns(), self.workers["cand"].cpu_ns()
+
+    def _close_fetch(self, before: tuple[int, int]) -> None:
+        """One fetch window: (reference's, candidate's) CPU from before the request to after both replies."""
+        self.fetches.append((self.workers["ref"].cpu_ns() - before[0], self.workers["cand"].cpu_ns() - before[1]))
+
     def _open_prepare(self) -> None:
-        self.prep_open = (self.workers["ref"].cpu_ns(), self.workers["cand"].cpu_ns())
+        self.prep_open = self._cpu_both()
 
     def _close_prepare(self) -> None:
         if self.prep_open is not None:
@@ -276,17 +291,24 @@ class CaseTimer:
             self.used_seeds.update(seeds)
             self._both(self._prepare_message(seeds))
 
-    def _judge_prepare(self) -> None:
-        """The candidate's CPU while both workers prepared the same inputs (``harness.timing.prepare_overrun``)."""
+    def _judge_untimed(self) -> None:
+        """The candidate's CPU while both workers prepared the same inputs (``harness.timing.prepare_overrun``) and
+        while they described their outputs (``fetch_overrun``)."""
         if not self.ev.target.check_native_threads or self.ev.options.deployed:
             return
-        overrun = prepare_overrun(self.prepared)
-        if overrun is not None:
-            raise Stop(
-                "cheat_detected:background_work",
-                f"case {self.case.name!r}: while both workers prepared a timed unit's inputs (the same harness code on "
-                f"the same seeds) {overrun}: work done off the clock (process CPU clocks, read by the harness)",
-            )
+        for overrun, where in (
+            (
+                prepare_overrun(self.prepared),
+                "prepared a timed unit's inputs (the same harness code on the same seeds)",
+            ),
+            (fetch_overrun(self.fetches), "described a timed unit's outputs (fetch: the same checks on both)"),
+        ):
+            if overrun is not None:
+                raise Stop(
+                    "cheat_detected:background_work",
+                    f"case {self.case.name!r}: while both workers {where} {overrun}: work done off the clock "
+                    "(process CPU clocks, read by the harness)",
+                )
 
     def _prepare_message(self, seeds: list[int]) -> ipc.Prepare:
         return ipc.Prepare(case=self.case.index, init_seed=self.ev.init_seeds[self.case.index], seeds=seeds)
@@ -311,7 +333,7 @@ class CaseTimer:
             sampler.enable()
         start = time.perf_counter_ns()
         try:
-            self._ask(who, ipc.Go())
+            went = self._ask(who, ipc.Go())[0]
         finally:
             elapsed = time.perf_counter_ns() - start
             if sampler is not None:
@@ -322,8 +344,8 @@ class CaseTimer:
             self._check_cpu(worker.cpu_ns() - cpu0, time.perf_counter_ns() - began)
         elif watch:
             self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
-        if who == "cand":  # off the clock and the sampler: its guards, and random elements of its outputs sealed
-            self.sealed = ipc.expect(self._ask("cand", ipc.Seal())[0], ipc.Sealed).sealed
+        if who == "cand":  # random elements of its outputs, sealed inside go right after its calls (guards.seal)
+            self.sealed = ipc.expect(went, ipc.Went).sealed
         return elapsed
 
     @staticmethod
@@ -442,7 +464,7 @@ class CaseTimer:
             self._close_prepare()
             seeds = following
         self._judge_samples()  # after the measured units, whose outputs were compared first
-        self._judge_prepare()
+        self._judge_untimed()
         from harness.timing import median_ci
 
         result.ref_ms = TimingStats.from_samples(self.samples["ref"], median_ci(self.samples["ref"]))
@@ -566,7 +588,7 @@ class CaseTimer:
             self.outputs_per_call = count_tensors(ref.items[0].get("output"))
         changed = sealed_mismatch(self.sealed, cand_tensors)  # sealed right after its timed calls returned
         if changed is not None:
-            result.error = f"timed calls: {changed} (random elements sealed right after the call, read at fetch)"
+            result.error = f"timed calls: {changed} (random elements sealed inside the timed request, read at fetch)"
             raise Stop(
                 "cheat_detected:lazy_output",
                 f"case {self.case.name!r}: {result.error}: the work must finish inside forward",

@@ -9,7 +9,6 @@ import builtins
 import gc
 import hashlib
 import os
-import random
 import re
 import sys
 import threading
@@ -20,9 +19,12 @@ from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import Any
 
+import numpy as np
 import torch
 import torch.utils._python_dispatch as _python_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from harness.worker_common import flat_tensors
 
 # torch's C dispatch-mode stack, read through the functions as they were when the harness was imported (a
 # candidate that replaces torch._C's attributes later does not change these)
@@ -460,38 +462,71 @@ def digest(values: list[Any]) -> str:
 
 # -- outputs filled after the timed call (the seal) ----------------------------------------------------
 
-# Kept small: every unit pays for it off the clock, and fewer units fit in a case's wall-time budget (with 64
-# outputs and 2048 elements per unit, ~5 ms a unit, the native probe's minimum sample count was missed under load)
-SAMPLES_PER_UNIT = 256  # elements sampled from a timed unit's outputs, at least 8 per tensor sealed
-TENSORS_PER_UNIT = 8  # outputs sealed per unit at most (chosen at random: a unit of fast calls has thousands)
+# Kept small: the seal is taken inside the timed request (both workers alike, ~4-5 us of CPU a sealed tensor), and
+# every unit pays for it (with 64 outputs and 2048 elements per unit, ~5 ms a unit, fewer units fit in a case's budget)
+SEAL_CALLS = 4  # timed calls whose outputs are sealed per unit: the last one and up to three drawn at random
+SEAL_ELEMENTS = 32  # elements sealed per output tensor
+_INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor | None:
     """``t`` flattened as raw integers of its element size (NaN-safe), None where there is none."""
-    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-    if t.is_complex() or t.element_size() not in ints:
+    if t.is_complex() or t.element_size() not in _INTS:
         return None
-    return t.detach().reshape(-1).view(ints[t.element_size()])
+    return t.detach().reshape(-1).view(_INTS[t.element_size()])
 
 
-def seal(tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
-    """Random elements of random tensors (all of them up to ``TENSORS_PER_UNIT``), chosen now, so that a candidate
-    cannot know which ones to have ready: ``{"i": tensor index, "at": positions, "bits": raw values}`` each, for
-    ``sealed_mismatch`` to check later. A candidate that leaves a fraction f of its outputs for later is caught with
-    probability 1 - (1 - f)^8 or more per unit, and every timed case has several units."""
-    rng = random.Random(os.urandom(16))
-    chosen = sorted(rng.sample(range(len(tensors)), min(len(tensors), TENSORS_PER_UNIT)))
-    per = max(8, SAMPLES_PER_UNIT // max(1, len(chosen)))
+def seal(outputs: list[Any]) -> list[dict[str, Any]]:
+    """Random elements of the outputs of a unit's last call and of up to SEAL_CALLS - 1 calls drawn at random, chosen
+    now from fresh randomness (inside the ``go`` request, microseconds after the calls returned: a candidate cannot
+    know them in advance nor fill its outputs in between): ``{"call", "k" (tensor of its output), "at", "bits"}``,
+    positions and raw values in hex (cheap to send: this is on the parent's clock, in both workers alike), for
+    ``unseal`` and ``sealed_mismatch``. An output left a fraction f unfilled is caught with probability
+    1 - (1 - f)^SEAL_ELEMENTS when sealed; the last call's always is."""
+    if not outputs:
+        return []
+    drawn = np.frombuffer(os.urandom(8 * SEAL_CALLS), np.uint64) % len(outputs)
     out: list[dict[str, Any]] = []
-    for i in chosen:
-        t = tensors[i]
-        bits = _bits(t)
-        if bits is None or t.numel() == 0:
-            out.append({"i": i, "at": [], "bits": []})
-            continue
-        at = [rng.randrange(t.numel()) for _ in range(min(t.numel(), per))]
-        out.append({"i": i, "at": at, "bits": bits[torch.tensor(at, device=t.device)].cpu().tolist()})
+    for call in sorted({len(outputs) - 1, *drawn[1:].tolist()}, reverse=True):
+        for k, t in enumerate(flat_tensors(outputs[call])):
+            if t.is_complex() or t.element_size() not in _INTS or not t.numel():
+                out.append({"call": call, "k": k, "at": "", "bits": ""})
+                continue
+            raw = t.detach().view(_INTS[t.element_size()])  # a view, whatever the strides (no copy on the clock)
+            at = np.frombuffer(os.urandom(8 * SEAL_ELEMENTS), np.uint64) % t.numel()
+            if raw.device.type == "cpu":
+                a = raw.numpy()
+                got = a[np.unravel_index(at, a.shape)] if a.ndim else a.reshape(1)[at]
+            else:
+                got = raw.reshape(-1)[torch.from_numpy(at.astype(np.int64)).to(raw.device)].cpu().numpy()
+            out.append({"call": call, "k": k, "at": at.tobytes().hex(), "bits": got.tobytes().hex()})
     return out
+
+
+def unseal(sealed: Any, items: Any) -> Any:
+    """``seal``'s record as ``sealed_mismatch`` reads it: ``{"i": index among the fetched tensors, "at": [positions],
+    "bits": [raw values]}``, the index found in the fetched items' descriptions of each call's output; an entry that
+    does not decode stays as it came (``sealed_mismatch`` names it malformed)."""
+    if not isinstance(sealed, list) or not isinstance(items, list):
+        return sealed
+    out: list[Any] = []
+    for entry in sealed:
+        try:
+            at = np.frombuffer(bytes.fromhex(entry["at"]), np.uint64).astype(np.int64)
+            raw = bytes.fromhex(entry["bits"])
+            kind = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[len(raw) // len(at)] if len(at) else np.uint8
+            index = _tensor_ids(items[entry["call"]]["output"])[entry["k"]]
+            out.append({"i": index, "at": at.tolist(), "bits": np.frombuffer(raw, kind).tolist()})
+        except (KeyError, IndexError, TypeError, ValueError):
+            out.append(entry)
+    return out
+
+
+def _tensor_ids(encoded: Any) -> list[Any]:
+    """The indices of the tensors of one call's output, in order (``harness.worker_common.encode``'s description)."""
+    if isinstance(encoded, dict):
+        return [encoded["t"]] if "t" in encoded else [t for v in encoded.get("seq", []) for t in _tensor_ids(v)]
+    return []
 
 
 def sealed_mismatch(sealed: Any, tensors: list[torch.Tensor]) -> str | None:

@@ -251,11 +251,6 @@ class Calibrate(Message):
 
 
 @dataclass
-class Seal(Message):
-    kind: ClassVar[str] = "seal"
-
-
-@dataclass
 class Fetch(Message):
     kind: ClassVar[str] = "fetch"
     remote: bool | None = None
@@ -346,8 +341,12 @@ class Done(Message):
 
 @dataclass
 class Went(Message):
+    """The reply to ``go``: the calls made, and random elements of their outputs sealed right after them
+    (``harness.guards.seal``)."""
+
     kind: ClassVar[str] = "went"
     n: int
+    sealed: Any = None
 
 
 @dataclass
@@ -357,12 +356,6 @@ class Calibrated(Message):
     kind: ClassVar[str] = "calibrated"
     calls: int
     outputs: int
-
-
-@dataclass
-class Sealed(Message):
-    kind: ClassVar[str] = "sealed"
-    sealed: Any
 
 
 @dataclass
@@ -406,10 +399,10 @@ class ZygoteState(Message):
 
 
 M = TypeVar("M", bound=Message)
-Request = Load | Reference | TimeReference | Run | Prepare | Go | Calibrate | Seal | Fetch | Exit
-Reply = Failed | Loaded | Trials | Times | Done | Went | Calibrated | Sealed | Fetched
+Request = Load | Reference | TimeReference | Run | Prepare | Go | Calibrate | Fetch | Exit
+Reply = Failed | Loaded | Trials | Times | Done | Went | Calibrated | Fetched
 REQUESTS: dict[str, type[Message]] = {
-    c.kind: c for c in (Load, Reference, TimeReference, Run, Prepare, Go, Calibrate, Seal, Fetch, Exit)
+    c.kind: c for c in (Load, Reference, TimeReference, Run, Prepare, Go, Calibrate, Fetch, Exit)
 }
 GREETINGS: dict[str, type[Message]] = {c.kind: c for c in (Ready, BootFailed)}
 REPLIES: dict[str, type[Message]] = {  # the reply a request of each kind gets when it succeeds
@@ -420,7 +413,6 @@ REPLIES: dict[str, type[Message]] = {  # the reply a request of each kind gets w
     "prepare": Done,
     "go": Went,
     "calibrate": Calibrated,
-    "seal": Sealed,
     "fetch": Fetched,
 }
 _OPAQUE = (CompileRequest, CompileReply)  # one field, ``body``: the header itself (less ``op``)

@@ -222,3 +222,23 @@ class CudaTimer:
         self.end.record()
         torch.cuda.synchronize()
         return self.start.elapsed_time(self.end), out
+
+
+FETCH_SHARE = 2.0  # the fetch windows' bound (fetch_overrun): at most this times the reference worker's CPU
+FETCH_SLACK_NS = 500_000  # ... plus this, in the lower median unit
+
+
+def fetch_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
+    """What the candidate used over the reference worker's in the fetch windows ((reference, candidate) CPU ns a unit,
+    from the ``fetch`` request to both replies), when the lower median window is over FETCH_SHARE x + FETCH_SLACK_NS;
+    None when within. The reference worker runs the candidate worker's checks of that window on its own outputs
+    (``harness.worker_reference``), so both cost alike (0.9-1.0x measured, idle); the lower median as in
+    ``prepare_overrun``, a smaller share because the window holds no large copies (whose memory stalls differ)."""
+    lower = (len(windows) - 1) // 2
+    if not windows or sorted(c - FETCH_SHARE * r - FETCH_SLACK_NS for r, c in windows)[lower] <= 0:
+        return None
+    ref, cand = (sorted(x)[lower] / 1e6 for x in zip(*windows))
+    return (
+        f"the candidate's process used {cand:.2f} ms of CPU against the reference worker's {ref:.2f} ms in the median "
+        f"of {len(windows)} units (at most {FETCH_SHARE:g}x + {FETCH_SLACK_NS / 1e6:g} ms)"
+    )

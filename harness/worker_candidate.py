@@ -1,6 +1,6 @@
 """The candidate worker: loads the candidate, runs it under the run-time guards, times it.
 
-Its requests (``load``, ``run``, ``prepare``/``go``/``seal``/``fetch``), the order of the guards after each forward and
+Its requests (``load``, ``run``, ``prepare``/``go``/``fetch``), the order of the guards after each forward and
 how every phase is guarded: docs/harness-workers.md, "One worker process, and the requests it answers".
 """
 
@@ -34,7 +34,6 @@ from harness.guards import (
     prime,
     python_threads,
     same_bits,
-    seal,
 )
 from harness.ipc import Message, Reply
 from harness.op_watch import OpWatch
@@ -59,17 +58,19 @@ class CandidateWorker:
         self.task: Task | None = None
         self._case: tuple[int, int] | None = None
         self._hooks = hooks()  # the interpreter's hooks before any candidate code (harness.guards.hooks)
+        self._went = False  # a go request came since the last check
 
     def handle(self, request: Message, tensors: list) -> tuple[Reply, list]:
         op = request.kind
         self.phase = {"load": "load", "run": "run"}.get(op, "time")
         try:
-            if isinstance(request, ipc.Go):  # on the parent's clock: guarded by the seal request that follows it
-                return ipc.Went(n=self.timed.go(self.cand)), []
-            if isinstance(request, ipc.Seal):
-                return self.seal()
+            if isinstance(request, ipc.Go):  # on the parent's clock: sealed inside it, guarded at the next request
+                n, sealed = self.timed.go(self.cand)
+                self._went = True
+                return ipc.Went(n=n, sealed=sealed), []
             if op != "load":
-                self._guard_phase(f"before the {op} request")
+                self._guard_phase(f"{'during the timed calls, seen ' if self._went else ''}before the {op} request")
+                self._went = False
             result = self._dispatch(request)
             if result is not None and not isinstance(result[0], ipc.Failed):
                 self._guard_phase(f"during the {op} request")
@@ -91,15 +92,6 @@ class CandidateWorker:
         if isinstance(request, ipc.Fetch):
             return self.fetch(bool(request.remote))
         return None
-
-    def seal(self) -> tuple[Reply, list]:
-        """The ``seal`` request, sent by the parent right after each ``go`` reply (its clock and the native
-        sampler stopped): the hooks and audit records are checked and random elements of the timed outputs sealed
-        (``harness.guards.seal``); the parent checks them against the outputs it reads at ``fetch``
-        (``lazy_output``: outputs filled after the timed call returned)."""
-        self._guard_phase("during the timed calls")
-        _, tensors = self.timed.fetch()
-        return ipc.Sealed(sealed=seal(tensors)), []
 
     def _guard_phase(self, where: str) -> None:
         """Hooks as before the candidate was imported; nothing recorded that no phase does."""

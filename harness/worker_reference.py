@@ -13,7 +13,7 @@ import torch
 from harness import ipc
 from harness.compare import degenerate_reason
 from harness.errors import HarnessError
-from harness.guards import aliases, digest
+from harness.guards import PatchSnapshot, aliases, child_processes, digest, python_threads
 from harness.index_check import index_extras
 from harness.ipc import Message, Reply
 from harness.targets import get_target
@@ -35,6 +35,7 @@ class ReferenceWorker:
         self._case: tuple[int, int] | None = None
         self._model: Any = None
         self._module: Any = None
+        self.mirror: PatchSnapshot | None = None  # _mirror_guards's
         self._precise_case: tuple[tuple[int, int], Any, Any, InputRing] | None = None  # ``precise``'s model, ring
 
     @property
@@ -69,11 +70,13 @@ class ReferenceWorker:
                 self.timer.prepare(self._module, model_tensors(self._model), request.seeds, case.name)
                 return ipc.Done(), []
             if isinstance(request, ipc.Go):
-                return ipc.Went(n=self.timer.go(self._model)), []
+                n, sealed = self.timer.go(self._model)  # sealed like the candidate's (same cost), not used
+                return ipc.Went(n=n, sealed=sealed), []
             if isinstance(request, ipc.Calibrate):
                 calls, outputs = self.timer.honest_dispatch(request.cpu_ms)
                 return ipc.Calibrated(calls=calls, outputs=outputs), []
             if isinstance(request, ipc.Fetch):
+                self._mirror_guards()
                 items, tensors = self.timer.fetch()
                 for item, inputs in zip(items, self.timer.inputs):  # index outputs: judged by what they point at
                     item.update(index_extras(self.task, self._module, inputs, tensors))
@@ -86,6 +89,16 @@ class ReferenceWorker:
         except Exception as exc:  # the task's own code failed somewhere we did not wrap
             return ipc.Failed(reference_failed=f"{type(exc).__name__}: {exc}"), []
         return ipc.Failed(reference_failed=f"unknown request {request.kind!r}"), []
+
+    def _mirror_guards(self) -> None:
+        """The candidate worker's checks at ``fetch`` (leftovers, aliases, patches), run here on this unit and their
+        findings dropped: both workers' fetch windows then cost alike, and the parent bounds the candidate's CPU in
+        them against this worker's (``harness.timing.fetch_overrun``)."""
+        if self.mirror is None:
+            self.mirror = PatchSnapshot()
+        python_threads(), child_processes(), self.mirror.changes()
+        for inputs, out in zip(self.timer.inputs, self.timer.outputs):
+            aliases(flat_tensors(out), inputs)
 
     def load(self, request: ipc.Load) -> Reply:
         self._target = get_target(request.target, **request.target_options)

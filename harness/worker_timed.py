@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from harness.guards import SEAL_CALLS, seal
 from harness.ipc import tensor_spec
 from harness.worker_common import encode, flat_tensors, make_inputs
 
@@ -186,6 +187,7 @@ class TimedCalls:
         self.previous: list[Any] = []
         self.held: list[torch.Tensor] = []
         self.ring = InputRing()
+        self.blank = [torch.zeros(SEAL_CALLS)] * SEAL_CALLS  # what an empty unit seals (go)
 
     def prepare(self, module: Any, model_state: list[torch.Tensor], seeds: list[int], case_name: str) -> None:
         if self.timer is None:
@@ -198,14 +200,18 @@ class TimedCalls:
         self.timer.flush(tensors + list(model_state))
         self.target.synchronize()
 
-    def go(self, model: Any) -> int:
+    def go(self, model: Any) -> tuple[int, list[dict[str, Any]]]:
+        """The unit's calls, then its seal (``harness.guards.seal``) in the same request, before the reply: no
+        moment in which the worker waits while the outputs could still change unseen. An empty unit seals stand-ins
+        for as many outputs, so the round trip subtracted from every unit includes the seal's cost."""
         outputs = []
         with torch.no_grad():
             for inputs in self.inputs:
                 outputs.append(model(*inputs))
             self.target.synchronize()
+        sealed = seal(outputs or self.blank)
         self.previous, self.outputs = self.outputs, outputs
-        return len(outputs)
+        return len(outputs), sealed
 
     def honest_dispatch(self, cpu_ms: float) -> tuple[int, int]:
         """``HonestShell`` called on the unit's input sets for ``cpu_ms`` of this thread's CPU, a cache scrub before

@@ -213,6 +213,30 @@ def test_outputs_filled_after_the_timed_call_are_caught():
     assert "sealed" in outcome.error_excerpt
 
 
+def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_every_time():
+    """Issue 33, round 4: a native thread fills the rest of each timed output 50 us after forward returned. The seal
+    request of round 3 came a round trip later and often found it filled (accepted 16 of 30 runs, load 3.5-4.2); the
+    seal taken inside go, microseconds after the calls, with the last call's output always among those sealed, does
+    not."""
+    for _ in range(3):
+        outcome = evaluate(TASK, ROOT / "adversarial" / "lazy_fill_short_delay.py", TIMED)
+        assert outcome.error_kind == "cheat_detected:lazy_output", outcome.error_excerpt
+        assert "sealed inside the timed request" in outcome.error_excerpt
+
+
+def test_outputs_computed_while_the_worker_describes_them_are_caught_by_the_fetch_bound():
+    """Issue 33, round 4: a C-level profile function (invisible to the hook check) computes the outputs in fetch and
+    rewrites the seal's record for the few it names; the candidate's CPU in the fetch windows, against the reference
+    worker's running the same checks, catches it (round 3 accepted it 8 of 8 runs)."""
+    from tests.e2e.test_harness_adversarial import constants
+
+    cheat = ROOT / "adversarial" / "hook_c_profile_fetch.py"
+    for _ in range(2):
+        outcome = evaluate(ROOT / "fixtures" / "tasks" / "mid_softmax.py", cheat, TIMED)
+        assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
+        assert constants(cheat)["CAUGHT_MESSAGE"] in outcome.error_excerpt and outcome.speedup is None
+
+
 # -- 5. the report channel, deletions, foreign memory ------------------------------------------------------------
 
 

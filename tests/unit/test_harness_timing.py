@@ -32,3 +32,21 @@ def test_the_prepare_bound_judges_the_lower_median_window():
     assert prepare_overrun([(2.0 * MS, 6.5 * MS)]) is None
     assert prepare_overrun([(2.0 * MS, 6.6 * MS)]) is not None
     assert prepare_overrun([]) is None
+
+
+def test_the_fetch_bound_judges_the_lower_median_window_at_twice_the_reference_workers():
+    from harness.timing import fetch_overrun
+
+    # honest: the reference worker runs the candidate worker's fetch checks, 0.9-1.0x measured (suite relu, 9 cases)
+    assert fetch_overrun([(2.09 * MS, 2.16 * MS), (1.49 * MS, 1.38 * MS), (1.74 * MS, 1.70 * MS)]) is None
+    # outputs computed while they are described: 10.34 ms against 2.14 ms (tests/adversarial/hook_c_profile_fetch.py)
+    found = fetch_overrun([(2.14 * MS, 10.34 * MS)] * 3 + [(2.1 * MS, 2.0 * MS)] * 2)
+    assert found is not None and "10.34 ms of CPU against the reference worker's 2.14 ms" in found
+    assert "median of 5 units" in found
+    # an odd unit, or the larger of two, does not decide
+    assert fetch_overrun([(2.0 * MS, 10.4 * MS)] * 2 + [(2.0 * MS, 2.1 * MS)] * 3) is None
+    assert fetch_overrun([(2.0 * MS, 2.1 * MS), (2.0 * MS, 30 * MS)]) is None
+    # the bound itself: twice the reference's plus 0.5 ms
+    assert fetch_overrun([(2.0 * MS, 4.5 * MS)]) is None
+    assert fetch_overrun([(2.0 * MS, 4.6 * MS)]) is not None
+    assert fetch_overrun([]) is None

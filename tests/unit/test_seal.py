@@ -1,0 +1,54 @@
+"""harness.guards.seal (taken inside the worker's go request), unseal and sealed_mismatch (the parent's side)."""
+
+import torch
+
+from harness.guards import SEAL_CALLS, SEAL_ELEMENTS, seal, sealed_mismatch, unseal
+from harness.worker_common import encode
+
+
+def fetched(outputs):
+    """What the parent gets for ``outputs`` (one per call): the items' descriptions and the tensors, in order."""
+    tensors: list[torch.Tensor] = []
+    items = [{"seed": i, "output": encode(out, tensors)} for i, out in enumerate(outputs)]
+    return items, tensors
+
+
+def test_the_last_call_is_always_sealed_and_at_most_seal_calls_calls_are():
+    outputs = [torch.randn(100) for _ in range(50)]
+    for _ in range(20):
+        calls = {entry["call"] for entry in seal(outputs)}
+        assert 49 in calls and len(calls) <= SEAL_CALLS
+
+
+def test_an_unchanged_output_passes_and_a_change_after_the_seal_is_named():
+    outputs = [(torch.randn(300), torch.arange(7, dtype=torch.int64)) for _ in range(5)]  # two tensors a call
+    sealed = seal(outputs)
+    items, tensors = fetched(outputs)
+    decoded = unseal(sealed, items)
+    assert all(len(e["at"]) == SEAL_ELEMENTS == len(e["bits"]) for e in decoded)
+    assert {e["i"] for e in decoded} >= {8, 9}  # the last call's two tensors, by their index among all fetched
+    assert sealed_mismatch(decoded, tensors) is None
+    tensors[8].fill_(float("nan"))  # filled after the seal
+    assert sealed_mismatch(decoded, tensors) == "output 8 changed after the timed call returned"
+
+
+def test_strided_half_and_bool_outputs_are_sealed_without_a_copy_in_logical_order():
+    base = torch.randn(64, 48)
+    outputs = [base.t(), base.to(torch.bfloat16)[:, ::2], torch.rand(33) > 0.5, torch.zeros(0)]
+    sealed = seal([outputs])
+    items, tensors = fetched([outputs])
+    decoded = unseal(sealed, items)
+    assert [len(e["at"]) for e in decoded] == [SEAL_ELEMENTS, SEAL_ELEMENTS, SEAL_ELEMENTS, 0]
+    assert sealed_mismatch(decoded, [t.contiguous() for t in tensors]) is None  # what the parent reads
+    moved = tensors[0].contiguous()
+    moved.view(-1)[decoded[0]["at"]] += 1
+    assert sealed_mismatch(decoded, [moved, *tensors[1:]]) == "output 0 changed after the timed call returned"
+
+
+def test_a_malformed_or_missing_seal_is_named():
+    outputs = [torch.randn(10)]
+    items, tensors = fetched(outputs)
+    assert sealed_mismatch(unseal([], items), tensors) == "the worker sealed none of its outputs"
+    bad = unseal([{"call": 3, "k": 0, "at": "00", "bits": "00"}], items)  # no such call
+    assert "malformed" in sealed_mismatch(bad, tensors)
+    assert "malformed" in sealed_mismatch(unseal([{"call": 0, "k": 0, "at": "zz", "bits": ""}], items), tensors)
