@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import ipc
+from harness import ipc, timing
 from harness.case_timer import CaseTimer, Stop, join_output
 from harness.compare import Precise
 from harness.device_lock import device_lock
@@ -43,7 +43,9 @@ class _Evaluation:
             options.cases if options.cases is None or isinstance(options.cases, str) else list(options.cases),
             options.case_set,
         )
-        self.threads = options.threads or available_cores()
+        # timed calls leave a core to the parent and the OS (timing.timing_threads); as deployed: every core it may use
+        cores = available_cores()
+        self.threads = (options.threads or cores) if options.deployed else timing.timing_threads(options.threads, cores)
         self.rng = random.Random(options.seed) if options.seed is not None else random.SystemRandom()
         self.results = {
             c.index: CaseResult(c.index, c.name, dict(c.params), passed=False, error=None, heldout=c.heldout)
