@@ -13,14 +13,18 @@ Prints, in one run (all evaluations through ``harness.evaluate``):
 3. the cost of timing from outside the candidate's process: the empty round trip the parent
    subtracts from every timed unit;
 4. the coefficient of variation of the measured speedup over 10 evaluations each of softmax
-   and relu (new path).
+   and relu (new path); with ``--threads-policy both`` also under the thread policy before round 4 (timed
+   calls on every usable core instead of all but one: ``harness.timing.timing_threads``), the two
+   policies' evaluations alternating, so both see the same load.
 
     PYTHONPATH=. python benchmarks/bench_harness.py [--repeats 10] [--case-wall-s 2] [--skip 1,3]
+        [--threads-policy new|old|both]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -179,37 +183,77 @@ def round_trip() -> None:
         worker.close()
 
 
-def speedup_cv(repeats: int) -> None:
+@contextlib.contextmanager
+def thread_policy(name: str):
+    """``new``: harness.timing.timing_threads as it is; ``old``: timed calls on every usable core (before round 4)."""
+    from harness import timing
+
+    kept = timing.timing_threads
+    if name == "old":
+        timing.timing_threads = lambda requested, cores: requested or cores
+    try:
+        yield
+    finally:
+        timing.timing_threads = kept
+
+
+def speedup_cv(repeats: int, policies: list[str]) -> None:
     for task, cases in (("softmax", "0,2,6"), ("relu", "0,5")):
         candidate = find_candidate(task)
         print(f"\n== 4. speedup over {repeats} evaluations of {candidate.name} on task {task}, cases {cases}")
-        timed_eval(task, candidate, cases=cases, timing=False)
-        speedups = []
+        for policy in policies:
+            with thread_policy(policy):
+                timed_eval(task, candidate, cases=cases, timing=False)
+        found: dict[str, list[float]] = {policy: [] for policy in policies}
         for i in range(repeats):
-            seconds, o = timed_eval(task, candidate, cases=cases)
-            if o.speedup is None:
-                print(f"  run {i + 1}: {o.status.value} {o.error_kind}: no speedup")
-                continue
-            speedups.append(o.speedup)
-            ci = " ".join(
-                f"+-{(c.cand_ms.ci_high - c.cand_ms.ci_low) / 2 / c.cand_ms.median * 100:.1f}%/{c.cand_ms.n}"
-                for c in o.cases
-                if c.cand_ms and c.cand_ms.ci_low is not None
-            )
-            print(
-                f"  run {i + 1:2}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; candidate median CI/reps per case: {ci}; "
-                f"load {os.getloadavg()[0]:.2f})"
-            )
-        if len(speedups) >= 2:
-            mean, sd = statistics.mean(speedups), statistics.stdev(speedups)
-            print(
-                f"  {task}: mean {mean:.3f}x, stdev {sd:.4f}, coefficient of variation {sd / mean:.4f} ({len(speedups)} runs)"
-            )
+            for policy in policies:
+                with thread_policy(policy):
+                    seconds, o = timed_eval(task, candidate, cases=cases)
+                one_run(i, policy if len(policies) > 1 else "", seconds, o, found[policy])
+        for policy, speedups in found.items():
+            if len(speedups) >= 2:
+                mean, sd = statistics.mean(speedups), statistics.stdev(speedups)
+                print(
+                    f"  {task}{' ' + policy if len(policies) > 1 else ''} ({policy_threads(policy)} threads): mean "
+                    f"{mean:.3f}x, stdev {sd:.4f}, coefficient of variation {sd / mean:.4f} ({len(speedups)} runs)"
+                )
+
+
+def policy_threads(policy: str) -> int:
+    from harness import timing
+    from harness.hardware import available_cores
+
+    with thread_policy(policy):
+        return timing.timing_threads(None, available_cores())
+
+
+def one_run(i: int, policy: str, seconds: float, o, speedups: list[float]) -> None:
+    """One evaluation's line; its speedup appended to ``speedups``."""
+    label = f"run {i + 1:2}{' ' + policy if policy else ''}"
+    if o.speedup is None:
+        print(f"  {label}: {o.status.value} {o.error_kind}: no speedup")
+        return
+    speedups.append(o.speedup)
+    ci = " ".join(
+        f"+-{(c.cand_ms.ci_high - c.cand_ms.ci_low) / 2 / c.cand_ms.median * 100:.1f}%/{c.cand_ms.n}"
+        for c in o.cases
+        if c.cand_ms and c.cand_ms.ci_low is not None
+    )
+    print(
+        f"  {label}: speedup {o.speedup:.3f}x  ({seconds:.1f} s; candidate median CI/reps per case: {ci}; "
+        f"load {os.getloadavg()[0]:.2f})"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument(
+        "--threads-policy",
+        choices=("new", "old", "both"),
+        default="new",
+        help="section 4: timed calls on all usable cores but one (new), on every one (old), or both alternating",
+    )
     parser.add_argument("--skip", default="", help="comma-separated sections to skip (1,2,3,4)")
     parser.add_argument(
         "--case-wall-s",
@@ -236,7 +280,7 @@ def main() -> None:
             if "3" not in skip:
                 round_trip()
             if "4" not in skip:
-                speedup_cv(args.repeats)
+                speedup_cv(args.repeats, ["new", "old"] if args.threads_policy == "both" else [args.threads_policy])
         finally:
             close_pools()
         print(f"\nbench_harness: {time.perf_counter() - started:.0f} s in all")

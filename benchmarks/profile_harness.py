@@ -141,7 +141,7 @@ def breakdown(task: str, candidate: Path, cases, runs: int, case_wall_s: float) 
         ("_static", "static checks"),
         ("_start_candidate", "candidate worker: take/boot + load + compile"),
         ("_reference", "reference worker: take/boot + load"),
-        ("_reference_trials", "correctness: reference outputs (cache or worker)"),
+        ("_reference_trials", "correctness: reference outputs (cache loads, worker requests sent)"),
         # the candidate's correctness trials (inputs, forward, checks, outputs); in timing, counted to the request
         (
             "candidate_reply",

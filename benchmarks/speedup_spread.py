@@ -8,7 +8,7 @@ sample over the median) and, over the evaluations, the CV of the geomean speedup
 ratio of medians (the harness's), the median of the paired per-repetition ratios, ratios of low percentiles.
 ``--analyse FILE`` prints the same for samples written earlier, without running anything.
 
-    PYTHONPATH=. python benchmarks/speedup_spread.py [--runs 6] [--threads 1] [--out samples.json]
+    PYTHONPATH=. python benchmarks/speedup_spread.py [--runs 6] [--threads 1] [--policy old] [--out samples.json]
     PYTHONPATH=. python benchmarks/speedup_spread.py --analyse samples.json [--min-units 10]
 
 docs/harness-workers.md, "5 Dec 2026, round 3".
@@ -28,7 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 TASKS = (("softmax", "0,2,6"), ("relu", "0,5"))
 
 
-def capture(runs: int, threads: int | None, out: Path) -> list[dict]:
+def capture(runs: int, threads: int | None, out: Path, policy: str = "new") -> list[dict]:
+    from bench_harness import thread_policy
+
     from harness import case_timer
     from harness.evaluate import EvalOptions, evaluate
     from harness.suite import find_candidate
@@ -45,6 +47,8 @@ def capture(runs: int, threads: int | None, out: Path) -> list[dict]:
 
     case_timer.CaseTimer._run = kept  # type: ignore[method-assign]
     rows: list[dict] = []
+    policy_set = thread_policy(policy)  # "old": timed calls on every usable core, as before round 4
+    policy_set.__enter__()
     try:
         for task, chosen in TASKS:
             candidate = find_candidate(task)
@@ -57,6 +61,7 @@ def capture(runs: int, threads: int | None, out: Path) -> list[dict]:
                 out.write_text(json.dumps(rows))
     finally:
         case_timer.CaseTimer._run = timed  # type: ignore[method-assign]
+        policy_set.__exit__(None, None, None)
         close_pools()
     return rows
 
@@ -118,14 +123,21 @@ def analyse(rows: list[dict], min_units: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=6)
-    parser.add_argument("--threads", type=int, default=None, help="the workers' thread count (default: all cores)")
+    parser.add_argument("--threads", type=int, default=None, help="the workers' thread count (default: the policy's)")
+    parser.add_argument(
+        "--policy", choices=("new", "old"), default="new", help="timed calls on all cores but one (new) or all (old)"
+    )
     parser.add_argument("--out", type=Path, default=Path("speedup_samples.json"))
     parser.add_argument("--analyse", type=Path, default=None, help="samples written earlier: only the analysis")
     parser.add_argument("--min-units", type=int, default=5)
     args = parser.parse_args()
     if args.runs < 2 or args.min_units < 1:
         parser.error("--runs must be at least 2 and --min-units at least 1")
-    rows = json.loads(args.analyse.read_text()) if args.analyse else capture(args.runs, args.threads, args.out)
+    rows = (
+        json.loads(args.analyse.read_text())
+        if args.analyse
+        else capture(args.runs, args.threads, args.out, args.policy)
+    )
     analyse(rows, args.min_units)
 
 

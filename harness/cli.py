@@ -20,7 +20,9 @@ def _add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", default=None, help="case indices, ranges or names, comma-separated (default: all)")
     p.add_argument("--held-out", action="store_true", help="also run the task's held-out cases (final evaluation)")
     p.add_argument("--seeds", type=int, default=3, help="correctness trials per case (default 3)")
-    p.add_argument("--threads", type=int, default=None, help="fixed thread count (default: all available CPUs)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="fixed thread count (default and cap: the usable CPUs but one)"
+    )
     p.add_argument("--no-timing", action="store_true", help="check correctness only")
     p.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up budget per implementation and case")
     p.add_argument("--rep-ms", type=float, default=100.0, help="measured-time budget per implementation and case")

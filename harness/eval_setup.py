@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import settings
+from harness import settings, timing
 from harness.case_timer import Stop
 from harness.errors import CandidateNotFoundError, HarnessError, OptionsError, SandboxUnavailableError
 from harness.hardware import available_cores
@@ -139,7 +139,7 @@ def prestart(target: str = "cpu", count: int = 2, threads: int | None = None) ->
     except HarnessError as exc:
         log.debug("no workers prestarted for %s: %s", target, exc)
         return
-    WARM_POOL.prefill(worker_spec(chosen, threads or available_cores(), sandboxed, options), count)
+    WARM_POOL.prefill(worker_spec(chosen, timing.timing_threads(threads, available_cores()), sandboxed, options), count)
 
 
 def check_static(candidate: Path, static_checks: bool = True) -> None:

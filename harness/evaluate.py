@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness import ipc
+from harness import ipc, timing
 from harness.case_timer import CaseTimer, Stop, join_output
 from harness.compare import Precise
 from harness.device_lock import device_lock
@@ -43,7 +44,9 @@ class _Evaluation:
             options.cases if options.cases is None or isinstance(options.cases, str) else list(options.cases),
             options.case_set,
         )
-        self.threads = options.threads or available_cores()
+        # timed calls leave a core to the parent and the OS (timing.timing_threads); as deployed: every core it may use
+        cores = available_cores()
+        self.threads = (options.threads or cores) if options.deployed else timing.timing_threads(options.threads, cores)
         self.rng = random.Random(options.seed) if options.seed is not None else random.SystemRandom()
         self.results = {
             c.index: CaseResult(c.index, c.name, dict(c.params), passed=False, error=None, heldout=c.heldout)
@@ -185,14 +188,14 @@ class _Evaluation:
 
     def _reference(self) -> Worker:
         """The reference worker, loaded (taken from the pool of loaded ones, or started now)."""
-        if self._ref is not None:
+        if self._ref is not None and self.ref.role == "reference":
             return self.ref
         pooled = REFERENCE_POOL.take(self._pool_key()) if self.options.reuse_reference else None
         if pooled is not None:
             self._ref, self.ref_info = pooled
             self.trace("reference worker ready (reused)")
             return self.ref
-        self._ref = self._worker()
+        self._ref = self._ref or self._worker()  # as deployed it began booting beside the candidate's
         self.ref.role = "reference"
         self.ref.send(self._load_message(role="reference"))
         reply, _ = self.reference_reply(self.options.startup_timeout_s, "loading the task")
@@ -217,6 +220,8 @@ class _Evaluation:
 
     def _start_candidate(self) -> None:
         self._cand = self._worker()
+        if self.options.deployed and self.options.timing:  # two plain interpreters: both boot at once, not in turn
+            self._ref = self._worker()
         self.cand.role = "candidate"
         try:
             self.cand.wait_ready(self.options.startup_timeout_s)
@@ -328,8 +333,10 @@ class _Evaluation:
             context["deployed"] = True
         return context
 
-    def _reference_trials(self, case: Case, seeds: list[int]) -> list[tuple[dict, list]]:
-        """One (trial, its tensors) per seed: from the cache where possible, else from the reference worker."""
+    def _reference_trials(self, case: Case, seeds: list[int]) -> Callable[[], list[tuple[dict, list]]]:
+        """One (trial, its tensors) per seed: from the cache where possible, else from the reference worker. The
+        request goes out now; the returned function waits for its reply (so the reference worker computes the next
+        case's outputs while the candidate runs this one's trials)."""
         from harness import reference_cache
 
         use_cache = self.options.reference_cache and self.task_sha is not None
@@ -344,8 +351,7 @@ class _Evaluation:
         found: list[tuple[dict, list] | None] = [reference_cache.load(k) if k else None for k in keys]
         missing = [i for i, f in enumerate(found) if f is None]
         if missing:
-            ref = self._reference()
-            ref.send(
+            self._reference().send(
                 ipc.Reference(
                     case=case.index,
                     init_seed=self.init_seeds[case.index],
@@ -353,19 +359,26 @@ class _Evaluation:
                     retries=DEGENERATE_RETRIES,
                 )
             )
-            reply, out = self.reference_reply(
-                self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}"
-            )
-            for i, (trial, tensors) in zip(missing, ipc.split_trials(ipc.expect(reply, ipc.Trials).trials, out)):
-                found[i] = (trial, tensors)
-                key = keys[i]
-                if key and not trial.get("degenerate"):
-                    reference_cache.store(key, trial, tensors)
-        return found  # type: ignore[return-value]
+
+        def collect() -> list[tuple[dict, list]]:
+            if missing:
+                reply, out = self.reference_reply(
+                    self.options.startup_timeout_s + self.options.case_timeout_s, f"case {case.name!r}"
+                )
+                for i, (trial, tensors) in zip(missing, ipc.split_trials(ipc.expect(reply, ipc.Trials).trials, out)):
+                    found[i] = (trial, tensors)
+                    key = keys[i]
+                    if key and not trial.get("degenerate"):
+                        reference_cache.store(key, trial, tensors)
+            return found  # type: ignore[return-value]
+
+        return collect
 
     def _correctness(self) -> None:
-        for case in self.cases:
-            ref_trials = self._reference_trials(case, self._seeds(case))
+        ahead = self._reference_trials(self.cases[0], self._seeds(self.cases[0])) if self.cases else None
+        for at, case in enumerate(self.cases):
+            assert ahead is not None
+            ref_trials = ahead()
             degenerate = next((t["degenerate"] for t, _ in ref_trials if t.get("degenerate")), None)
             if degenerate:
                 raise ReferenceFailedError(
@@ -383,6 +396,8 @@ class _Evaluation:
                 )
             )
             self.trace(f"case {case.name}: reference ready")
+            following = self.cases[at + 1] if at + 1 < len(self.cases) else None
+            ahead = self._reference_trials(following, self._seeds(following)) if following is not None else None
             reply, tensors = self.candidate_reply(self.options.case_timeout_s, case, "running")
             self.trace(f"case {case.name}: candidate done")
             self._note_compile(reply)

@@ -64,6 +64,16 @@ class Budget:
     lopsided: float = 10.0
 
 
+def timing_threads(requested: int | None, cores: int) -> int:
+    """The thread count of timed calls: ``requested`` (default: every usable core) but at most ``cores - 1`` where
+    there is more than one, so one core is left to the harness's parent, the other worker and the OS and a parallel
+    region never waits for a thread another process took (on 2 cores the per-unit times of 2-thread units were
+    bimodal, 1.8-2x apart, and the speedup's CV over evaluations 9-12 %; docs/harness-workers.md, "Threads").
+    As deployed (``EvalOptions.deployed``) the user's own settings apply instead."""
+    usable = max(1, cores - 1) if cores > 1 else 1
+    return max(1, min(requested or usable, usable))
+
+
 def median_ci(samples: Sequence[float], z: float = 1.96) -> tuple[float, float]:
     """Distribution-free ~95 % confidence interval of the median (order statistics; the range below 6 samples)."""
     xs = sorted(samples)

@@ -53,7 +53,7 @@ STATUS_STYLE = {
     "--threads",
     type=click.IntRange(1, 4096),
     default=None,
-    help="Fixed thread count (default: all CPUs this process may use).",
+    help="Fixed thread count (default and cap: the CPUs this process may use but one).",
 )
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
 @click.option(

@@ -226,3 +226,21 @@ def test_a_worker_that_finished_booting_just_as_the_pool_paused_is_continued_whe
     finally:
         worker.close()
         pool.close_all()
+
+
+def test_a_reference_request_in_flight_when_an_evaluation_stops_is_read_before_its_worker_is_reused(tmp_path):
+    """The parent asks for the next case's reference outputs while the candidate runs this case's trials: a candidate
+    caught in its first case stops the evaluation with that request in flight (nothing cached: the task is new); the
+    pooled reference worker answers it before it serves the next evaluation of the task, whose outcome is right."""
+    from harness.worker_pool import REFERENCE_POOL
+
+    task = tmp_path / "softmax_task.py"
+    task.write_text((TASKS / "tiny_softmax.py").read_text() + f"\n# {uuid.uuid4().hex}\n")
+    cheat = evaluate(task, ROOT / "adversarial" / "input_mutation.py", OPTIONS)
+    assert cheat.error_kind == "cheat_detected:input_mutation", cheat.error_excerpt
+    assert cheat.cases[0].error and not cheat.cases[1].passed  # stopped in the first case
+    pooled = [w for key, w, _ in REFERENCE_POOL._idle if key[0] == str(task)]
+    assert len(pooled) == 1 and pooled[0].pending == 0
+    honest = evaluate(task, find_candidate("softmax"), OPTIONS)
+    assert honest.status.value == "correct" and all(c.passed for c in honest.cases), honest.error_excerpt
+    assert not [w for key, w, _ in REFERENCE_POOL._idle if key[0] == str(task) and w is not pooled[0]]

@@ -50,3 +50,19 @@ def test_the_fetch_bound_judges_the_lower_median_window_at_twice_the_reference_w
     assert fetch_overrun([(2.0 * MS, 4.5 * MS)]) is None
     assert fetch_overrun([(2.0 * MS, 4.6 * MS)]) is not None
     assert fetch_overrun([]) is None
+
+
+def test_timed_calls_leave_one_core_to_the_parent_and_the_os():
+    from harness.timing import timing_threads
+
+    # the default: every usable core but one, where there is more than one
+    assert timing_threads(None, 1) == 1
+    assert timing_threads(None, 2) == 1
+    assert timing_threads(None, 16) == 15
+    # a requested count is honoured where it fits, capped where it does not
+    assert timing_threads(1, 2) == 1
+    assert timing_threads(4, 8) == 4
+    assert timing_threads(7, 8) == 7
+    assert timing_threads(8, 8) == 7
+    assert timing_threads(2, 2) == 1
+    assert timing_threads(3, 1) == 1  # one core: nothing to leave, one thread
