@@ -24,7 +24,7 @@ from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
 from harness.targets.base import Target
 from harness.task import Case, Task
-from harness.timing import fetch_overrun, prepare_overrun
+from harness.timing import untimed_overrun
 from harness.worker_process import Worker
 from harness.worker_timed import RING_KEY_BITS, ring_seed
 
@@ -292,23 +292,12 @@ class CaseTimer:
             self._both(self._prepare_message(seeds))
 
     def _judge_untimed(self) -> None:
-        """The candidate's CPU while both workers prepared the same inputs (``harness.timing.prepare_overrun``) and
-        while they described their outputs (``fetch_overrun``)."""
+        """The candidate's CPU while both workers prepared the same inputs and described their outputs."""
         if not self.ev.target.check_native_threads or self.ev.options.deployed:
             return
-        for overrun, where in (
-            (
-                prepare_overrun(self.prepared),
-                "prepared a timed unit's inputs (the same harness code on the same seeds)",
-            ),
-            (fetch_overrun(self.fetches), "described a timed unit's outputs (fetch: the same checks on both)"),
-        ):
-            if overrun is not None:
-                raise Stop(
-                    "cheat_detected:background_work",
-                    f"case {self.case.name!r}: while both workers {where} {overrun}: work done off the clock "
-                    "(process CPU clocks, read by the harness)",
-                )
+        found = untimed_overrun(self.prepared, self.fetches)
+        if found is not None:
+            raise Stop("cheat_detected:background_work", f"case {self.case.name!r}: {found}")
 
     def _prepare_message(self, seeds: list[int]) -> ipc.Prepare:
         return ipc.Prepare(case=self.case.index, init_seed=self.ev.init_seeds[self.case.index], seeds=seeds)
@@ -537,23 +526,10 @@ class CaseTimer:
         key = (ev.target.name, ev.target.device, ev.threads, bool(ev.options.deployed))
         found = dispatch_allowance.cached(key)
         if found is None and "ref" in self.samplers:  # perf events work for this user here
-            from harness import native_probe
-
-            sampler = native_probe.Sampler(ev.ref.pid, PROBE_PERIOD_NS, enabled=False)
-            try:
-                sampler.enable()
-                try:
-                    request = ipc.Calibrate(cpu_ms=dispatch_allowance.CPU_MS)
-                    reply = ipc.expect(self._ask("ref", request)[0], ipc.Calibrated)
-                finally:
-                    sampler.disable()
-                took = sampler.profile()
-            finally:
-                sampler.close()
-            found = dispatch_allowance.store(key, took.reference_samples, PROBE_PERIOD_NS, reply.calls, reply.outputs)
+            found = dispatch_allowance.calibrate(key, ev.ref.pid, PROBE_PERIOD_NS, lambda r: self._ask("ref", r)[0])
             ev.trace(
-                f"case {self.case.name}: dispatch allowance calibrated: {took.reference_samples} libtorch samples over "
-                f"{reply.calls} calls of {reply.outputs} output(s): {found.ns_per_output / 1e3:.2f} us an output"
+                f"case {self.case.name}: dispatch allowance calibrated: {found.samples} libtorch samples over "
+                f"{found.calls} calls: {found.ns_per_output / 1e3:.2f} us an output"
             )
         return dispatch_allowance.allowance_ns(found, self.outputs_per_call)
 

@@ -6,6 +6,7 @@ docs/harness-workers.md, "Reference calls below Python" (the per-call dispatch a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,24 @@ class Calibration:
 
 
 _cache: dict[Any, Calibration] = {}
+
+
+def calibrate(key: Any, pid: int, period_ns: int, ask: Callable[[Any], Any]) -> Calibration:
+    """Calibrate in the reference worker ``pid`` (``ask`` sends it a request and returns its reply), its libtorch
+    time sampled from outside with perf events; the result is stored under ``key``."""
+    from harness import ipc, native_probe
+
+    sampler = native_probe.Sampler(pid, period_ns, enabled=False)
+    try:
+        sampler.enable()
+        try:
+            reply = ipc.expect(ask(ipc.Calibrate(cpu_ms=CPU_MS)), ipc.Calibrated)
+        finally:
+            sampler.disable()
+        took = sampler.profile()
+    finally:
+        sampler.close()
+    return store(key, took.reference_samples, period_ns, reply.calls, reply.outputs)
 
 
 def cached(key: Any) -> Calibration | None:

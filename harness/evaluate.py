@@ -280,19 +280,9 @@ class _Evaluation:
             )
         trapped = self.cand.violations()
         if trapped:
-            from harness.seccomp import syscall_check
+            from harness.seccomp import describe_trapped
 
-            check, name = syscall_check(trapped[0])
-            names = sorted({syscall_check(n)[1] for n in trapped})
-            what = "system calls the sandbox forbids"
-            if check == "file_access":
-                what = "deletions or renames outside its scratch folder, refused"
-            raise Stop(
-                f"cheat_detected:{check}",
-                f"while {doing} the candidate made {what} ({', '.join(names)}); "
-                f"the first was {name} (caught by the sandbox: seccomp)",
-                self.cand.output(),
-            )
+            raise Stop(*describe_trapped(trapped, doing), self.cand.output())
 
     def trace(self, what: str) -> None:
         log.debug("%7.3f s  %s", time.monotonic() - self.started, what)
@@ -375,10 +365,9 @@ class _Evaluation:
         return collect
 
     def _correctness(self) -> None:
-        ahead = self._reference_trials(self.cases[0], self._seeds(self.cases[0])) if self.cases else None
+        ahead = [self._reference_trials(c, self._seeds(c)) for c in self.cases[:1]]  # a case ahead of the candidate
         for at, case in enumerate(self.cases):
-            assert ahead is not None
-            ref_trials = ahead()
+            ref_trials = ahead.pop()()
             degenerate = next((t["degenerate"] for t, _ in ref_trials if t.get("degenerate")), None)
             if degenerate:
                 raise ReferenceFailedError(
@@ -396,8 +385,7 @@ class _Evaluation:
                 )
             )
             self.trace(f"case {case.name}: reference ready")
-            following = self.cases[at + 1] if at + 1 < len(self.cases) else None
-            ahead = self._reference_trials(following, self._seeds(following)) if following is not None else None
+            ahead += [self._reference_trials(c, self._seeds(c)) for c in self.cases[at + 1 : at + 2]]
             reply, tensors = self.candidate_reply(self.options.case_timeout_s, case, "running")
             self.trace(f"case {case.name}: candidate done")
             self._note_compile(reply)

@@ -190,6 +190,18 @@ def syscall_check(number: int) -> tuple[str, str]:
     return "sandbox_escape", name
 
 
+def describe_trapped(trapped: list[int], doing: str) -> tuple[str, str]:
+    """The outcome kind and message for the syscalls a worker reported (the first decides the check)."""
+    check, name = syscall_check(trapped[0])
+    names = sorted({syscall_check(n)[1] for n in trapped})
+    what = "tried to delete or rename outside its scratch folder" if check == "file_access" else "made system calls"
+    return (
+        f"cheat_detected:{check}",
+        f"while {doing} the candidate {what} ({', '.join(names)}), which the sandbox forbids; the first was {name} "
+        "(caught by the sandbox: seccomp)",
+    )
+
+
 def lock_down(report_fd: int, spawn: bool = False, scratch: str = "") -> list[str]:
     """Install the SIGSYS reporter and the seccomp filter for every thread of this process (irreversible).
 

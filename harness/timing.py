@@ -252,3 +252,17 @@ def fetch_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
         f"the candidate's process used {cand:.2f} ms of CPU against the reference worker's {ref:.2f} ms in the median "
         f"of {len(windows)} units (at most {FETCH_SHARE:g}x + {FETCH_SLACK_NS / 1e6:g} ms)"
     )
+
+
+def untimed_overrun(prepared: Sequence[tuple[int, int]], fetches: Sequence[tuple[int, int]]) -> str | None:
+    """The candidate's work off the clock, judged on both untimed windows (``prepare_overrun``, ``fetch_overrun``)."""
+    for overrun, where in (
+        (prepare_overrun(prepared), "prepared a timed unit's inputs (the same harness code on the same seeds)"),
+        (fetch_overrun(fetches), "described a timed unit's outputs (fetch: the same checks on both)"),
+    ):
+        if overrun is not None:
+            return (
+                f"while both workers {where} {overrun}: work done off the clock (process CPU clocks, read by the "
+                "harness)"
+            )
+    return None
