@@ -512,3 +512,40 @@ def test_when_memory_is_set_aside_what_it_measured_three_times_slower_stays_rule
     assert slow not in [c.settings for c in plan.choices]
     alone = first_plan("opa", own, tried, own[1].settings)
     assert slow in [c.settings for c in alone.choices]  # without memory's evidence it would be proposed
+
+
+def test_the_optimistic_prior_is_dropped_once_the_model_predicts_nothing_above_the_incumbent():
+    """Issue 34, seventh round (severe regressions with memory): memory of opc (math does not matter for it, so
+    math=poly is a value no record measured) and two own attempts of opa. From the defaults (1.0x), where the
+    model still predicts settings above the incumbent, math=poly gets the optimistic prior (its 95% interval at
+    least the prior's width) and is proposed first. From opa's incumbent at opc's best libm setting (2.12x), where
+    the model predicts no setting above it, poly gets no prior: nothing is widened (an unmeasured value's downside
+    from a fast incumbent is a severe regression; its upside no longer outranks the model's ranking by width)."""
+    from kope.agent.tuner.tuner import UNSEEN_SD
+
+    defaults = TEMPLATE.default_settings()
+    grid = [
+        {**defaults, "unroll": u, "block": b, "schedule": s}
+        for u in (1, 2, 4)
+        for b in (1024, 4096, 16384)
+        for s in ("static", "dynamic", "guided")
+    ]
+    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
+    prior = 2 * 1.96 * UNSEEN_SD * 0.999
+
+    def plan_from(settings):
+        own = [record("run-b", i, "opa", s, speedup("opa", s), own=True) for i, s in enumerate(settings)]
+        tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+        return first_plan("opa", own + memory, tried, settings[-1])
+
+    top = {**defaults, "unroll": 4, "block": 16384, "schedule": "dynamic"}  # opc's optimum (math=libm)
+    early = plan_from([defaults, {**defaults, "block": 4096}])
+    assert early.choices[0].predicted is not None and early.incumbent is not None
+    assert max(c.predicted or 0.0 for c in early.choices) > early.incumbent  # improvement still expected
+    assert early.choices[0].settings["math"] == "poly", early.choices[0]
+    assert math.log(early.choices[0].high / early.choices[0].low) >= prior
+
+    late = plan_from([defaults, top])
+    assert late.incumbent == pytest.approx(speedup("opa", top))
+    assert all((c.predicted or 0.0) <= late.incumbent * (1 + 1e-9) for c in late.choices)
+    assert late.choices and all(math.log(c.high / c.low) < prior for c in late.choices), late.choices[0]
