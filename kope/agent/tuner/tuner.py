@@ -21,9 +21,7 @@ the operator (the others stay at their defaults):
    by expected improvement over the incumbent times the probability of being
    correct (``acquisition``), where a setting with a knob value no memory record
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
-   model cannot know that value; only settings one knob from the defaults or the incumbent get it, and only
-   while the model predicts some setting above the incumbent: once none is, the run is past what memory knows
-   and an unknown value's downside from a fast incumbent is a severe regression), and the
+   model cannot know that value; only settings one knob from the defaults or the incumbent get it), and the
    untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
    point memory must beat) or every memory operator measured its own defaults at least 3x below its best (no
    prior point worth a step); before that, an initial design: the defaults,
@@ -498,13 +496,6 @@ class Tuner:
         pred = model.predict(speed_x, len(shapes), feas_x)
         best = math.log(incumbent) if incumbent else 0.0
         mean, std = pred.mean.copy(), pred.std.copy()
-        if measured is not None and incumbent and len(mean) and float(np.max(mean)) <= best:
-            # the model expects no setting to beat this operator's incumbent: the run is at or past what memory
-            # knows, so its remaining steps measure settings predicted slower, and from a fast incumbent an
-            # unmeasured knob value's downside is a severe regression (group_norm's variance=welford, 0.16x
-            # after its 1.51x optimum); unmeasured values then get no optimistic prior (ranked on the model
-            # alone), while a setting predicted to improve keeps it (elu's math=poly, tried from a ~1x incumbent)
-            measured = None
         if measured is not None:
             # an optimistic prior for a knob value no record measured: the model cannot know it (its column is
             # constant in the training data), so its prediction keeps the model's mean (what the other knobs
