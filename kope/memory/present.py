@@ -125,7 +125,8 @@ def case_columns(cases: list[Mapping[str, Any]]) -> dict[str, list[str]]:
     for case in cases:
         names.append(str(case.get("name")))
         if case.get("passed"):
-            results.append(f"passed · PyTorch {_ms(case.get('ref_ms'))}, kernel {_ms(case.get('cand_ms'))}")
+            rule = f" · tolerance {case['tolerance']}" if case.get("tolerance") else ""
+            results.append(f"passed · PyTorch {_ms(case.get('ref_ms'))}, kernel {_ms(case.get('cand_ms'))}{rule}")
         else:
             error = (case.get("error") or "not run").strip().splitlines()
             results.append("failed: " + (error[0][:100] if error else "not run"))

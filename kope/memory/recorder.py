@@ -286,6 +286,7 @@ def _cases(at: Attempt) -> list[dict[str, Any]]:
             "ref_ms": c.ref_ms.median if c.ref_ms else None,
             "cand_ms": c.cand_ms.median if c.cand_ms else None,
             "shape": CaseShape.from_params(c.params).key,
+            "tolerance": c.tolerance,
         }
         for c in at.outcome.cases
     ]

@@ -115,6 +115,9 @@ class StoredCase:
     ref_ms: float | None = None
     cand_ms: float | None = None
     deployed_speedup: float | None = None  # the case timed as deployed (a run's best kernel; kope.memory.deployed)
+    # the rule that accepted the case's outputs where the default tolerance refused them ("float64-reference":
+    # harness.record.CaseResult.tolerance); None: within the default tolerance, or recorded before it was kept
+    tolerance: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StoredCase:
@@ -126,6 +129,7 @@ class StoredCase:
             ref_ms=data.get("ref_ms"),
             cand_ms=data.get("cand_ms"),
             deployed_speedup=data.get("deployed_speedup"),
+            tolerance=data.get("tolerance"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -149,7 +153,7 @@ class OutcomeNodeRecord(GraphRecord):
     compile_time_s: float | None = None
     threads: int | None = None
     duration_s: float | None = None
-    cases_json: str | None = None  # per case: name, passed, speedup, error, ref_ms, cand_ms (medians)
+    cases_json: str | None = None  # per case: name, passed, speedup, error, ref_ms, cand_ms (medians), tolerance
     # a run's best kernel timed as deployed after the run (kope.memory.deployed): the geometric mean over its
     # cases (each case's deployed_speedup is in cases_json), why it is missing or partial, when; None: not measured
     deployed_speedup: float | None = None

@@ -51,6 +51,7 @@ def outcome(
     cv: float = 0.02,
     error_kind: str | None = None,
     excerpt: str | None = None,
+    tolerance: str | None = None,
 ) -> Outcome:
     correct = status == "correct"
     passed = cases if correct else max(0, cases - 1)
@@ -81,6 +82,7 @@ def outcome(
                 ref_ms=TimingStats(median=1.0, iqr=0.01, cv=cv, n=20),
                 cand_ms=TimingStats(median=cand_median, iqr=0.01, cv=cv, n=20),
                 speedup=speedup if correct else None,
+                tolerance=tolerance if correct else None,
             )
             for i in range(cases)
         ],

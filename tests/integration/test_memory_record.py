@@ -1,5 +1,7 @@
 """Recording attempts into a real Neo4j: lineage, order, scores, idempotency, incumbents."""
 
+import json
+
 import pytest
 
 from kope.memory import ExperienceGraph, Journal, UsedItem, synthetic
@@ -315,3 +317,21 @@ def test_a_run_whose_totals_do_not_match_its_decisions_is_recomputed_in_full(mem
     memory.record_attempt(synthetic.attempt("r1", 2, OP, parent="r1:s1", speedup=2.0))
     kept = rows(graph_client, RUN_TOTALS)[0]
     assert (kept["steps"], kept["last_step"], kept["prompt"], kept["incumbent"]) == (3, 2, 300, ["r1:s1"])
+
+
+def test_a_cases_tolerance_rule_is_stored_with_the_case_and_read_back(memory, graph_client):
+    """The rule that accepted a case's outputs ("float64-reference": the reference's own accuracy) is in the
+    outcome JSON; the graph keeps it with the case (``StoredCase.tolerance``), and a case within the default
+    tolerance reads None."""
+    start(memory)
+    memory.record_attempts(
+        [
+            synthetic.attempt("r1", 0, OP, speedup=1.5, tolerance="float64-reference"),
+            synthetic.attempt("r1", 1, OP, parent="r1:s0", speedup=2.0),
+        ]
+    )
+    precise, plain = memory.outcome("r1:s0"), memory.outcome("r1:s1")
+    assert [c.tolerance for c in precise.cases] == ["float64-reference"] * 4
+    assert [c.tolerance for c in plain.cases] == [None] * 4
+    (row,) = rows(graph_client, "MATCH (o:Outcome {uid: $uid}) RETURN o.cases_json AS c", uid="t/r1:s0")
+    assert {c["tolerance"] for c in json.loads(row["c"])} == {"float64-reference"}

@@ -1,0 +1,107 @@
+"""What bounds the memory / no-memory steps ratio on the recorded spaces, per family (not a test).
+
+For each family's 2nd and later operators: the space's size (recorded settings of the template's grid), how
+close the defaults are to the optimum, how many recorded settings reach 90 % of it, and no memory's mean steps
+to 90 % (from a bench's results.json, ``--results``, one or more; a miss counts budget + 1 as in the bench). Two
+bounds on memory's steps: **perfect** (an operator with an earlier operator of its template reaches 90 % at step
+1; the others, nothing to transfer, as no memory) and no better than 1 step anywhere. And the recording cost:
+the seconds each space took (its outcomes' ``duration_s``), per setting.
+
+    python benchmarks/replay_bounds.py benchmarks/spaces --results OUT1/results.json OUT2/results.json ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from kope.boundary import suite_tasks
+from kope.evaluators.space import read_spaces
+
+
+def speed(entry: dict) -> float:
+    o = entry["outcome"]
+    return float(o["speedup"]) if o["status"] == "correct" and o.get("speedup") else 0.0
+
+
+def no_memory_steps(paths: list[Path], budget: int = 8) -> dict[str, float]:
+    """Mean steps to 90 % of each operator's recorded optimum without memory, over a bench's repeats."""
+    steps: dict[str, list[int]] = defaultdict(list)
+    for path in paths:
+        data = json.loads(path.read_text())
+        optima = data["optima"]
+        for pair in data["pairs"]:
+            if pair["config"] != "no-memory" or pair["operator"] not in optima:
+                continue
+            target = 0.9 * optima[pair["operator"]]
+            hits = [
+                a["step"]
+                for a in pair["attempts"]
+                if a.get("status") == "correct" and (a.get("speedup") or 0) >= target
+            ]
+            steps[pair["operator"]].append(min(hits) + 1 if hits else budget + 1)
+    return {op: statistics.fmean(v) for op, v in steps.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--results", type=Path, nargs="*", default=[])
+    args = parser.parse_args(argv)
+    spaces = read_spaces(args.folder)
+    order = {t.operator: i for i, t in enumerate(suite_tasks(None))}
+    nomem = no_memory_steps(args.results)
+    totals = {"nomem": 0.0, "perfect": 0.0, "ops": 0}
+    for family in sorted({s.family for s in spaces}):
+        fam = sorted((s for s in spaces if s.family == family), key=lambda s: order.get(s.operator, 999))
+        print(f"## {family}")
+        sums = {"nomem": 0.0, "perfect": 0.0, "ops": 0}
+        seen: set[str] = set()
+        for index, s in enumerate(fam):
+            values = [speed(e) for e in s.settings]
+            best = max(values)
+            default = values[0]
+            near = sum(1 for v in values if v >= 0.9 * best)
+            seconds = sum(float(e["outcome"].get("duration_s") or 0.0) for e in s.settings)
+            grid = s.design.get("grid_size") if isinstance(s.design, dict) else None
+            transfer = s.template in seen
+            seen.add(s.template)
+            steps = nomem.get(s.operator)
+            line = (
+                f"  {s.operator:20s} {s.template:14s} settings {len(values):2d}/{grid or '-':>4} "
+                f"defaults {default / best:4.2f} of optimum, {near:2d} setting(s) >= 90%, "
+                f"recorded in {seconds:5.0f} s ({seconds / len(values):4.1f} s/setting)"
+            )
+            if index == 0:
+                print(line + "  (first: not counted)")
+                continue
+            if steps is not None:
+                perfect = 1.0 if transfer else steps
+                sums["nomem"] += steps
+                sums["perfect"] += perfect
+                sums["ops"] += 1
+                line += f"; no memory {steps:4.2f} steps, perfect memory {perfect:4.2f}" + (
+                    "" if transfer else " (no earlier operator of its template)"
+                )
+            print(line)
+        if sums["ops"]:
+            print(
+                f"  later operators {sums['ops']}: no memory {sums['nomem'] / sums['ops']:.2f} steps, perfect memory "
+                f"{sums['perfect'] / sums['ops']:.2f}: ratio bound {sums['perfect'] / sums['nomem']:.2f}"
+            )
+            for key in totals:
+                totals[key] += sums[key]
+    if totals["ops"]:
+        print(
+            f"overall ({totals['ops']:.0f} later operators): no memory {totals['nomem'] / totals['ops']:.2f}, perfect "
+            f"memory {totals['perfect'] / totals['ops']:.2f}: ratio bound {totals['perfect'] / totals['nomem']:.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
