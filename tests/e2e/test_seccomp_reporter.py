@@ -22,9 +22,10 @@ pytestmark = pytest.mark.skipif(not sandbox_status().available, reason="no secco
 AT_FDCWD, AT_REMOVEDIR = -100, 0x200
 
 
-def _locked_down(scratch: Path, calls) -> tuple[dict, list[str]]:
-    """Run ``calls(libc)`` (name -> (result, errno)) in a forked child after lock_down; the reported syscalls."""
-    from harness.seccomp import lock_down, syscall_check
+def _child(body, scratch: str = "", spawn: bool = False) -> tuple[int, bytes, bytes]:
+    """Run ``body()`` -> (exit code, output bytes) in a forked child after ``lock_down``: its exit code, the syscall
+    numbers it reported, its output."""
+    from harness.seccomp import lock_down
 
     r, w = os.pipe()
     out_r, out_w = os.pipe()
@@ -34,19 +35,26 @@ def _locked_down(scratch: Path, calls) -> tuple[dict, list[str]]:
         try:
             os.close(r)
             os.close(out_r)
-            lock_down(w, scratch=str(scratch))
-            results = calls(ctypes.CDLL(None, use_errno=True))
-            os.write(out_w, repr(results).encode())
-            code = 0
+            lock_down(w, spawn=spawn, scratch=scratch)
+            code, output = body()
+            os.write(out_w, output)
         finally:
             os._exit(code)
     os.close(w)
     os.close(out_w)
     _, status = os.waitpid(pid, 0)
-    reported, results = os.read(r, 4096), os.read(out_r, 65536)
+    reported, output = os.read(r, 4096), os.read(out_r, 65536)
     os.close(r)
     os.close(out_r)
-    assert os.waitstatus_to_exitcode(status) == 0
+    return os.waitstatus_to_exitcode(status), reported, output
+
+
+def _locked_down(scratch: Path, calls) -> tuple[dict, list[str]]:
+    """Run ``calls(libc)`` (name -> (result, errno)) in a locked-down child; its results and reported syscalls."""
+    from harness.seccomp import syscall_check
+
+    code, reported, results = _child(lambda: (0, repr(calls(ctypes.CDLL(None, use_errno=True))).encode()), str(scratch))
+    assert code == 0
     names = [syscall_check(n) for n in struct.unpack(f"<{len(reported) // 4}i", reported)]
     assert all(check == "file_access" for check, _ in names), names
     return ast.literal_eval(results.decode()), [name for _, name in names]
@@ -119,45 +127,10 @@ def test_deletions_and_renames_outside_scratch_are_refused_and_named(tmp_path):
 def test_the_spawn_profile_leaves_deletions_to_the_programs_it_runs(tmp_path):
     """Triton's GPU profile lets the worker run compilers; after exec they have no SIGSYS handler, so a trapped
     deletion (a compiler removing its temporary files) would kill them: deletions are not trapped there."""
-    import subprocess
-
-    from harness.seccomp import lock_down
-
     victim = tmp_path / "tmpfile"
     victim.write_text("x")
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            os.close(r)
-            lock_down(w, spawn=True, scratch=str(tmp_path / "scratch"))
-            code = subprocess.run(["rm", str(victim)], check=False).returncode
-        finally:
-            os._exit(code)
-    os.close(w)
-    _, status = os.waitpid(pid, 0)
-    os.close(r)
-    assert os.waitstatus_to_exitcode(status) == 0 and not victim.exists()
-
-
-def _status_after(body, spawn: bool = False) -> int:
-    from harness.seccomp import lock_down
-
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            os.close(r)
-            lock_down(w, spawn=spawn)
-            code = body()
-        finally:
-            os._exit(code)
-    os.close(w)
-    _, status = os.waitpid(pid, 0)
-    os.close(r)
-    return os.waitstatus_to_exitcode(status)
+    code, _, _ = _child(lambda: (_run(["rm", str(victim)]), b""), str(tmp_path / "scratch"), spawn=True)
+    assert code == 0 and not victim.exists()
 
 
 def test_replacing_the_reporter_ends_the_process_but_asking_for_it_does_not():
@@ -171,13 +144,13 @@ def test_replacing_the_reporter_ends_the_process_but_asking_for_it_does_not():
         signal.signal(signal.SIGSYS, signal.SIG_IGN)
         return 0
 
-    assert _status_after(ask) == 0
-    assert _status_after(replace) == -signal.SIGSYS
+    assert _child(lambda: (ask(), b""))[0] == 0
+    assert _child(lambda: (replace(), b""))[0] == -signal.SIGSYS
     # under `spawn` a subprocess's child resets every handler before exec: that must not end it
-    assert _status_after(lambda: subprocess_rc(["true"]), spawn=True) == 0
+    assert _child(lambda: (_run(["true"]), b""), spawn=True)[0] == 0
 
 
-def subprocess_rc(cmd: list[str]) -> int:
+def _run(cmd: list[str]) -> int:
     import subprocess
 
     return subprocess.run(cmd, check=False).returncode
