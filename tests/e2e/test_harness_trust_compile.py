@@ -205,7 +205,12 @@ def test_outputs_filled_after_the_timed_call_are_caught():
     assert outcome.status.value != "correct", outcome.error_excerpt
     # Which check catches it depends on when the candidate's filler thread runs: between the seal and the parent's
     # read (the usual case) the sealed elements changed; on a loaded machine (CI, 2 cores, the suite on both) the
-    # thread can be starved until after the read, and the parent reads half an output. Both refuse the kernel.
+    # thread can be starved until after the read, and the parent reads half an output; since the seal is taken
+    # inside `go`, the filler can also still be writing while the reference's units are timed (the idle check:
+    # work done off the clock). All three refuse the kernel.
+    if outcome.error_kind == "cheat_detected:background_work":
+        assert "off the clock" in outcome.error_excerpt, outcome.error_excerpt
+        return
     if outcome.error_kind == "incorrect:timed_mismatch":
         assert "timed call on seed" in outcome.error_excerpt, outcome.error_excerpt
         return
