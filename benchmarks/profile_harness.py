@@ -13,7 +13,7 @@ Not a test. Prints, for one task and one candidate (default: the suite's relu on
 5. ``--breakdown``: instead of 1-4, evaluations (a warm-up one, then ``--runs`` measured ones) with the
    parent's time split by phase (exclusive, summed over cases): worker start, compile, correctness
    (reference trials, candidate trials, comparison), and inside timing the empty round trips, the
-   warm-up units, the timed ``go`` requests, the ``seal`` requests, fetching outputs, comparing them,
+   warm-up units, the timed ``go`` requests (each seals its outputs before it replies), fetching outputs, comparing them,
    waiting for the next unit's inputs (input generation the comparison did not hide) and the rest.
 
     PYTHONPATH=. python benchmarks/profile_harness.py [--task relu] [--candidate PATH] [--cases 0-8]
