@@ -70,7 +70,7 @@ def timing_threads(requested: int | None, cores: int) -> int:
     region never waits for a thread another process took (on 2 cores the per-unit times of 2-thread units were
     bimodal, 1.8-2x apart, and the speedup's CV over evaluations 9-12 %; docs/harness-workers.md, "Threads").
     As deployed (``EvalOptions.deployed``) the user's own settings apply instead."""
-    usable = max(1, cores - 1) if cores > 1 else 1
+    usable = max(1, cores - 1)
     return max(1, min(requested or usable, usable))
 
 
@@ -93,25 +93,42 @@ PREPARE_SHARE = 3.0
 PREPARE_SLACK_NS = 500_000
 
 
-def prepare_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
-    """What the candidate used over the reference worker's in the prepare windows ((reference, candidate) CPU ns a
-    unit), when the lower median window is over PREPARE_SHARE x + PREPARE_SLACK_NS; None when within. The median,
-    because a precomputed result moves the median unit only when most units have one (an honest worker's odd window
-    with a garbage collection or a page-fault burst does not count, nor the larger of two); the share, because both
-    workers copy the same inputs at once and on a loaded machine their memory stalls differ (an honest candidate's
-    window reached 2.55x the reference's, 36.6 vs 14.3 ms)."""
+FETCH_SHARE = 2.0  # the fetch windows' bound (fetch_overrun): at most this times the reference worker's CPU ...
+FETCH_SLACK_NS = 500_000  # ... plus this, in the lower median unit
+
+
+def window_overrun(windows: Sequence[tuple[int, int]], share: float, slack_ns: float) -> str | None:
+    """What the candidate used over the reference worker's in paired untimed windows ((reference, candidate) CPU ns a
+    unit), when the lower median window is over ``share`` x + ``slack_ns``; None when within. The median, because a
+    precomputed result moves the median unit only when most units have one (an honest worker's odd window with a
+    garbage collection or a page-fault burst does not count, nor the larger of two)."""
     if not windows:
         return None
     lower = (len(windows) - 1) // 2
-    if sorted(cand - PREPARE_SHARE * ref - PREPARE_SLACK_NS for ref, cand in windows)[lower] <= 0:
+    if sorted(cand - share * ref - slack_ns for ref, cand in windows)[lower] <= 0:
         return None
     ref, cand = (sorted(x)[lower] / 1e6 for x in zip(*windows))
     each = ", ".join(f"({r / 1e6:.2f}, {c / 1e6:.2f})" for r, c in windows)
     return (
         f"the candidate's process used {cand:.2f} ms of CPU against the reference worker's {ref:.2f} ms in the median "
-        f"of {len(windows)} units (at most {PREPARE_SHARE:g}x + {PREPARE_SLACK_NS / 1e6:g} ms; each unit's "
-        f"(reference, candidate) ms: {each})"
+        f"of {len(windows)} units (at most {share:g}x + {slack_ns / 1e6:g} ms; each unit's (reference, candidate) ms: "
+        f"{each})"
     )
+
+
+def prepare_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
+    """``window_overrun`` on the prepare windows, at PREPARE_SHARE: both workers copy the same inputs at once and on a
+    loaded machine their memory stalls differ (an honest candidate's window reached 2.55x the reference's, 36.6 vs
+    14.3 ms)."""
+    return window_overrun(windows, PREPARE_SHARE, PREPARE_SLACK_NS)
+
+
+def fetch_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
+    """``window_overrun`` on the fetch windows (from the ``fetch`` request to both replies), at FETCH_SHARE. The
+    reference worker runs the candidate worker's checks of that window on its own outputs
+    (``harness.worker_reference``), so both cost alike (0.9-1.0x measured, idle); a smaller share than prepare's
+    because the window holds no large copies (whose memory stalls differ)."""
+    return window_overrun(windows, FETCH_SHARE, FETCH_SLACK_NS)
 
 
 def relative_halfwidth(samples: Sequence[float]) -> float:
@@ -232,26 +249,6 @@ class CudaTimer:
         self.end.record()
         torch.cuda.synchronize()
         return self.start.elapsed_time(self.end), out
-
-
-FETCH_SHARE = 2.0  # the fetch windows' bound (fetch_overrun): at most this times the reference worker's CPU
-FETCH_SLACK_NS = 500_000  # ... plus this, in the lower median unit
-
-
-def fetch_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
-    """What the candidate used over the reference worker's in the fetch windows ((reference, candidate) CPU ns a unit,
-    from the ``fetch`` request to both replies), when the lower median window is over FETCH_SHARE x + FETCH_SLACK_NS;
-    None when within. The reference worker runs the candidate worker's checks of that window on its own outputs
-    (``harness.worker_reference``), so both cost alike (0.9-1.0x measured, idle); the lower median as in
-    ``prepare_overrun``, a smaller share because the window holds no large copies (whose memory stalls differ)."""
-    lower = (len(windows) - 1) // 2
-    if not windows or sorted(c - FETCH_SHARE * r - FETCH_SLACK_NS for r, c in windows)[lower] <= 0:
-        return None
-    ref, cand = (sorted(x)[lower] / 1e6 for x in zip(*windows))
-    return (
-        f"the candidate's process used {cand:.2f} ms of CPU against the reference worker's {ref:.2f} ms in the median "
-        f"of {len(windows)} units (at most {FETCH_SHARE:g}x + {FETCH_SLACK_NS / 1e6:g} ms)"
-    )
 
 
 def untimed_overrun(prepared: Sequence[tuple[int, int]], fetches: Sequence[tuple[int, int]]) -> str | None:
