@@ -7,7 +7,12 @@ the bench's figures: steps to 90% of each space's optimum on the 2nd and later o
 budget + 1), severe regressions (a step >= 3x slower than its parent) and the best at the budget. It needs no
 Neo4j and is not the measurement: `kope bench --evaluator replay:DIR` is (docs/learning.md).
 
-    python benchmarks/sim_replay.py DIR [--family F] [--steps 8] [--repeats 8]
+    python benchmarks/sim_replay.py DIR [--family F] [--steps 8] [--repeats 8] [--per-operator] [--set NAME=VALUE]
+
+DIR is a folder of recorded spaces (``benchmarks/spaces``, ``benchmarks/spaces-r2``). ``--set`` overrides a constant
+of ``kope.agent.tuner.tuner`` for the run (e.g. ``--set UNSEEN_SD=1.0``), to try a variant without editing the code.
+The overall ratio is the bench's (``benchmarks/replay_overall.py``): per repeat, the operator-weighted sum of memory's
+steps over no memory's, averaged over the repeats.
 """
 
 from __future__ import annotations
@@ -124,22 +129,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=8)
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--per-operator", action="store_true", help="each later operator's mean steps and severe")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
+    from kope.agent.tuner import tuner as tuner_module
+
+    for item in args.set:
+        name, _, value = item.partition("=")
+        if not hasattr(tuner_module, name):
+            print(f"error: kope.agent.tuner.tuner has no constant {name!r}", file=sys.stderr)
+            return 2
+        setattr(tuner_module, name, type(getattr(tuner_module, name))(float(value)))
     spaces = read_spaces(args.folder)
     order = {t.operator: i for i, t in enumerate(suite_tasks(None))}  # the bench's order within a family
     families = sorted({s.family for s in spaces}) if not args.family else args.family
-    totals: dict[str, list[float]] = {"memory": [], "no-memory": []}
+    # per repeat: (later operators, memory's steps summed, no memory's steps summed), over the families
+    totals: dict[int, list[float]] = {r: [0, 0.0, 0.0] for r in range(args.repeats)}
+    severe_total = {"memory": 0.0, "no-memory": 0.0}
     for family in families:
         fam = sorted((s for s in spaces if s.family == family), key=lambda s: order.get(s.operator, 999))
         per: dict[str, dict[str, list[float]]] = {}
+        ops: dict[str, dict[str, list[tuple[int, int]]]] = {}
         for config in ("memory", "no-memory"):
             steps_r, severe_r, best_r = [], [], []
             for repeat in range(args.repeats):
                 rows = run_family(fam, args.steps, repeat, config == "memory")
                 later = rows[1:]
+                if not later:
+                    continue
                 steps_r.append(statistics.fmean(r["steps"] for r in later))
                 severe_r.append(sum(r["severe"] for r in later))
                 best_r.append(statistics.fmean(math.log(r["best"] or 1e-9) for r in later))
+                totals[repeat][0] = totals[repeat][0] + (len(later) if config == "memory" else 0)
+                totals[repeat][1 if config == "memory" else 2] += sum(r["steps"] for r in later)
+                for r in later:
+                    ops.setdefault(r["operator"], {}).setdefault(config, []).append((r["steps"], r["severe"]))
                 if args.verbose:
                     print(config, repeat, [(r["operator"], r["steps"], r["severe"], r["taken"]) for r in rows])
                 if args.trace:
@@ -147,20 +171,34 @@ def main(argv: list[str] | None = None) -> int:
                         for i, (a, p, c) in enumerate(r["trajectory"]):
                             flag = "SEVERE" if a and a * 3 <= p else ""
                             pred = f"{c.predicted:.2f} [{c.low:.2f},{c.high:.2f}]" if c.predicted else "-"
+                            knobs = ",".join(f"{k}={v}" for k, v in c.settings.items())
                             print(
-                                f"  {config} r{repeat} {r['operator']} {i} {a:.2f} from {p:.2f} pred {pred} "
-                                f"{c.basis} {flag}"
+                                f"  {config} r{repeat} {r['operator']} {i} {a:.2f} (opt {r['optimum']:.2f}) from "
+                                f"{p:.2f} pred {pred} {c.basis} {flag} {knobs}"
                             )
             per[config] = {"steps": steps_r, "severe": severe_r, "best": best_r}
-            totals[config].extend(steps_r)
+            severe_total[config] += sum(severe_r)
+        if not per["memory"]["steps"]:
+            continue
         paired = [math.exp(a - b) for a, b in zip(per["memory"]["best"], per["no-memory"]["best"])]
         print(
             f"{family} ({', '.join(s.operator for s in fam)}): steps memory {mean_ci(per['memory']['steps'])} "
             f"no-memory {mean_ci(per['no-memory']['steps'])}; severe {mean_ci(per['memory']['severe'])} vs "
-            f"{mean_ci(per['no-memory']['severe'])}; paired {statistics.geometric_mean(paired):.2f}x"
+            f"{mean_ci(per['no-memory']['severe'])}; paired {statistics.geometric_mean(paired):.3f}x"
         )
-    if len(families) > 1:
-        print(f"overall steps ratio {statistics.fmean(totals['memory']) / statistics.fmean(totals['no-memory']):.2f}")
+        if args.per_operator:
+            for op, by in ops.items():
+                m, x = by["memory"], by["no-memory"]
+                print(
+                    f"    {op:20s} steps {statistics.fmean(s for s, _ in m):.2f} / {statistics.fmean(s for s, _ in x):.2f}"
+                    f"  severe {sum(v for _, v in m)} / {sum(v for _, v in x)}"
+                )
+    ratios = [m / x for n, m, x in totals.values() if n and x]
+    if len(families) > 1 and ratios:
+        print(
+            f"overall steps ratio {mean_ci(ratios)} (per repeat, operator-weighted); severe regressions "
+            f"{severe_total['memory'] / args.repeats:.2f} vs {severe_total['no-memory'] / args.repeats:.2f} per repeat"
+        )
     return 0
 
 
