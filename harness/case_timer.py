@@ -24,12 +24,11 @@ from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
 from harness.targets.base import Target
 from harness.task import Case, Task
-from harness.timing import untimed_overrun
+from harness.timing import next_unit_size, untimed_overrun
 from harness.worker_process import Worker
 from harness.worker_timed import RING_KEY_BITS, ring_seed
 
 CPU_SLACK = 1.3  # a timed unit may use at most threads x wall x this much CPU (+ 2 ms)
-UNIT_CAP = 4096  # calls per timed unit at most
 UNIT_OVERHEADS = 8  # a timed unit lasts at least this many empty round trips (their median is subtracted)
 # The native probe's rules and their numbers: docs/harness-workers.md, "Reference calls below Python"
 PROBE_MIN_SAMPLES = 40  # fewer samples (2 ms of CPU at PROBE_PERIOD_NS) decide nothing
@@ -406,13 +405,12 @@ class CaseTimer:
             raw = {who: self._go(who, True) for who in ("ref", "cand")}
             units += 1
             warm_ms += min(raw.values()) / 1e6
-            shortest = min(raw.values())
+            grown = next_unit_size(n, min(raw.values()), max(raw.values()), target)
             if time.monotonic() > self.deadline or (
-                shortest >= target and units >= 2 and (warm_ms >= self.budget.warmup_ms or units >= 3)
+                grown is None and units >= 2 and (warm_ms >= self.budget.warmup_ms or units >= 3)
             ):
                 break
-            if shortest < target and n < UNIT_CAP:
-                n = min(UNIT_CAP, max(2 * n, math.ceil(n * target / max(shortest, 1.0))))
+            n = grown or n
         self._warm_ring()
         self._open_samplers()
         rep = 0

@@ -139,6 +139,22 @@ def relative_halfwidth(samples: Sequence[float]) -> float:
     return (hi - lo) / (2 * median) if median > 0 else math.inf
 
 
+UNIT_CAP = 4096  # calls per timed unit at most
+LONGEST_UNIT_NS = 0.5e9  # the warm-up grows no worker's unit past this (the other one's may stay short)
+
+
+def next_unit_size(n: int, shortest_ns: float, longest_ns: float, target_ns: float) -> int | None:
+    """The warm-up's next unit size (calls per unit) after units of ``n`` calls took ``shortest_ns`` and
+    ``longest_ns`` in the faster and the slower worker, or None once ``n`` is settled: the faster worker's unit
+    lasts ``target_ns``, or a larger ``n`` would take the slower one's past ``LONGEST_UNIT_NS`` or ``UNIT_CAP``
+    (a candidate thousands of times slower than the reference once had its units doubled past the request's
+    timeout under load)."""
+    ceiling = min(UNIT_CAP, max(n, int(n * LONGEST_UNIT_NS / max(longest_ns, 1.0))))
+    if shortest_ns >= target_ns or n >= ceiling:
+        return None
+    return min(ceiling, max(2 * n, math.ceil(n * target_ns / max(shortest_ns, 1.0))))
+
+
 def enough_repetitions(
     budget: Budget,
     reps: int,

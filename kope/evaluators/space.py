@@ -17,6 +17,8 @@
   the ``kernel`` hash of the rendered candidate, and the ``outcome``: the fields of the
   ``kope.outcome/1`` record the harness returned that are not the file's own (status,
   speedup, per-case results and times, ...). ``file.outcome(entry)`` rebuilds the record.
+  A setting measured again (``kope.bench.record_space``: its reference time was off the
+  space's median) keeps the earlier measurements' speedups in ``remeasured``.
 
 Files are written whole and atomically (a temporary file, then ``os.replace``), so an
 interrupted recording leaves the last complete file behind.
@@ -81,14 +83,15 @@ class SpaceFile:
         return next((e for e in self.settings if settings_key(e["settings"]) == key), None)
 
     def add(self, settings: Mapping[str, Any], kernel: str, outcome: Outcome) -> dict[str, Any]:
-        data = outcome.to_dict()
-        entry = {
-            "settings": dict(settings),
-            "kernel": kernel,
-            "outcome": {k: v for k, v in data.items() if k not in FILE_FIELDS},
-        }
+        entry = {"settings": dict(settings), "kernel": kernel, "outcome": _stored(outcome)}
         self.settings.append(entry)
         return entry
+
+    def replace(self, entry: dict[str, Any], outcome: Outcome, why: Mapping[str, Any]) -> None:
+        """``entry`` measured again: its outcome becomes ``outcome``; the one it had is summed up in the entry's
+        ``remeasured`` list (its speedup and ``why``, e.g. how far its reference time was off)."""
+        entry.setdefault("remeasured", []).append({"speedup": entry["outcome"].get("speedup"), **why})
+        entry["outcome"] = _stored(outcome)
 
     def outcome(self, entry: Mapping[str, Any]) -> Outcome:
         """The ``kope.outcome/1`` record the harness returned for ``entry``: its stored part and the file's own
@@ -174,6 +177,10 @@ class SpaceFile:
             Path(tmp).unlink(missing_ok=True)
             raise
         self.path = path
+
+
+def _stored(outcome: Outcome) -> dict[str, Any]:
+    return {k: v for k, v in outcome.to_dict().items() if k not in FILE_FIELDS}
 
 
 def read_spaces(folder: Path) -> list[SpaceFile]:

@@ -90,3 +90,25 @@ def test_repetitions_stop_early_once_both_medians_are_precise():
     assert enough_repetitions(budget, 40, {"ref": 1.0, "cand": 1.0}, {"ref": tight, "cand": tight})
     loose = [10.0 + (i % 7) for i in range(40)]
     assert not enough_repetitions(budget, 40, {"ref": 1.0, "cand": 1.0}, {"ref": tight, "cand": loose})
+
+
+def test_the_warm_up_grows_the_unit_until_the_faster_worker_fills_it():
+    from harness.timing import next_unit_size
+
+    assert next_unit_size(1, 12_000, 15_000, 1e6) == 84  # 1 ms at 12 us a call
+    assert next_unit_size(84, 900_000, 1_000_000, 1e6) == 168  # at least doubles
+    assert next_unit_size(168, 1.1e6, 1.3e6, 1e6) is None
+
+
+def test_the_warm_up_never_grows_the_slower_workers_unit_past_half_a_second():
+    from harness.timing import LONGEST_UNIT_NS, UNIT_CAP, next_unit_size
+
+    # the reference's 12 us a call against a candidate spinning 50 ms a call (tests/fixtures: relu_needs_passive)
+    n, sizes = 1, []
+    while (grown := next_unit_size(n, 12_000 * n + 100_000, 50e6 * n, 1e6)) is not None:
+        n = grown
+        sizes.append(n)
+    assert sizes == [9, 10]  # without the bound: 9, then doubling until the reference's unit reaches 1 ms
+    assert n * 50e6 <= LONGEST_UNIT_NS  # settled though the reference's unit (220 us) stays under the target
+    assert next_unit_size(1, 200_000, 2e9, 1e6) is None  # one call already too long: a unit of one call
+    assert next_unit_size(4000, 500, 600, 1e6) == UNIT_CAP
