@@ -65,6 +65,7 @@ UNSEEN_SD = math.log(4.0)  # the prior spread of a knob value no trusted record 
 TRUSTED = 0.5  # a memory operator trusted less (off by more than 2x here) no longer makes a knob value "known"
 MIN_EFFECTS = 2  # own attempts a memory operator must have predicted before its effects (not its level) are judged
 NOISE = math.log(1.05)  # the smallest own spread effects are judged against (measurement noise, ~5%)
+VALUE_VETO = True  # rule out knob values memory measured >= VETO_RATIO slower wherever it measured them
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -175,6 +176,14 @@ class Tuner:
         vetoes = self._vetoes(operator, records, shape_class, hardware.hw_class)
         vetoed = {v.settings_key for v in vetoes}
         pool = [c for c in pool if settings_key(c) not in vetoed]
+        if VALUE_VETO:
+            # knob values memory measured >= 3x slower wherever it measured them (_ruled_out_values); kept when
+            # nothing else is left
+            ruled_out = self._ruled_out_values(operator, records, shape_class, hardware.hw_class)
+            allowed_values = [c for c in pool if not any((k, v) in ruled_out for k, v in c.items())]
+            if allowed_values:
+                vetoed |= {settings_key(c) for c in pool} - {settings_key(c) for c in allowed_values}
+                pool = allowed_values
         trust, offsets = self._memory_trust(operator, records, hardware_facts)
         if trust and all(t < TRUSTED for t in trust.values()):
             # every memory operator's effects were contradicted by this run's own measurements: plan on this
@@ -455,6 +464,52 @@ class Tuner:
         return np.asarray(rows).reshape(len(rows), -1), np.asarray([1.0 if r.correct else 0.0 for r in records])
 
     # -- vetoes -----------------------------------------------------------------------------------
+    def _ruled_out_values(
+        self, operator: str, records: Sequence[TuningRecord], shape_class: str | None, hw_class: str
+    ) -> set[tuple[str, Any]]:
+        """Knob values memory measured at least ``VETO_RATIO`` slower than the other values of the same knob,
+        on every operator that measured them (and at least one did; on this shape class and hardware class, as
+        for ``_vetoes``): on a memory operator for which the knob
+        matters (as it does here), every correct attempt with the value is at least 3x below its best attempt
+        with another value of that knob. A value this run measured correct within 3x of its incumbent is
+        not ruled out (its own evidence first). elu measured every ``math=libm`` setting 20x below
+        ``math=poly``: gelu, sigmoid, silu and tanh no longer spend a step on libm after poly, which
+        add_scaled's and clamp's records (math does not matter there: read at its default, libm, ~1x) made
+        look only mediocre to the model."""
+        relevant = set(self.relevant_names(operator))
+        by_operator: dict[str, list[TuningRecord]] = {}
+        own_best = 0.0
+        own_values: dict[tuple[str, Any], float] = {}
+        for r in records:
+            if not (r.correct and r.a and r.a > 0):
+                continue
+            if r.own:
+                own_best = max(own_best, r.a)
+                for k, v in self.space.pin(operator, r.settings).items():
+                    own_values[(k, v)] = max(own_values.get((k, v), 0.0), r.a)
+                continue
+            if r.hw_class == hw_class and r.shape_class == shape_class:
+                by_operator.setdefault(r.operator, []).append(r)
+        verdicts: dict[tuple[str, Any], bool] = {}  # value -> ruled out by every operator that measured it
+        for other, attempts in by_operator.items():
+            knobs = relevant & set(self.relevant_names(other))
+            pinned = [(self.space.pin(other, r.settings), r.a or 0.0) for r in attempts]
+            for knob in knobs:
+                best: dict[Any, float] = {}
+                for settings, a in pinned:
+                    best[settings[knob]] = max(best.get(settings[knob], 0.0), a)
+                if len(best) < 2:
+                    continue  # one value measured: nothing to compare it with
+                for value, fastest in best.items():
+                    others = max(a for v, a in best.items() if v != value)
+                    slow = others >= VETO_RATIO * fastest
+                    verdicts[(knob, value)] = verdicts.get((knob, value), True) and slow
+        return {
+            kv
+            for kv, slow in verdicts.items()
+            if slow and not (own_best and own_values.get(kv, 0.0) * VETO_RATIO > own_best)
+        }
+
     def _vetoes(
         self, operator: str, records: Sequence[TuningRecord], shape_class: str | None, hw_class: str
     ) -> list[Veto]:
