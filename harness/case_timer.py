@@ -292,7 +292,7 @@ class CaseTimer:
         """The candidate's CPU while both workers prepared the same inputs, described their outputs and waited."""
         if not self.ev.target.check_native_threads or self.ev.options.deployed:
             return
-        found = self.untimed.overrun()
+        found = self.untimed.overrun(self.ev.threads)
         if found is not None:
             raise Stop("cheat_detected:background_work", f"case {self.case.name!r}: {found}")
 

@@ -132,7 +132,8 @@ def fetch_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
 
 
 # The candidate's CPU while it waits for its next request, in a unit's stretches outside its prepare, go and fetch
-# windows (wait_overrun): over all units at most this multiple of the reference worker's plus the slack a unit
+# windows (wait_overrun): over all units at most this multiple of the reference worker's plus the slack a unit and
+# timing thread (an OpenMP team's threads going to sleep after the unit's reply)
 WAIT_SHARE = 2.0
 WAIT_SLACK_NS = 100_000
 WAITS = (
@@ -142,22 +143,22 @@ WAITS = (
 )
 
 
-def wait_overrun(units: Sequence[Sequence[Sequence[int]]]) -> str | None:
+def wait_overrun(units: Sequence[Sequence[Sequence[int]]], threads: int = 1) -> str | None:
     """What the candidate used over the reference worker's while each waited for its next request: per unit, the
     (reference, candidate) CPU ns in each stretch of ``WAITS`` (the other worker's timed unit and the parent's
-    bookkeeping); over WAIT_SHARE x + WAIT_SLACK_NS a unit over all units together, else None. A sum, not a median:
+    bookkeeping); over WAIT_SHARE x + WAIT_SLACK_NS a unit and thread over all units together, else None. A sum, not a median:
     blocked on its pipe an honest worker runs nothing, and work after the candidate's unit falls in the reference's
     unit or in the fetch window as the order alternates, in half of the units, which would move no median."""
     if not units:
         return None
     ref, cand = ([sum(unit[i][who] for unit in units) for i in range(len(WAITS))] for who in (0, 1))
-    allowed = WAIT_SHARE * sum(ref) + WAIT_SLACK_NS * len(units)
-    if sum(cand) <= allowed:
+    slack = WAIT_SLACK_NS * max(1, threads)
+    if sum(cand) <= WAIT_SHARE * sum(ref) + slack * len(units):
         return None
     i = max(range(len(WAITS)), key=lambda i: cand[i] - ref[i])
     return (
         f"the candidate's process used {sum(cand) / 1e6:.2f} ms of CPU against the reference worker's "
-        f"{sum(ref) / 1e6:.2f} ms over {len(units)} units (at most {WAIT_SHARE:g}x + {WAIT_SLACK_NS / 1e6:g} ms a unit), "
+        f"{sum(ref) / 1e6:.2f} ms over {len(units)} units (at most {WAIT_SHARE:g}x + {slack / 1e6:g} ms a unit), "
         f"{cand[i] / 1e6:.2f} ms of it {WAITS[i]} (the reference worker's {ref[i] / 1e6:.2f} ms)"
     )
 
@@ -286,13 +287,14 @@ def untimed_overrun(
     prepared: Sequence[tuple[int, int]],
     fetches: Sequence[tuple[int, int]],
     waits: Sequence[Sequence[Sequence[int]]] = (),
+    threads: int = 1,
 ) -> str | None:
     """The candidate's work off the clock, judged on both untimed windows (``prepare_overrun``, ``fetch_overrun``) and
     on the stretches between them (``wait_overrun``): every untimed stretch of a measured unit."""
     for overrun, where in (
         (prepare_overrun(prepared), "prepared a timed unit's inputs (the same harness code on the same seeds)"),
         (fetch_overrun(fetches), "described a timed unit's outputs (fetch: the same checks on both)"),
-        (wait_overrun(waits), "waited for their next requests (blocked on their pipes, idle)"),
+        (wait_overrun(waits, threads), "waited for their next requests (blocked on their pipes, idle)"),
     ):
         if overrun is not None:
             return (
@@ -344,6 +346,6 @@ class UntimedCpu:
             self.waits.append(self.waiting)
             self.waiting = None
 
-    def overrun(self) -> str | None:
+    def overrun(self, threads: int = 1) -> str | None:
         self.end_unit()
-        return untimed_overrun(self.prepared, self.fetches, self.waits)
+        return untimed_overrun(self.prepared, self.fetches, self.waits, threads)

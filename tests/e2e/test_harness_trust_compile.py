@@ -243,6 +243,10 @@ def test_outputs_computed_while_the_worker_describes_them_are_caught_by_the_fetc
 
 
 WAIT_BURST = ROOT / "adversarial" / "wait_burst_after_go.py"
+# ~10 units a case (the burst falls in the waits in up to half of them, and on a loaded machine in fewer)
+WAIT_TIMED = EvalOptions(
+    seeds=2, case_timeout_s=60, static_checks=False, budget=Budget(warmup_ms=5, rep_ms=20, case_wall_s=4)
+)
 
 
 def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_bound():
@@ -251,7 +255,7 @@ def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_
     stretches where it waits, against the reference worker's, catches it."""
     from tests.e2e.test_harness_adversarial import constants
 
-    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, TIMED)
+    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
     assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
     assert constants(WAIT_BURST)["CAUGHT_MESSAGE"] in outcome.error_excerpt and outcome.speedup is None
     assert "between its go reply and the fetch request" in outcome.error_excerpt  # the stretch that held the work
@@ -262,7 +266,7 @@ def test_without_the_wait_bound_the_burst_after_each_unit_was_accepted(monkeypat
     from harness import timing
 
     monkeypatch.setattr(timing, "wait_overrun", lambda units: None)
-    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, TIMED)
+    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
     assert outcome.status.value == "correct", outcome.error_excerpt
 
 

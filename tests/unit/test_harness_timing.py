@@ -72,6 +72,8 @@ def test_the_wait_bound_judges_the_sum_over_all_units_and_names_the_stretch():
     at = [[(100 * US, 300 * US), (0, 0), (0, 0)]] * 4
     assert wait_overrun(at) is None
     assert wait_overrun(at[:3] + [[(100 * US, 300 * US), (0, 1), (0, 0)]]) is not None
+    # ... and thread: a team's threads going to sleep after each unit
+    assert wait_overrun([[(100 * US, 400 * US), (0, 0), (0, 0)]] * 4, threads=2) is None
 
 
 def test_untimed_cpu_splits_a_units_stretches_between_the_readings():
