@@ -24,7 +24,7 @@ from harness.record import CaseResult, TimingStats
 from harness.remote_memory import RemoteMemoryError, RemoteUnavailable, Staging, gather, sample_blocks
 from harness.targets.base import Target
 from harness.task import Case, Task
-from harness.timing import next_unit_size, untimed_overrun
+from harness.timing import UntimedCpu, next_unit_size
 from harness.worker_process import Worker
 from harness.worker_timed import RING_KEY_BITS, ring_seed
 
@@ -133,10 +133,9 @@ class CaseTimer:
         self.samplers: dict[str, Any] = {}  # who -> native_probe.Sampler, over the measured units
         # the candidate's CPU during the reference's units, their wall time, and the CPU one busy thread got in them
         self.idle_cpu_ns = self.idle_wall_ns = self.idle_basis_ns = 0
-        # (reference's, candidate's) CPU in each measured unit's prepare window, from the request to both replies
-        self.prepared: list[tuple[int, int]] = []
-        self.prep_open: tuple[int, int] | None = None
-        self.fetches: list[tuple[int, int]] = []  # the same in each measured unit's fetch window
+        # both workers' CPU in the measured units' prepare windows (from the request to both replies), fetch windows,
+        # and the stretches between them and each one's own timed unit
+        self.untimed = UntimedCpu()
         self.sealed: Any = None  # the candidate's seal of its last timed unit (harness.guards.seal; unseal at fetch)
         self.remote = ev.remote_reads()
         self.staging = ev.staging
@@ -169,6 +168,7 @@ class CaseTimer:
         """Both workers' outputs of the unit just timed: the blocks of each output drawn now (``_blocks``) read out
         of their memory where the kernel allows it (``harness.remote_memory``), else whole through their pipes."""
         before = self._cpu_both()
+        self.untimed.open_fetch(before)
         if self.remote:
             try:
                 got = self._both(ipc.Fetch(remote=True))
@@ -268,16 +268,13 @@ class CaseTimer:
 
     def _close_fetch(self, before: tuple[int, int]) -> None:
         """One fetch window: (reference's, candidate's) CPU from before the request to after both replies."""
-        self.fetches.append((self.workers["ref"].cpu_ns() - before[0], self.workers["cand"].cpu_ns() - before[1]))
+        self.untimed.close_fetch(before, self._cpu_both())
 
     def _open_prepare(self) -> None:
-        self.prep_open = self._cpu_both()
+        self.untimed.open_prepare(self._cpu_both())
 
     def _close_prepare(self) -> None:
-        if self.prep_open is not None:
-            ref0, cand0 = self.prep_open
-            self.prepared.append((self.workers["ref"].cpu_ns() - ref0, self.workers["cand"].cpu_ns() - cand0))
-            self.prep_open = None
+        self.untimed.close_prepare(self._cpu_both())
 
     def _warm_ring(self) -> None:
         """Both workers build every ring set before the measured units: a pooled reference worker may hold them
@@ -291,10 +288,10 @@ class CaseTimer:
             self._both(self._prepare_message(seeds))
 
     def _judge_untimed(self) -> None:
-        """The candidate's CPU while both workers prepared the same inputs and described their outputs."""
+        """The candidate's CPU while both workers prepared the same inputs, described their outputs and waited."""
         if not self.ev.target.check_native_threads or self.ev.options.deployed:
             return
-        found = untimed_overrun(self.prepared, self.fetches)
+        found = self.untimed.overrun(self.ev.threads)
         if found is not None:
             raise Stop("cheat_detected:background_work", f"case {self.case.name!r}: {found}")
 
@@ -314,8 +311,9 @@ class CaseTimer:
             self._settle(self.workers["cand" if who == "ref" else "ref"])
             self._settle(worker)
         began = time.perf_counter_ns()  # the CPU bound's window: from before its first clock read to after its last
-        cpu0 = worker.cpu_ns() if who == "cand" else ev.cand.cpu_ns() if watch else 0
-        ref0 = worker.cpu_ns() if watch else 0
+        own0, idle0 = worker.cpu_ns(), ev.cand.cpu_ns() if watch else 0
+        if sampled:  # a measured unit: what it used since its last reading, it used waiting
+            self.untimed.wait(0, who == "cand", own0)
         sampler = self.samplers.get(who) if sampled else None
         if sampler is not None:
             sampler.enable()
@@ -326,12 +324,16 @@ class CaseTimer:
             elapsed = time.perf_counter_ns() - start
             if sampler is not None:
                 sampler.disable()
+            own1, ended = worker.cpu_ns(), time.perf_counter_ns()
+            if sampler is not None:
                 sampler.collect()  # off the clock: the ring buffers emptied after every unit
+        if sampled:  # from here it waits again
+            self.untimed.last[who == "cand"] = own1
         if who == "cand" and calls:  # as deployed its OpenMP threads spin on after the call, so the wall time the
             # CPU is bounded by runs to the clock's read (a starved parent read 7.3 ms of 2 threads in a 1.9 ms unit)
-            self._check_cpu(worker.cpu_ns() - cpu0, time.perf_counter_ns() - began)
+            self._check_cpu(own1 - own0, ended - began)
         elif watch:
-            self._check_idle(ev.cand.cpu_ns() - cpu0, elapsed, worker.cpu_ns() - ref0)
+            self._check_idle(ev.cand.cpu_ns() - idle0, elapsed, own1 - own0)
         if who == "cand":  # random elements of its outputs, sealed inside go right after its calls (guards.seal)
             self.sealed = ipc.expect(went, ipc.Went).sealed
         return elapsed

@@ -127,20 +127,28 @@ class MessageReader:
             total += check_tensor_spec(spec)[2]
         if total > self.max_bytes:
             raise ProtocolError(f"message of {total} bytes is over the {self.max_bytes}-byte limit")
-        tensors = []
-        for spec in specs:
-            dtype = DTYPES[spec["dtype"]]
-            if spec["nbytes"] == 0:
-                tensors.append(torch.empty(spec["shape"], dtype=dtype))
-                continue
-            raw = self._exact(spec["nbytes"], deadline, on_wait)
-            tensors.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(spec["shape"]))
+        # all of the tensors' bytes read at once, each read taking all that the pipe holds: read tensor by tensor, the
+        # writer was woken hundreds of times a reply on a loaded machine (a fetch's CPU in a worker then went from 2
+        # to 200 ms, unlike in the other worker: docs/harness-workers.md, "Timing from outside, adaptively")
+        raws = [bytearray(spec["nbytes"]) for spec in specs]
+        self._into([memoryview(raw) for raw in raws if raw], deadline, on_wait)
+        tensors = [
+            torch.frombuffer(raw, dtype=torch.uint8).view(DTYPES[spec["dtype"]]).reshape(spec["shape"])
+            if raw
+            else torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]])
+            for spec, raw in zip(specs, raws)
+        ]
         return header, tensors
 
     def _exact(self, n: int, deadline: float, on_wait: Callable[[], None] | None) -> bytearray:
         buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        while got < n:
+        self._into([memoryview(buf)] if n else [], deadline, on_wait)
+        return buf
+
+    def _into(self, views: list[memoryview], deadline: float, on_wait: Callable[[], None] | None) -> None:
+        """Fill ``views`` (none empty) in order, up to IOV_MAX of them a read."""
+        i = 0
+        while i < len(views):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ReadTimeout()
@@ -151,13 +159,16 @@ class MessageReader:
                     on_wait()
                 continue
             try:
-                chunk = os.readv(self.fd, [view[got : got + min(n - got, 1 << 24)]])
+                got = os.readv(self.fd, views[i : i + 1024])
             except BlockingIOError:
                 continue
-            if chunk == 0:
+            if got == 0:
                 raise PeerClosed()
-            got += chunk
-        return buf
+            while got:
+                used = min(got, len(views[i]))
+                views[i], got = views[i][used:], got - used
+                if not views[i]:
+                    i += 1
 
 
 def read_message_blocking(fd: int) -> tuple[dict[str, Any], list[torch.Tensor]]:

@@ -11,11 +11,12 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from harness.budget import Budget as Budget  # where it lived first; kope reads it from there without torch
 
 _clock = time.perf_counter_ns  # bound before any candidate code runs
 
@@ -41,27 +42,6 @@ extern "C" void kope_flush_lines(const void* p, int64_t nbytes) {
 #endif
 }
 """
-
-
-@dataclass
-class Budget:
-    warmup_ms: float = 25.0  # per implementation, before the first measured repetition
-    rep_ms: float = 100.0  # measured time each implementation gets at least (with min_reps), see lopsided
-    min_reps: int = 5
-    max_reps: int = 100
-    max_wall_s: float = 60.0  # wall time for one case's timing, all included (a hard stop)
-    # ...and a soft one: after min_reps, one case's timing stops once this much wall time has passed since it began
-    # (warm-up included), whatever rep_ms says. Fresh inputs for every timed call cost far more than a fast kernel
-    # (a 16 MB randn ~25 ms against a 0.5 ms ReLU here), so for fast kernels the measured-time budget alone meant
-    # hundreds of input sets per case; the interval achieved is recorded either way. 0: no soft limit.
-    case_wall_s: float = 2.0
-    ci_target: float = 0.015  # stop once both medians' 95 % intervals are within +-1.5 % (0: never early)
-    unit_ms: float = 1.0  # fast kernels are timed in units of calls lasting at least this long
-    # ...or, for a lopsided pair (one implementation far slower than the other), until both together have
-    # spent this many times rep_ms: the slow one's samples then decide the speedup, and the fast one's
-    # interval is recorded as measured (an 0.5 s candidate against a 3 ms reference stops after min_reps,
-    # not after the 33 repetitions the reference would need to reach rep_ms on its own)
-    lopsided: float = 10.0
 
 
 def timing_threads(requested: int | None, cores: int) -> int:
@@ -129,6 +109,38 @@ def fetch_overrun(windows: Sequence[tuple[int, int]]) -> str | None:
     (``harness.worker_reference``), so both cost alike (0.9-1.0x measured, idle); a smaller share than prepare's
     because the window holds no large copies (whose memory stalls differ)."""
     return window_overrun(windows, FETCH_SHARE, FETCH_SLACK_NS)
+
+
+# The candidate's CPU while it waits for its next request, in a unit's stretches outside its prepare, go and fetch
+# windows (wait_overrun): over all units at most this multiple of the reference worker's plus the slack a unit and
+# timing thread (an OpenMP team's threads going to sleep after the unit's reply)
+WAIT_SHARE = 2.0
+WAIT_SLACK_NS = 100_000
+WAITS = (
+    "between the prepare reply and its go request",
+    "between its go reply and the fetch request",
+    "between the fetch reply and the next prepare request",
+)
+
+
+def wait_overrun(units: Sequence[Sequence[Sequence[int]]], threads: int = 1) -> str | None:
+    """What the candidate used over the reference worker's while each waited for its next request: per unit, the
+    (reference, candidate) CPU ns in each stretch of ``WAITS`` (the other worker's timed unit and the parent's
+    bookkeeping); over WAIT_SHARE x + WAIT_SLACK_NS a unit and thread over all units together, else None. A sum, not a median:
+    blocked on its pipe an honest worker runs nothing, and work after the candidate's unit falls in the reference's
+    unit or in the fetch window as the order alternates, in half of the units, which would move no median."""
+    if not units:
+        return None
+    ref, cand = ([sum(unit[i][who] for unit in units) for i in range(len(WAITS))] for who in (0, 1))
+    slack = WAIT_SLACK_NS * max(1, threads)
+    if sum(cand) <= WAIT_SHARE * sum(ref) + slack * len(units):
+        return None
+    i = max(range(len(WAITS)), key=lambda i: cand[i] - ref[i])
+    return (
+        f"the candidate's process used {sum(cand) / 1e6:.2f} ms of CPU against the reference worker's "
+        f"{sum(ref) / 1e6:.2f} ms over {len(units)} units (at most {WAIT_SHARE:g}x + {slack / 1e6:g} ms a unit), "
+        f"{cand[i] / 1e6:.2f} ms of it {WAITS[i]} (the reference worker's {ref[i] / 1e6:.2f} ms)"
+    )
 
 
 def relative_halfwidth(samples: Sequence[float]) -> float:
@@ -267,11 +279,18 @@ class CudaTimer:
         return self.start.elapsed_time(self.end), out
 
 
-def untimed_overrun(prepared: Sequence[tuple[int, int]], fetches: Sequence[tuple[int, int]]) -> str | None:
-    """The candidate's work off the clock, judged on both untimed windows (``prepare_overrun``, ``fetch_overrun``)."""
+def untimed_overrun(
+    prepared: Sequence[tuple[int, int]],
+    fetches: Sequence[tuple[int, int]],
+    waits: Sequence[Sequence[Sequence[int]]] = (),
+    threads: int = 1,
+) -> str | None:
+    """The candidate's work off the clock, judged on both untimed windows (``prepare_overrun``, ``fetch_overrun``) and
+    on the stretches between them (``wait_overrun``): every untimed stretch of a measured unit."""
     for overrun, where in (
         (prepare_overrun(prepared), "prepared a timed unit's inputs (the same harness code on the same seeds)"),
         (fetch_overrun(fetches), "described a timed unit's outputs (fetch: the same checks on both)"),
+        (wait_overrun(waits, threads), "waited for their next requests (blocked on their pipes, idle)"),
     ):
         if overrun is not None:
             return (
@@ -279,3 +298,50 @@ def untimed_overrun(prepared: Sequence[tuple[int, int]], fetches: Sequence[tuple
                 "harness)"
             )
     return None
+
+
+class UntimedCpu:
+    """Both workers' CPU ((reference, candidate) ns, their process CPU clocks read by the parent) in every untimed
+    stretch of the measured units: the prepare and fetch windows, and the waits between them and each one's own timed
+    unit (``WAITS``); ``overrun`` judges them (``untimed_overrun``)."""
+
+    def __init__(self) -> None:
+        self.prepared: list[tuple[int, int]] = []
+        self.fetches: list[tuple[int, int]] = []
+        self.waits: list[list[list[int]]] = []  # a unit's (reference, candidate) CPU in each of WAITS
+        self.waiting: list[list[int]] | None = None  # the current unit's, from its prepare window's close
+        self.last = [0, 0]  # each worker's CPU at its last reading
+        self.opened: tuple[int, int] | None = None
+
+    def wait(self, stretch: int, who: int, now: int) -> None:
+        """Worker ``who`` (0: reference, 1: candidate) read ``now``: what it used since its last reading was waiting."""
+        if self.waiting is not None:
+            self.waiting[stretch][who] += now - self.last[who]
+        self.last[who] = now
+
+    def open_prepare(self, now: tuple[int, int]) -> None:
+        self.open_fetch(now, stretch=2)
+        self.end_unit()
+        self.opened = now
+
+    def close_prepare(self, now: tuple[int, int]) -> None:
+        if self.opened is not None:
+            self.prepared.append((now[0] - self.opened[0], now[1] - self.opened[1]))
+            self.opened, self.last, self.waiting = None, list(now), [[0, 0] for _ in WAITS]
+
+    def open_fetch(self, now: tuple[int, int], stretch: int = 1) -> None:
+        self.wait(stretch, 0, now[0])
+        self.wait(stretch, 1, now[1])
+
+    def close_fetch(self, before: tuple[int, int], now: tuple[int, int]) -> None:
+        self.fetches.append((now[0] - before[0], now[1] - before[1]))
+        self.last = list(now)
+
+    def end_unit(self) -> None:
+        if self.waiting is not None:
+            self.waits.append(self.waiting)
+            self.waiting = None
+
+    def overrun(self, threads: int = 1) -> str | None:
+        self.end_unit()
+        return untimed_overrun(self.prepared, self.fetches, self.waits, threads)

@@ -15,8 +15,8 @@ from harness.task import Task
 from kope.boundary.tasks import CaseSelection, TaskError, _kope_error, _translated
 
 if TYPE_CHECKING:
+    from harness.budget import Budget
     from harness.evaluate import EvalOptions as EvalOptions
-    from harness.timing import Budget
     from kope.evaluators import Evaluator
 
 
@@ -109,7 +109,7 @@ def timing_budget(
     """The harness's timing budget with the given fields changed (None: the harness's default). Each case's soft
     wall-time limit (``Budget.case_wall_s``) scales with ``rep_ms``: a caller who asks for three times the
     measured time allows three times the wall time too."""
-    from harness.timing import Budget
+    from harness.budget import Budget
 
     default = Budget()
     rep = default.rep_ms if rep_ms is None else rep_ms

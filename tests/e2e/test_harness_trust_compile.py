@@ -242,6 +242,34 @@ def test_outputs_computed_while_the_worker_describes_them_are_caught_by_the_fetc
         assert constants(cheat)["CAUGHT_MESSAGE"] in outcome.error_excerpt and outcome.speedup is None
 
 
+WAIT_BURST = ROOT / "adversarial" / "wait_burst_after_go.py"
+# ~10 units a case (the burst falls in the waits in up to half of them, and on a loaded machine in fewer)
+WAIT_TIMED = EvalOptions(
+    seeds=2, case_timeout_s=60, static_checks=False, budget=Budget(warmup_ms=5, rep_ms=20, case_wall_s=4)
+)
+
+
+def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_bound():
+    """Issue 33, round 5: a native thread computes for 0.5 ms whenever a unit's calls are over, while the worker waits
+    for its next request (in every other unit the reference's timed unit comes then); the candidate's CPU in the
+    stretches where it waits, against the reference worker's, catches it."""
+    from tests.e2e.test_harness_adversarial import constants
+
+    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
+    assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
+    assert constants(WAIT_BURST)["CAUGHT_MESSAGE"] in outcome.error_excerpt and outcome.speedup is None
+    assert "between its go reply and the fetch request" in outcome.error_excerpt  # the stretch that held the work
+
+
+def test_without_the_wait_bound_the_burst_after_each_unit_was_accepted(monkeypatch):
+    """The control for the layer: every other check (the idle check, the prepare and fetch bounds) lets it through."""
+    from harness import timing
+
+    monkeypatch.setattr(timing, "wait_overrun", lambda *args: None)
+    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
 # -- 5. the report channel, deletions, foreign memory ------------------------------------------------------------
 
 

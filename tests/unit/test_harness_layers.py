@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "harness",
             "harness._cdecl",
+            "harness.budget",
             "harness.compile_flags",
             "harness.device_lock",
             "harness.device_traffic",

@@ -52,6 +52,50 @@ def test_the_fetch_bound_judges_the_lower_median_window_at_twice_the_reference_w
     assert fetch_overrun([]) is None
 
 
+US = 1_000
+
+
+def test_the_wait_bound_judges_the_sum_over_all_units_and_names_the_stretch():
+    from harness.timing import wait_overrun
+
+    honest = [[(40 * US, 50 * US), (30 * US, 30 * US), (20 * US, 25 * US)]] * 10
+    assert wait_overrun(honest) is None and wait_overrun([]) is None
+    # 0.5 ms of work after the candidate's unit: in the reference's unit in every other unit (the order alternates),
+    # in the fetch window in the rest; a median would not move
+    burst = [
+        [(40 * US, 50 * US), (30 * US, 30 * US + (500 * US if i % 2 else 0)), (20 * US, 25 * US)] for i in range(9)
+    ]
+    found = wait_overrun(burst)
+    assert found is not None and "over 9 units" in found
+    assert "2.27 ms of it between its go reply and the fetch request (the reference worker's 0.27 ms)" in found
+    # the bound itself: twice the reference's plus 0.1 ms a unit, over all units
+    at = [[(100 * US, 300 * US), (0, 0), (0, 0)]] * 4
+    assert wait_overrun(at) is None
+    assert wait_overrun(at[:3] + [[(100 * US, 300 * US), (0, 1), (0, 0)]]) is not None
+    # ... and thread: a team's threads going to sleep after each unit
+    assert wait_overrun([[(100 * US, 400 * US), (0, 0), (0, 0)]] * 4, threads=2) is None
+
+
+def test_untimed_cpu_splits_a_units_stretches_between_the_readings():
+    from harness.timing import UntimedCpu
+
+    cpu = UntimedCpu()
+    cpu.open_prepare((0, 0))  # before the first measured unit: no unit to end
+    cpu.close_prepare((10, 20))
+    cpu.wait(0, 0, 11)  # the reference's go: 1 ns since the prepare reply
+    cpu.last[0] = 100  # its unit's calls
+    cpu.wait(0, 1, 25)  # the candidate's go, after the reference's unit: 5 ns
+    cpu.last[1] = 200
+    cpu.open_fetch((103, 207))  # 3 and 7 ns between their go replies and the fetch request
+    cpu.close_fetch((103, 207), (110, 220))
+    cpu.open_prepare((111, 222))  # the next unit's prepare
+    cpu.close_prepare((150, 260))
+    cpu.wait(0, 0, 150)
+    assert cpu.prepared == [(10, 20), (39, 38)] and cpu.fetches == [(7, 13)]
+    assert cpu.waits == [[[1, 5], [3, 7], [1, 2]]]
+    assert cpu.overrun() is None and cpu.waits[1] == [[0, 0], [0, 0], [0, 0]]  # the last unit ended too
+
+
 def test_timed_calls_leave_one_core_to_the_parent_and_the_os():
     from harness.timing import timing_threads
 
