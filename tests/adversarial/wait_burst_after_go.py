@@ -4,7 +4,8 @@ other unit the order puts the reference's timed unit right there, so the burst t
 free); in the others it falls in the fetch window. Under the idle check's allowance in each of the reference's units
 and over all of them (5 ms plus a quarter of the reference's CPU), and in no more than half of the fetch windows
 (the lower median decides there), so the checks before issue 33's round 5 accepted it; the candidate's CPU in every
-stretch it waits, against the reference worker's, does not."""
+stretch it waits, against the reference worker's, does not. The burst stops as soon as a call begins again, so it
+does not run on beside the candidate's next timed calls (there the per-unit thread check names it instead)."""
 
 import torch
 import torch.nn as nn
@@ -13,12 +14,15 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-EXPECT_RUNTIME = ("cheat_detected:background_work",)
+# under load a preempted unit leaves gaps in which the burst starts and runs beside the candidate's own calls: the
+# per-unit thread check then names it first (seen in the whole suite and beside two busy loops, 1 run in 3)
+EXPECT_RUNTIME = ("cheat_detected:background_work", "cheat_detected:thread_count")
 NEEDS_TIMING = True
 CAUGHT_BY = "parent: the candidate's CPU while it waits for its next request, against the reference worker's"
 CAUGHT_MESSAGE = "waited for their next requests"
 
 _lib = compile_cpp(r"""
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -30,6 +34,7 @@ static std::mutex mu;
 static std::condition_variable cv;
 static uint64_t calls = 0;
 static volatile uint64_t sink = 0;
+static std::atomic<uint64_t> begun{0};  // calls begun: the burst gives way to the next unit's first call
 static int64_t thread_ns() {
     timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -44,12 +49,14 @@ extern "C" void start_helper(int64_t quiet_us, int64_t burst_us) {
             do seen = calls;  // ... and are over once none came for quiet_us
             while (cv.wait_for(lock, std::chrono::microseconds(quiet_us), [&] { return calls != seen; }));
             lock.unlock();
-            for (int64_t end = thread_ns() + burst_us * 1000; thread_ns() < end;) sink = sink + 1;
+            const uint64_t at = begun.load();
+            for (int64_t end = thread_ns() + burst_us * 1000; thread_ns() < end && begun.load() == at;) sink = sink + 1;
             lock.lock();
         }
     }).detach();
 }
 extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t n) {
+    begun.fetch_add(1);
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * n;
         float* yr = y + r * n;

@@ -262,12 +262,17 @@ def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_
 
 
 def test_without_the_wait_bound_the_burst_after_each_unit_was_accepted(monkeypatch):
-    """The control for the layer: every other check (the idle check, the prepare and fetch bounds) lets it through."""
+    """The control for the layer: every other check of the waits (the idle check, the prepare and fetch bounds) lets it
+    through. Under load a unit preempted between two calls leaves a gap in which the burst starts beside the
+    candidate's own calls; the per-unit thread check then names that (1 run in 3 beside two busy loops, and once in
+    the whole suite), which is no check of the waits."""
     from harness import timing
 
     monkeypatch.setattr(timing, "wait_overrun", lambda *args: None)
     outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
-    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert outcome.status.value == "correct" or outcome.error_kind == "cheat_detected:thread_count", (
+        outcome.error_excerpt
+    )
 
 
 # -- 5. the report channel, deletions, foreign memory ------------------------------------------------------------
