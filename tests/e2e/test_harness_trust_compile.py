@@ -222,11 +222,19 @@ def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_eve
     """Issue 33, round 4: a native thread fills the rest of each timed output 50 us after forward returned. The seal
     request of round 3 came a round trip later and often found it filled (accepted 16 of 30 runs, load 3.5-4.2); the
     seal taken inside go, microseconds after the calls, with the last call's output always among those sealed, does
-    not."""
-    for _ in range(3):
+    not. Within a unit the filler of one call runs while the next call computes: where that is more than the
+    per-unit thread check allows, that check names it first (5 Dec evening: 1 run in 2 alone on an idle machine, after
+    the waits between windows were bounded); either way it is refused, and the seal names it in some run."""
+    kinds = []
+    for _ in range(5):
         outcome = evaluate(TASK, ROOT / "adversarial" / "lazy_fill_short_delay.py", TIMED)
-        assert outcome.error_kind == "cheat_detected:lazy_output", outcome.error_excerpt
-        assert "sealed inside the timed request" in outcome.error_excerpt
+        assert outcome.error_kind in ("cheat_detected:lazy_output", "cheat_detected:thread_count"), (
+            outcome.error_excerpt
+        )
+        if outcome.error_kind == "cheat_detected:lazy_output":
+            assert "sealed inside the timed request" in outcome.error_excerpt
+        kinds.append(outcome.error_kind)
+    assert "cheat_detected:lazy_output" in kinds, kinds
 
 
 def test_outputs_computed_while_the_worker_describes_them_are_caught_by_the_fetch_bound():
@@ -255,10 +263,18 @@ def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_
     stretches where it waits, against the reference worker's, catches it."""
     from tests.e2e.test_harness_adversarial import constants
 
-    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
-    assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
-    assert constants(WAIT_BURST)["CAUGHT_MESSAGE"] in outcome.error_excerpt and outcome.speedup is None
-    assert "between its go reply and the fetch request" in outcome.error_excerpt  # the stretch that held the work
+    # the per-unit thread check may name it first where the burst still ran beside a unit's calls (1 run in 3 on an
+    # idle machine, 5 Dec evening, cause not found): refused every time, by the wait bound in some run
+    by_wait_bound = []
+    for _ in range(4):
+        outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
+        assert outcome.error_kind in constants(WAIT_BURST)["EXPECT_RUNTIME"], outcome.error_excerpt
+        assert outcome.speedup is None
+        if outcome.error_kind == "cheat_detected:background_work":
+            assert constants(WAIT_BURST)["CAUGHT_MESSAGE"] in outcome.error_excerpt
+            assert "between its go reply and the fetch request" in outcome.error_excerpt  # the stretch with the work
+            by_wait_bound.append(outcome)
+    assert by_wait_bound
 
 
 def test_without_the_wait_bound_the_burst_after_each_unit_was_accepted(monkeypatch):
