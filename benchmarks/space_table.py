@@ -12,12 +12,9 @@ import json
 import sys
 from pathlib import Path
 
+from replay_bounds import speed  # a setting's speedup, 0 when not correct (this folder is on sys.path as a script)
+
 from kope.memory.effects import shipped_template_knobs
-
-
-def speed(entry: dict) -> float:
-    o = entry["outcome"]
-    return float(o["speedup"]) if o["status"] == "correct" and o.get("speedup") else 0.0
 
 
 def row(path: Path) -> tuple[str, str] | None:

@@ -304,11 +304,11 @@ def _remeasure_disturbed(
             before = f"{entry['outcome'].get('speedup') or 0:.2f}x"
             _, outcome = measure(item, entry["settings"])
             now = _drift(_reference_times(outcome.to_dict()), medians)
-            if now < drift[i]:
-                space.replace(entry, outcome, {"ref_drift": round(drift[i], 3)})
+            better = now < drift[i]
+            space.remeasured(entry, outcome, {"ref_drift": round(drift[i] if better else now, 3)}, keep=better)
+            if better:
                 kept = f"now {outcome.speedup or 0:.2f}x (reference {now:.2f}x off)"
             else:
-                entry.setdefault("remeasured", []).append({"speedup": outcome.speedup, "ref_drift": round(now, 3)})
                 kept = f"kept; measured again {outcome.speedup or 0:.2f}x, its reference {now:.2f}x off"
             space.write(path)
             progress(

@@ -87,11 +87,14 @@ class SpaceFile:
         self.settings.append(entry)
         return entry
 
-    def replace(self, entry: dict[str, Any], outcome: Outcome, why: Mapping[str, Any]) -> None:
-        """``entry`` measured again: its outcome becomes ``outcome``; the one it had is summed up in the entry's
-        ``remeasured`` list (its speedup and ``why``, e.g. how far its reference time was off)."""
-        entry.setdefault("remeasured", []).append({"speedup": entry["outcome"].get("speedup"), **why})
-        entry["outcome"] = _stored(outcome)
+    def remeasured(self, entry: dict[str, Any], outcome: Outcome, why: Mapping[str, Any], keep: bool) -> None:
+        """``entry`` measured again. ``keep``: ``outcome`` becomes its outcome and the one it had is summed up in the
+        entry's ``remeasured`` list (its speedup and ``why``, e.g. how far its reference time was off); else only
+        ``outcome`` is summed up there."""
+        dropped = {"speedup": (entry["outcome"] if keep else outcome.to_dict()).get("speedup"), **why}
+        entry.setdefault("remeasured", []).append(dropped)
+        if keep:
+            entry["outcome"] = _stored(outcome)
 
     def outcome(self, entry: Mapping[str, Any]) -> Outcome:
         """The ``kope.outcome/1`` record the harness returned for ``entry``: its stored part and the file's own
