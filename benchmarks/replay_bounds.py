@@ -4,10 +4,14 @@ For each family's 2nd and later operators: the space's size (recorded settings o
 close the defaults are to the optimum, how many recorded settings reach 90 % of it, and no memory's mean steps
 to 90 % (from a bench's results.json, ``--results``, one or more; a miss counts budget + 1 as in the bench). Two
 bounds on memory's steps: **perfect** (an operator with an earlier operator of its template reaches 90 % at step
-1; the others, nothing to transfer, as no memory) and no better than 1 step anywhere. And the recording cost:
+1; the others, nothing to transfer, as no memory) and **shared optimum** (step 1 only where the record holds
+something to transfer: a setting within 90 % of this operator's optimum that is also within 90 % of an earlier
+operator's optimum, read in this operator's knobs; else no memory's steps). And the recording cost:
 the seconds each space took (its outcomes' ``duration_s``), per setting.
 
     python benchmarks/replay_bounds.py benchmarks/spaces --results OUT1/results.json OUT2/results.json ...
+
+``--results`` also takes the ``repeat_steps.json`` that ``benchmarks/replay_compare.py extract`` writes.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from kope.boundary import suite_tasks
-from kope.evaluators.space import read_spaces
+from kope.agent.tuner import Tuner, settings_key
+from kope.boundary import suite_tasks, templates_for_target
+from kope.evaluators.space import SpaceFile, read_spaces
 
 
 def speed(entry: dict) -> float:
@@ -33,6 +38,10 @@ def no_memory_steps(paths: list[Path], budget: int = 8) -> dict[str, float]:
     steps: dict[str, list[int]] = defaultdict(list)
     for path in paths:
         data = json.loads(path.read_text())
+        if "per_operator_steps" in data:  # replay_compare.py's extract
+            for op, configs in data["per_operator_steps"].items():
+                steps[op].extend(configs.get("no-memory", []))
+            continue
         optima = data["optima"]
         for pair in data["pairs"]:
             if pair["config"] != "no-memory" or pair["operator"] not in optima:
@@ -47,6 +56,21 @@ def no_memory_steps(paths: list[Path], budget: int = 8) -> dict[str, float]:
     return {op: statistics.fmean(v) for op, v in steps.items()}
 
 
+def shared_optimum(space: SpaceFile, earlier: list[SpaceFile]) -> bool:
+    """Some setting within 90 % of ``space``'s optimum is within 90 % of an earlier space's optimum too (both
+    read in ``space``'s relevant knobs: what memory could transfer at its first step)."""
+    pin = Tuner(templates_for_target("cpu")[space.template]).space.pin
+    best = max(speed(e) for e in space.settings)
+    good = {settings_key(pin(space.served_as, e["settings"])) for e in space.settings if speed(e) >= 0.9 * best}
+    for other in earlier:
+        top = max(speed(e) for e in other.settings)
+        if any(
+            speed(e) >= 0.9 * top and settings_key(pin(space.served_as, e["settings"])) in good for e in other.settings
+        ):
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
@@ -55,11 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     spaces = read_spaces(args.folder)
     order = {t.operator: i for i, t in enumerate(suite_tasks(None))}
     nomem = no_memory_steps(args.results)
-    totals = {"nomem": 0.0, "perfect": 0.0, "ops": 0}
+    totals = {"nomem": 0.0, "perfect": 0.0, "shared": 0.0, "ops": 0}
     for family in sorted({s.family for s in spaces}):
         fam = sorted((s for s in spaces if s.family == family), key=lambda s: order.get(s.operator, 999))
         print(f"## {family}")
-        sums = {"nomem": 0.0, "perfect": 0.0, "ops": 0}
+        sums = {"nomem": 0.0, "perfect": 0.0, "shared": 0.0, "ops": 0}
         seen: set[str] = set()
         for index, s in enumerate(fam):
             values = [speed(e) for e in s.settings]
@@ -69,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds = sum(float(e["outcome"].get("duration_s") or 0.0) for e in s.settings)
             grid = s.design.get("grid_size") if isinstance(s.design, dict) else None
             transfer = s.template in seen
+            shared = transfer and shared_optimum(s, [e for e in fam[:index] if e.template == s.template])
             seen.add(s.template)
             steps = nomem.get(s.operator)
             line = (
@@ -83,22 +108,27 @@ def main(argv: list[str] | None = None) -> int:
                 perfect = 1.0 if transfer else steps
                 sums["nomem"] += steps
                 sums["perfect"] += perfect
+                sums["shared"] += 1.0 if shared else steps
                 sums["ops"] += 1
                 line += f"; no memory {steps:4.2f} steps, perfect memory {perfect:4.2f}" + (
                     "" if transfer else " (no earlier operator of its template)"
                 )
+                if transfer:
+                    line += ", optimum shared" if shared else ", no shared optimum"
             print(line)
         if sums["ops"]:
             print(
                 f"  later operators {sums['ops']}: no memory {sums['nomem'] / sums['ops']:.2f} steps, perfect memory "
-                f"{sums['perfect'] / sums['ops']:.2f}: ratio bound {sums['perfect'] / sums['nomem']:.2f}"
+                f"{sums['perfect'] / sums['ops']:.2f}: ratio bound {sums['perfect'] / sums['nomem']:.2f}; shared "
+                f"optimum {sums['shared'] / sums['ops']:.2f}: ratio bound {sums['shared'] / sums['nomem']:.2f}"
             )
             for key in totals:
                 totals[key] += sums[key]
     if totals["ops"]:
         print(
             f"overall ({totals['ops']:.0f} later operators): no memory {totals['nomem'] / totals['ops']:.2f}, perfect "
-            f"memory {totals['perfect'] / totals['ops']:.2f}: ratio bound {totals['perfect'] / totals['nomem']:.2f}"
+            f"memory {totals['perfect'] / totals['ops']:.2f}: ratio bound {totals['perfect'] / totals['nomem']:.2f}; "
+            f"shared optimum {totals['shared'] / totals['ops']:.2f}: ratio bound {totals['shared'] / totals['nomem']:.2f}"
         )
     return 0
 
