@@ -14,10 +14,11 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-# one layer: with the 400 us quiet wait the burst no longer runs beside a unit's calls (5 Dec, 18:16-18:26 UTC: the
-# wait bound named it in 15 of 15 runs at 0 and 2 busy loops, the per-unit thread check in none; with the 50 us
-# wait of the first version the thread check had named it in 1 run in 3). Beside 4 busy loops (load 5-6 on 2 cores)
-# it was accepted in 2 of 6 runs: its burst then used 0-0.2 ms in the waits over 5 units (docs/harness-workers.md)
+# one layer: with the 400 us quiet wait the burst no longer runs beside a unit's calls (5 Dec, 18:15-18:37 UTC: the
+# per-unit thread check named it in none of ~40 runs at 0-4 busy loops, the wait bound in all the others; with the
+# 50 us wait of the first version the thread check had named it in 1 run in 3). Under load it is accepted (2 of 6 runs
+# beside 4 busy loops; once at load 3.4-3.9 with none): its burst then used 0-0.2 ms in the waits over 5 units, in
+# the fetch window instead (docs/harness-workers.md, "Known limits")
 EXPECT_RUNTIME = ("cheat_detected:background_work",)
 NEEDS_TIMING = True
 CAUGHT_BY = "parent: the candidate's CPU while it waits for its next request, against the reference worker's"

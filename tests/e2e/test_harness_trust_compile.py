@@ -269,8 +269,9 @@ def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_
     from tests.e2e.test_harness_adversarial import constants
 
     # the wait bound every time (the fixture's EXPECT_RUNTIME): with its 400 us quiet wait the burst no longer runs
-    # beside a unit's calls, where the per-unit thread check named the first version (1 run in 3); 15 of 15 runs by
-    # the wait bound at 0 and 2 busy loops (5 Dec 2026)
+    # beside a unit's calls, where the per-unit thread check named the first version (1 run in 3); in none of ~40
+    # runs since (5 Dec 18:15-18:37 UTC). Under load the fixture is accepted and this fails (a known limit,
+    # docs/harness-workers.md: once at load 3.4-3.9)
     for _ in range(4):
         outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
         assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
