@@ -221,12 +221,12 @@ def test_outputs_filled_after_the_timed_call_are_caught():
 def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_every_time():
     """Issue 33, round 4: a native thread fills the rest of each timed output 50 us after forward returned. The seal
     request of round 3 came a round trip later and often found it filled (accepted 16 of 30 runs, load 3.5-4.2); the
-    seal taken inside go, microseconds after the calls, with the last call's output always among those sealed, does
-    not. Two layers race, both legitimately (docs/harness-workers.md, "What catches what"): the seal catches it in the
+    seal taken inside go, right after the calls, with the last call's output always among those sealed, catches it in
+    some unit far more often. Two layers race, both legitimately (docs/harness-workers.md, "What catches what"): the seal catches it in the
     first unit whose gather came before the fill (the gather comes 43-63 us after the last call in the worker, so in
     few units); the per-unit CPU bound catches it on case f64-4097, whose calls run back to back, so the filler spins
     through the whole unit beside them (not the task count, not the reply path). 5 Dec 18:16 UTC: the CPU bound named
-    it in 3 of 8 runs at load ~1, the seal in 10 of 10 beside 2 and 4 busy loops. At load ~5.3 it was accepted in 3 of
+    it in 6 of 8 runs at load ~1, the seal in 10 of 10 beside 2 and 4 busy loops. At load ~5.3 it was accepted in 3 of
     ~35 evaluations (a known limit): this test then fails."""
     kinds = []
     for _ in range(5):
