@@ -11,10 +11,11 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_relu"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-EXPECT_RUNTIME = (
-    "cheat_detected:lazy_output",
-    "cheat_detected:thread_count",
-)  # thread_count: its filler beside the next call
+# two layers race, both legitimately: the seal (lazy_output) in the first unit whose gather came before the fill, and
+# the per-unit CPU bound (thread_count) on case f64-4097, whose calls run back to back, so the filler spins through
+# the whole unit beside them (1.7-1.9x the unit's wall time in CPU); which one comes first depends on the load
+# (docs/harness-workers.md, "What catches what")
+EXPECT_RUNTIME = ("cheat_detected:lazy_output", "cheat_detected:thread_count")
 NEEDS_TIMING = True
 CAUGHT_BY = "worker: random elements of the last and of random timed calls' outputs sealed inside the go request"
 CAUGHT_MESSAGE = "sealed"

@@ -5,7 +5,7 @@ free); in the others it falls in the fetch window. Under the idle check's allowa
 and over all of them (5 ms plus a quarter of the reference's CPU), and in no more than half of the fetch windows
 (the lower median decides there), so the checks before issue 33's round 5 accepted it; the candidate's CPU in every
 stretch it waits, against the reference worker's, does not. The burst stops as soon as a call begins again, so it
-does not run on beside the candidate's next timed calls (there the per-unit thread check names it instead)."""
+does not run on beside the candidate's next timed calls (where the per-unit thread check would name it)."""
 
 import torch
 import torch.nn as nn
@@ -14,9 +14,12 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-# under load a preempted unit leaves gaps in which the burst starts and runs beside the candidate's own calls: the
-# per-unit thread check then names it first (seen in the whole suite and beside two busy loops, 1 run in 3)
-EXPECT_RUNTIME = ("cheat_detected:background_work", "cheat_detected:thread_count")
+# one layer: with the 400 us quiet wait the burst no longer runs beside a unit's calls (5 Dec, 18:15-18:37 UTC: the
+# per-unit thread check named it in none of ~40 runs at 0-4 busy loops, the wait bound in all the others; with the
+# 50 us wait of the first version the thread check had named it in 1 run in 3). Under load it is accepted (2 of 6 runs
+# beside 4 busy loops; once at load 3.4-3.9 with none): its burst then used 0-0.2 ms in the waits over 5 units, in
+# the fetch window instead (docs/harness-workers.md, "Known limits")
+EXPECT_RUNTIME = ("cheat_detected:background_work",)
 NEEDS_TIMING = True
 CAUGHT_BY = "parent: the candidate's CPU while it waits for its next request, against the reference worker's"
 CAUGHT_MESSAGE = "waited for their next requests"

@@ -283,6 +283,34 @@ def test_a_candidate_cannot_change_a_later_evaluations_result(tmp_path):
     assert later.status.value == "correct", later.error_excerpt
 
 
+def test_a_candidate_cannot_read_the_compile_caches_signing_key(tmp_path):
+    """Issue 33, 5 (the compile cache readable): the key that signs the compile cache's entries is in a folder the
+    worker's view hides; a candidate that could read it could sign a poisoned entry for a later evaluation."""
+    from harness.commands import cache_root
+    from harness.cpu import library_key
+
+    library_key()  # there is a key to read
+    key = cache_root() / "keys" / "library-key"
+    assert key.is_file()
+    path = candidate(
+        tmp_path,
+        f"""
+        import os
+        try:
+            with open({str(key)!r}, "rb") as f:
+                ESCAPED = bool(f.read())
+        except OSError:
+            pass
+        try:
+            ESCAPED = ESCAPED or bool(os.listdir({str(key.parent)!r}))
+        except OSError:
+            pass
+        """,
+    )
+    outcome = evaluate(TASK, path, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+
+
 def test_a_candidate_cannot_see_the_reference_cache(tmp_path):
     from harness.commands import cache_root
 

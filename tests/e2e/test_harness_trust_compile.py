@@ -221,10 +221,13 @@ def test_outputs_filled_after_the_timed_call_are_caught():
 def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_every_time():
     """Issue 33, round 4: a native thread fills the rest of each timed output 50 us after forward returned. The seal
     request of round 3 came a round trip later and often found it filled (accepted 16 of 30 runs, load 3.5-4.2); the
-    seal taken inside go, microseconds after the calls, with the last call's output always among those sealed, does
-    not. Within a unit the filler of one call runs while the next call computes: where that is more than the
-    per-unit thread check allows, that check names it first (5 Dec evening: 1 run in 2 alone on an idle machine, after
-    the waits between windows were bounded); either way it is refused, and the seal names it in some run."""
+    seal taken inside go, right after the calls, with the last call's output always among those sealed, catches it in
+    some unit far more often. Two layers race, both legitimately (docs/harness-workers.md, "What catches what"): the seal catches it in the
+    first unit whose gather came before the fill (the gather comes 43-63 us after the last call in the worker, so in
+    few units); the per-unit CPU bound catches it on case f64-4097, whose calls run back to back, so the filler spins
+    through the whole unit beside them (not the task count, not the reply path). 5 Dec 18:16 UTC: the CPU bound named
+    it in 6 of 8 runs at load ~1, the seal in 10 of 10 beside 2 and 4 busy loops. At load ~5.3 it was accepted in 3 of
+    ~35 evaluations (a known limit): this test then fails."""
     kinds = []
     for _ in range(5):
         outcome = evaluate(TASK, ROOT / "adversarial" / "lazy_fill_short_delay.py", TIMED)
@@ -233,6 +236,8 @@ def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_eve
         )
         if outcome.error_kind == "cheat_detected:lazy_output":
             assert "sealed inside the timed request" in outcome.error_excerpt
+        else:  # the CPU bound, on the case whose calls run back to back
+            assert "f64-4097" in outcome.error_excerpt and "thread(s) can" in outcome.error_excerpt
         kinds.append(outcome.error_kind)
     assert "cheat_detected:lazy_output" in kinds, kinds
 
@@ -258,41 +263,35 @@ WAIT_TIMED = EvalOptions(
 
 
 def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_bound():
-    """Issue 33, round 5: a native thread computes for 0.5 ms whenever a unit's calls are over, while the worker waits
+    """Issue 33, round 5: a native thread computes for 0.8 ms whenever a unit's calls are over, while the worker waits
     for its next request (in every other unit the reference's timed unit comes then); the candidate's CPU in the
     stretches where it waits, against the reference worker's, catches it."""
     from tests.e2e.test_harness_adversarial import constants
 
-    # the per-unit thread check may name it first where the burst still ran beside a unit's calls (1 run in 3 on an
-    # idle machine, 5 Dec evening, cause not found): refused every time, by the wait bound in some run
-    by_wait_bound = []
+    # the wait bound every time (the fixture's EXPECT_RUNTIME): with its 400 us quiet wait the burst no longer runs
+    # beside a unit's calls, where the per-unit thread check named the first version (1 run in 3); in none of ~40
+    # runs since (5 Dec 18:15-18:37 UTC). Under load the fixture is accepted and this fails (a known limit,
+    # docs/harness-workers.md: once at load 3.4-3.9)
     for _ in range(4):
         outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
-        assert outcome.error_kind in constants(WAIT_BURST)["EXPECT_RUNTIME"], outcome.error_excerpt
+        assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
         assert outcome.speedup is None
-        if outcome.error_kind == "cheat_detected:background_work":
-            assert constants(WAIT_BURST)["CAUGHT_MESSAGE"] in outcome.error_excerpt
-            # the stretch that held the work: after the unit, before or after the fetch (its 400 us quiet wait)
-            assert any(
-                stretch in outcome.error_excerpt
-                for stretch in ("between its go reply and the fetch request", "between the fetch reply and the next")
-            )
-            by_wait_bound.append(outcome)
-    assert by_wait_bound
+        assert constants(WAIT_BURST)["CAUGHT_MESSAGE"] in outcome.error_excerpt
+        # the stretch that held the work: after the unit, before or after the fetch (its 400 us quiet wait)
+        assert any(
+            stretch in outcome.error_excerpt
+            for stretch in ("between its go reply and the fetch request", "between the fetch reply and the next")
+        )
 
 
 def test_without_the_wait_bound_the_burst_after_each_unit_was_accepted(monkeypatch):
-    """The control for the layer: every other check of the waits (the idle check, the prepare and fetch bounds) lets it
-    through. Under load a unit preempted between two calls leaves a gap in which the burst starts beside the
-    candidate's own calls; the per-unit thread check then names that (1 run in 3 beside two busy loops, and once in
-    the whole suite), which is no check of the waits."""
+    """The control for the layer: every other check of the waits (the idle check, the prepare and fetch bounds) and
+    the per-unit thread check let it through."""
     from harness import timing
 
     monkeypatch.setattr(timing, "wait_overrun", lambda *args: None)
     outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
-    assert outcome.status.value == "correct" or outcome.error_kind == "cheat_detected:thread_count", (
-        outcome.error_excerpt
-    )
+    assert outcome.status.value == "correct", outcome.error_excerpt
 
 
 # -- 5. the report channel, deletions, foreign memory ------------------------------------------------------------
