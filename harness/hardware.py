@@ -5,6 +5,8 @@ docs/harness.md, "Module notes".
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import json
@@ -12,6 +14,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.record import GpuInfo, Hardware
@@ -105,8 +108,26 @@ def cpu_class(arch: str, isa: list[str]) -> str:
     return arch or "unknown"
 
 
+_CACHES_AS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("caches_as", default=None)
+
+
+@contextlib.contextmanager
+def caches_as(caches: Mapping[str, int]) -> Iterator[None]:
+    """Within the block ``cache_sizes()`` answers ``caches`` (another machine's, e.g. a recorded space's): a
+    template that reads the cache sizes (``tiles=auto``) renders the kernel that machine rendered."""
+    token = _CACHES_AS.set(dict(caches))
+    try:
+        yield
+    finally:
+        _CACHES_AS.reset(token)
+
+
 def cache_sizes(root: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
-    """Bytes per cache level as seen by CPU 0: l1d, l1i, l2, l3 (absent levels omitted)."""
+    """Bytes per cache level as seen by CPU 0: l1d, l1i, l2, l3 (absent levels omitted); inside ``caches_as``
+    the caches it names."""
+    pretended = _CACHES_AS.get()
+    if pretended is not None:
+        return dict(pretended)
     caches: dict[str, int] = {}
     for index in sorted(Path(root).glob("index*")):
         level, kind, size = _read(index / "level").strip(), _read(index / "type").strip(), _read(index / "size").strip()

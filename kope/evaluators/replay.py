@@ -11,7 +11,8 @@ Refused, each with one clear error (``ReplayMiss``, exit 2), never answered by a
 
 * an operator or target the folder holds no space for;
 * a setting (or, for a proposal without a template setting, a kernel text) not recorded;
-* a kernel that is not the one recorded for the setting (the template changed since);
+* a kernel that is not the one recorded for the setting (the template changed since; a kernel that differs
+  only by the cache sizes ``tiles=auto`` writes into it, rendered on another machine, is the recorded one);
 * another case selection than the recorded one, or a task file that changed since.
 
 ``space(operator, target)`` tells the loop which settings exist, so the offline proposer
@@ -165,7 +166,9 @@ class ReplayEvaluator:
                     "--max-settings N`",
                 )
             entry = found_entry
-            if entry["kernel"] != code_hash:
+            if entry["kernel"] != code_hash and not self._rendered_on_the_recording_machine(
+                space, task_path, target, settings, code_hash, entry["kernel"]
+            ):
                 raise ReplayMiss(
                     f"the kernel rendered for {info.operator} / {template} {settings_key(settings)} is not the one "
                     f"recorded in {space.path} (the template or its rendering changed since the recording)",
@@ -173,6 +176,26 @@ class ReplayEvaluator:
                 )
         self._check_request(space, task_path, cases)
         return space.outcome(entry)
+
+    @staticmethod
+    def _rendered_on_the_recording_machine(
+        space: SpaceFile, task_path: Path, target: str, settings: Mapping[str, Any], code_hash: str, recorded: str
+    ) -> bool:
+        """The candidate is the template's rendering of ``settings`` on this machine and the recorded kernel its
+        rendering with the recording machine's cache sizes (``tiles=auto`` writes them into the kernel): the two
+        differ only by the machine, not by a change of the template since the recording."""
+        from harness.hardware import cache_sizes, caches_as
+        from kope.boundary import render_for_task, task_structure, template_for
+
+        caches = space.hardware.caches
+        template = template_for(space.served_as, target)
+        if not caches or caches == cache_sizes() or template is None:
+            return False
+        match = task_structure(task_path, space.operator, target)
+        if kernel_id(render_for_task(template, match, dict(settings))) != code_hash:
+            return False
+        with caches_as(caches):
+            return kernel_id(render_for_task(template, match, dict(settings))) == recorded
 
     def _check_request(self, space: SpaceFile, task_path: Path, cases: CaseSelection) -> None:
         if file_sha256(task_path) != space.task_sha256:

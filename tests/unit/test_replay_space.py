@@ -210,3 +210,53 @@ def test_a_setting_still_disturbed_when_measured_again_keeps_its_nearest_measure
     assert len(calls) == REMEASURE  # bounded
     assert kept["outcome"]["speedup"] == entry["outcome"]["speedup"]  # nearer the median than 14x off
     assert len(kept["remeasured"]) == REMEASURE
+
+
+def test_a_space_recorded_on_a_machine_with_other_caches_is_replayed_here_and_a_changed_template_still_refused(
+    tmp_path,
+):
+    """gemm's `tiles=auto` writes the machine's cache sizes into the kernel, so the kernel the proposer renders here
+    differs from the one recorded on another machine (spaces-r2: an AMD EPYC; replayed on an Intel Xeon every
+    matmul and convolution proposal was refused as 'the template changed'). The replay renders the setting with the
+    recorded caches too: equal there, it is the recorded kernel. A kernel that is neither is still refused."""
+    from harness.hardware import cache_sizes, caches_as
+    from kope.memory.ids import kernel_id
+
+    source = Path(__file__).resolve().parents[2] / "benchmarks" / "spaces-r2" / "matmul.gemm.space.json"
+    data = json.loads(source.read_text())
+    elsewhere = {"l1d": 32768 * 3, "l1i": 32768, "l2": 1024 * 1024 * 3, "l3": 1024 * 1024 * 7}
+    assert elsewhere != cache_sizes()
+    data["hardware"]["caches"] = elsewhere
+    task = builtin_task_path("matmul")
+    assert task is not None
+    match = task_structure(task, "matmul", "cpu")
+    template = template_for(data["served_as"])
+    assert template is not None
+    auto = [e for e in data["settings"] if e["settings"].get("tiles") == "auto"]
+    assert auto
+    with caches_as(elsewhere):
+        for e in data["settings"]:
+            e["kernel"] = kernel_id(render_for_task(template, match, e["settings"]))
+    (tmp_path / "spaces").mkdir()
+    (tmp_path / "spaces" / source.name).write_text(json.dumps(data))
+    evaluator = make_evaluator(load_config(), f"replay:{tmp_path / 'spaces'}")
+    candidate = tmp_path / "c.py"
+    candidate.write_text(render_for_task(template, match, auto[0]["settings"]))  # this machine's rendering
+    assert kernel_id(candidate.read_text()) != auto[0]["kernel"]
+    answered = evaluator.evaluate_setting(
+        task, candidate, target="cpu", cases="0", template="gemm", settings=auto[0]["settings"]
+    )
+    assert answered.speedup == auto[0]["outcome"]["speedup"]
+    with caches_as({**elsewhere, "l2": 1024 * 1024 * 5}):  # a third machine's kernel: neither
+        candidate.write_text(render_for_task(template, match, auto[0]["settings"]))
+    with pytest.raises(ReplayMiss, match="not the one recorded"):
+        evaluator.evaluate_setting(
+            task, candidate, target="cpu", cases="0", template="gemm", settings=auto[0]["settings"]
+        )
+    data["settings"][data["settings"].index(auto[0])]["kernel"] = "0" * 64  # the template edited since the recording
+    (tmp_path / "spaces" / source.name).write_text(json.dumps(data))
+    candidate.write_text(render_for_task(template, match, auto[0]["settings"]))
+    with pytest.raises(ReplayMiss, match="not the one recorded"):
+        make_evaluator(load_config(), f"replay:{tmp_path / 'spaces'}").evaluate_setting(
+            task, candidate, target="cpu", cases="0", template="gemm", settings=auto[0]["settings"]
+        )
