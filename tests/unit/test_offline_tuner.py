@@ -551,3 +551,32 @@ def test_a_knob_value_memory_measured_3x_slower_wherever_it_measured_it_is_not_p
     mine = own + [record("run-b", 1, "opb", {**defaults, "unroll": 4}, 1.5, own=True)]
     tried_mine = tried | {json.dumps({**defaults, "unroll": 4}, sort_keys=True)}
     assert any(c.settings["math"] == "libm" for c in first_plan("opb", mine + memory, tried_mine, poly).choices)
+
+
+def test_when_memory_is_set_aside_the_defaults_are_still_skipped_where_every_earlier_operator_found_them_3x_off(
+    monkeypatch,
+):
+    """Issue 34, ninth round: opc measured its defaults at 1.0x and block=16384 at 3.2x; opa's own two attempts
+    contradict opc's effects (both 1.0x), so memory is set aside (trust is about effects). The defaults are still
+    no prior point worth a step (every earlier operator that measured its own defaults found a setting 3x
+    faster): the plan on this run's attempts does not propose them (depthwise_conv2d measured its defaults at
+    0.16x after avg_pool2d's records, whose defaults were 5x below its best). Without the rule it starts with them."""
+    from kope.agent.tuner import tuner as tuner_module
+
+    defaults = TEMPLATE.default_settings()
+    memory = [
+        record("run-c", 0, "opc", defaults, 1.0, own=False),
+        record("run-c", 1, "opc", {**defaults, "block": 16384}, 3.2, own=False),
+        record("run-c", 2, "opc", {**defaults, "unroll": 4}, 1.2, own=False),
+    ]
+    own = [
+        record("run-b", 0, "opa", {**defaults, "block": 16384}, 1.0, own=True),
+        record("run-b", 1, "opa", {**defaults, "unroll": 4}, 1.0, own=True),
+    ]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    plan = first_plan("opa", own + memory, tried, own[0].settings)
+    assert plan.fallback and plan.choices
+    assert defaults not in [c.settings for c in plan.choices], [c.settings for c in plan.choices[:3]]
+    monkeypatch.setattr(tuner_module, "DEFAULTS_FAR_FALLBACK", False)
+    without = first_plan("opa", own + memory, tried, own[0].settings)
+    assert without.fallback and without.choices[0].settings == defaults

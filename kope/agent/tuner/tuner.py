@@ -15,7 +15,8 @@ the operator (the others stay at their defaults):
    well its records predicted the *effects* of this run's own measurements, the
    differences between settings, not the level); one trusted less than
    ``MIN_TRUST`` is left out; when every memory operator is trusted less than
-   ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside; its vetoes still hold);
+   ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside; its vetoes still hold, and
+   so does its verdict that the defaults are 3x off: ``DEFAULTS_FAR_FALLBACK``);
    effects are judged against the spread of this run's own measurements when that is below log 2;
 3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
    by expected improvement over the incumbent times the probability of being
@@ -66,6 +67,7 @@ TRUSTED = 0.5  # a memory operator trusted less (off by more than 2x here) no lo
 MIN_EFFECTS = 2  # own attempts a memory operator must have predicted before its effects (not its level) are judged
 NOISE = math.log(1.05)  # the smallest own spread effects are judged against (measurement noise, ~5%)
 VALUE_VETO = True  # rule out knob values memory measured >= VETO_RATIO slower wherever it measured them
+DEFAULTS_FAR_FALLBACK = True  # memory set aside: the defaults still skipped where every earlier operator's were 3x off
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -189,8 +191,14 @@ class Tuner:
             # every memory operator's effects were contradicted by this run's own measurements: plan on this
             # run's attempts alone, as without memory (the memory records are counted, not used); what memory
             # measured >= 3x slower on an operator with the same knobs stays ruled out
+            skip = set(vetoed)
+            if DEFAULTS_FAR_FALLBACK and self._defaults_far(records, {}):
+                # the defaults are no prior point here either: every earlier operator that measured its own
+                # defaults measured a setting 3x faster (judged without the trust that set memory aside, which is
+                # about effects, not about how far the defaults are from the optimum)
+                skip.add(settings_key(self.space.pin(operator, {})))
             plan = self.plan(
-                operator, shapes, hardware, [r for r in records if r.own], hardware_facts, tried | vetoed, base, allowed
+                operator, shapes, hardware, [r for r in records if r.own], hardware_facts, tried | skip, base, allowed
             )
             plan.records, plan.trust, plan.fallback, plan.vetoes = len(records), trust, True, vetoes
             return plan
