@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +65,7 @@ __all__ = [
     "is_match",
     "level_from_path",
     "render_for_task",
+    "machine_caches",
     "structure_summary",
     "task_structure",
     "templates_for_target",
@@ -307,10 +308,23 @@ def templates_for_target(target: str = "cpu") -> dict[str, KernelTemplate]:
         return {t.name: t for t in list_templates(target)}
 
 
-def render_for_task(template: KernelTemplate, match: Any, settings: Mapping[str, Any]) -> str:
-    """The candidate ``template`` renders for a task matched by structure (``TaskError`` when it cannot)."""
-    with _translated():
+def render_for_task(
+    template: KernelTemplate, match: Any, settings: Mapping[str, Any], caches: Mapping[str, int] | None = None
+) -> str:
+    """The candidate ``template`` renders for a task matched by structure (``TaskError`` when it cannot).
+    ``caches``: as on a machine with these cache sizes (``tiles=auto`` writes them into the kernel; a recorded
+    space's machine), else this machine's."""
+    from harness.hardware import caches_as
+
+    with _translated(), caches_as(caches) if caches is not None else nullcontext():
         return template.render_task(match, dict(settings))
+
+
+def machine_caches() -> dict[str, int]:
+    """This machine's cache sizes (bytes per level: l1d, l1i, l2, l3), as a template's ``tiles=auto`` reads them."""
+    from harness.hardware import cache_sizes
+
+    return cache_sizes()
 
 
 def builtin_task_path(operator: str) -> Path | None:

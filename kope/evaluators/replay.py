@@ -184,18 +184,16 @@ class ReplayEvaluator:
         """The candidate is the template's rendering of ``settings`` on this machine and the recorded kernel its
         rendering with the recording machine's cache sizes (``tiles=auto`` writes them into the kernel): the two
         differ only by the machine, not by a change of the template since the recording."""
-        from harness.hardware import cache_sizes, caches_as
-        from kope.boundary import render_for_task, task_structure, template_for
+        from kope.boundary import machine_caches, render_for_task, task_structure, template_for
 
         caches = space.hardware.caches
         template = template_for(space.served_as, target)
-        if not caches or caches == cache_sizes() or template is None:
+        if not caches or caches == machine_caches() or template is None:
             return False
         match = task_structure(task_path, space.operator, target)
-        if kernel_id(render_for_task(template, match, dict(settings))) != code_hash:
+        if kernel_id(render_for_task(template, match, settings)) != code_hash:
             return False
-        with caches_as(caches):
-            return kernel_id(render_for_task(template, match, dict(settings))) == recorded
+        return kernel_id(render_for_task(template, match, settings, caches)) == recorded
 
     def _check_request(self, space: SpaceFile, task_path: Path, cases: CaseSelection) -> None:
         if file_sha256(task_path) != space.task_sha256:
