@@ -387,6 +387,8 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
       the bench for that operator, so all configurations are measured against the same bar;
     * steps: 1 + the step index of a configuration's first correct attempt at or above
       ``fraction * best``; ``None`` when it never got there (or nothing was correct anywhere);
+    * curve: per configuration, the fraction of ``best`` its best correct attempt so far reached after each
+      step (1 .. budget; 0 before its first correct attempt, at most 1);
     * ``later``: the operator is the second or later of its family in bench order, which is
       where memory from the earlier operators can help;
     * summary per configuration over the ``later`` operators that some configuration got correct
@@ -416,9 +418,14 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
         if positive(optima.get(op["operator"])):
             best = float(optima[op["operator"]])
         steps = {}
+        curve = {}
         for config, points in series.items():
             hit = next((step for step, s in points if best is not None and s >= fraction * best), None)
             steps[config] = None if hit is None else hit + 1
+            curve[config] = [
+                min(1.0, max((s for step, s in points if step < k), default=0.0) / best) if best else 0.0
+                for k in range(1, budget + 1)
+            ]
         rows.append(
             {
                 "operator": op["operator"],
@@ -427,6 +434,7 @@ def steps_to_best(data: Mapping[str, Any], fraction: float = 0.9) -> StepsToBest
                 "later": position >= 2,
                 "best": best,
                 "steps": steps,
+                "curve": curve,
             }
         )
     summary = {}

@@ -8,7 +8,9 @@
 * ``memory_growth.png``: decisions and nodes in each configuration's namespace as the bench went on;
 * with ``--repeats`` (over the complete repeats, mean with 95% interval bars):
   ``repeats_steps.png`` steps to 90% of the best per family and overall, and
-  ``repeats_paired.png`` paired speedup against the baseline per family and overall.
+  ``repeats_paired.png`` paired speedup against the baseline per family and overall, and
+  ``repeats_curve.png`` the fraction of the optimum reached after each step, one panel per family, each
+  configuration's mean with its 95% band.
 
 With repeats, the first four plots show repeat 1 (the report says so).
 
@@ -268,6 +270,43 @@ def repeats_paired_plot(data: Mapping[str, Any], path: Path) -> Path:
     return _save(fig, path)
 
 
+def repeats_curve_plot(data: Mapping[str, Any], path: Path) -> Path:
+    rs = data["repeat_summary"]
+    configs = _configs(data)
+    families = [f for f in rs["families"] if any(rs["families"][f][c].get("optimum_by_step") for c in configs)]
+    columns = min(3, max(1, len(families)))
+    rows = (len(families) + columns - 1) // columns
+    fig = _figure(max(6.0, 4.0 * columns), 3.2 * max(1, rows))
+    for index, family in enumerate(families):
+        ax = fig.add_subplot(rows, columns, index + 1)
+        for c in configs:
+            cells = [
+                cell for cell in rs["families"][family][c].get("optimum_by_step") or [] if cell["mean"] is not None
+            ]
+            steps = list(range(1, len(cells) + 1))
+            means = [cell["mean"] for cell in cells]
+            lows = [cell["low"] if cell["low"] is not None else cell["mean"] for cell in cells]
+            highs = [cell["high"] if cell["high"] is not None else cell["mean"] for cell in cells]
+            ax.plot(
+                steps, means, STYLES.get(c, "-"), marker=MARKERS.get(c), color=COLOURS.get(c), label=c, markersize=4
+            )
+            ax.fill_between(steps, lows, highs, color=COLOURS.get(c), alpha=0.2, linewidth=0)
+        ax.axhline(0.9, color="grey", linewidth=1, linestyle="--")
+        ax.set_ylim(0, 1.05)
+        ax.set_title(family, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+        if index % columns == 0:
+            ax.set_ylabel("fraction of the optimum", fontsize=8)
+        _integer_x(ax)
+        if index == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle(
+        f"best so far / optimum after each step, later operators ({len(rs['complete'])} repeats, 95% band)",
+        fontsize=9,
+    )
+    return _save(fig, path)
+
+
 def write_plots(data: Mapping[str, Any], folder: Path) -> list[Path]:
     """The plots of ``data`` (with repeats: ``data`` is repeat 1's view plus the ``repeat_summary``)."""
     folder = Path(folder)
@@ -279,6 +318,10 @@ def write_plots(data: Mapping[str, Any], folder: Path) -> list[Path]:
     ]
     if data.get("repeat_summary") and data["repeat_summary"]["complete"]:
         paths.append(repeats_steps_plot(data, folder / "repeats_steps.png"))
+        if any(
+            cell.get("optimum_by_step") for fam in data["repeat_summary"]["families"].values() for cell in fam.values()
+        ):
+            paths.append(repeats_curve_plot(data, folder / "repeats_curve.png"))
         if len(_configs(data)) > 1:
             paths.append(repeats_paired_plot(data, folder / "repeats_paired.png"))
     return paths

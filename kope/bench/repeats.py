@@ -112,6 +112,18 @@ def family_steps(stb: Mapping[str, Any], configs: Sequence[str]) -> dict[str, di
     return out
 
 
+def family_curve(stb: Mapping[str, Any], configs: Sequence[str]) -> dict[str, dict[str, list[float] | None]]:
+    """Per family: each configuration's mean fraction of the optimum reached after each step, over the family's
+    later, solved operators (``steps_to_best``'s curves)."""
+    out: dict[str, dict[str, list[float] | None]] = {}
+    for family in dict.fromkeys(r["family"] for r in stb["per_operator"]):
+        rows = [r for r in stb["per_operator"] if r["family"] == family and r["later"] and r["best"] is not None]
+        out[family] = {
+            c: [statistics.fmean(k) for k in zip(*(r["curve"][c] for r in rows))] if rows else None for c in configs
+        }
+    return out
+
+
 def family_paired(view: Mapping[str, Any], config: str, baseline: str) -> dict[str, Any]:
     families = _family_of(view)
     mine, base = pair_views(view, config), pair_views(view, baseline)
@@ -154,6 +166,7 @@ def per_repeat(data: Mapping[str, Any], baseline: str, repeat: int) -> dict[str,
         "metrics": {c: m.to_dict() for c, m in metrics.items()},
         "steps_to_best": stb,
         "family_steps": fam_steps,
+        "family_curve": family_curve(stb, configs),
         "family_paired": {c: {f: asdict(p) for f, p in fams.items()} for c, fams in fam_paired.items()},
         "family_severe": family_severe(view, configs),
     }
@@ -187,8 +200,19 @@ def repeat_summary(data: Mapping[str, Any], baseline: str) -> dict[str, Any]:
     for family in dict.fromkeys(_family_of(data).values()):
         families[family] = {}
         for c in configs:
+            budget = max(
+                (len(v or []) for r in done for v in r.get("family_curve", {}).get(family, {}).values()), default=0
+            )
             cell = {
                 "steps_to_90": over(lambda r, c=c, f=family: r["family_steps"].get(f, {}).get(c)),
+                "optimum_by_step": [
+                    over(
+                        lambda r, c=c, f=family, k=k: (
+                            (r.get("family_curve", {}).get(f) or {}).get(c) or [None] * (k + 1)
+                        )[k]
+                    )
+                    for k in range(budget)
+                ],
                 "severe": over(lambda r, c=c, f=family: r.get("family_severe", {}).get(f, {}).get(c)),
             }
             if c != baseline:

@@ -370,6 +370,8 @@ def render_markdown(data: Mapping[str, Any]) -> str:
             "",
             "![paired speedup per family](plots/repeats_paired.png)",
             "",
+            "![fraction of the optimum reached after each step, per family](plots/repeats_curve.png)",
+            "",
             "## Repeat 1",
             "",
             "The tables and plots below are repeat 1's (every repeat's numbers are in results.json under "

@@ -164,3 +164,18 @@ def test_the_transfer_comparison_pairs_repeat_by_repeat_and_counts_prompts_with_
     rows = compare_table([cold, other], ["cold", "other"]).splitlines()
     assert rows[4].startswith("| other | none (cold start) | active |")
     assert "| 2.00x [2.00, 2.00] (n=12) |" in rows[4] and "| 3 | 1/36 | 2.00x [2.00, 2.00] |" in rows[4]
+
+
+def test_the_fraction_of_the_optimum_reached_after_each_step_is_a_curve_per_family_with_intervals(tmp_path):
+    """Issue 34: per family, the fraction of the optimum each configuration reached after each step, with 95%
+    intervals over the repeats, and its plot. On the later operators active is at the best (2.0x) from step 1;
+    no-memory at half of it until step 3 (repeat 3: step 2)."""
+    summary = repeat_summary(bench(), "no-memory")
+    family = summary["families"]["elementwise"]
+    assert [c["mean"] for c in family["active"]["optimum_by_step"]] == pytest.approx([1.0, 1.0, 1.0])
+    curve = family["no-memory"]["optimum_by_step"]
+    assert [c["mean"] for c in curve] == pytest.approx([0.5, 2 / 3, 1.0])
+    assert curve[1]["values"] == pytest.approx((0.5, 0.5, 1.0)) and curve[1]["low"] < 2 / 3 < curve[1]["high"]
+    written = write_report(tmp_path, bench())
+    assert "repeats_curve.png" in {p.name for p in written}
+    assert "plots/repeats_curve.png" in (tmp_path / "summary.md").read_text()
