@@ -95,13 +95,20 @@ def _family_of(data: Mapping[str, Any]) -> dict[str, str]:
     return {o["operator"]: o.get("family") or "?" for o in data["operators"]}
 
 
+def _later_solved(stb: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """Per family (bench order): its later operators that some configuration solved (``steps_to_best`` rows)."""
+    out: dict[str, list[Mapping[str, Any]]] = {r["family"]: [] for r in stb["per_operator"]}
+    for r in stb["per_operator"]:
+        if r["later"] and r["best"] is not None:
+            out[r["family"]].append(r)
+    return out
+
+
 def family_steps(stb: Mapping[str, Any], configs: Sequence[str]) -> dict[str, dict[str, float | None]]:
     """Per family: each configuration's mean steps to the bar over the family's later, solved operators."""
     budget = int(stb["budget"])
-    out: dict[str, dict[str, float | None]] = {}
-    for family in dict.fromkeys(r["family"] for r in stb["per_operator"]):
-        rows = [r for r in stb["per_operator"] if r["family"] == family and r["later"] and r["best"] is not None]
-        out[family] = {
+    return {
+        family: {
             c: (
                 statistics.fmean(r["steps"][c] if r["steps"][c] is not None else budget + 1 for r in rows)
                 if rows
@@ -109,19 +116,25 @@ def family_steps(stb: Mapping[str, Any], configs: Sequence[str]) -> dict[str, di
             )
             for c in configs
         }
-    return out
+        for family, rows in _later_solved(stb).items()
+    }
 
 
 def family_curve(stb: Mapping[str, Any], configs: Sequence[str]) -> dict[str, dict[str, list[float] | None]]:
     """Per family: each configuration's mean fraction of the optimum reached after each step, over the family's
     later, solved operators (``steps_to_best``'s curves)."""
-    out: dict[str, dict[str, list[float] | None]] = {}
-    for family in dict.fromkeys(r["family"] for r in stb["per_operator"]):
-        rows = [r for r in stb["per_operator"] if r["family"] == family and r["later"] and r["best"] is not None]
-        out[family] = {
+    return {
+        family: {
             c: [statistics.fmean(k) for k in zip(*(r["curve"][c] for r in rows))] if rows else None for c in configs
         }
-    return out
+        for family, rows in _later_solved(stb).items()
+    }
+
+
+def _curve_point(r: Mapping[str, Any], family: str, config: str, k: int) -> float | None:
+    """Repeat ``r``'s fraction of the optimum after step k + 1 (None when it has no curve that long)."""
+    curve = ((r.get("family_curve") or {}).get(family) or {}).get(config) or []
+    return curve[k] if k < len(curve) else None
 
 
 def family_paired(view: Mapping[str, Any], config: str, baseline: str) -> dict[str, Any]:
@@ -206,12 +219,7 @@ def repeat_summary(data: Mapping[str, Any], baseline: str) -> dict[str, Any]:
             cell = {
                 "steps_to_90": over(lambda r, c=c, f=family: r["family_steps"].get(f, {}).get(c)),
                 "optimum_by_step": [
-                    over(
-                        lambda r, c=c, f=family, k=k: (
-                            (r.get("family_curve", {}).get(f) or {}).get(c) or [None] * (k + 1)
-                        )[k]
-                    )
-                    for k in range(budget)
+                    over(lambda r, c=c, f=family, k=k: _curve_point(r, f, c, k)) for k in range(budget)
                 ],
                 "severe": over(lambda r, c=c, f=family: r.get("family_severe", {}).get(f, {}).get(c)),
             }
