@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.alone import pytest_runtest_protocol  # noqa: F401 (the alone marker's hook)
 from tests.support.graph import clear_graph
 from tests.support.ray_cluster import RAY_ENV
 

@@ -17,6 +17,9 @@ EXPECT_STATIC = "cheat_detected:forbidden_api"
 # (docs/harness-workers.md, "What catches what")
 EXPECT_RUNTIME = ("cheat_detected:lazy_output", "cheat_detected:thread_count")
 NEEDS_TIMING = True
+# races the harness's scheduling (caught every time on an idle machine, sometimes accepted beside a whole suite's other
+# pytest worker): its tests run alone (tests/support/alone.py)
+RUN_ALONE = True
 CAUGHT_BY = "worker: random elements of the last and of random timed calls' outputs sealed inside the go request"
 CAUGHT_MESSAGE = "sealed"
 HONEST_CALLS = 12  # the correctness trials (and their warm-up) see an honest kernel

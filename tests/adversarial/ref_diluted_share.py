@@ -17,6 +17,9 @@ TASK = "mid_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
 EXPECT_RUNTIME = ("cheat_detected:reference_call",)
 NEEDS_TIMING = True
+# races the harness's scheduling (caught every time on an idle machine, sometimes accepted beside a whole suite's other
+# pytest worker): its tests run alone (tests/support/alone.py)
+RUN_ALONE = True
 CAUGHT_BY = "parent: the native probe's budget of libtorch samples (against the reference's own), not a share"
 CAUGHT_MESSAGE = "budget"
 

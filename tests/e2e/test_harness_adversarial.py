@@ -37,6 +37,11 @@ def run(path: Path, static: bool):
     return spec, evaluate(task, path, options)
 
 
+def params(paths: list[Path]) -> list:
+    """``paths`` as parameters: those whose fixture says RUN_ALONE run with no other test beside them."""
+    return [pytest.param(p, marks=pytest.mark.alone) if constants(p).get("RUN_ALONE") else p for p in paths]
+
+
 def test_the_folder_holds_at_least_ten_distinct_cheats():
     kinds = {k for p in CHEATS for k in constants(p)["EXPECT_RUNTIME"]}
     assert len(CHEATS) >= 10 and len(kinds) >= 10
@@ -54,7 +59,7 @@ def test_static_checks_catch_the_cheat_before_anything_runs(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", CHEATS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", params(CHEATS), ids=lambda p: p.stem)
 def test_run_time_checks_alone_catch_the_cheat(path):
     spec, outcome = run(path, static=False)
     assert outcome.error_kind in spec["EXPECT_RUNTIME"], outcome.error_excerpt

@@ -133,7 +133,13 @@ def test_large_timed_outputs_are_checked_by_sampled_blocks_not_read_whole(tmp_pa
 
 @pytest.mark.parametrize(
     "name",
-    ["lazy_fill_thread", "lazy_python_thread", "hook_fill_at_fetch", "hook_profile_inputs", "lazy_fill_short_delay"],
+    [
+        "lazy_fill_thread",
+        "lazy_python_thread",
+        "hook_fill_at_fetch",
+        "hook_profile_inputs",
+        pytest.param("lazy_fill_short_delay", marks=pytest.mark.alone),  # its RUN_ALONE
+    ],
 )
 def test_outputs_filled_after_the_timed_call_are_caught_by_the_same_layer_when_sampled(name):
     """Issue 33, 3 (outputs filled after return, hooks in the untimed phases; these fixtures' ReLU, on outputs

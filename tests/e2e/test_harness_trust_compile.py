@@ -218,6 +218,7 @@ def test_outputs_filled_after_the_timed_call_are_caught():
     assert "sealed" in outcome.error_excerpt
 
 
+@pytest.mark.alone  # the fixture's RUN_ALONE
 def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_every_time():
     """Issue 33, round 4: a native thread fills the rest of each timed output 50 us after forward returned. The seal
     request of round 3 came a round trip later and often found it filled (accepted 16 of 30 runs, load 3.5-4.2); the
@@ -262,6 +263,7 @@ WAIT_TIMED = EvalOptions(
 )
 
 
+@pytest.mark.alone  # the fixture's RUN_ALONE
 def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_bound():
     """Issue 33, round 5: a native thread computes for 0.8 ms whenever a unit's calls are over, while the worker waits
     for its next request (in every other unit the reference's timed unit comes then); the candidate's CPU in the

@@ -60,6 +60,7 @@ def test_without_inherited_events_the_fresh_helper_thread_went_unseen(monkeypatc
 
 @needs_perf
 @pytest.mark.slow
+@pytest.mark.alone  # the fixture's RUN_ALONE
 def test_spinning_in_its_own_code_does_not_dilute_the_libtorch_budget():
     _caught("ref_diluted_share")
 
@@ -228,6 +229,7 @@ def _cores_free() -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # two cores free: in the suite, only with no other test beside it (it skipped in every CI run before)
 def test_threads_that_exit_inside_each_call_break_a_one_thread_limit(tmp_path):
     """Eight fresh threads per call, joined before forward returns: none is left for /proc/PID/task to list, but the
     process CPU clock (exited threads included) shows several times the wall time at --threads 1 (on a machine with
