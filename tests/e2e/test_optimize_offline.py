@@ -76,7 +76,9 @@ def test_the_next_operator_of_a_family_is_tuned_by_a_model_trained_on_the_first(
     first = optimize(kope_cli, neo4j_server, tmp_path, "offline-e2e", "relu", "--steps", "3")
     assert first["proposer"] == "offline" and len(first["steps"]) == 3
     assert first["steps"][0]["title"] == "baseline: template pointwise"
-    assert all(s["status"] == "correct" for s in first["steps"]), first["steps"]
+    assert all(s["status"] == "correct" for s in first["steps"]), [
+        (s["title"], s["status"], s["error_kind"]) for s in first["steps"]
+    ]
     memory = ExperienceGraph(graph_client, namespace="offline-e2e")
     relu = memory.run_state(first["run_id"]).decisions
     # without records of three settings the proposer follows its initial design (one-knob changes), never
