@@ -16,7 +16,9 @@ the operator (the others stay at their defaults):
    differences between settings, not the level); one trusted less than
    ``MIN_TRUST`` is left out; when every memory operator is trusted less than
    ``TRUSTED`` the step is planned on this run's attempts alone (memory set aside; its vetoes still hold, and
-   so does its verdict that the defaults are 3x off: ``DEFAULTS_FAR_FALLBACK``);
+   so does its verdict that the defaults are 3x off: ``DEFAULTS_FAR_FALLBACK``; the initial design then walks
+   one-knob moves from the defaults, not from the incumbent memory chose, unless memory or this run found the
+   defaults 3x off: ``FALLBACK_FROM_DEFAULTS``);
    effects are judged against the spread of this run's own measurements when that is below log 2;
 3. **ranking**: with speed data on at least ``MIN_DISTINCT`` distinct settings,
    by expected improvement over the incumbent times the probability of being
@@ -68,6 +70,7 @@ MIN_EFFECTS = 2  # own attempts a memory operator must have predicted before its
 NOISE = math.log(1.05)  # the smallest own spread effects are judged against (measurement noise, ~5%)
 VALUE_VETO = True  # rule out knob values memory measured >= VETO_RATIO slower wherever it measured them
 DEFAULTS_FAR_FALLBACK = True  # memory set aside: the defaults still skipped where every earlier operator's were 3x off
+FALLBACK_FROM_DEFAULTS = True  # memory set aside: the one-knob design restarts from the defaults (unless 3x off)
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -192,11 +195,17 @@ class Tuner:
             # run's attempts alone, as without memory (the memory records are counted, not used); what memory
             # measured >= 3x slower on an operator with the same knobs stays ruled out
             skip = set(vetoed)
-            if DEFAULTS_FAR_FALLBACK and self._defaults_far(records, {}):
+            far = self._defaults_far(records, {})
+            if DEFAULTS_FAR_FALLBACK and far:
                 # the defaults are no prior point here either: every earlier operator that measured its own
                 # defaults measured a setting 3x faster (judged without the trust that set memory aside, which is
                 # about effects, not about how far the defaults are from the optimum)
                 skip.add(settings_key(self.space.pin(operator, {})))
+            if FALLBACK_FROM_DEFAULTS and not far and not self._own_defaults_far(operator, own, incumbent):
+                # the incumbent memory chose is no anchor its evidence still backs: the one-knob design walks from
+                # the template's defaults, as without memory, unless memory or this run found them 3x off (then
+                # the incumbent stays the anchor: conv2d's im2col, 4.5x its measured defaults)
+                base = None
             plan = self.plan(
                 operator, shapes, hardware, [r for r in records if r.own], hardware_facts, tried | skip, base, allowed
             )
@@ -258,6 +267,12 @@ class Tuner:
         if best is not None:
             anchors.append(self.space.pin(operator, best.settings))
         return anchors
+
+    def _own_defaults_far(self, operator: str, own: Sequence[TuningRecord], incumbent: float | None) -> bool:
+        """This run measured the template's defaults and its incumbent at least ``VETO_RATIO`` (3x) above them."""
+        key = settings_key(self.space.pin(operator, {}))
+        measured = [r.a for r in own if r.a and settings_key(self.space.pin(operator, r.settings)) == key]
+        return bool(measured and incumbent and incumbent >= VETO_RATIO * max(measured))
 
     def _defaults_far(self, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> bool:
         """Memory showed the defaults far from the optimum: every memory operator (trusted at least ``TRUSTED``
