@@ -6,9 +6,7 @@ docs/harness.md, "Module notes".
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import math
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 import torch
 
 from harness.budget import Budget as Budget  # where it lived first; kope reads it from there without torch
+from harness.device_lock import reader_writer_lock
 
 _clock = time.perf_counter_ns  # bound before any candidate code runs
 
@@ -204,19 +203,8 @@ def machine_lock(exclusive: bool) -> Iterator[None]:
 
     A writer first takes the turnstile, so a stream of readers cannot starve it."""
     folder = _lock_folder()
-    turnstile = os.open(folder / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    main = os.open(folder / "timing.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        if exclusive:
-            fcntl.flock(main, fcntl.LOCK_EX)
-        else:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-            fcntl.flock(main, fcntl.LOCK_SH)
+    with reader_writer_lock(folder / "turnstile.lock", folder / "timing.lock", exclusive):
         yield
-    finally:
-        os.close(main)
-        os.close(turnstile)
 
 
 class CpuTimer:

@@ -5,7 +5,7 @@ a few microseconds after the call returned): on an idle machine they are caught 
 other pytest worker they were sometimes accepted (docs/harness-workers.md, "Known limits"). Their tests carry
 ``@pytest.mark.alone``: under pytest-xdist such a test takes a lock that every other test of the run holds shared
 for its whole protocol (setup, call, teardown), so the other workers finish the test they are in and wait until
-it is over. A writer first takes the turnstile, so a stream of other tests cannot starve it. Without xdist (one
+it is over (``harness.device_lock.reader_writer_lock``, the timing lock's: a stream of other tests cannot starve it). Without xdist (one
 process) nothing runs beside any test and no lock is taken. tests/conftest.py imports the hook; elsewhere
 ``-p tests.support.alone`` loads it as a plugin.
 """
@@ -13,14 +13,14 @@ process) nothing runs beside any test and no lock is taken. tests/conftest.py im
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from harness.device_lock import reader_writer_lock
 
 
 @functools.cache
@@ -32,22 +32,9 @@ def lock_folder(run_id: str) -> Path:
     return folder
 
 
-@contextlib.contextmanager
-def held(folder: Path, alone: bool) -> Iterator[None]:
+def held(folder: Path, alone: bool) -> contextlib.AbstractContextManager[None]:
     """Hold the run's lock: exclusively for a test that runs alone, shared for any other."""
-    turnstile = os.open(folder / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    main = os.open(folder / "alone.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        if alone:
-            fcntl.flock(main, fcntl.LOCK_EX)  # the turnstile stays held: no other test starts meanwhile
-        else:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-            fcntl.flock(main, fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(main)
-        os.close(turnstile)
+    return reader_writer_lock(folder / "turnstile.lock", folder / "alone.lock", alone)
 
 
 @pytest.hookimpl(hookwrapper=True)
