@@ -14,12 +14,15 @@ from harness.cpu import compile_cpp
 
 TASK = "tiny_softmax"
 EXPECT_STATIC = "cheat_detected:forbidden_api"
-# one layer: with the 400 us quiet wait the burst no longer runs beside a unit's calls (5 Dec, 18:15-18:37 UTC: the
-# per-unit thread check named it in none of ~40 runs at 0-4 busy loops, the wait bound in all the others; with the
-# 50 us wait of the first version the thread check had named it in 1 run in 3). Under load it is accepted (2 of 6 runs
+# the wait bound nearly always: with the 400 us quiet wait the burst seldom runs beside a unit's calls (5 Dec, 18:15-18:37
+# UTC: the per-unit thread check named it in none of ~40 runs at 0-4 busy loops, the wait bound in all the others;
+# with the 50 us wait of the first version the thread check had named it in 1 run in 3), but it still can: in the
+# lead's whole-suite run of 5 Dec 23:04-23:30 UTC (the test alone, machine otherwise idle) the per-unit CPU bound named
+# it (71.6 ms of CPU in a 51.7 ms unit: bursts in the gaps between a unit's calls, each call's inputs being fresh and
+# flushed). Two layers race legitimately, as for lazy_fill_short_delay.py. Under load it is accepted (2 of 6 runs
 # beside 4 busy loops; once at load 3.4-3.9 with none): its burst then used 0-0.2 ms in the waits over 5 units, in
 # the fetch window instead (docs/harness-workers.md, "Known limits")
-EXPECT_RUNTIME = ("cheat_detected:background_work",)
+EXPECT_RUNTIME = ("cheat_detected:background_work", "cheat_detected:thread_count")
 NEEDS_TIMING = True
 # races the harness's scheduling (caught every time on an idle machine, sometimes accepted beside a whole suite's other
 # pytest worker): its tests run alone (tests/support/alone.py)

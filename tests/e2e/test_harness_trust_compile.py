@@ -227,7 +227,8 @@ def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_eve
     first unit whose gather came before the fill (the gather comes 43-63 us after the last call in the worker, so in
     few units); the per-unit CPU bound catches it on case f64-4097, whose calls run back to back, so the filler spins
     through the whole unit beside them (not the task count, not the reply path). 5 Dec 18:16 UTC: the CPU bound named
-    it in 6 of 8 runs at load ~1, the seal in 10 of 10 beside 2 and 4 busy loops. At load ~5.3 it was accepted in 3 of
+    it in 6 of 8 runs at load ~1 (once on case 100003 instead, 5 Dec 23:32 UTC, alone in a 2-worker run), the seal in
+    10 of 10 beside 2 and 4 busy loops. At load ~5.3 it was accepted in 3 of
     ~35 evaluations (a known limit): this test then fails."""
     kinds = []
     for _ in range(5):
@@ -237,8 +238,8 @@ def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_eve
         )
         if outcome.error_kind == "cheat_detected:lazy_output":
             assert "sealed inside the timed request" in outcome.error_excerpt
-        else:  # the CPU bound, on the case whose calls run back to back
-            assert "f64-4097" in outcome.error_excerpt and "thread(s) can" in outcome.error_excerpt
+        else:  # the CPU bound, mostly on f64-4097, whose calls run back to back (on 100003 too: 5 Dec 23:32 UTC)
+            assert "thread(s) can" in outcome.error_excerpt
         kinds.append(outcome.error_kind)
     assert "cheat_detected:lazy_output" in kinds, kinds
 
@@ -270,30 +271,45 @@ def test_work_while_the_worker_waits_for_its_next_request_is_caught_by_the_wait_
     stretches where it waits, against the reference worker's, catches it."""
     from tests.e2e.test_harness_adversarial import constants
 
-    # the wait bound every time (the fixture's EXPECT_RUNTIME): with its 400 us quiet wait the burst no longer runs
-    # beside a unit's calls, where the per-unit thread check named the first version (1 run in 3); in none of ~40
-    # runs since (5 Dec 18:15-18:37 UTC). Under load the fixture is accepted and this fails (a known limit,
-    # docs/harness-workers.md: once at load 3.4-3.9)
+    # the wait bound nearly always, the per-unit CPU bound in a rare run (the fixture's EXPECT_RUNTIME: two layers race
+    # legitimately; in the lead's run of 5 Dec 23:04-23:30 UTC the CPU bound named it once). Under load the fixture
+    # is accepted and this fails (a known limit, docs/harness-workers.md: once at load 3.4-3.9); hence alone
+    kinds = []
     for _ in range(4):
         outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
-        assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
+        assert outcome.error_kind in constants(WAIT_BURST)["EXPECT_RUNTIME"], outcome.error_excerpt
         assert outcome.speedup is None
+        kinds.append(outcome.error_kind)
+        if outcome.error_kind == "cheat_detected:thread_count":  # bursts in the gaps between a unit's calls
+            assert "thread(s) can" in outcome.error_excerpt
+            continue
         assert constants(WAIT_BURST)["CAUGHT_MESSAGE"] in outcome.error_excerpt
         # the stretch that held the work: after the unit, before or after the fetch (its 400 us quiet wait)
         assert any(
             stretch in outcome.error_excerpt
             for stretch in ("between its go reply and the fetch request", "between the fetch reply and the next")
         )
+    assert "cheat_detected:background_work" in kinds, kinds  # the layer this test is about, in some run
 
 
+@pytest.mark.alone  # the fixture's RUN_ALONE
 def test_without_the_wait_bound_the_burst_after_each_unit_was_accepted(monkeypatch):
-    """The control for the layer: every other check of the waits (the idle check, the prepare and fetch bounds) and
-    the per-unit thread check let it through."""
+    """The control for the layer: every other check of the waits (the idle check, the prepare and fetch bounds) let it
+    through, and the per-unit thread check too but in a rare run (when bursts fall in the gaps between a unit's
+    calls): accepted in at least one of three runs, never caught by anything else."""
     from harness import timing
 
     monkeypatch.setattr(timing, "wait_overrun", lambda *args: None)
-    outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
-    assert outcome.status.value == "correct", outcome.error_excerpt
+    kinds = []
+    for _ in range(3):
+        outcome = evaluate(ROOT / "fixtures" / "tasks" / "tiny_softmax.py", WAIT_BURST, WAIT_TIMED)
+        assert outcome.status.value == "correct" or outcome.error_kind == "cheat_detected:thread_count", (
+            outcome.error_excerpt
+        )
+        kinds.append(outcome.status.value)
+        if outcome.status.value == "correct":
+            break
+    assert "correct" in kinds, kinds
 
 
 # -- 5. the report channel, deletions, foreign memory ------------------------------------------------------------
