@@ -37,9 +37,14 @@ def run(path: Path, static: bool):
     return spec, evaluate(task, path, options)
 
 
+def alone_marks(path: Path) -> tuple:
+    """The marks of a test of the fixture ``path``: ``alone`` where it says RUN_ALONE (no other test beside it)."""
+    return (pytest.mark.alone,) if constants(path).get("RUN_ALONE") else ()
+
+
 def params(paths: list[Path]) -> list:
-    """``paths`` as parameters: those whose fixture says RUN_ALONE run with no other test beside them."""
-    return [pytest.param(p, marks=pytest.mark.alone) if constants(p).get("RUN_ALONE") else p for p in paths]
+    """``paths`` as parameters, each with its fixture's ``alone_marks``."""
+    return [pytest.param(p, marks=alone_marks(p)) for p in paths]
 
 
 def test_the_folder_holds_at_least_ten_distinct_cheats():

@@ -16,6 +16,7 @@ import harness.remote_memory as remote_memory
 from harness.evaluate import EvalOptions, evaluate
 from harness.settings import REMOTE_FETCH as REMOTE_FETCH_ENV
 from harness.timing import Budget
+from tests.e2e.test_harness_adversarial import alone_marks
 from tests.e2e.test_harness_sandbox import candidate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +62,10 @@ def test_an_honest_candidates_outputs_are_read_out_of_the_workers(tmp_path, read
     assert staged.count("trial") == len(outcome.cases)
 
 
+# an honest candidate the fetch bound flagged twice beside this file's spinning fixtures in the other pytest worker
+# (5 Dec 23:52 UTC: 21.1 ms of CPU against the reference worker's 9.2 ms in the median of f64-4097's 3 units, outputs
+# through the pipes); alone it passed every time: a known limit (docs/harness-workers.md), not a property of this test
+@pytest.mark.alone
 def test_with_remote_fetch_off_the_outputs_come_through_the_pipes(tmp_path, reads, monkeypatch):
     monkeypatch.setenv(REMOTE_FETCH_ENV, "off")
     outcome = evaluate(TASK, candidate(tmp_path, ""), EvalOptions(**OPTIONS))
@@ -134,13 +139,11 @@ def test_large_timed_outputs_are_checked_by_sampled_blocks_not_read_whole(tmp_pa
 @pytest.mark.parametrize(
     "name",
     [
-        "lazy_fill_thread",
-        "lazy_python_thread",
-        "hook_fill_at_fetch",
-        "hook_profile_inputs",
-        pytest.param("lazy_fill_short_delay", marks=pytest.mark.alone),  # its RUN_ALONE
+        pytest.param(name, marks=alone_marks(ROOT / "adversarial" / f"{name}.py"))
+        for name in ("lazy_fill_thread", "lazy_python_thread", "hook_fill_at_fetch", "hook_profile_inputs",
+                     "lazy_fill_short_delay")
     ],
-)
+)  # fmt: skip
 def test_outputs_filled_after_the_timed_call_are_caught_by_the_same_layer_when_sampled(name):
     """Issue 33, 3 (outputs filled after return, hooks in the untimed phases; these fixtures' ReLU, on outputs
     checked by sampled blocks): the sealed elements are among the blocks read, and the hooks are checked as before."""
