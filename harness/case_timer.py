@@ -45,9 +45,15 @@ RING_SIZE = 2  # input sets per case the timed calls' inputs are mixed from (har
 # As deployed: wait until no thread of either worker is runnable before each unit (docs/harness.md, "As deployed")
 SETTLE_STEP_S = 0.0005
 SETTLE_MAX_S = 0.05
+# After the candidate's go reply in a measured unit, the parent waits this long (drawn from the system's entropy at
+# each unit) before its next request, so that what the candidate's process still does after its unit falls in a wait
+# stretch (the wait bound), not in the fetch window, whose bound is a median (docs/harness-workers.md, "Timing from
+# outside, adaptively")
+AFTER_GO_S = (0.001, 0.003)
 
 
 log = logging.getLogger(__name__)
+_ENTROPY = random.SystemRandom()  # nothing a candidate can read or seed
 _probe_warned = False
 
 
@@ -338,6 +344,11 @@ class CaseTimer:
             self.sealed = ipc.expect(went, ipc.Went).sealed
         return elapsed
 
+    def _quiet_after_go(self) -> None:
+        """The parent's pause after the candidate's unit (``AFTER_GO_S``), where the wait bound applies."""
+        if self.ev.target.check_native_threads and not self.ev.options.deployed:
+            time.sleep(_ENTROPY.uniform(*AFTER_GO_S))
+
     @staticmethod
     def _settle(worker: Any) -> None:
         """Wait (at most SETTLE_MAX_S) until no thread of ``worker`` runs: spin-waiting OpenMP threads went to sleep."""
@@ -425,6 +436,8 @@ class CaseTimer:
             # both workers prepare and fetch at once; each unit is timed alone, the other worker idle (ibid.)
             for who in order:
                 took = self._go(who, True, sampled=True)
+                if who == "cand":
+                    self._quiet_after_go()
                 # the round trip's cost taken off, never more than half of the unit (ibid.)
                 ns = took - min(self.overhead_ns[who], took / 2)
                 self.samples[who].append(ns / 1e6 / n)

@@ -70,6 +70,13 @@ def write_message(fd: int, header: dict[str, Any], tensors: Sequence[torch.Tenso
     payloads = [tensor_bytes(t) for t in tensors]
     header["tensors"] = [tensor_spec(t, len(p)) for t, p in zip(tensors, payloads)]
     head = json.dumps(header, allow_nan=True).encode()
+    # the sender's CPU so far onto its process clock before the reader wakes: that clock (what the parent reads of a
+    # worker, harness.worker_process.cpu_ns) sums each thread's runtime as of its last scheduler update, and a running
+    # thread's is brought up to date only by a tick, a context switch or a read of its own thread clock. Without this,
+    # a reader woken on another CPU read up to a tick (4 ms at HZ=250) of the sender's work before this message later,
+    # in the next untimed window: an honest candidate was flagged by the wait bound in CI (1.87 ms "between the
+    # prepare reply and its go request"; docs/harness-workers.md, "Timing from outside, adaptively")
+    time.thread_time_ns()
     _write_all(fd, MAGIC + struct.pack("<Q", len(head)) + head)
     for payload in payloads:
         _write_all(fd, payload)

@@ -5,6 +5,7 @@ import os
 import re
 import struct
 import threading
+import time
 
 import pytest
 import torch
@@ -235,3 +236,49 @@ def test_malformed_greetings_and_zygote_messages_are_protocol_errors():
         )
     with pytest.raises(ipc.ProtocolError, match="expected a went reply, got a done one"):
         ipc.expect(ipc.Done(), ipc.Went)
+
+
+def test_a_message_puts_the_senders_cpu_on_its_process_clock_before_the_reader_wakes():
+    """The parent reads a worker's process CPU clock right after its reply (harness.case_timer's untimed windows). That
+    clock sums each thread's runtime as of its last scheduler update; without ``write_message`` updating it, a reader
+    on another CPU read up to a tick of the work before the reply later (up to 4 ms here, p90 0.1-2.7 ms in 4 runs of
+    200), and CI flagged an honest candidate for it. The sender here works 6 ms, replies, then works 0.3 ms more: all
+    that may show up after the reader's first reading is that tail."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs, so that the reader wakes on another CPU than the sender's")
+    go_r, go_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the sender: no pytest, no torch threads, only the message code
+        try:
+            os.sched_setaffinity(0, {cpus[1]})
+            while os.read(go_r, 1):
+                end = time.perf_counter() + 0.006
+                while time.perf_counter() < end:
+                    pass
+                write_message(reply_w, {"ok": True})
+                end = time.perf_counter() + 0.0003
+                while time.perf_counter() < end:
+                    pass
+        finally:
+            os._exit(0)
+    affinity = os.sched_getaffinity(0)
+    late = []
+    try:
+        os.sched_setaffinity(0, {cpus[0]})
+        clock = ((~pid) << 3) | 2  # the kernel's MAKE_PROCESS_CPUCLOCK(pid, SCHED), as harness.worker_process reads it
+        reader = MessageReader(reply_r, 1 << 20)
+        for _ in range(60):
+            os.write(go_w, b"g")
+            assert reader.read(timeout=30)[0] == {"ok": True}
+            first = time.clock_gettime_ns(clock)
+            time.sleep(0.005)  # the sender's tail done, blocked on its pipe again
+            late.append(time.clock_gettime_ns(clock) - first)
+    finally:
+        os.sched_setaffinity(0, affinity)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        for fd in (go_r, go_w, reply_r, reply_w):
+            os.close(fd)
+    assert max(late) < 800_000, f"CPU from before the reply read after it: {sorted(late)[-5:]} ns (the tail is 0.3 ms)"
