@@ -60,20 +60,34 @@ def test_the_wait_bound_judges_the_sum_over_all_units_and_names_the_stretch():
 
     honest = [[(40 * US, 50 * US), (30 * US, 30 * US), (20 * US, 25 * US)]] * 10
     assert wait_overrun(honest) is None and wait_overrun([]) is None
-    # 0.5 ms of work after the candidate's unit: in the reference's unit in every other unit (the order alternates),
-    # in the fetch window in the rest; a median would not move
+    # work spread thinly over every stretch (no lump): the sum over all units, twice the reference's plus 0.2 ms a unit
+    at = [[(100 * US, 300 * US), (0, 100 * US), (0, 0)]] * 4
+    assert wait_overrun(at) is None
+    found = wait_overrun(at[:3] + [[(100 * US, 300 * US), (0, 100 * US + 1), (0, 0)]])
+    assert found is not None and "1.60 ms of CPU against the reference worker's 0.40 ms over 4 units" in found
+    assert "1.20 ms of it between the prepare reply and its go request (the reference worker's 0.40 ms)" in found
+    # ... and thread: a team's threads going to sleep after each unit
+    assert wait_overrun([[(100 * US, 400 * US), (0, 200 * US), (0, 0)]] * 4, threads=2) is None
+
+
+def test_the_wait_bound_names_a_lump_of_work_in_one_wait_which_a_replys_tail_never_is():
+    """0.5 ms of work after the candidate's unit, in the reference's unit in every other unit (the order alternates)
+    and in the fetch window in the rest: a median would not move; a stretch holds at most a reply's tail."""
+    from harness.timing import wait_overrun
+
     burst = [
         [(40 * US, 50 * US), (30 * US, 30 * US + (500 * US if i % 2 else 0)), (20 * US, 25 * US)] for i in range(9)
     ]
     found = wait_overrun(burst)
-    assert found is not None and "over 9 units" in found
-    assert "2.27 ms of it between its go reply and the fetch request (the reference worker's 0.27 ms)" in found
-    # the bound itself: twice the reference's plus 0.1 ms a unit, over all units
-    at = [[(100 * US, 300 * US), (0, 0), (0, 0)]] * 4
-    assert wait_overrun(at) is None
-    assert wait_overrun(at[:3] + [[(100 * US, 300 * US), (0, 1), (0, 0)]]) is not None
-    # ... and thread: a team's threads going to sleep after each unit
-    assert wait_overrun([[(100 * US, 400 * US), (0, 0), (0, 0)]] * 4, threads=2) is None
+    assert found is not None and "0.53 ms of CPU between its go reply and the fetch request in unit 2 of 9" in found
+    assert "4 such lumps" in found
+    assert wait_overrun([[(0, 0), (0, 0), (0, 0)]] * 8 + [[(0, 0), (0, 200 * US), (0, 0)]]) is None
+    # one lump is enough: a stretch over twice the reference worker's plus a tail (0.25 ms) ...
+    one = [[(0, 0), (0, 0), (0, 0)]] * 8 + [[(0, 0), (0, 250 * US + 1), (0, 0)]]
+    assert wait_overrun(one) is not None and wait_overrun(one[:-1] + [[(0, 0), (0, 250 * US), (0, 0)]]) is None
+    # ... measured against twice the reference worker's CPU in the same stretch, and per timing thread
+    assert wait_overrun(one[:-1] + [[(0, 0), (100 * US, 450 * US), (0, 0)]]) is None
+    assert wait_overrun(one, threads=2) is None
 
 
 def test_untimed_cpu_splits_a_units_stretches_between_the_readings():
