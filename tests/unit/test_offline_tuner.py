@@ -634,3 +634,35 @@ def test_when_memory_is_set_aside_the_design_stays_at_an_incumbent_3x_above_the_
     plan = first_plan("opa", own + memory, tried, own[1].settings)
     assert plan.fallback and plan.choices[0].basis == "initial design"
     assert plan.choices[0].settings["unroll"] == 4, plan.choices[0].settings
+
+
+def test_the_optimistic_prior_opens_a_knob_memory_never_varied_and_does_not_sweep_its_other_values(monkeypatch):
+    """Issue 34, eleventh round: opc's records never vary schedule (all at its default, static), so for opa
+    schedule=dynamic and schedule=guided are values memory cannot know. Once opa measured dynamic (the prior's
+    first answer about that knob), guided is ranked by the model without the prior's width; math=poly (a knob
+    this run has not varied) keeps it. layer_norm and instance_norm: after `variance=shifted`, the prior went on
+    to `variance=welford` (0.17-0.7x with the default lanes=1), a severe regression. Without the rule guided
+    keeps the prior one knob from the defaults and from the incumbent."""
+    from kope.agent.tuner import tuner as tuner_module
+    from kope.agent.tuner.tuner import UNSEEN_SD
+
+    defaults = TEMPLATE.default_settings()
+    dynamic = {**defaults, "schedule": "dynamic"}
+    grid = [{**defaults, "unroll": u, "block": b} for u in (1, 2, 4) for b in (1024, 4096, 16384)]
+    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", dynamic, 1.22, own=True)]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    prior = 2 * 1.96 * UNSEEN_SD * 0.999
+
+    def widened(plan):
+        assert not plan.fallback and plan.choices
+        near = [c for c in plan.choices if any(sum(c.settings[k] != a[k] for k in a) <= 1 for a in (defaults, dynamic))]
+        return {(c.settings["schedule"], c.settings["math"]) for c in near if math.log(c.high / c.low) >= prior}, near
+
+    wide, near = widened(first_plan("opa", own + memory, tried, dynamic))
+    assert any(c.settings["schedule"] == "guided" for c in near)
+    assert not any(schedule == "guided" for schedule, _ in wide), wide
+    assert ("dynamic", "poly") in wide, wide  # math: never varied here, the prior still opens it
+    monkeypatch.setattr(tuner_module, "PRIOR_OPENS_KNOB", False)
+    wide, _ = widened(first_plan("opa", own + memory, tried, dynamic))
+    assert ("guided", "libm") in wide, wide
