@@ -25,7 +25,8 @@ the operator (the others stay at their defaults):
    correct (``acquisition``), where a setting with a knob value no memory record
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
    model cannot know that value; only settings one knob from the defaults or the incumbent get it, and only
-   on a knob this run has not yet measured at a value memory could not know: ``PRIOR_OPENS_KNOB``), and the
+   on a knob memory varied or this run has not yet measured at a value memory could not know:
+   ``PRIOR_OPENS_KNOB``), and the
    untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
    point memory must beat) or every memory operator measured its own defaults at least 3x below its best (no
    prior point worth a step); before that, an initial design: the defaults,
@@ -73,6 +74,7 @@ VALUE_VETO = True  # rule out knob values memory measured >= VETO_RATIO slower w
 DEFAULTS_FAR_FALLBACK = True  # memory set aside: the defaults still skipped where every earlier operator's were 3x off
 FALLBACK_FROM_DEFAULTS = True  # memory set aside: the one-knob design restarts from the defaults (unless 3x off)
 PRIOR_OPENS_KNOB = True  # the optimistic prior opens a knob memory never varied; it does not sweep its values
+PRIOR_OPENS_VARIED = False  # ... also on a knob memory varied (two values or more): costs gemm steps, not adopted
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -483,20 +485,28 @@ class Tuner:
         return seen
 
     def _opened_knobs(self, operator: str, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> set[str]:
-        """Relevant knobs this run has measured (correct) at a value no memory operator trusted at least
-        ``TRUSTED`` here measured: the optimistic prior's question about that knob, what it does that memory
+        """Relevant knobs that no memory operator trusted at least ``TRUSTED`` here measured at two values or
+        more (memory never varied them) and that this run has measured (correct) at a value memory did not
+        measure: the optimistic prior's question about that knob, what it does that memory
         cannot know, has had its first answer from this operator, so the knob's other unseen values get no
         prior and are ranked by the model on that answer, as without memory (``PRIOR_OPENS_KNOB``). The prior
         opens a knob; it does not sweep it: layer_norm's and instance_norm's ``variance`` (a knob no earlier
         operator of the template varied, or none trusted here) got ``shifted`` from it, the optimum's value, and then ``welford``,
         0.17-0.7x with the default lanes=1, a severe regression (simulated, 20 repeats: layer_norm 29 severe
-        regressions with memory against 12 without, instance_norm 15 against 9; with this rule 20 and 11)."""
+        regressions with memory against 12 without, instance_norm 15 against 9; with this rule 20 and 11). A knob
+        memory varied keeps the sweep of its unmeasured values (``PRIOR_OPENS_VARIED`` off): there the sweep is
+        what later operators' memory is made of (gemm: withholding it cost matvec 2.58 -> 4.50 simulated steps)."""
         remembered = self._measured_values([r for r in records if not r.own], trust)
+        varied = {k for k in self.relevant_names(operator) if sum(1 for kk, _ in remembered if kk == k) > 1}
         opened: set[str] = set()
         for r in records:
             if r.own and r.correct and r.a:
                 pinned = self.space.pin(operator, r.settings)
-                opened.update(k for k in self.relevant_names(operator) if (k, pinned[k]) not in remembered)
+                opened.update(
+                    k
+                    for k in self.relevant_names(operator)
+                    if (k, pinned[k]) not in remembered and (PRIOR_OPENS_VARIED or k not in varied)
+                )
         return opened
 
     def _feasibility_data(
