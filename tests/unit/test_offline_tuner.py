@@ -634,3 +634,73 @@ def test_when_memory_is_set_aside_the_design_stays_at_an_incumbent_3x_above_the_
     plan = first_plan("opa", own + memory, tried, own[1].settings)
     assert plan.fallback and plan.choices[0].basis == "initial design"
     assert plan.choices[0].settings["unroll"] == 4, plan.choices[0].settings
+
+
+def test_the_optimistic_prior_opens_a_knob_memory_never_varied_and_does_not_sweep_its_other_values(monkeypatch):
+    """Issue 34, eleventh round: opc's records never vary schedule (all at its default, static), so for opa
+    schedule=dynamic and schedule=guided are values memory cannot know. Once opa measured dynamic (the prior's
+    first answer about that knob), guided is ranked by the model without the prior's width; math=poly (a knob
+    this run has not varied) keeps it. layer_norm and instance_norm: after `variance=shifted`, the prior went on
+    to `variance=welford` (0.17-0.7x with the default lanes=1), a severe regression. Without the rule guided
+    keeps the prior one knob from the defaults and from the incumbent."""
+    from kope.agent.tuner import tuner as tuner_module
+    from kope.agent.tuner.tuner import UNSEEN_SD
+
+    defaults = TEMPLATE.default_settings()
+    dynamic = {**defaults, "schedule": "dynamic"}
+    grid = [{**defaults, "unroll": u, "block": b} for u in (1, 2, 4) for b in (1024, 4096, 16384)]
+    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", dynamic, 1.22, own=True)]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    prior = 2 * 1.96 * UNSEEN_SD * 0.999
+
+    def widened(plan):
+        assert not plan.fallback and plan.choices
+        near = [c for c in plan.choices if any(sum(c.settings[k] != a[k] for k in a) <= 1 for a in (defaults, dynamic))]
+        return {(c.settings["schedule"], c.settings["math"]) for c in near if math.log(c.high / c.low) >= prior}, near
+
+    wide, near = widened(first_plan("opa", own + memory, tried, dynamic))
+    assert any(c.settings["schedule"] == "guided" for c in near)
+    assert not any(schedule == "guided" for schedule, _ in wide), wide
+    assert ("dynamic", "poly") in wide, wide  # math: never varied here, the prior still opens it
+    monkeypatch.setattr(tuner_module, "PRIOR_OPENS_KNOB", False)
+    wide, _ = widened(first_plan("opa", own + memory, tried, dynamic))
+    assert ("guided", "libm") in wide, wide
+
+
+def test_the_prior_still_sweeps_a_knob_memory_varied_whose_values_it_did_not_all_measure(monkeypatch):
+    """The rule above is for a knob memory never varied (or no trusted operator did). Where memory measured a
+    knob at two values or more, its unmeasured values keep the prior after this run measured one of them: there
+    the sweep is what later operators' memory is made of (gemm's tiles and micro-kernels: withholding it there too
+    cost matvec 2.6 -> 4.5 simulated steps and tall_skinny_matmul's bench 3.05 -> 3.95)."""
+    from kope.agent.tuner import Tuner
+    from kope.agent.tuner import tuner as tuner_module
+    from kope.agent.tuner.tuner import UNSEEN_SD
+
+    knobs = (Knob("tile", ("a", "b", "c", "d"), "a", "tiling", "tile"), Knob("unroll", (1, 2, 4), 1, "unrolling", "u"))
+    synth4 = KernelTemplate("synth4", "elementwise", "cpu", ("opa", "opc"), knobs, Path("s4.py"), lambda op, s: "")
+    cost = {"a": 1.0, "b": 1.3, "c": 1.2, "d": 1.5}
+
+    def rec(run_id, step, operator, settings, a, own):
+        return TuningRecord(**{**record(run_id, step, operator, {}, a, own=own).__dict__, "settings": settings})
+
+    memory = [
+        rec("run-c", i, "opc", {"tile": t, "unroll": u}, cost[t] * (1 + 0.1 * u), False)
+        for i, (t, u) in enumerate((t, u) for t in ("a", "b") for u in (1, 2, 4))
+    ]
+    own = [rec("run-b", 0, "opa", {"tile": "a", "unroll": 1}, 1.0, True)]
+    own.append(rec("run-b", 1, "opa", {"tile": "c", "unroll": 1}, 1.2, True))
+    hw = HardwareFacts.from_fingerprint(HW)
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    prior = 2 * 1.96 * UNSEEN_SD * 0.999
+
+    def d_widened():
+        plan = Tuner(synth4).plan(
+            "opa", [case_shape(BIG)], hw, own + memory, {HW["id"]: hw}, set(tried), own[1].settings
+        )
+        assert not plan.fallback and plan.choices
+        return [math.log(c.high / c.low) >= prior for c in plan.choices if c.settings == {"tile": "d", "unroll": 1}]
+
+    assert d_widened() == [True]
+    monkeypatch.setattr(tuner_module, "PRIOR_OPENS_VARIED", True)
+    assert d_widened() == [False]

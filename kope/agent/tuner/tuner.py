@@ -24,7 +24,9 @@ the operator (the others stay at their defaults):
    by expected improvement over the incumbent times the probability of being
    correct (``acquisition``), where a setting with a knob value no memory record
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
-   model cannot know that value; only settings one knob from the defaults or the incumbent get it), and the
+   model cannot know that value; only settings one knob from the defaults or the incumbent get it, and only
+   on a knob memory varied or this run has not yet measured at a value memory could not know:
+   ``PRIOR_OPENS_KNOB``), and the
    untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
    point memory must beat) or every memory operator measured its own defaults at least 3x below its best (no
    prior point worth a step); before that, an initial design: the defaults,
@@ -71,6 +73,8 @@ NOISE = math.log(1.05)  # the smallest own spread effects are judged against (me
 VALUE_VETO = True  # rule out knob values memory measured >= VETO_RATIO slower wherever it measured them
 DEFAULTS_FAR_FALLBACK = True  # memory set aside: the defaults still skipped where every earlier operator's were 3x off
 FALLBACK_FROM_DEFAULTS = True  # memory set aside: the one-knob design restarts from the defaults (unless 3x off)
+PRIOR_OPENS_KNOB = True  # the optimistic prior opens a knob memory never varied; it does not sweep its values
+PRIOR_OPENS_VARIED = False  # ... also on a knob memory varied (two values or more): costs gemm steps, not adopted
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -237,8 +241,11 @@ class Tuner:
                 near = self._near_evidence(operator, pool, records)
                 plan.distant = len(pool) - len(near)
                 pool = near or pool
+            opened = (
+                self._opened_knobs(operator, records, trust) if measured is not None and PRIOR_OPENS_KNOB else set()
+            )
             choices = self._by_model(
-                model, operator, pool, shapes, hardware, incumbent, measured, self._anchors(operator, own)
+                model, operator, pool, shapes, hardware, incumbent, measured, self._anchors(operator, own), opened
             )
             measured_here = {settings_key(self.space.pin(operator, r.settings)) for r in records if r.own}
             if (
@@ -477,6 +484,31 @@ class Tuner:
             seen.update(self.space.pin(r.operator, r.settings).items())  # a knob that does not matter: its default
         return seen
 
+    def _opened_knobs(self, operator: str, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> set[str]:
+        """Relevant knobs that no memory operator trusted at least ``TRUSTED`` here measured at two values or
+        more (memory never varied them) and that this run has measured (correct) at a value memory did not
+        measure: the optimistic prior's question about that knob, what it does that memory
+        cannot know, has had its first answer from this operator, so the knob's other unseen values get no
+        prior and are ranked by the model on that answer, as without memory (``PRIOR_OPENS_KNOB``). The prior
+        opens a knob; it does not sweep it: layer_norm's and instance_norm's ``variance`` (a knob no earlier
+        operator of the template varied, or none trusted here) got ``shifted`` from it, the optimum's value, and then ``welford``,
+        0.17-0.7x with the default lanes=1, a severe regression (simulated, 20 repeats: layer_norm 29 severe
+        regressions with memory against 12 without, instance_norm 15 against 9; with this rule 20 and 11). A knob
+        memory varied keeps the sweep of its unmeasured values (``PRIOR_OPENS_VARIED`` off): there the sweep is
+        what later operators' memory is made of (gemm: withholding it cost matvec 2.58 -> 4.50 simulated steps)."""
+        remembered = self._measured_values([r for r in records if not r.own], trust)
+        varied = {k for k in self.relevant_names(operator) if sum(1 for kk, _ in remembered if kk == k) > 1}
+        opened: set[str] = set()
+        for r in records:
+            if r.own and r.correct and r.a:
+                pinned = self.space.pin(operator, r.settings)
+                opened.update(
+                    k
+                    for k in self.relevant_names(operator)
+                    if (k, pinned[k]) not in remembered and (PRIOR_OPENS_VARIED or k not in varied)
+                )
+        return opened
+
     def _feasibility_data(
         self, records: Sequence[TuningRecord], hardware_facts: Mapping[str, HardwareFacts]
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -568,6 +600,7 @@ class Tuner:
         incumbent: float | None,
         measured: set[tuple[str, Any]] | None = None,
         anchors: list[dict[str, Any]] | None = None,
+        opened: set[str] | None = None,
     ) -> list[Choice]:
         speed_x = self.space.speed_rows(operator, pool, shapes, hardware)
         feas_x = self.space.feasibility_rows(operator, pool, hardware)
@@ -583,7 +616,7 @@ class Tuner:
             for i, c in enumerate(pool):
                 if anchors is not None and not any(sum(1 for k in relevant if c[k] != a[k]) <= 1 for a in anchors):
                     continue  # unknown values are explored one knob at a time, from the defaults or the incumbent
-                if any((k, c[k]) not in measured for k in relevant):
+                if any((k, c[k]) not in measured and k not in (opened or ()) for k in relevant):
                     std[i] = math.sqrt(std[i] ** 2 + UNSEEN_SD**2)
         ei = expected_improvement(mean, std, best) * pred.p_correct
         order = sorted(
