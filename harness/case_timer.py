@@ -293,9 +293,14 @@ class CaseTimer:
             self.used_seeds.update(seeds)
             self._both(self._prepare_message(seeds))
 
+    @property
+    def _untimed_judged(self) -> bool:
+        """Whether the candidate's CPU in the untimed stretches is judged (not as deployed, nor on GPU targets)."""
+        return self.ev.target.check_native_threads and not self.ev.options.deployed
+
     def _judge_untimed(self) -> None:
         """The candidate's CPU while both workers prepared the same inputs, described their outputs and waited."""
-        if not self.ev.target.check_native_threads or self.ev.options.deployed:
+        if not self._untimed_judged:
             return
         found = self.untimed.overrun(self.ev.threads)
         if found is not None:
@@ -346,7 +351,7 @@ class CaseTimer:
 
     def _quiet_after_go(self) -> None:
         """The parent's pause after the candidate's unit (``AFTER_GO_S``), where the wait bound applies."""
-        if self.ev.target.check_native_threads and not self.ev.options.deployed:
+        if self._untimed_judged:
             time.sleep(_ENTROPY.uniform(*AFTER_GO_S))
 
     @staticmethod
