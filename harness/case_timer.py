@@ -36,7 +36,7 @@ PROBE_PERIOD_NS = 50_000  # one sample per this much CPU time of a thread
 PROBE_LIMIT = 0.5  # more than this share of the native time in reference libraries: reference_call
 REFERENCE_BUDGET = 0.5  # ... or more reference-library samples than this fraction of the reference's own, plus the
 # per-call dispatch allowance calibrated in the reference worker (harness.dispatch_allowance)
-BUDGET_SHARE_FLOOR = 0.05  # ... when those are at least this share of all its samples
+BUDGET_SHARE_FLOOR = 0.02  # ... when those are at least this share of all its samples (honest slow kernels: <= 0.6 %)
 # The candidate's CPU while the reference's unit is timed (background_work): docs/harness-workers.md, "Timing from
 # outside, adaptively"
 IDLE_SLACK_NS = 5_000_000
@@ -512,6 +512,10 @@ class CaseTimer:
         if ref_used is not None and used >= PROBE_MIN_SAMPLES and profile.reference_share_of_all >= BUDGET_SHARE_FLOOR:
             allowance = self._dispatch_allowance_ns() * self.calls["cand"] / PROBE_PERIOD_NS
             budget = REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used) + allowance
+        self.ev.trace(
+            f"case {self.case.name}: {used} libtorch samples ({profile.reference_share_of_all:.1%} of all), the "
+            f"reference's {ref_used}; budget " + (f"{budget:.0f}" if budget is not None else "not applied")
+        )
         if budget is not None and used > budget:
             why = (
                 f"{used} samples of its timed calls' CPU time lay in libtorch's, numpy's or a BLAS library's compute "

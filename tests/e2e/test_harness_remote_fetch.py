@@ -18,6 +18,7 @@ from harness.settings import REMOTE_FETCH as REMOTE_FETCH_ENV
 from harness.timing import Budget
 from tests.e2e.test_harness_adversarial import alone_marks
 from tests.e2e.test_harness_sandbox import candidate
+from tests.support.harness_trace import explain, kept_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
@@ -151,5 +152,6 @@ def test_outputs_filled_after_the_timed_call_are_caught_by_the_same_layer_when_s
 
     cheat = ROOT / "adversarial" / f"{name}.py"
     task = ROOT / "fixtures" / "tasks" / "wide_relu.py"
-    outcome = evaluate(task, cheat, EvalOptions(**OPTIONS, static_checks=False))
-    assert outcome.error_kind in constants(cheat)["EXPECT_RUNTIME"], outcome.error_excerpt
+    with kept_trace() as trace:
+        outcome = evaluate(task, cheat, EvalOptions(**OPTIONS, static_checks=False))
+    assert outcome.error_kind in constants(cheat)["EXPECT_RUNTIME"], explain(outcome, trace)

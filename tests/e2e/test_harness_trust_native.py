@@ -15,6 +15,7 @@ from harness.evaluate import EvalOptions, evaluate
 from harness.guards import AtenRecorder, PatchSnapshot, dispatch_depth
 from harness.timing import Budget
 from harness.worker_pool import Limits
+from tests.support.harness_trace import explain, kept_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SOFTMAX = ROOT / "fixtures" / "tasks" / "tiny_softmax.py"
@@ -36,8 +37,9 @@ def _caught(name: str, **overrides):
     path = ROOT / "adversarial" / f"{name}.py"
     spec = constants(path)
     task = ROOT / "fixtures" / "tasks" / f"{spec['TASK']}.py"
-    outcome = evaluate(task, path, OPTIONS, timing=bool(spec.get("NEEDS_TIMING")), **overrides)
-    assert outcome.error_kind in spec["EXPECT_RUNTIME"], outcome.error_excerpt
+    with kept_trace() as trace:
+        outcome = evaluate(task, path, OPTIONS, timing=bool(spec.get("NEEDS_TIMING")), **overrides)
+    assert outcome.error_kind in spec["EXPECT_RUNTIME"], explain(outcome, trace)
     assert spec["CAUGHT_MESSAGE"] in (outcome.error_excerpt or ""), outcome.error_excerpt  # the layer that caught it
     assert outcome.cases_passed == 0 and outcome.speedup is None
     return outcome
@@ -60,7 +62,6 @@ def test_without_inherited_events_the_fresh_helper_thread_went_unseen(monkeypatc
 
 @needs_perf
 @pytest.mark.slow
-@pytest.mark.alone  # the fixture's RUN_ALONE
 def test_spinning_in_its_own_code_does_not_dilute_the_libtorch_budget():
     _caught("ref_diluted_share")
 
@@ -109,8 +110,9 @@ def test_the_allowance_is_calibrated_once_per_process_in_the_reference_worker():
 def test_honest_kernels_on_small_references_stay_within_the_budget(task, candidate):
     """Both tiny_relu cases (the 4097-element one: ~3 us a call in libtorch, less than an honest kernel's own
     dispatch) and tiny_softmax: the budget applies at every size and honest kernels are accepted."""
-    outcome = evaluate(ROOT / "fixtures" / "tasks" / f"{task}.py", candidate, OPTIONS)
-    assert outcome.status.value == "correct", outcome.error_excerpt
+    with kept_trace() as trace:
+        outcome = evaluate(ROOT / "fixtures" / "tasks" / f"{task}.py", candidate, OPTIONS)
+    assert outcome.status.value == "correct", explain(outcome, trace)
     assert outcome.cases_passed == outcome.cases_total and outcome.speedup is not None
 
 
