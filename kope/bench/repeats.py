@@ -30,8 +30,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy.stats import t as student_t
-
 from kope.bench.metrics import bench_metrics, pair_views, paired_views, severe_regressions, steps_to_best
 
 
@@ -85,6 +83,8 @@ def interval(values: Iterable[float | None], *, log: bool = False) -> Interval:
     mean = statistics.fmean(ys)
     low = high = None
     if len(ys) > 1:
+        from scipy.stats import t as student_t  # here, not at import: scipy.stats takes ~0.5 s to load
+
         half = float(student_t.ppf(0.975, len(ys) - 1)) * statistics.stdev(ys) / math.sqrt(len(ys))
         low, high = mean - half, mean + half
     back = math.exp if log else (lambda v: v)

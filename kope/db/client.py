@@ -15,8 +15,15 @@ checks connectivity without the driver's retry loop (connection timeout
 ``CONNECT_TIMEOUT_S``), so ``no Neo4j server answers at ...`` comes within
 seconds, not after ``max_transaction_retry_time`` of retries; the driver's own
 log lines (retry warnings) are kept below ERROR so the one error line is all a
-user sees. A login refused because of too many wrong passwords in a row says
-so (the account is locked for a while) instead of blaming the password.
+user sees. A server that was reached and then stops answering is given
+``UNAVAILABLE_RETRY_S`` (the driver's retry time) before the error: a network
+blip is ridden out, a stopped server is reported within seconds, and the memory
+stores journal the write (nothing is lost; ``kope memory sync`` writes it
+later) instead of holding each step for 15 s. Transient errors of a server
+that answers (deadlocks between concurrent writers) are retried for
+``RETRY_TIME_S`` around the driver's loop. A login refused because of too many
+wrong passwords in a row says so (the account is locked for a while) instead of
+blaming the password.
 """
 
 from __future__ import annotations
@@ -41,6 +48,19 @@ log = logging.getLogger("kope.db")
 T = TypeVar("T")
 CONNECT_TIMEOUT_S = 3.0
 RETRY_TIME_S = 15.0  # transient errors (deadlocks between concurrent writers) of a reachable server
+UNAVAILABLE_RETRY_S = 3.0  # the driver's retry time: also how long a server that stopped answering is retried
+
+
+def _transient_retries() -> Retrying:
+    """Retry a transient error of a server that answers (a deadlock between concurrent writers: the server aborts
+    one of them) for ``RETRY_TIME_S``; the driver's own loop gives up after ``UNAVAILABLE_RETRY_S``, so an
+    unreachable server is not retried here."""
+    return Retrying(
+        stop=stop_after_delay(RETRY_TIME_S),
+        wait=wait_random_exponential(multiplier=0.2, max=3),
+        retry=retry_if_exception(lambda e: isinstance(e, nx.TransientError) and e.is_retryable()),
+        reraise=True,
+    )
 
 
 def _quiet_driver_logs() -> None:
@@ -138,7 +158,7 @@ class GraphClient:
             uri,
             auth=(user, password or ""),
             connection_timeout=connection_timeout,
-            max_transaction_retry_time=RETRY_TIME_S,
+            max_transaction_retry_time=UNAVAILABLE_RETRY_S,
             user_agent="kope",
             # KOPE's statements read optional properties on purpose; the server's
             # "property does not exist" notices would only be noise in logs and CLI output.
@@ -196,21 +216,29 @@ class GraphClient:
         log.debug("cypher %s params=%s", name, sorted(params))
         self._reach()
         with self._errors():
-            records, _summary, _keys = self._driver.execute_query(
-                statement.text, params, routing_=routing, database_=self.database
-            )
+            for attempt in _transient_retries():
+                with attempt:
+                    records, _summary, _keys = self._driver.execute_query(
+                        statement.text, params, routing_=routing, database_=self.database
+                    )
         return [record.data() for record in records]
 
     def write(self, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in one write transaction (retried as a whole on transient errors)."""
         self._reach()
         with self._errors(), self._driver.session(database=self.database) as session:
-            return session.execute_write(lambda tx: work(Tx(tx, self.catalog)))
+            for attempt in _transient_retries():
+                with attempt:
+                    result = session.execute_write(lambda tx: work(Tx(tx, self.catalog)))
+            return result
 
     def read(self, work: Callable[[Tx], T]) -> T:
         self._reach()
         with self._errors(), self._driver.session(database=self.database) as session:
-            return session.execute_read(lambda tx: work(Tx(tx, self.catalog)))
+            for attempt in _transient_retries():
+                with attempt:
+                    result = session.execute_read(lambda tx: work(Tx(tx, self.catalog)))
+            return result
 
     def run_script(self, name: str, skip: Callable[[Exception], bool] | None = None) -> int:
         """Run every statement of a multi-statement catalog file (e.g. the schema), each in its own
@@ -220,12 +248,7 @@ class GraphClient:
         whose error ``skip`` accepts is passed over and the next one runs."""
         count = 0
         self._reach()
-        retrying = Retrying(
-            stop=stop_after_delay(RETRY_TIME_S),
-            wait=wait_random_exponential(multiplier=0.2, max=3),
-            retry=retry_if_exception(lambda e: isinstance(e, nx.TransientError) and e.is_retryable()),
-            reraise=True,
-        )
+        retrying = _transient_retries()
         with self._errors(), self._driver.session(database=self.database) as session:
             for text in self.catalog.statements(name):
                 try:

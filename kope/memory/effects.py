@@ -36,8 +36,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import t as student_t
-
 from kope.memory.ids import insight_id, uid
 
 MIN_SUPPORT = 2
@@ -152,6 +150,8 @@ def estimate(logs: Sequence[float]) -> tuple[float, float, float]:
     mean = statistics.fmean(logs)
     if len(logs) < 2:
         return math.exp(mean), math.exp(mean), math.exp(mean)
+    from scipy.stats import t as student_t  # here, not at import: scipy.stats takes ~0.5 s to load
+
     half = float(student_t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 

@@ -22,6 +22,8 @@ import pytest
 from tests.support import bench_results, kernels
 from tests.support.llm_replay import ReplayLLM, Reply, Stall
 
+SPACES = Path(__file__).resolve().parents[1] / "fixtures" / "spaces"  # recorded with `--cases 0` (test_replay_spaces)
+
 TASK = """import torch
 import torch.nn as nn
 
@@ -297,6 +299,7 @@ def test_a_killed_bench_resumes_skipping_finished_pairs_and_continuing_the_inter
                 "2",
                 "--configs",
                 "active",
+                "--no-final",  # resume is about the loop's pairs and runs (the final evaluation: test_bench_final)
                 "--out",
                 str(out),
             ],
@@ -357,7 +360,7 @@ def test_sigterm_stops_a_bench_as_ctrl_c_does_results_written_and_the_resume_com
     with ReplayLLM(script) as server:
         proc = subprocess.Popen(
             [exe, "bench", "--suite", str(suite), "--proposer", "llm", "--steps", "2", "--configs", "active"]
-            + ["--out", str(out)],
+            + ["--no-final", "--out", str(out)],  # the in-loop pairs are what is interrupted
             env=llm_env(neo4j_server, server, tmp_path),
             cwd=tmp_path,
             stdout=subprocess.PIPE,
@@ -407,6 +410,7 @@ def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namesp
         "0",
         "--workers",
         "2",
+        "--no-final",  # the workers' mechanics; the final evaluation has its own test (test_bench_final)
         "--out",
         str(out),
         env=neo4j_server.env(KOPE_DATA_DIR=str(tmp_path / "data")),
@@ -442,12 +446,18 @@ def test_parallel_workers_run_pairs_in_their_own_processes_into_their_own_namesp
 def test_repeats_run_in_their_own_namespaces_with_their_own_seeds_and_report_intervals(
     kope_cli, neo4j_server, graph_client, tmp_path
 ):
-    suite = write_suite(tmp_path / "suite", [("relu", 1)])
+    # Repeats are the bench's mechanics (namespaces, seeds, intervals): the outcomes are replayed from the spaces
+    # committed for test_replay_spaces (add_scaled is the builtin elementwise suite's first operator), so nothing
+    # is compiled or timed; live evaluation through the bench: the hand-computed-metrics test above.
     out = tmp_path / "bench"
     proc = kope_cli(
         "bench",
         "--suite",
-        str(suite),
+        "builtin",
+        "--family",
+        "elementwise",
+        "--limit",
+        "1",
         "--proposer",
         "offline",
         "--steps",
@@ -456,6 +466,8 @@ def test_repeats_run_in_their_own_namespaces_with_their_own_seeds_and_report_int
         "active",
         "--cases",
         "0",
+        "--evaluator",
+        f"replay:{SPACES}",
         "--repeats",
         "2",
         "--name",
@@ -468,12 +480,12 @@ def test_repeats_run_in_their_own_namespaces_with_their_own_seeds_and_report_int
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads((out / "results.json").read_text())
     assert results["complete"] and results["repeats"] == 2
-    assert sorted((p["repeat"], p["seed"], p["namespace"]) for p in results["pairs"]) == [
-        (1, 0, "bench-rep-active"),
-        (2, 1, "bench-rep-active-r2"),
+    assert sorted((p["repeat"], p["seed"], p["namespace"], p["operator"]) for p in results["pairs"]) == [
+        (1, 0, "bench-rep-active", "add_scaled"),
+        (2, 1, "bench-rep-active-r2", "add_scaled"),
     ]
-    assert (out / "pairs" / "active" / "relu.json").is_file() and (
-        out / "pairs" / "active" / "r2" / "relu.json"
+    assert (out / "pairs" / "active" / "add_scaled.json").is_file() and (
+        out / "pairs" / "active" / "r2" / "add_scaled.json"
     ).is_file()
     for namespace in ("bench-rep-active", "bench-rep-active-r2"):
         rows = cypher(graph_client, "MATCH (d:Decision {ns: $ns}) RETURN count(d) AS n", ns=namespace)
@@ -523,7 +535,7 @@ def test_a_task_whose_reference_fails_is_recorded_as_an_error_and_the_bench_goes
         )
     )
     (suite / "relu.py").write_text(broken)
-    _, results, pairs = _bench_one_config(kope_cli, neo4j_server, tmp_path, suite, "0-1")
+    _, results, pairs = _bench_one_config(kope_cli, neo4j_server, tmp_path, suite, "0-1", "--no-final")
     assert results["complete"] and set(pairs) == {"relu", "zz_after"}
     assert pairs["relu"]["status"] == "error" and "reference broken on purpose" in pairs["relu"]["error"]
     assert pairs["relu"]["attempts"] == []
