@@ -704,3 +704,48 @@ def test_the_prior_still_sweeps_a_knob_memory_varied_whose_values_it_did_not_all
     assert d_widened() == [True]
     monkeypatch.setattr(tuner_module, "PRIOR_OPENS_VARIED", True)
     assert d_widened() == [False]
+
+
+def test_the_optimistic_prior_does_not_start_from_defaults_this_run_measured_3x_below_its_incumbent(monkeypatch):
+    """Issue 34, twelfth round: the prior explores an unseen value one knob from the defaults or from the incumbent;
+    once this run measured its defaults 3x or more below its incumbent, only from the incumbent. A one-knob move
+    of such defaults keeps every other knob at a level this run measured 3x short (conv2d: `direct` 0.14x against
+    `implicit_gemm` 0.44x; the prior sent `direct` with an unseen micro-kernel, 0.12x, a severe regression).
+    Here opa's defaults ran at 0.3x and block=16384 at 1.2-1.3x (opc's effect, trusted); math and schedule are values
+    memory never varied: `schedule=dynamic` on the defaults loses the prior, on the incumbent it keeps it. With the
+    defaults still an anchor (PRIOR_FAR_DEFAULTS) the defaults' one-knob move is widened too."""
+    from kope.agent.tuner import tuner as tuner_module
+    from kope.agent.tuner.tuner import UNSEEN_SD
+
+    defaults = TEMPLATE.default_settings()
+    fast = {**defaults, "block": 16384}
+    memory = [
+        record("run-c", 0, "opc", defaults, 1.0, own=False),
+        record("run-c", 1, "opc", fast, 4.0, own=False),
+        record("run-c", 2, "opc", {**defaults, "unroll": 4}, 1.6, own=False),
+        record("run-c", 3, "opc", {**defaults, "unroll": 2}, 1.2, own=False),
+    ]
+    best = {**fast, "unroll": 2}
+    own = [
+        record("run-b", i, "opa", s, a, own=True)
+        for i, (s, a) in enumerate(((defaults, 0.3), (fast, 1.2), (best, 1.3)))
+    ]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    prior = 2 * 1.96 * UNSEEN_SD * 0.999
+
+    def widened():
+        plan = first_plan("opa", own + memory, tried, best)
+        assert not plan.fallback and plan.trust["opc"] >= 0.5 and plan.choices, plan
+        by_key = {json.dumps(c.settings, sort_keys=True): c for c in plan.choices}
+        wide = {
+            key: math.log(by_key[key].high / by_key[key].low) >= prior
+            for key in (json.dumps({**s, "schedule": "dynamic"}, sort_keys=True) for s in (defaults, best))
+        }
+        return list(wide.values()), plan.choices[0].settings
+
+    (on_defaults, on_incumbent), first = widened()
+    assert not on_defaults and on_incumbent
+    assert first["block"] == 16384, first  # the first choice is a move of the incumbent, not of the 0.3x defaults
+    monkeypatch.setattr(tuner_module, "PRIOR_FAR_DEFAULTS", True)
+    (on_defaults, on_incumbent), _ = widened()
+    assert on_defaults and on_incumbent

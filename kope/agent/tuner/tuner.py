@@ -24,7 +24,8 @@ the operator (the others stay at their defaults):
    by expected improvement over the incumbent times the probability of being
    correct (``acquisition``), where a setting with a knob value no memory record
    measured gets an optimistic prior (its spread widened by ``UNSEEN_SD``: the
-   model cannot know that value; only settings one knob from the defaults or the incumbent get it, and only
+   model cannot know that value; only settings one knob from the defaults or the incumbent get it (from the
+   defaults only while this run has not measured them 3x below its incumbent: ``PRIOR_FAR_DEFAULTS``), and only
    on a knob memory varied or this run has not yet measured at a value memory could not know:
    ``PRIOR_OPENS_KNOB``), and the
    untried defaults go first unless memory's first choice beats their prediction by its 95% interval (a prior
@@ -75,6 +76,8 @@ DEFAULTS_FAR_FALLBACK = True  # memory set aside: the defaults still skipped whe
 FALLBACK_FROM_DEFAULTS = True  # memory set aside: the one-knob design restarts from the defaults (unless 3x off)
 PRIOR_OPENS_KNOB = True  # the optimistic prior opens a knob memory never varied; it does not sweep its values
 PRIOR_OPENS_VARIED = False  # ... also on a knob memory varied (two values or more): costs gemm steps, not adopted
+PRIOR_FAR_DEFAULTS = False  # ... and from the defaults when this run measured them 3x below its incumbent (off: the
+# prior's one-knob moves start from the incumbent alone there)
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -268,9 +271,18 @@ class Tuner:
         return plan
 
     def _anchors(self, operator: str, own: Sequence[TuningRecord]) -> list[dict[str, Any]]:
-        """This operator's own reference points: the template's defaults and its best measurement so far."""
-        anchors = [self.space.pin(operator, {})]
+        """This operator's own reference points for the optimistic prior: the template's defaults and its best
+        measurement so far. The defaults are no reference point once this run measured them at least
+        ``VETO_RATIO`` (3x) below its incumbent (``PRIOR_FAR_DEFAULTS`` off): a one-knob move of them keeps
+        every other knob at a level this run measured 3x short, so the prior's question (what does this
+        unseen value do?) would be asked where only a 3x effect could pay for the step, and the model's own
+        mean already says the step is that far down (conv2d: defaults `direct` 0.14x, incumbent
+        `implicit_gemm`/`im2col` 0.44-0.64x; the prior sent `direct` with an unseen micro-kernel or tile size,
+        0.12-0.15x, a severe regression, in 7 of 12 simulated repeats)."""
         best = max(own, key=lambda r: r.a or 0.0, default=None)
+        anchors = []
+        if PRIOR_FAR_DEFAULTS or not self._own_defaults_far(operator, own, best.a if best else None):
+            anchors.append(self.space.pin(operator, {}))
         if best is not None:
             anchors.append(self.space.pin(operator, best.settings))
         return anchors
