@@ -57,6 +57,19 @@ _ENTROPY = random.SystemRandom()  # nothing a candidate can read or seed
 _probe_warned = False
 
 
+def budget_applies(used: int, share_of_all: float, ref_used: int | None) -> bool:
+    """Whether the candidate's ``used`` libtorch samples (``share_of_all`` of all its samples) are judged against the
+    budget: the reference worker was sampled, there are enough to decide, and they are not a slow honest kernel's
+    trickle (``BUDGET_SHARE_FLOOR``; below it only the share rule judges: a cheat diluted 50x)."""
+    return ref_used is not None and used >= PROBE_MIN_SAMPLES and share_of_all >= BUDGET_SHARE_FLOOR
+
+
+def libtorch_budget(ref_used: int, allowance: float) -> float:
+    """The libtorch samples a candidate may use: half the reference's own (at least of ``PROBE_MIN_SAMPLES``) plus
+    the calibrated dispatch allowance of its calls, in samples."""
+    return REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used) + allowance
+
+
 def _warn_probe_unavailable(exc: OSError) -> None:
     """Said once per process: without perf events a layer of the trust checks is missing (``kope doctor``)."""
     global _probe_warned
@@ -509,9 +522,9 @@ class CaseTimer:
         used = profile.reference_samples
         ref_used = ref_profile.reference_samples if ref_profile is not None else None
         budget = allowance = None
-        if ref_used is not None and used >= PROBE_MIN_SAMPLES and profile.reference_share_of_all >= BUDGET_SHARE_FLOOR:
+        if budget_applies(used, profile.reference_share_of_all, ref_used):
             allowance = self._dispatch_allowance_ns() * self.calls["cand"] / PROBE_PERIOD_NS
-            budget = REFERENCE_BUDGET * max(PROBE_MIN_SAMPLES, ref_used) + allowance
+            budget = libtorch_budget(ref_used or 0, allowance)
         self.ev.trace(
             f"case {self.case.name}: {used} libtorch samples ({profile.reference_share_of_all:.1%} of all), the "
             f"reference's {ref_used}; budget " + (f"{budget:.0f}" if budget is not None else "not applied")
