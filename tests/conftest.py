@@ -15,6 +15,7 @@ none passed, or some were skipped, fails too.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -187,6 +188,14 @@ def graph_client(neo4j_server: Neo4jEndpoint):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def harness_trace(caplog: pytest.LogCaptureFixture) -> None:
+    """The harness's DEBUG trace (logger ``harness``: the native probe's counts and budget, the calibrated allowance,
+    the wait stretches) captured for the test; pytest prints it under "Captured log call" when the test fails, so a
+    verdict that came out wrong in a loaded CI run says why."""
+    caplog.set_level(logging.DEBUG, logger="harness")
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from harness.settings import REMOTE_FETCH as REMOTE_FETCH_ENV
 from harness.timing import Budget
 from tests.e2e.test_harness_adversarial import alone_marks
 from tests.e2e.test_harness_sandbox import candidate
-from tests.support.harness_trace import explain, kept_trace
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("harness_trace")  # its trace printed when a verdict is wrong
 TASK = ROOT / "fixtures" / "tasks" / "tiny_relu.py"
 OPTIONS = dict(seeds=1, case_timeout_s=60, budget=Budget(warmup_ms=2, rep_ms=10, min_reps=3))
 
@@ -152,6 +152,5 @@ def test_outputs_filled_after_the_timed_call_are_caught_by_the_same_layer_when_s
 
     cheat = ROOT / "adversarial" / f"{name}.py"
     task = ROOT / "fixtures" / "tasks" / "wide_relu.py"
-    with kept_trace() as trace:
-        outcome = evaluate(task, cheat, EvalOptions(**OPTIONS, static_checks=False))
-    assert outcome.error_kind in constants(cheat)["EXPECT_RUNTIME"], explain(outcome, trace)
+    outcome = evaluate(task, cheat, EvalOptions(**OPTIONS, static_checks=False))
+    assert outcome.error_kind in constants(cheat)["EXPECT_RUNTIME"], outcome.error_excerpt

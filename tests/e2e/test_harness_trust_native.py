@@ -15,9 +15,9 @@ from harness.evaluate import EvalOptions, evaluate
 from harness.guards import AtenRecorder, PatchSnapshot, dispatch_depth
 from harness.timing import Budget
 from harness.worker_pool import Limits
-from tests.support.harness_trace import explain, kept_trace
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("harness_trace")  # its trace printed when a verdict is wrong
 SOFTMAX = ROOT / "fixtures" / "tasks" / "tiny_softmax.py"
 # the dilution cheat's task: a reference that spends 0.2-0.5 ms a call in libtorch (ref_diluted_small: tiny_softmax)
 MID_SOFTMAX = ROOT / "fixtures" / "tasks" / "mid_softmax.py"
@@ -37,9 +37,8 @@ def _caught(name: str, **overrides):
     path = ROOT / "adversarial" / f"{name}.py"
     spec = constants(path)
     task = ROOT / "fixtures" / "tasks" / f"{spec['TASK']}.py"
-    with kept_trace() as trace:
-        outcome = evaluate(task, path, OPTIONS, timing=bool(spec.get("NEEDS_TIMING")), **overrides)
-    assert outcome.error_kind in spec["EXPECT_RUNTIME"], explain(outcome, trace)
+    outcome = evaluate(task, path, OPTIONS, timing=bool(spec.get("NEEDS_TIMING")), **overrides)
+    assert outcome.error_kind in spec["EXPECT_RUNTIME"], outcome.error_excerpt
     assert spec["CAUGHT_MESSAGE"] in (outcome.error_excerpt or ""), outcome.error_excerpt  # the layer that caught it
     assert outcome.cases_passed == 0 and outcome.speedup is None
     return outcome
@@ -110,9 +109,8 @@ def test_the_allowance_is_calibrated_once_per_process_in_the_reference_worker():
 def test_honest_kernels_on_small_references_stay_within_the_budget(task, candidate):
     """Both tiny_relu cases (the 4097-element one: ~3 us a call in libtorch, less than an honest kernel's own
     dispatch) and tiny_softmax: the budget applies at every size and honest kernels are accepted."""
-    with kept_trace() as trace:
-        outcome = evaluate(ROOT / "fixtures" / "tasks" / f"{task}.py", candidate, OPTIONS)
-    assert outcome.status.value == "correct", explain(outcome, trace)
+    outcome = evaluate(ROOT / "fixtures" / "tasks" / f"{task}.py", candidate, OPTIONS)
+    assert outcome.status.value == "correct", outcome.error_excerpt
     assert outcome.cases_passed == outcome.cases_total and outcome.speedup is not None
 
 
