@@ -56,10 +56,11 @@ def records_of(space: SpaceFile, entry: dict, run_id: str, step: int, own: bool,
         cases=tuple(cases),
         own=own,
         hardware_tier="hardware",
+        template=space.template,
     )
 
 
-def run_family(spaces: list[SpaceFile], steps: int, seed: int, memory: bool) -> list[dict]:
+def run_family(spaces: list[SpaceFile], steps: int, seed: int, memory: bool, related: bool = True) -> list[dict]:
     templates = templates_for_target("cpu")
     memory_records: list[TuningRecord] = []
     out = []
@@ -76,7 +77,10 @@ def run_family(spaces: list[SpaceFile], steps: int, seed: int, memory: bool) -> 
         incumbent = None
         run_id = f"r{index}"
         for step in range(steps):
-            mine = [r for r in memory_records if r.id.startswith(space.template + ":")] if memory else []
+            mine = [r for r in memory_records if r.template == space.template] if memory else []
+            if memory and related and not mine:
+                # as kope.memory.tuning's related templates: the family's other templates stand in
+                mine = [r for r in memory_records if r.template != space.template]
             records = own + mine
             tried = {settings_key(tuner.space.pin(space.served_as, r.settings)) for r in own}
             base = tuner.space.pin(space.served_as, incumbent[1]) if incumbent else None
@@ -131,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--per-operator", action="store_true", help="each later operator's mean steps and severe")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--no-related", action="store_true", help="no related templates: memory is the template's own attempts only"
+    )
     args = parser.parse_args(argv)
     from kope.agent.tuner import tuner as tuner_module
 
@@ -153,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         for config in ("memory", "no-memory"):
             steps_r, severe_r, best_r = [], [], []
             for repeat in range(args.repeats):
-                rows = run_family(fam, args.steps, repeat, config == "memory")
+                rows = run_family(fam, args.steps, repeat, config == "memory", not args.no_related)
                 later = rows[1:]
                 if not later:
                     continue

@@ -46,6 +46,7 @@ from typing import Any
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
 from kope.agent.tuner import CONVERGED_RATIO, Choice, Plan, Tuner, settings_key
 from kope.boundary import (
+    UNKNOWN_FAMILY,
     Hardware,
     KernelTemplate,
     TaskError,
@@ -178,6 +179,8 @@ class OfflineProposer:
             shape_sig=summary.signature if summary else None,
             shape_class=summary.shape_class if summary else None,
             run_only=not memory,
+            # the family's other templates stand in for an empty sample (kope.memory.tuning: related templates)
+            family=task.family if task.family and task.family != UNKNOWN_FAMILY else None,
         )
 
     # -- the decision -------------------------------------------------------------------------

@@ -20,7 +20,17 @@ Ranking rules of the sample (the Cypher statement applies them, in this order):
 5. newest first, then the decision id (deterministic).
 
 ``run_only`` restricts the sample to the run itself (``--no-memory``: the model
-sees only the current run). The bound (``limit``) keeps a proposal fast however
+sees only the current run).
+
+**Related templates.** When the sample holds no attempt of the template from
+another run (the first operator of its template in this memory) and the query
+names the operator's ``family``, the rest of the bound is filled with attempts
+of the family's other templates (``memory/retrieve/tuning_related``, ranked by
+hardware, shapes and recency as above; each record's ``template`` says which).
+The tuner reads them through the knobs the two templates share
+(``Tuner._readable``): ``row_logsumexp``'s first operator learns what
+``lanes`` and ``vector_width`` did on ``axis_reduce``; the trust rule judges
+them like any other memory operator. The bound (``limit``) keeps a proposal fast however
 large the memory grows: the sort runs over the template's attempts in one
 index seek, the outcomes are read only for the rows kept.
 """
@@ -52,6 +62,7 @@ class TuningQuery:
     shape_class: str | None = None
     run_only: bool = False
     limit: int = DEFAULT_LIMIT
+    family: str | None = None  # the operator's family: related templates fill an empty sample (None: never)
 
     def params(self, ns: str) -> dict[str, Any]:
         return {
@@ -67,6 +78,10 @@ class TuningQuery:
             "run_only": self.run_only,
             "limit": self.limit,
         }
+
+    def related_params(self, ns: str, limit: int) -> dict[str, Any]:
+        """``memory/retrieve/tuning_related``'s parameters: the family's other templates, at most ``limit``."""
+        return {**self.params(ns), "family": self.family, "limit": limit}
 
 
 def served_operator(params: Mapping[str, Any], task_operator: str) -> str:
@@ -105,6 +120,7 @@ class TuningRecord:
     cases: tuple[CaseSpeed, ...]
     own: bool  # from the run the sample was asked for
     hardware_tier: str  # hardware | class | vendor | other
+    template: str | None = None  # another template of the family (a related record); None: the query's template
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TuningRecord:
@@ -130,6 +146,7 @@ class TuningRecord:
             ),
             own=bool(row["own"]),
             hardware_tier=("other", "vendor", "class", "hardware")[row["hardware"]],
+            template=row.get("template"),
         )
 
     @property
@@ -191,6 +208,10 @@ def fetch_tuning(client: GraphClient, ns: str, query: TuningQuery) -> TuningData
 
     def work(tx: Tx) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         rows = tx.run("memory/retrieve/tuning_records", **query.params(ns))
+        room = query.limit - len(rows)
+        if query.family and not query.run_only and room > 0 and all(row["own"] for row in rows):
+            # nothing of this template from another run: the family's other templates stand in
+            rows = [*rows, *tx.run("memory/retrieve/tuning_related", **query.related_params(ns, room))]
         hw_ids = sorted({row["hw_id"] for row in rows})
         hardware = tx.run("memory/retrieve/hardware", uids=[uid(ns, h) for h in hw_ids]) if hw_ids else []
         return rows, hardware

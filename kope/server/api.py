@@ -104,6 +104,7 @@ class TuningQueryBody(_Body):
     shape_class: str | None = Field(default=None, max_length=200)
     run_only: bool = False
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=5 * DEFAULT_LIMIT)
+    family: str | None = Field(default=None, max_length=128)
 
     def query(self) -> TuningQuery:
         return TuningQuery(**self.model_dump())

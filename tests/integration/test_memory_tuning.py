@@ -3,8 +3,10 @@
 import pytest
 
 from kope.memory import ExperienceGraph, TuningQuery, synthetic
+from kope.memory.remote import RemoteMemory
 from kope.memory.shapes import CaseShape, ShapeSummary
 from kope.memory.specs import RunSpec
+from tests.support.memory_server import memory_server
 
 HW_A = synthetic.hardware("cpu-aaaa", "x86_64-avx512", "intel")
 HW_B = synthetic.hardware("cpu-bbbb", "x86_64-avx512", "intel")
@@ -120,3 +122,73 @@ def test_decisions_and_tasks_keep_the_shapes_of_their_cases(memory, graph_client
     assert '"case0": "default:1024"' in row["shapes"] and row["template"] == "row_norm"
     expected = ShapeSummary.of(CaseShape("default", (1024 * (i + 1),)) for i in range(4))
     assert row["sig"] == expected.signature and row["cls"] == expected.shape_class
+
+
+def test_the_familys_other_templates_stand_in_when_memory_holds_nothing_of_the_template(memory):
+    """Related templates: with no attempt of row_norm from another run, the family's other templates' attempts
+    fill the sample (each naming its template), ranked like a template's own; never another family's."""
+    run(memory, "cn-here", "batch_norm", [2.0], template="channel_norm")
+    run(memory, "cn-arm", "batch_norm", [3.0], template="channel_norm", hw=HW_C)
+    run(memory, "softmax", "softmax", [2.0], template="row_softmax")
+    run_other_family(memory)  # row_softmax's attempt of another family: never read
+    run(memory, "mine", "rms_norm", [1.0])
+    data = memory.tuning_records(query(family="normalization"))
+    assert [(r.id, r.template) for r in data.records] == [
+        ("mine:s0", None),
+        ("softmax:s0", "row_softmax"),
+        ("cn-here:s0", "channel_norm"),
+        ("cn-arm:s0", "channel_norm"),
+    ]
+    assert data.records[2].settings == {"lanes": 16} and not data.records[2].own
+    # without the family, or with --no-memory, the sample is the template's alone
+    assert [r.id for r in memory.tuning_records(query()).records] == ["mine:s0"]
+    assert [r.id for r in memory.tuning_records(query(family="normalization", run_only=True)).records] == ["mine:s0"]
+
+
+def test_related_templates_are_not_read_once_memory_holds_the_template_from_another_run(memory):
+    run(memory, "cn", "batch_norm", [2.0], template="channel_norm")
+    run(memory, "earlier", "layer_norm", [3.0])
+    run(memory, "mine", "rms_norm", [1.0])
+    records = memory.tuning_records(query(family="normalization")).records
+    assert [(r.id, r.template) for r in records] == [("mine:s0", None), ("earlier:s0", None)]
+
+
+def test_related_templates_fill_only_the_room_the_limit_leaves(memory):
+    run(memory, "cn", "batch_norm", [2.0, 2.1, 2.2], template="channel_norm")
+    run(memory, "mine", "rms_norm", [1.0])
+    records = memory.tuning_records(query(family="normalization", limit=3)).records
+    assert [r.id for r in records] == ["mine:s0", "cn:s2", "cn:s1"]
+
+
+def run_other_family(memory):
+    spec = synthetic.run_spec("relu", run_id="ew-family", hw=HW_A, family="elementwise")
+    memory.start_run(spec)
+    memory.record_attempt(
+        synthetic.attempt(
+            "ew-family",
+            0,
+            "relu",
+            speedup=4.0,
+            hw=HW_A,
+            cases=4,
+            family="elementwise",
+            params={"template": "row_softmax", "settings": {"lanes": 16}},
+        )
+    )
+
+
+def test_a_memory_server_answers_the_family_and_names_each_records_template(neo4j_server, tmp_path):
+    server = memory_server(neo4j_server, tmp_path)
+    try:
+        token = server.key("team-tune", "read,write")
+        with RemoteMemory(server.url, token, journal_root=tmp_path / "client" / "memory") as remote:
+            run(remote, "cn", "batch_norm", [2.0], template="channel_norm")
+            run(remote, "mine", "rms_norm", [1.0])
+            records = remote.tuning_records(query(family="normalization")).records
+            assert [(r.id, r.template, dict(r.settings)) for r in records] == [
+                ("mine:s0", None, {"lanes": 16}),
+                ("cn:s0", "channel_norm", {"lanes": 16}),
+            ]
+            assert [r.id for r in remote.tuning_records(query()).records] == ["mine:s0"]
+    finally:
+        server.stop()

@@ -10,6 +10,7 @@ from harness.suite.kernel_templates import template_for
 from kope.agent.offline import OfflineProposer
 from kope.agent.proposal import ProposerExhausted
 from kope.agent.tuner import settings_key
+from kope.boundary import UNKNOWN_FAMILY
 from kope.memory.shapes import case_shape
 from kope.memory.tuning import CaseSpeed, HardwareFacts, TuningData, TuningQuery, TuningRecord
 
@@ -116,6 +117,9 @@ def test_the_query_asks_for_the_operators_own_template_and_only_this_run_without
     alone = OfflineProposer().tuning_query(task, "cpu", (CASE,), HW, "run-1", False)
     assert with_memory.template == "row_norm" and with_memory.shape_class == case_shape(CASE).shape_class
     assert not with_memory.run_only and alone.run_only and alone.run_id == "run-1"
+    assert with_memory.family == "normalization"  # related templates of the family may fill an empty sample
+    unknown = NS(operator="rms_norm", family=UNKNOWN_FAMILY, cases=(CASE,))
+    assert OfflineProposer().tuning_query(unknown, "cpu", (CASE,), HW, "run-1", True).family is None
     sort_rows = tmp_path / "sort_rows.py"
     sort_rows.write_text(SORT_ROWS)
     no_template = NS(operator="sort_rows", path=str(sort_rows), cases=())

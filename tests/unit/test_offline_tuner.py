@@ -18,6 +18,7 @@ import pytest
 from harness.suite.kernel_templates import KernelTemplate, Knob, template_for
 from kope.agent.offline import OfflineProposer
 from kope.agent.proposal import ProposalRequest, ProposerExhausted
+from kope.agent.tuner import Tuner
 from kope.context.state import TaskView
 from kope.memory.ids import kernel_id
 from kope.memory.shapes import case_shape
@@ -749,3 +750,58 @@ def test_the_optimistic_prior_does_not_start_from_defaults_this_run_measured_3x_
     monkeypatch.setattr(tuner_module, "PRIOR_FAR_DEFAULTS", True)
     (on_defaults, on_incumbent), _ = widened()
     assert on_defaults and on_incumbent
+
+
+def related(run_id, step, operator, settings, a):
+    """A memory record of another template of the family (``relt``: unroll and block as synth's, plus its own
+    ``fold``), as ``memory/retrieve/tuning_related`` returns it."""
+    base = record(run_id, step, "opa", {}, a, own=False)
+    return TuningRecord(
+        **{**base.__dict__, "operator": operator, "settings": dict(settings), "template": "relt", "code_hash": None}
+    )
+
+
+def relt_memory():
+    """relt's operator opx, every unroll x block x fold setting, with synth's unroll and block effects."""
+    out = []
+    for i, (u, b, f) in enumerate((u, b, f) for u in (1, 2, 4) for b in (1024, 4096, 16384) for f in (0, 1)):
+        s = {"unroll": u, "block": b, "fold": f}
+        out.append(related("run-x", i, "opx", s, speedup("opc", {**OPTIMUM, "schedule": "static", **s}) * 0.5))
+    return out
+
+
+def test_a_related_templates_records_are_read_through_the_knobs_the_templates_share_and_rule_nothing_out():
+    tuner = Tuner(TEMPLATE)
+    native = record("run-a", 0, "opa", {"unroll": 2}, 1.0, own=False)
+    one_knob = related("run-x", 0, "opx", {"unroll": 4, "fold": 1}, 1.0)
+    two_knobs = related("run-x", 1, "opx", {"unroll": 4, "block": 16384, "fold": 1, "schedule": "never"}, 1.0)
+    readable = tuner._readable([native, one_knob, two_knobs])
+    assert readable[0] is native
+    assert [r.settings for r in readable[1:]] == [{"unroll": 4, "block": 16384}]  # one shared knob: left out
+    # a related template's settings collapse onto the shared knobs: a setting here is ruled out by the fastest of
+    # them only (fold=1 made unroll=1, block=1024 as fast as the best; fold=0 made it 10x slower)
+    slow = related("run-x", 2, "opx", {"unroll": 1, "block": 1024, "fold": 0}, 0.1)
+    fast_variant = related("run-x", 3, "opx", {"unroll": 1, "block": 1024, "fold": 1}, 1.0)
+    best = related("run-x", 4, "opx", {"unroll": 4, "block": 16384, "fold": 0}, 1.0)
+    really_slow = related("run-x", 5, "opx", {"unroll": 2, "block": 4096, "fold": 1}, 0.2)
+    hw = HardwareFacts.from_fingerprint(HW)
+
+    def vetoed(records):
+        plan = Tuner(TEMPLATE).plan("opc", [case_shape(BIG)], hw, records, {HW["id"]: hw}, set())
+        return [json.loads(v.settings_key) for v in plan.vetoes]
+
+    pinned = {"math": "libm", "schedule": "static"}
+    assert vetoed([slow, fast_variant, best, really_slow]) == [{**pinned, "unroll": 2, "block": 4096}]
+    assert vetoed([slow, best]) == [{**pinned, "unroll": 1, "block": 1024}]
+
+
+def test_the_first_operator_of_a_template_learns_the_shared_knobs_effects_from_a_related_template():
+    """Issue 34, thirteenth round: with nothing of synth in memory, relt's attempts (another template of the
+    family) show what unroll and block do; the first synth operator reaches its optimum sooner than without them,
+    and its decisions cite them."""
+    with_related = Simulation("opc", relt_memory(), seed=0)
+    without = Simulation("opc", seed=0)
+    hit_with = steps_to_optimum(with_related.run(12), "opc")
+    hit_without = steps_to_optimum(without.run(12), "opc")
+    assert hit_with is not None and hit_without is not None
+    assert hit_with < hit_without

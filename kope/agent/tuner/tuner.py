@@ -48,7 +48,7 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,7 @@ PRIOR_OPENS_KNOB = True  # the optimistic prior opens a knob memory never varied
 PRIOR_OPENS_VARIED = False  # ... also on a knob memory varied (two values or more): costs gemm steps, not adopted
 PRIOR_FAR_DEFAULTS = False  # ... and from the defaults when this run measured them 3x below its incumbent (off: the
 # prior's one-knob moves start from the incumbent alone there)
+RELATED_MIN_KNOBS = 2  # a related template's record is read here only through at least this many shared knobs
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -176,6 +177,7 @@ class Tuner:
     ) -> Plan:
         """``allowed``: only these settings (``settings_key`` texts) may be proposed (a recorded space); None: any."""
         shapes = list(shapes) or [CaseShape("default", ())]
+        records = self._readable(records)
         summary = ShapeSummary.of(shapes)
         shape_class = summary.shape_class if summary else None
         own = [r for r in records if r.own and r.correct and r.a]
@@ -185,13 +187,16 @@ class Tuner:
             for c in self.candidates(operator)
             if settings_key(c) not in tried and (allowed is None or settings_key(c) in allowed)
         ]
-        vetoes = self._vetoes(operator, records, shape_class, hardware.hw_class)
+        # a related template's settings collapse onto the shared knobs (several of its settings are one setting
+        # here): a setting is ruled out by its best one only (_collapsed)
+        collapsed = self._collapsed(records)
+        vetoes = self._vetoes(operator, collapsed, shape_class, hardware.hw_class)
         vetoed = {v.settings_key for v in vetoes}
         pool = [c for c in pool if settings_key(c) not in vetoed]
         if VALUE_VETO:
             # knob values memory measured >= 3x slower wherever it measured them (_ruled_out_values); kept when
             # nothing else is left
-            ruled_out = self._ruled_out_values(operator, records, shape_class, hardware.hw_class)
+            ruled_out = self._ruled_out_values(operator, collapsed, shape_class, hardware.hw_class)
             allowed_values = [c for c in pool if not any((k, v) in ruled_out for k, v in c.items())]
             if allowed_values:
                 vetoed |= {settings_key(c) for c in pool} - {settings_key(c) for c in allowed_values}
@@ -202,7 +207,7 @@ class Tuner:
             # run's attempts alone, as without memory (the memory records are counted, not used); what memory
             # measured >= 3x slower on an operator with the same knobs stays ruled out
             skip = set(vetoed)
-            far = self._defaults_far(records, {})
+            far = self._defaults_far(collapsed, {})
             if DEFAULTS_FAR_FALLBACK and far:
                 # the defaults are no prior point here either: every earlier operator that measured its own
                 # defaults measured a setting 3x faster (judged without the trust that set memory aside, which is
@@ -254,7 +259,7 @@ class Tuner:
             if (
                 measured is not None
                 and settings_key(self.space.pin(operator, {})) not in measured_here
-                and not self._defaults_far(records, trust)
+                and not self._defaults_far(collapsed, trust)
             ):
                 choices = self._defaults_first(operator, choices)
             if incumbent and self._settled(own, incumbent, choices):
@@ -269,6 +274,44 @@ class Tuner:
         else:
             plan.choices = self._initial_design(operator, pool, base)
         return plan
+
+    def _related(self, record: TuningRecord) -> bool:
+        """A record of another template of the family (``kope.memory.tuning``, related templates)."""
+        return record.template is not None and record.template != self.template.name
+
+    def _readable(self, records: Sequence[TuningRecord]) -> list[TuningRecord]:
+        """The records as this template reads them: a related template's record keeps only the knobs the two
+        templates share (same name, a value this template has), the others at this template's defaults, and is
+        left out when fewer than ``RELATED_MIN_KNOBS`` are shared (nothing to learn from its effects). Its
+        operator is judged by the trust rule like any memory operator: its effects here are evidence only as
+        far as they predicted this run's own measurements."""
+        out = []
+        knobs = {k.name: k.values for k in self.template.knobs}
+        for r in records:
+            if not self._related(r):
+                out.append(r)
+                continue
+            shared = {k: v for k, v in r.settings.items() if k in knobs and v in knobs[k]}
+            if len(shared) >= RELATED_MIN_KNOBS:
+                out.append(replace(r, settings=shared))
+        return out
+
+    def _collapsed(self, records: Sequence[TuningRecord]) -> list[TuningRecord]:
+        """The records with each related operator's correct attempts reduced to the fastest per setting as read
+        here: several of its settings (differing in knobs this template lacks) read as one, and what rules a
+        setting out, a value out, or the defaults as a prior point (``_vetoes``, ``_ruled_out_values``,
+        ``_defaults_far``: each compares a setting's measurement with the operator's best) must not take a slow
+        variant for the setting when a fast one read the same here."""
+        out: list[TuningRecord] = []
+        best: dict[tuple[str, str], TuningRecord] = {}
+        for r in records:
+            if not (self._related(r) and r.correct and r.a):
+                out.append(r)
+                continue
+            key = (r.operator, settings_key(r.settings))
+            if key not in best or (best[key].a or 0.0) < r.a:
+                best[key] = r
+        return out + list(best.values())
 
     def _anchors(self, operator: str, own: Sequence[TuningRecord]) -> list[dict[str, Any]]:
         """This operator's own reference points for the optimistic prior: the template's defaults and its best
