@@ -805,3 +805,39 @@ def test_the_first_operator_of_a_template_learns_the_shared_knobs_effects_from_a
     hit_without = steps_to_optimum(without.run(12), "opc")
     assert hit_with is not None and hit_without is not None
     assert hit_with < hit_without
+
+
+def test_a_value_the_model_never_saw_and_the_prior_does_not_open_is_ranked_on_a_pessimistic_reading(monkeypatch):
+    """Issue 34, thirteenth round: opc's records never vary schedule, so for opa `schedule=guided` is a value no
+    training row has; opa measured the defaults (1.0x) and `schedule=dynamic` (1.22x, the prior's answer about the
+    knob), so the prior no longer opens guided (eleventh round). The forest then reads guided like the values it saw:
+    guided one knob from the incumbent is predicted between them (layer_norm: `variance=welford` predicted
+    0.97-1.29x [0.64, 1.48] like `shifted`, measured 0.17-0.19x, a severe regression). With the rule its prediction
+    is below the lowest of the model's readings of the knob's measured values by their spread: under both measured
+    values here, and its expected improvement falls with it. `math=poly` (never measured at all, one trained value)
+    keeps the prior and its mean."""
+    from kope.agent.tuner import tuner as tuner_module
+
+    defaults = TEMPLATE.default_settings()
+    dynamic = {**defaults, "schedule": "dynamic"}
+    grid = [{**defaults, "unroll": u, "block": b} for u in (1, 2, 4) for b in (1024, 4096, 16384)]
+    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", dynamic, 1.22, own=True)]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    guided, poly = {**dynamic, "schedule": "guided"}, {**dynamic, "math": "poly"}
+
+    def choices():
+        plan = first_plan("opa", own + memory, tried, dynamic)
+        assert not plan.fallback and plan.choices
+        return {json.dumps(c.settings, sort_keys=True): c for c in plan.choices}
+
+    def of(by_key, settings):
+        return by_key[json.dumps(settings, sort_keys=True)]
+
+    on = choices()
+    monkeypatch.setattr(tuner_module, "UNSEEN_PESSIMISTIC", False)
+    off = choices()
+    assert 1.0 <= of(off, guided).predicted <= 1.22  # read like the measured values
+    assert of(on, guided).predicted < 1.0  # below both
+    assert of(on, guided).ei < of(off, guided).ei / 10
+    assert of(on, poly).predicted == of(off, poly).predicted and of(on, poly).high > 10
