@@ -287,6 +287,7 @@ class OfflineProposer:
                 "failures": plan.failures,
                 "failures_elsewhere": plan.failures_elsewhere,
                 "memory_set_aside": plan.fallback,
+                "related_records": dict(plan.related),
             },
         )
         return Proposal(
@@ -335,6 +336,12 @@ class OfflineProposer:
         else:
             parts.append(
                 f"Initial design (the model needs timed attempts of at least three settings; it has {source})."
+            )
+        if plan.related and memory:
+            others = ", ".join(f"{name} {n}" for name, n in sorted(plan.related.items()))
+            parts.append(
+                f"Memory holds no attempt of template '{template.name}' from another run: {sum(plan.related.values())} "
+                f"of its records are the family's other templates ({others}), read through the knobs they share."
             )
         if plan.fallback:
             lowest = ", ".join(f"{op} {t:.2f}" for op, t in sorted(plan.trust.items(), key=lambda kv: kv[1])[:3])

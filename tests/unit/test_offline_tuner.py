@@ -805,6 +805,11 @@ def test_the_first_operator_of_a_template_learns_the_shared_knobs_effects_from_a
     hit_without = steps_to_optimum(without.run(12), "opc")
     assert hit_with is not None and hit_without is not None
     assert hit_with < hit_without
+    first = with_related.proposals[0]
+    assert first.params["tuner"]["related_records"] == {"relt": 18}
+    assert "the family's other templates (relt 18), read through the knobs they share" in first.thought
+    assert "related_records" in without.proposals[0].params["tuner"]
+    assert "other templates" not in without.proposals[0].thought
 
 
 def test_a_value_the_model_never_saw_and_the_prior_does_not_open_is_ranked_on_a_pessimistic_reading(monkeypatch):

@@ -139,6 +139,7 @@ class Plan:
     hopeless: int = 0  # untried settings left out as predicted >= CONVERGED_RATIO slower than the incumbent
     fallback: bool = False
     distant: int = 0  # settings held back as more than one knob from this run's own evidence (see _near_evidence)
+    related: dict[str, int] = field(default_factory=dict)  # another template of the family -> its records read here
 
     @property
     def converged(self) -> bool:
@@ -185,6 +186,10 @@ class Tuner:
         """``allowed``: only these settings (``settings_key`` texts) may be proposed (a recorded space); None: any."""
         shapes = list(shapes) or [CaseShape("default", ())]
         records = self._readable(records)
+        related: dict[str, int] = {}
+        for r in records:
+            if self._related(r):
+                related[str(r.template)] = related.get(str(r.template), 0) + 1
         summary = ShapeSummary.of(shapes)
         shape_class = summary.shape_class if summary else None
         own = [r for r in records if r.own and r.correct and r.a]
@@ -237,6 +242,7 @@ class Tuner:
                 set_aside=True,
             )
             plan.records, plan.trust, plan.fallback, plan.vetoes = len(records), trust, True, vetoes
+            plan.related = related
             return plan
         speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts, trust, offsets)
         failed = [r for r in records if not r.correct]
@@ -251,6 +257,7 @@ class Tuner:
             len(failed),
             sum(1 for r in failed if r.hardware_tier in ("vendor", "other")),
             trust,
+            related=related,
         )
         if not pool:
             return plan
