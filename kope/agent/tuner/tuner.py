@@ -84,7 +84,8 @@ UNSEEN_PESSIMISTIC = True  # a value the model never saw and the prior does not 
 # reading: below the worst of that knob's trained values by their spread (thirteenth round)
 UNSEEN_PESSIMISTIC_ALONE = False  # ... also without memory records (the run's own data alone)
 UNSEEN_PESSIMISTIC_ONLY_OPENED = False  # ... only on a knob the prior opened (its other values withheld)
-UNSEEN_PESSIMISTIC_SET_ASIDE = False  # ... also while memory is set aside (planned on the run's own data)
+UNSEEN_PESSIMISTIC_SET_ASIDE = True  # ... also while memory is set aside (planned on the run's own data; with related
+# templates, thirteenth round: layer_norm's welford steps came while memory was set aside)
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
