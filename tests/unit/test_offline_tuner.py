@@ -397,6 +397,18 @@ def test_when_every_memory_operators_effects_fail_here_it_plans_as_without_memor
     assert not kept.fallback and kept.trust["opb"] > 0.9
 
 
+def opc_grid_then_opa_dynamic():
+    """Memory: opc's unroll x block grid (schedule never varied); this run: opa's defaults (1.0x) and
+    schedule=dynamic (1.22x). Returns (defaults, dynamic, memory, own, tried)."""
+    defaults = TEMPLATE.default_settings()
+    dynamic = {**defaults, "schedule": "dynamic"}
+    grid = [{**defaults, "unroll": u, "block": b} for u in (1, 2, 4) for b in (1024, 4096, 16384)]
+    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
+    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", dynamic, 1.22, own=True)]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    return defaults, dynamic, memory, own, tried
+
+
 def first_plan(operator, records, tried=frozenset(), base=None):
     from kope.agent.tuner import Tuner
 
@@ -647,12 +659,7 @@ def test_the_optimistic_prior_opens_a_knob_memory_never_varied_and_does_not_swee
     from kope.agent.tuner import tuner as tuner_module
     from kope.agent.tuner.tuner import UNSEEN_SD
 
-    defaults = TEMPLATE.default_settings()
-    dynamic = {**defaults, "schedule": "dynamic"}
-    grid = [{**defaults, "unroll": u, "block": b} for u in (1, 2, 4) for b in (1024, 4096, 16384)]
-    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
-    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", dynamic, 1.22, own=True)]
-    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    defaults, dynamic, memory, own, tried = opc_grid_then_opa_dynamic()
     prior = 2 * 1.96 * UNSEEN_SD * 0.999
 
     def widened(plan):
@@ -823,12 +830,7 @@ def test_a_value_the_model_never_saw_and_the_prior_does_not_open_is_ranked_on_a_
     keeps the prior and its mean."""
     from kope.agent.tuner import tuner as tuner_module
 
-    defaults = TEMPLATE.default_settings()
-    dynamic = {**defaults, "schedule": "dynamic"}
-    grid = [{**defaults, "unroll": u, "block": b} for u in (1, 2, 4) for b in (1024, 4096, 16384)]
-    memory = [record("run-c", i, "opc", g, speedup("opc", g), own=False) for i, g in enumerate(grid)]
-    own = [record("run-b", 0, "opa", defaults, 1.0, own=True), record("run-b", 1, "opa", dynamic, 1.22, own=True)]
-    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    defaults, dynamic, memory, own, tried = opc_grid_then_opa_dynamic()
     guided, poly = {**dynamic, "schedule": "guided"}, {**dynamic, "math": "poly"}
 
     def choices():
