@@ -48,6 +48,7 @@ import json
 import math
 import random
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -187,10 +188,7 @@ class Tuner:
         """``allowed``: only these settings (``settings_key`` texts) may be proposed (a recorded space); None: any."""
         shapes = list(shapes) or [CaseShape("default", ())]
         records = self._readable(records)
-        related: dict[str, int] = {}
-        for r in records:
-            if self._related(r):
-                related[str(r.template)] = related.get(str(r.template), 0) + 1
+        related = dict(Counter(str(r.template) for r in records if self._related(r)))
         summary = ShapeSummary.of(shapes)
         shape_class = summary.shape_class if summary else None
         own = [r for r in records if r.own and r.correct and r.a]
@@ -559,10 +557,10 @@ class Tuner:
         return out
 
     def _measured_values(
-        self, records: Sequence[TuningRecord], trust: Mapping[str, float] | None = None
+        self, records: Sequence[TuningRecord], trust: Mapping[str, float] | None = None, floor: float = TRUSTED
     ) -> set[tuple[str, Any]]:
         """(knob, value) pairs some correct record of this run or of a memory operator trusted at least
-        ``TRUSTED`` here measured, read as the record's operator pins them (a knob that does not matter for it
+        ``floor`` (``TRUSTED`` unless given) here measured, read as the record's operator pins them (a knob that does not matter for it
         counts at its default, the value its kernel ran with). A value only an operator whose predictions
         failed here measured is as unknown as one nobody measured: it gets the optimistic prior, so a
         transfer that just failed gives way to exploring what this operator has not tried."""
@@ -571,20 +569,16 @@ class Tuner:
         for r in records:
             if not (r.correct and r.a):
                 continue
-            if not r.own and trust.get(r.operator, 1.0) < TRUSTED:
+            if not r.own and trust.get(r.operator, 1.0) < floor:
                 continue
             seen.update(self.space.pin(r.operator, r.settings).items())  # a knob that does not matter: its default
         return seen
 
     def _trained_values(self, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> set[tuple[str, Any]]:
         """(knob, value) pairs of the correct records the cost model is fitted on (this run's, and memory
-        operators trusted at least ``MIN_TRUST`` here), read as each record's operator pins them: the values
-        whose one-hot column is not constant in the model's data."""
-        seen: set[tuple[str, Any]] = set()
-        for r in records:
-            if r.correct and r.a and (r.own or trust.get(r.operator, 1.0) >= MIN_TRUST):
-                seen.update(self.space.pin(r.operator, r.settings).items())
-        return seen
+        operators trusted at least ``MIN_TRUST`` here, as ``_speed_data`` keeps them): the values whose one-hot
+        column is not constant in the model's data."""
+        return self._measured_values(records, trust, MIN_TRUST)
 
     def _opened_knobs(self, operator: str, records: Sequence[TuningRecord], trust: Mapping[str, float]) -> set[str]:
         """Relevant knobs that no memory operator trusted at least ``TRUSTED`` here measured at two values or
