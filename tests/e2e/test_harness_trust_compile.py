@@ -229,8 +229,10 @@ def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_eve
     through the whole unit beside them (not the task count, not the reply path). 5 Dec 18:16 UTC: the CPU bound named
     it in 6 of 8 runs at load ~1 (once on case 100003 instead, 5 Dec 23:32 UTC, alone in a 2-worker run), the seal in
     10 of 10 beside 2 and 4 busy loops. At load ~5.3 it was accepted in 3 of
-    ~35 evaluations (a known limit): this test then fails."""
-    kinds = []
+    ~35 evaluations (a known limit): this test then fails. Which layer comes first is not this test's to require: on
+    6 Dec the CPU bound named it in 5 of 5 CI runs and 8 of 8 here at load ~0, and with that bound switched off the
+    seal let it through 8 of 8 here (its gather came after the 50 us fill): the seal's own layer is required by
+    lazy_fill_thread.py (test_harness_adversarial), whose fill comes later."""
     for _ in range(5):
         outcome = evaluate(TASK, ROOT / "adversarial" / "lazy_fill_short_delay.py", TIMED)
         assert outcome.error_kind in ("cheat_detected:lazy_output", "cheat_detected:thread_count"), (
@@ -240,8 +242,7 @@ def test_outputs_filled_a_short_fixed_delay_after_the_timed_calls_are_caught_eve
             assert "sealed inside the timed request" in outcome.error_excerpt
         else:  # the CPU bound, mostly on f64-4097, whose calls run back to back (on 100003 too: 5 Dec 23:32 UTC)
             assert "thread(s) can" in outcome.error_excerpt
-        kinds.append(outcome.error_kind)
-    assert "cheat_detected:lazy_output" in kinds, kinds
+        assert outcome.speedup is None
 
 
 def test_outputs_computed_while_the_worker_describes_them_are_caught_by_the_fetch_bound():
