@@ -466,6 +466,36 @@ def test_the_defaults_are_not_measured_first_when_memorys_operators_measured_the
     assert near.choices[0].settings == defaults, [c.settings for c in near.choices[:3]]
 
 
+def test_memorys_first_choice_goes_before_the_defaults_when_two_earlier_operators_measured_it_at_their_best(
+    monkeypatch,
+):
+    """Issue 34, fourteenth round: opb and opc each measured block=16384 as their best (1.15x their defaults) in a
+    one-knob design whose other effects disagree, so its 95% interval on opa does not clear the defaults'
+    prediction. One such operator leaves the defaults first; two put the setting first (_backed); with the rule
+    off the defaults go first again."""
+    from kope.agent.tuner import tuner as tuner_module
+
+    defaults = TEMPLATE.default_settings()
+    opb = [({}, 1.0), ({"block": 4096}, 1.1), ({"block": 16384}, 1.15), ({"unroll": 2}, 1.05), ({"unroll": 4}, 1.0)]
+    opb += [({"schedule": "dynamic"}, 1.0), ({"schedule": "guided"}, 0.95), ({"math": "poly"}, 1.0)]
+    opc = [({}, 1.0), ({"block": 4096}, 0.7), ({"block": 16384}, 1.15), ({"unroll": 2}, 1.12), ({"unroll": 4}, 0.8)]
+    opc += [({"schedule": "dynamic"}, 1.1), ({"schedule": "guided"}, 0.75)]
+
+    def memory(operator, run_id, measured):
+        return [record(run_id, i, operator, {**defaults, **s}, a, own=False) for i, (s, a) in enumerate(measured)]
+
+    best = {**defaults, "block": 16384}
+    assert first_plan("opa", memory("opb", "run-x", opb)).choices[0].settings == defaults
+    both = memory("opb", "run-x", opb) + memory("opc", "run-y", opc)
+    plan = first_plan("opa", both)
+    top = plan.choices[0]
+    default = next(c for c in plan.choices if c.settings == defaults)
+    assert top.settings == best, [c.settings for c in plan.choices[:3]]
+    assert top.low is not None and default.predicted is not None and top.low <= default.predicted  # no interval
+    monkeypatch.setattr(tuner_module, "BACKED_OPERATORS", 0)
+    assert first_plan("opa", both).choices[0].settings == defaults
+
+
 def test_trust_judges_another_operators_effects_against_the_spread_of_this_operators_own_measurements():
     """On a flat space (this operator's settings within 20% of each other) an operator whose knob effect is the
     reverse of this one's is still within 2x: judged against the own spread, it loses its trust; one whose effect
