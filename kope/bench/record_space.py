@@ -10,6 +10,14 @@ traced structure) is rendered with a set of settings of the knobs that matter fo
   random sample of the rest of the grid, seeded by ``seed``, template and operator, up to
   ``max_settings``.
 
+With ``transfer_from`` (a folder of recorded spaces; design suffix ``+transfer`` where it added one) each operator's design also
+holds the ``TRANSFER_TOP`` fastest correct settings of every other operator of its template recorded there, as
+this operator reads them (its irrelevant knobs at their defaults), where they are not in the design already.
+A replay may only propose recorded settings, so without them memory cannot propose a setting another operator
+found best whenever that setting is not in this operator's sample (48 of the 83 pairs of an operator and an
+earlier operator of its template in ``benchmarks/spaces-r2``); in a live run every setting can be proposed.
+Both configurations of a bench search the same, larger space.
+
 Each setting is evaluated with the real harness on this machine (``evaluate_code``, the loop's
 evaluation) and its outcome is added to the operator's space file (``kope.evaluators.space``),
 which is rewritten atomically after every setting. ``resume`` continues a recording: settings
@@ -57,11 +65,12 @@ from kope.boundary import (
 )
 from kope.errors import UsageError
 from kope.evaluators.replay import file_sha256
-from kope.evaluators.space import SpaceFile
+from kope.evaluators.space import SpaceFile, read_spaces
 from kope.memory.ids import kernel_id
 
 Note = Callable[[str], None]
 DEFAULT_MAX_SETTINGS = 24
+TRANSFER_TOP = 2  # --transfer-from: this many fastest settings of each other operator of the template
 REF_DRIFT = 1.25  # a setting whose reference time is this many times off the space's median is measured again ...
 REMEASURE = 2  # ... at most this many times
 
@@ -79,6 +88,7 @@ class RecordRequest:
     rep_ms: float | None = None  # --budget-ms: measured time per implementation and case
     min_reps: int | None = None
     resume: bool = False
+    transfer_from: Path | None = None  # a folder of recorded spaces whose operators' best settings join the design
 
 
 @dataclass(frozen=True)
@@ -91,10 +101,34 @@ class Planned:
     settings: list[dict[str, Any]]
 
 
-def design(template: Any, served: str, max_settings: int, seed: int) -> tuple[str, list[dict[str, Any]]]:
-    """(design name, the settings to evaluate, in order)."""
+def design(
+    template: Any, served: str, max_settings: int, seed: int, transfer: Sequence[SpaceFile] = ()
+) -> tuple[str, list[dict[str, Any]]]:
+    """(design name, the settings to evaluate, in order). ``transfer``: recorded spaces whose operators of this
+    template (other than ``served``) add their ``TRANSFER_TOP`` fastest settings (design suffix ``+transfer``)."""
     tuner = Tuner(template, seed)
     grid = tuner.candidates(served)
+    kind, chosen = _base_design(template, tuner, grid, served, max_settings, seed)
+    base = len(chosen)
+    valid = {settings_key(s) for s in grid}
+    taken = {settings_key(s) for s in chosen}
+    for space in transfer:
+        if space.template != template.name or space.served_as == served:
+            continue
+        correct = [e for e in space.settings if e["outcome"]["status"] == "correct" and e["outcome"].get("speedup")]
+        correct.sort(key=lambda e: -e["outcome"]["speedup"])
+        for entry in correct[:TRANSFER_TOP]:
+            setting = tuner.space.pin(served, entry["settings"])
+            key = settings_key(setting)
+            if key in valid and key not in taken:
+                taken.add(key)
+                chosen.append(setting)
+    return (f"{kind}+transfer" if len(chosen) > base else kind), chosen
+
+
+def _base_design(
+    template: Any, tuner: Tuner, grid: list[dict[str, Any]], served: str, max_settings: int, seed: int
+) -> tuple[str, list[dict[str, Any]]]:
     if len(grid) <= max_settings:
         return "grid", grid
     defaults = template.default_settings()
@@ -127,6 +161,7 @@ def plan(request: RecordRequest, note: Note) -> list[Planned]:
     if request.max_settings < 1:
         raise UsageError("--max-settings must be at least 1")
     templates = templates_for_target(request.target)
+    transfer = read_spaces(request.transfer_from) if request.transfer_from is not None else []
     planned = []
     for task in _tasks(request):
         match = task_structure(task.path, task.operator, request.target)
@@ -135,7 +170,7 @@ def plan(request: RecordRequest, note: Note) -> list[Planned]:
             continue
         template = templates[match.template]
         served = str(getattr(match, "operator", None) or task.operator)
-        kind, settings = design(template, served, request.max_settings, request.seed)
+        kind, settings = design(template, served, request.max_settings, request.seed, transfer)
         planned.append(Planned(task, template, match, served, kind, settings))
     if not planned:
         raise UsageError("no selected operator has a kernel template: nothing to record")
@@ -172,6 +207,11 @@ def _open(request: RecordRequest, item: Planned, hardware: Hardware) -> SpaceFil
             "kind": item.design,
             "max_settings": request.max_settings,
             "seed": request.seed,
+            **(
+                {"transfer_from": request.transfer_from.name, "transfer_top": TRANSFER_TOP}
+                if request.transfer_from
+                else {}
+            ),
             "knobs": [k.name for k in item.template.relevant_knobs(item.served)],
             "grid_size": len(Tuner(item.template).candidates(item.served)),
             "planned": len(item.settings),

@@ -387,6 +387,14 @@ def relabel_hardware(state: State, source: Path, target: Path, hw_class: str, ve
     help="Measured time per implementation and case (default: evaluator.rep_ms).",
 )
 @click.option("--resume", is_flag=True, help="Continue a recording in --out (recorded settings are skipped).")
+@click.option(
+    "--transfer-from",
+    "transfer_from",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="A folder of recorded spaces: each operator's design also gets the 2 fastest settings of every other "
+    "operator of its template recorded there (so a replay can propose what another operator found best).",
+)
 @pass_state
 def record_space(
     state: State,
@@ -400,6 +408,7 @@ def record_space(
     seed: int,
     budget_ms: float | None,
     resume: bool,
+    transfer_from: Path | None,
 ) -> None:
     """Measure a bounded set of kernel-template settings per operator once, for `--evaluator replay:DIR`.
 
@@ -425,6 +434,7 @@ def record_space(
         rep_ms=ev.rep_ms if budget_ms is None else budget_ms,
         min_reps=ev.min_reps,
         resume=resume,
+        transfer_from=transfer_from,
     )
     began = time.monotonic()
     paths = record_spaces(

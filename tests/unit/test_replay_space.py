@@ -137,6 +137,38 @@ def test_the_design_is_the_grid_when_small_else_defaults_single_knob_changes_and
     assert design(template, "relu", 12, 1)[1][: 1 + singles] == chosen[: 1 + singles]
 
 
+def test_the_transfer_design_adds_the_best_settings_of_the_templates_other_operators_as_this_one_reads_them():
+    """Issue 34, fourteenth round: `--transfer-from` adds each other operator's TRANSFER_TOP fastest settings of the
+    same template (pinned: this operator's irrelevant knobs at their defaults) after the base design, once each;
+    spaces of other templates and the operator's own space add nothing."""
+    from kope.agent.tuner import Tuner
+    from kope.bench.record_space import TRANSFER_TOP
+    from kope.evaluators.space import read_spaces
+
+    spaces = read_spaces(Path(__file__).resolve().parents[2] / "benchmarks" / "spaces-r2")
+    template = template_for("matvec")
+    assert template is not None
+    tuner_space = Tuner(template).space
+    kind, base = design(template, "matvec", 48, 0)
+    tkind, chosen = design(template, "matvec", 48, 0, spaces)
+    assert tkind == f"{kind}+transfer" and chosen[: len(base)] == base
+    keys = [settings_key(s) for s in chosen]
+    assert len(set(keys)) == len(keys)
+    others = [s for s in spaces if s.template == template.name and s.served_as != "matvec"]
+    assert len(others) >= 4
+    for other in others:
+        ranked = sorted(
+            (e for e in other.settings if e["outcome"]["status"] == "correct" and e["outcome"].get("speedup")),
+            key=lambda e: -e["outcome"]["speedup"],
+        )
+        for entry in ranked[:TRANSFER_TOP]:
+            assert settings_key(tuner_space.pin("matvec", entry["settings"])) in keys, (other.operator, entry)
+    added = len(chosen) - len(base)
+    assert added > 0
+    own_and_foreign = [s for s in spaces if s.template != template.name or s.served_as == "matvec"]
+    assert design(template, "matvec", 48, 0, own_and_foreign) == (kind, base)
+
+
 def test_a_measured_attempt_keeps_its_content_hash_a_replayed_one_says_so():
     live = synthetic.attempt("run-1", 0, "relu", created_at=1.0)
     assert "replayed" not in live.to_json()
