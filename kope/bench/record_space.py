@@ -10,9 +10,9 @@ traced structure) is rendered with a set of settings of the knobs that matter fo
   random sample of the rest of the grid, seeded by ``seed``, template and operator, up to
   ``max_settings``.
 
-With ``transfer_from`` (a folder of recorded spaces; design suffix ``+transfer`` where it added one) each operator's design also
-holds the ``TRANSFER_TOP`` fastest correct settings of every other operator of its template recorded there, as
-this operator reads them (its irrelevant knobs at their defaults), where they are not in the design already.
+With ``transfer_from`` (a folder of recorded spaces; design suffix ``+transfer`` where it added one) each
+operator's design also holds the ``TRANSFER_TOP`` fastest correct settings of every other operator of its template
+recorded there, as this operator reads them (its irrelevant knobs at their defaults), where not in the design yet.
 A replay may only propose recorded settings, so without them memory cannot propose a setting another operator
 found best whenever that setting is not in this operator's sample (48 of the 83 pairs of an operator and an
 earlier operator of its template in ``benchmarks/spaces-r2``); in a live run every setting can be proposed.
@@ -108,7 +108,7 @@ def design(
     template (other than ``served``) add their ``TRANSFER_TOP`` fastest settings (design suffix ``+transfer``)."""
     tuner = Tuner(template, seed)
     grid = tuner.candidates(served)
-    kind, chosen = _base_design(template, tuner, grid, served, max_settings, seed)
+    kind, chosen = _base_design(template, grid, served, max_settings, seed)
     base = len(chosen)
     valid = {settings_key(s) for s in grid}
     taken = {settings_key(s) for s in chosen}
@@ -127,10 +127,11 @@ def design(
 
 
 def _base_design(
-    template: Any, tuner: Tuner, grid: list[dict[str, Any]], served: str, max_settings: int, seed: int
+    template: Any, grid: list[dict[str, Any]], served: str, max_settings: int, seed: int
 ) -> tuple[str, list[dict[str, Any]]]:
+    """The design without transfer: the grid when small, else the defaults, every one-knob change and a sample."""
     if len(grid) <= max_settings:
-        return "grid", grid
+        return "grid", list(grid)
     defaults = template.default_settings()
     chosen = [defaults]
     for knob in template.relevant_knobs(served):

@@ -87,10 +87,8 @@ UNSEEN_PESSIMISTIC_ALONE = False  # ... also without memory records (the run's o
 UNSEEN_PESSIMISTIC_ONLY_OPENED = False  # ... only on a knob the prior opened (its other values withheld)
 UNSEEN_PESSIMISTIC_SET_ASIDE = True  # ... also while memory is set aside (planned on the run's own data; with related
 # templates, thirteenth round: layer_norm's welford steps came while memory was set aside)
-BACKED_OPERATORS = (
-    2  # memory's first choice goes before the untried defaults when this many earlier operators (0: never)
-)
-BACKED_NEAR = 0.95  # ... measured it within this fraction of their own best (_backed)
+BACKED_OPERATORS = 2  # memory's first choice goes before the untried defaults when this many earlier operators ...
+BACKED_NEAR = 0.95  # ... measured it within this fraction of their own best (_backed; BACKED_OPERATORS=0: never)
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
