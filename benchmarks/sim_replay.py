@@ -12,8 +12,9 @@ Neo4j and is not the measurement: `kope bench --evaluator replay:DIR` is (docs/l
 DIR is a folder of recorded spaces (``benchmarks/spaces``, ``benchmarks/spaces-r2``). ``--set`` overrides a constant
 of ``kope.agent.tuner.tuner`` for the run (e.g. ``--set UNSEEN_SD=1.0``), to try a variant without editing the code.
 With memory, an operator whose template has no earlier operator in the family reads the family's other templates
-(as ``kope.memory.tuning``'s related templates do); ``--no-related`` leaves them out. The overall ratio is the bench's (``benchmarks/replay_overall.py``): per repeat, the operator-weighted sum of memory's
-steps over no memory's, averaged over the repeats.
+(as ``kope.memory.tuning``'s related templates do); ``--no-related`` leaves them out. The overall ratio is the
+bench's (``benchmarks/replay_overall.py``): per repeat, the operator-weighted sum of memory's steps over no memory's,
+averaged over the repeats.
 """
 
 from __future__ import annotations

@@ -381,12 +381,8 @@ class Tuner:
         then no prior point worth a step: memory's ranking goes first (group_norm after batch_norm, whose
         defaults were 7.4x below its best; pointwise's add_scaled, at most 1.04x over its defaults, and gemm's
         batched_matmul, 2.8x, keep them first)."""
-        by_operator: dict[str, list[TuningRecord]] = {}
-        for r in records:
-            if not r.own and r.correct and r.a and trust.get(r.operator, 1.0) >= TRUSTED:
-                by_operator.setdefault(r.operator, []).append(r)
         judged = False
-        for other, attempts in by_operator.items():
+        for other, attempts in self._trusted_memory(records, trust).items():
             key = settings_key(self.space.pin(other, {}))
             defaults = [r.a for r in attempts if r.a and settings_key(self.space.pin(other, r.settings)) == key]
             if not defaults:
@@ -410,16 +406,25 @@ class Tuner:
         if BACKED_OPERATORS <= 0:
             return False
         key = settings_key(self.space.pin(operator, settings))
-        by_operator: dict[str, list[TuningRecord]] = {}
-        for r in records:
-            if not r.own and not self._related(r) and r.correct and r.a and trust.get(r.operator, 1.0) >= TRUSTED:
-                by_operator.setdefault(r.operator, []).append(r)
         backing = 0
-        for attempts in by_operator.values():
+        for attempts in self._trusted_memory(records, trust, related=False).values():
             best = max(r.a for r in attempts if r.a)
             here = [r.a for r in attempts if r.a and settings_key(self.space.pin(operator, r.settings)) == key]
             backing += bool(here and max(here) >= BACKED_NEAR * best)
         return backing >= BACKED_OPERATORS
+
+    def _trusted_memory(
+        self, records: Sequence[TuningRecord], trust: Mapping[str, float], related: bool = True
+    ) -> dict[str, list[TuningRecord]]:
+        """Memory's correct attempts per operator, of the operators trusted at least ``TRUSTED`` here or not yet
+        judged (``related=False``: this template's own operators only)."""
+        by_operator: dict[str, list[TuningRecord]] = {}
+        for r in records:
+            if r.own or not (r.correct and r.a) or trust.get(r.operator, 1.0) < TRUSTED:
+                continue
+            if related or not self._related(r):
+                by_operator.setdefault(r.operator, []).append(r)
+        return by_operator
 
     def _defaults_first(self, operator: str, choices: list[Choice]) -> list[Choice]:
         """The template's defaults are a prior point memory must beat before they are skipped: while they are
@@ -588,8 +593,8 @@ class Tuner:
         self, records: Sequence[TuningRecord], trust: Mapping[str, float] | None = None, floor: float = TRUSTED
     ) -> set[tuple[str, Any]]:
         """(knob, value) pairs some correct record of this run or of a memory operator trusted at least
-        ``floor`` (``TRUSTED`` unless given) here measured, read as the record's operator pins them (a knob that does not matter for it
-        counts at its default, the value its kernel ran with). A value only an operator whose predictions
+        ``floor`` (``TRUSTED`` unless given) here measured, read as the record's operator pins them (a knob that
+        does not matter for it counts at its default, the value its kernel ran with). A value only an operator whose predictions
         failed here measured is as unknown as one nobody measured: it gets the optimistic prior, so a
         transfer that just failed gives way to exploring what this operator has not tried."""
         seen: set[tuple[str, Any]] = set()
