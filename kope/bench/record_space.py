@@ -115,9 +115,7 @@ def design(
     for space in transfer:
         if space.template != template.name or space.served_as == served:
             continue
-        correct = [e for e in space.settings if e["outcome"]["status"] == "correct" and e["outcome"].get("speedup")]
-        correct.sort(key=lambda e: -e["outcome"]["speedup"])
-        for entry in correct[:TRANSFER_TOP]:
+        for entry in space.ranked()[:TRANSFER_TOP]:
             setting = tuner.space.pin(served, entry["settings"])
             key = settings_key(setting)
             if key in valid and key not in taken:

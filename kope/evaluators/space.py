@@ -102,14 +102,15 @@ class SpaceFile:
         shared = (SCHEMA, self.operator, self.family, self.level, self.target, self.hardware.to_dict())
         return Outcome.from_dict({**dict(zip(FILE_FIELDS, shared, strict=True)), **entry["outcome"]})
 
+    def ranked(self) -> list[dict[str, Any]]:
+        """The entries of correct settings with a speedup, fastest first."""
+        correct = [e for e in self.settings if e["outcome"]["status"] == "correct" and e["outcome"].get("speedup")]
+        return sorted(correct, key=lambda e: -e["outcome"]["speedup"])
+
     def optimum(self) -> float | None:
         """The best speedup of a correct setting in the space (None: none is correct)."""
-        speeds = [
-            e["outcome"]["speedup"]
-            for e in self.settings
-            if e["outcome"]["status"] == "correct" and e["outcome"].get("speedup")
-        ]
-        return max(speeds, default=None)
+        ranked = self.ranked()
+        return ranked[0]["outcome"]["speedup"] if ranked else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
