@@ -45,6 +45,7 @@ from typing import Any
 
 from kope.agent.proposal import Proposal, ProposalRequest, ProposerExhausted
 from kope.agent.tuner import CONVERGED_RATIO, Choice, Plan, Tuner, settings_key
+from kope.agent.tuner import tuner as tuner_constants
 from kope.boundary import (
     UNKNOWN_FAMILY,
     Hardware,
@@ -67,6 +68,13 @@ from kope.memory.tuning import HardwareFacts, TuningQuery
 PREFIX = "[offline proposer]"
 EXAMPLE = "example"  # TemplateChoice.generic: the suite's hand-written example kernel
 TemplateLookup = Callable[[str, str], KernelTemplate | None]
+
+
+def _portfolio(plan: Plan, choice: Choice) -> int:
+    """How many earlier operators measured ``choice`` near their best, when the portfolio put it first (else 0)."""
+    if plan.portfolio is None or plan.portfolio[0] != settings_key(choice.settings):
+        return 0
+    return plan.portfolio[1]
 
 
 def _x(value: float | None) -> str:
@@ -288,6 +296,7 @@ class OfflineProposer:
                 "failures_elsewhere": plan.failures_elsewhere,
                 "memory_set_aside": plan.fallback,
                 "related_records": dict(plan.related),
+                "portfolio": _portfolio(plan, choice),
             },
         )
         return Proposal(
@@ -342,6 +351,12 @@ class OfflineProposer:
             parts.append(
                 f"Memory holds no attempt of template '{template.name}' from another run: {sum(plan.related.values())} "
                 f"of its records are the family's other templates ({others}), read through the knobs they share."
+            )
+        if _portfolio(plan, choice):
+            parts.append(
+                f"Portfolio: {_portfolio(plan, choice)} earlier operator(s) of template '{template.name}' measured "
+                f"this setting within {1 - tuner_constants.PORTFOLIO_NEAR:.0%} of their own best; it is tried before the model's "
+                f"ranking in this operator's first {tuner_constants.PORTFOLIO_STEPS} steps."
             )
         if plan.fallback:
             lowest = ", ".join(f"{op} {t:.2f}" for op, t in sorted(plan.trust.items(), key=lambda kv: kv[1])[:3])

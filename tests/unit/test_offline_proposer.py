@@ -84,7 +84,9 @@ def test_on_a_recorded_space_only_the_recorded_settings_are_proposed():
         OfflineProposer().propose(request("rms_norm", allowed={"other_template": frozenset()}))
 
 
-def test_with_recorded_attempts_of_another_operator_the_model_starts_where_they_were_fast():
+def test_with_recorded_attempts_of_another_operator_the_model_starts_where_they_were_fast(monkeypatch):
+    from kope.agent.tuner import tuner as tuner_module
+
     row_norm = template_for("rms_norm", "cpu")
     base = row_norm.default_settings()
     fast = {**base, "lanes": 16, "accumulate": "float"}
@@ -94,14 +96,23 @@ def test_with_recorded_attempts_of_another_operator_the_model_starts_where_they_
         record("a:s2", "layer_norm", "row_norm", fast, 2.4),
         record("a:s3", "layer_norm", "row_norm", {**base, "accumulate": "float"}, 1.3),
     ]
+    # issue 34, sixteenth round: layer_norm's best setting is rms_norm's first step (the portfolio), and the
+    # proposal says so
     proposal = OfflineProposer().propose(request("rms_norm", records))
-    assert proposal.params["tuner"]["basis"] == "model" and proposal.params["tuner"]["memory_records"] == 4
-    # nothing measured for rms_norm yet: not layer_norm's whole best setting (two knobs from the defaults); four
-    # records do not predict any setting above the defaults by their interval, so the defaults are measured first
-    # (issue 34: the defaults are a prior point memory must beat before they are skipped)
+    assert proposal.params["settings"] == fast, proposal.params["settings"]
+    assert proposal.params["tuner"]["portfolio"] == 1 and proposal.params["tuner"]["memory_records"] == 4
+    assert "Portfolio: 1 earlier operator(s) of template 'row_norm' measured this setting within 3%" in (
+        proposal.thought
+    )
+    # the model's own ranking (the portfolio off): not layer_norm's whole best setting (two knobs from the
+    # defaults); four records do not predict any setting above the defaults by their interval, so the defaults
+    # are measured first (issue 34: the defaults are a prior point memory must beat before they are skipped)
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 0)
+    proposal = OfflineProposer().propose(request("rms_norm", records))
+    assert proposal.params["tuner"]["basis"] == "model" and proposal.params["tuner"]["portfolio"] == 0
     first = proposal.params["settings"]
     assert first == base, first
-    assert proposal.params["tuner"]["predicted"] is not None
+    assert proposal.params["tuner"]["predicted"] is not None and "Portfolio" not in proposal.thought
     # the defaults measured as layer_norm predicted them: layer_norm has earned trust, but a knob value nobody
     # measured (lanes=64) comes first, explored one knob at a time from the defaults (the optimistic prior is for
     # settings one knob from the defaults or the incumbent, not for whole settings with unknown values on top)

@@ -158,6 +158,15 @@ class Simulation:
         raise AssertionError("the proposer never said it was exhausted")
 
 
+@pytest.fixture
+def no_portfolio(monkeypatch):
+    """The model's own ranking, without the portfolio's first steps (_portfolio_first), which would put an earlier
+    operator's best setting first in the plans these tests read."""
+    from kope.agent.tuner import tuner as tuner_module
+
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 0)
+
+
 def as_memory(records):
     return [TuningRecord(**{**r.__dict__, "own": False}) for r in records]
 
@@ -416,6 +425,7 @@ def first_plan(operator, records, tried=frozenset(), base=None):
     return Tuner(TEMPLATE).plan(operator, [case_shape(BIG)], hw, records, {HW["id"]: hw}, set(tried), base)
 
 
+@pytest.mark.usefixtures("no_portfolio")
 def test_the_defaults_are_measured_first_unless_memorys_best_beats_them_by_its_interval():
     """Issue 34: the template's defaults are a prior point memory must beat before they are skipped. Two records
     of opb (block=16384 1.3x its defaults) do not put any setting above the defaults by its 95% interval: opa
@@ -438,6 +448,7 @@ def test_the_defaults_are_measured_first_unless_memorys_best_beats_them_by_its_i
     assert strong.choices[0].settings["math"] == "poly" and strong.choices[0].low > 1.5, strong.choices[0]
 
 
+@pytest.mark.usefixtures("no_portfolio")
 def test_the_defaults_are_not_measured_first_when_memorys_operators_measured_them_3x_below_their_best():
     """Issue 34, fifth round: an earlier run of opa (other relevant knobs: no veto applies to opc) whose best
     setting was 3.2x its defaults shows the defaults far from the optimum: memory's best (block=16384) goes first
@@ -466,6 +477,7 @@ def test_the_defaults_are_not_measured_first_when_memorys_operators_measured_the
     assert near.choices[0].settings == defaults, [c.settings for c in near.choices[:3]]
 
 
+@pytest.mark.usefixtures("no_portfolio")
 def test_memorys_first_choice_goes_before_the_defaults_when_two_earlier_operators_measured_it_at_their_best(
     monkeypatch,
 ):
@@ -514,6 +526,7 @@ def test_trust_judges_another_operators_effects_against_the_spread_of_this_opera
     assert trust["opb"] > 0.9, trust
 
 
+@pytest.mark.usefixtures("no_portfolio")
 def test_a_knob_value_no_record_measured_gets_the_optimistic_prior_only_one_knob_from_the_defaults_or_incumbent():
     """Unknown values are explored one knob at a time: math=poly (opc never varies it) is widened on the
     defaults and on the incumbent (block=16384), not on a setting that also changes unroll or schedule, which
@@ -660,6 +673,7 @@ def test_when_memory_is_set_aside_the_one_knob_design_restarts_from_the_defaults
     assert without.choices[1].settings["block"] == 16384, without.choices[1].settings
 
 
+@pytest.mark.usefixtures("no_portfolio")
 def test_when_memory_is_set_aside_the_design_stays_at_an_incumbent_3x_above_the_defaults_this_run_measured():
     """Issue 34, tenth round: the restart from the defaults gives way where this run measured them 3x below its
     incumbent (conv2d: defaults 0.14x, im2col 0.64x; one-knob moves of the defaults are 0.14x again)."""
@@ -912,3 +926,112 @@ def test_while_memory_is_set_aside_a_value_the_run_never_measured_is_read_pessim
     monkeypatch.setattr(tuner_module, "UNSEEN_PESSIMISTIC_SET_ASIDE", False)
     off = predicted()
     assert off >= 1.0 and on < 1.0, (on, off)
+
+
+def one_knob_run(operator, run_id, measured):
+    defaults = TEMPLATE.default_settings()
+    return [record(run_id, i, operator, {**defaults, **s}, a, own=False) for i, (s, a) in enumerate(measured)]
+
+
+# opb's one-knob design: block=16384 its best (1.15x its defaults), the other effects small and mixed
+OPB_ONE_KNOB = [({}, 1.0), ({"block": 4096}, 1.1), ({"block": 16384}, 1.15), ({"unroll": 2}, 1.05)]
+OPB_ONE_KNOB += [({"unroll": 4}, 1.0), ({"schedule": "dynamic"}, 1.0), ({"schedule": "guided"}, 0.95)]
+OPB_ONE_KNOB += [({"math": "poly"}, 1.0)]
+
+
+def test_a_later_operators_first_steps_try_what_an_earlier_operator_found_best_before_the_models_ranking(
+    monkeypatch,
+):
+    """Issue 34, sixteenth round (portfolio-first): one earlier operator's best setting (block=16384, whose 95%
+    interval on opa does not clear the defaults' prediction) is opa's first step; without the portfolio the
+    defaults go first. Once opa has taken PORTFOLIO_STEPS steps of its own, the plan is the model's again."""
+    from kope.agent.tuner import tuner as tuner_module
+
+    defaults = TEMPLATE.default_settings()
+    best = {**defaults, "block": 16384}
+    memory = one_knob_run("opb", "run-x", OPB_ONE_KNOB)
+    plan = first_plan("opa", memory)
+    assert plan.choices[0].settings == best, [c.settings for c in plan.choices[:3]]
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 0)
+    assert first_plan("opa", memory).choices[0].settings == defaults
+
+    # after three own steps (none of them the portfolio's setting) the portfolio no longer reorders the plan
+    own = [
+        record("run-b", 0, "opa", defaults, 1.0, own=True),
+        record("run-b", 1, "opa", {**defaults, "unroll": 2}, 1.1, own=True),
+        record("run-b", 2, "opa", {**defaults, "unroll": 4}, 1.2, own=True),
+    ]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    without = [c.settings for c in first_plan("opa", memory + own, tried).choices]
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 3)
+    assert [c.settings for c in first_plan("opa", memory + own, tried).choices] == without
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 4)
+    assert first_plan("opa", memory + own, tried).choices[0].settings == best
+
+
+def test_the_portfolio_ranks_settings_most_earlier_operators_found_best_first():
+    """opb found block=16384 and unroll=2 within 3% of its best, opc found block=16384 its best: the setting two
+    operators back goes first, then the other; once this run tried the first, the plan starts with the second."""
+    from kope.agent.tuner import Tuner
+
+    defaults = TEMPLATE.default_settings()
+    opb = [({}, 1.0), ({"block": 16384}, 1.15), ({"unroll": 2}, 1.14), ({"schedule": "guided"}, 0.9)]
+    opb += [({"math": "poly"}, 1.05)]
+    opc = [({}, 1.0), ({"block": 16384}, 1.2), ({"unroll": 2}, 1.0), ({"schedule": "guided"}, 1.05)]
+    memory = one_knob_run("opb", "run-x", opb) + one_knob_run("opc", "run-y", opc)
+    ranked = Tuner(TEMPLATE)._portfolio("opa", memory, {})
+    assert [(json.loads(k), n) for k, n, _ in ranked] == [
+        ({**defaults, "block": 16384}, 2),
+        ({**defaults, "unroll": 2}, 1),
+    ]
+    tried = {json.dumps({**defaults, "block": 16384}, sort_keys=True)}
+    own = [record("run-b", 0, "opa", {**defaults, "block": 16384}, 1.1, own=True)]
+    plan = first_plan("opa", memory + own, tried)
+    assert plan.choices[0].settings == {**defaults, "unroll": 2}, [c.settings for c in plan.choices[:3]]
+
+
+def test_the_portfolio_stops_once_one_of_its_settings_measured_below_the_incumbent_here(monkeypatch):
+    """The portfolio's first setting (block=16384, best on opb and opc) measured 0.8x here, below the defaults'
+    1.0x: the operator is not like the earlier ones, and its next steps are the model's (as with the portfolio off),
+    not the portfolio's next setting (unroll=2), which it proposes when the stop rule is off."""
+    from kope.agent.tuner import tuner as tuner_module
+
+    defaults = TEMPLATE.default_settings()
+    opb = [({}, 1.0), ({"block": 16384}, 1.15), ({"unroll": 2}, 1.14), ({"schedule": "guided"}, 0.9)]
+    opb += [({"math": "poly"}, 1.05)]
+    opc = [({}, 1.0), ({"block": 16384}, 1.2), ({"unroll": 2}, 1.0), ({"schedule": "guided"}, 1.05)]
+    memory = one_knob_run("opb", "run-x", opb) + one_knob_run("opc", "run-y", opc)
+    own = [
+        record("run-b", 0, "opa", {**defaults, "block": 16384}, 0.8, own=True),
+        record("run-b", 1, "opa", defaults, 1.0, own=True),
+    ]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    stopped = [c.settings for c in first_plan("opa", memory + own, tried).choices]
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 0)
+    assert [c.settings for c in first_plan("opa", memory + own, tried).choices] == stopped
+    assert stopped[0] != {**defaults, "unroll": 2}
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 3)
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STOP", 0.0)
+    assert first_plan("opa", memory + own, tried).choices[0].settings == {**defaults, "unroll": 2}
+
+
+def test_the_portfolio_waits_for_a_knob_earlier_operators_never_varied_then_keeps_its_value_here(monkeypatch):
+    """opc does not use ``math`` (its kernels ran libm): its best setting says nothing about it, and opa's first
+    plan is the model's, as with the portfolio off (whose optimistic prior tries math=poly early). Once opa
+    measured math=poly (4x), the portfolio proposes opc's best with opa's own math, not with opc's libm."""
+    from kope.agent.tuner import tuner as tuner_module
+
+    defaults = TEMPLATE.default_settings()
+    opc = [({}, 1.0), ({"block": 16384}, 1.2), ({"unroll": 2}, 1.1), ({"schedule": "guided"}, 1.05)]
+    memory = one_knob_run("opc", "run-y", opc)
+    first = [c.settings for c in first_plan("opa", memory).choices]
+    assert first[0] != {**defaults, "block": 16384}
+    own = [
+        record("run-b", 0, "opa", defaults, 1.0, own=True),
+        record("run-b", 1, "opa", {**defaults, "math": "poly"}, 4.0, own=True),
+    ]
+    tried = {json.dumps(dict(r.settings), sort_keys=True) for r in own}
+    after = first_plan("opa", memory + own, tried).choices[0].settings
+    assert after == {**defaults, "math": "poly", "block": 16384}, after
+    monkeypatch.setattr(tuner_module, "PORTFOLIO_STEPS", 0)
+    assert [c.settings for c in first_plan("opa", memory).choices] == first

@@ -33,7 +33,14 @@ the operator (the others stay at their defaults):
    point memory must beat) or every memory operator measured its own defaults at least 3x below its best (no
    prior point worth a step); before that, an initial design: the defaults,
    then one-knob changes of the best state so far (each isolates one knob's
-   effect), then the rest in a seeded order.
+   effect), then the rest in a seeded order;
+4. **portfolio** (``_portfolio_first``): with memory of the template, an operator's first ``PORTFOLIO_STEPS``
+   steps go first to the untried setting most earlier operators measured within 3% of their own best, proposed
+   whole (``PORTFOLIO_WHOLE``), with a knob the earlier operator does not use at this run's incumbent's value
+   (``PORTFOLIO_OVERLAY``), also while memory's effects are set aside (an optimum can carry over where effects
+   do not), not while a knob no earlier operator uses is unexplored here (``PORTFOLIO_YIELDS``: the prior's step
+   goes first), never one the model's 95% interval puts below the incumbent, and no more once one of them
+   measured below this run's incumbent (``PORTFOLIO_STOP``).
 
 Each candidate carries the model's prediction (mean and 95% interval of the
 speedup), its expected improvement and P(correct); ``evidence`` names the
@@ -89,6 +96,14 @@ UNSEEN_PESSIMISTIC_SET_ASIDE = True  # ... also while memory is set aside (plann
 # templates, thirteenth round: layer_norm's welford steps came while memory was set aside)
 BACKED_OPERATORS = 2  # memory's first choice goes before the untried defaults when this many earlier operators ...
 BACKED_NEAR = 0.95  # ... measured it within this fraction of their own best (_backed; BACKED_OPERATORS=0: never)
+PORTFOLIO_STEPS = 3  # a later operator's first this many steps try first what earlier operators found best (_portfolio)
+PORTFOLIO_NEAR = 0.97  # ... a setting an earlier operator of the template measured within this fraction of its best
+PORTFOLIO_SET_ASIDE = True  # ... also while memory is set aside (its optima, judged without the trust)
+PORTFOLIO_YIELDS = 2  # ... not while a knob no earlier operator uses (2; 1: varied) is unmeasured here off its value
+PORTFOLIO_BELOW_INTERVAL = True  # ... skipping a setting whose 95% interval here is all below the incumbent
+PORTFOLIO_OVERLAY = True  # ... a knob the earlier operator does not use keeps this run's incumbent's value
+PORTFOLIO_WHOLE = True  # ... proposed whole, before this run has evidence near it (_near_evidence)
+PORTFOLIO_STOP = 1.0  # ... stop once a portfolio setting measured here below this fraction of the incumbent (0: never)
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -144,6 +159,9 @@ class Plan:
     fallback: bool = False
     distant: int = 0  # settings held back as more than one knob from this run's own evidence (see _near_evidence)
     related: dict[str, int] = field(default_factory=dict)  # another template of the family -> its records read here
+    portfolio: tuple[str, int] | None = (
+        None  # (setting, earlier operators near their best there) put first (_portfolio_first)
+    )
 
     @property
     def converged(self) -> bool:
@@ -244,6 +262,9 @@ class Tuner:
             )
             plan.records, plan.trust, plan.fallback, plan.vetoes = len(records), trust, True, vetoes
             plan.related = related
+            if PORTFOLIO_SET_ASIDE and plan.choices:
+                # memory's effects failed here, not necessarily its optima (judged without the trust)
+                plan.choices, plan.portfolio = self._portfolio_first(operator, plan.choices, records, {}, incumbent)
             return plan
         speed_x, speed_y, speed_w, distinct = self._speed_data(records, hardware_facts, trust, offsets)
         failed = [r for r in records if not r.correct]
@@ -270,6 +291,14 @@ class Tuner:
             measured = self._measured_values(records, trust) if any(not r.own for r in records) else None
             if measured is not None and not any(t >= TRUSTED for t in trust.values()):
                 near = self._near_evidence(operator, pool, records)
+                if PORTFOLIO_WHOLE and self._portfolio_open(records):
+                    # the portfolio's settings are proposed whole: an earlier operator measured them at its best
+                    chosen = {settings_key(c) for c in near}
+                    whole = {
+                        key
+                        for key, _, _ in self._portfolio(operator, records, trust, self._own_best(operator, records))
+                    }
+                    near += [c for c in pool if settings_key(c) in whole and settings_key(c) not in chosen]
                 plan.distant = len(pool) - len(near)
                 pool = near or pool
             opened = (
@@ -311,6 +340,8 @@ class Tuner:
             plan.choices = choices
         else:
             plan.choices = self._initial_design(operator, pool, base)
+        if not set_aside and plan.choices:
+            plan.choices, plan.portfolio = self._portfolio_first(operator, plan.choices, records, trust, incumbent)
         return plan
 
     def _related(self, record: TuningRecord) -> bool:
@@ -412,6 +443,110 @@ class Tuner:
             here = [r.a for r in attempts if r.a and settings_key(self.space.pin(operator, r.settings)) == key]
             backing += bool(here and max(here) >= BACKED_NEAR * best)
         return backing >= BACKED_OPERATORS
+
+    def _portfolio(
+        self,
+        operator: str,
+        records: Sequence[TuningRecord],
+        trust: Mapping[str, float],
+        base: Mapping[str, Any] | None = None,
+    ) -> list[tuple[str, int, float]]:
+        """What earlier operators of this template found best, as (setting here, operators, mean fraction): each
+        setting an earlier operator measured within ``PORTFOLIO_NEAR`` of its own best, most operators first, then
+        the highest mean fraction of their best. A knob that matters here and not for the earlier operator (it
+        said nothing about it) keeps its value in ``base`` (this run's incumbent; None: the defaults)."""
+        base = dict(base or self.space.pin(operator, {}))
+        memory = self._trusted_memory(records, trust, related=False)
+        score: dict[str, list[float]] = {}
+        for attempts in memory.values():
+            best = max(r.a for r in attempts if r.a)
+            near: dict[str, float] = {}
+            for r in attempts:
+                if r.a and r.a >= PORTFOLIO_NEAR * best:
+                    said = set(self.relevant_names(r.operator)) if PORTFOLIO_OVERLAY else set(r.settings)
+                    setting = {**base, **{k: v for k, v in r.settings.items() if k in said}}
+                    key = settings_key(self.space.pin(operator, setting))
+                    near[key] = max(near.get(key, 0.0), r.a / best)
+            for key, fraction in near.items():
+                score.setdefault(key, []).append(fraction)
+        ranked = [(key, len(f), statistics.fmean(f)) for key, f in score.items()]
+        return sorted(ranked, key=lambda t: (-t[1], -t[2], t[0]))
+
+    def _portfolio_first(
+        self,
+        operator: str,
+        choices: list[Choice],
+        records: Sequence[TuningRecord],
+        trust: Mapping[str, float],
+        incumbent: float | None,
+    ) -> tuple[list[Choice], tuple[str, int] | None]:
+        """A later operator's first ``PORTFOLIO_STEPS`` steps try first the untried setting most earlier operators
+        of the template found best (``_portfolio``), where the plan holds it. The model ranks a new operator's
+        settings on the level and effects memory measured elsewhere; an earlier operator's optimum is often this
+        one's too, or near it, yet an average of effects ranks it below a setting that was good everywhere
+        (simulated, 12 repeats, every family: overall 0.74 -> 0.61 on spaces-r3, 0.69 -> 0.65 on spaces-r2;
+        docs/learning.md, sixteenth round). The portfolio stops once one of its settings measured here below ``PORTFOLIO_STOP`` times the incumbent. Returns
+        the choices and (the setting put first, the earlier operators that measured it near their best) or None."""
+        own = [r for r in records if r.own]
+        if not self._portfolio_open(records):
+            return choices, None
+        portfolio = self._portfolio(operator, records, trust, self._own_best(operator, records))
+        if not portfolio:
+            return choices, None
+        if PORTFOLIO_YIELDS and self._unknown_unexplored(operator, records):
+            return choices, None
+        if PORTFOLIO_STOP > 0 and incumbent:
+            keys = {key for key, _, _ in portfolio}
+            for r in own:
+                if (
+                    settings_key(self.space.pin(operator, r.settings)) in keys
+                    and (r.a or 0.0) < PORTFOLIO_STOP * incumbent
+                ):
+                    return choices, None
+        index = {settings_key(c.settings): i for i, c in enumerate(choices)}
+        for key, backing, _ in portfolio:
+            if key in index:
+                i = index[key]
+                high = choices[i].high
+                if PORTFOLIO_BELOW_INTERVAL and incumbent and high is not None and high < incumbent:
+                    continue  # the model is sure it does not beat the incumbent: no reason to overrule it
+                return [choices[i], *choices[:i], *choices[i + 1 :]], (key, backing)
+        return choices, None
+
+    @staticmethod
+    def _portfolio_open(records: Sequence[TuningRecord]) -> bool:
+        """Memory holds records and this run has taken fewer than ``PORTFOLIO_STEPS`` steps."""
+        own = sum(1 for r in records if r.own)
+        return own < PORTFOLIO_STEPS and own < len(records)
+
+    def _own_best(self, operator: str, records: Sequence[TuningRecord]) -> dict[str, Any] | None:
+        """This run's incumbent setting as this operator pins it (None: nothing correct yet)."""
+        best = max((r for r in records if r.own and r.correct and r.a), key=lambda r: r.a or 0.0, default=None)
+        return self.space.pin(operator, best.settings) if best else None
+
+    def _unknown_unexplored(self, operator: str, records: Sequence[TuningRecord]) -> bool:
+        """A knob that matters here and for no earlier operator of the template (``PORTFOLIO_YIELDS`` 1: that no
+        earlier operator measured at two values or more) has not yet been measured here off the value memory ran
+        it at: the earlier optima say nothing about it (elu's ``math``, a knob only the transcendental operators
+        use, after add_scaled and clamp), and the model's optimistic prior for it goes first."""
+        memory: dict[str, set[str]] = {}
+        used: set[str] = set()
+        for r in records:
+            if not r.own and r.correct and r.a and not self._related(r):
+                used.update(self.relevant_names(r.operator))
+                for k, v in self.space.pin(r.operator, r.settings).items():
+                    memory.setdefault(k, set()).add(json.dumps(v))
+        own: dict[str, set[str]] = {}
+        for r in records:
+            if r.own and r.correct and r.a:
+                for k, v in self.space.pin(operator, r.settings).items():
+                    own.setdefault(k, set()).add(json.dumps(v))
+        unknown = [
+            k
+            for k in self.relevant_names(operator)
+            if (k not in used if PORTFOLIO_YIELDS >= 2 else len(memory.get(k, set())) < 2)
+        ]
+        return any(not (own.get(k, set()) - memory.get(k, set())) for k in unknown)
 
     def _trusted_memory(
         self, records: Sequence[TuningRecord], trust: Mapping[str, float], related: bool = True
