@@ -352,11 +352,13 @@ class OfflineProposer:
                 f"Memory holds no attempt of template '{template.name}' from another run: {sum(plan.related.values())} "
                 f"of its records are the family's other templates ({others}), read through the knobs they share."
             )
-        if _portfolio(plan, choice):
+        backing = _portfolio(plan, choice)
+        if backing:
+            near, steps = 1 - tuner_constants.PORTFOLIO_NEAR, tuner_constants.PORTFOLIO_STEPS
             parts.append(
-                f"Portfolio: {_portfolio(plan, choice)} earlier operator(s) of template '{template.name}' measured "
-                f"this setting within {1 - tuner_constants.PORTFOLIO_NEAR:.0%} of their own best; it is tried before the model's "
-                f"ranking in this operator's first {tuner_constants.PORTFOLIO_STEPS} steps."
+                f"Portfolio: {backing} earlier operator(s) of template '{template.name}' measured this setting "
+                f"within {near:.0%} of their own best; it is tried before the model's ranking in this operator's "
+                f"first {steps} steps."
             )
         if plan.fallback:
             lowest = ", ".join(f"{op} {t:.2f}" for op, t in sorted(plan.trust.items(), key=lambda kv: kv[1])[:3])

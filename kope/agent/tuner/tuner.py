@@ -159,9 +159,7 @@ class Plan:
     fallback: bool = False
     distant: int = 0  # settings held back as more than one knob from this run's own evidence (see _near_evidence)
     related: dict[str, int] = field(default_factory=dict)  # another template of the family -> its records read here
-    portfolio: tuple[str, int] | None = (
-        None  # (setting, earlier operators near their best there) put first (_portfolio_first)
-    )
+    portfolio: tuple[str, int] | None = None  # (setting, earlier operators that back it) put first by the portfolio
 
     @property
     def converged(self) -> bool:
@@ -485,8 +483,9 @@ class Tuner:
         settings on the level and effects memory measured elsewhere; an earlier operator's optimum is often this
         one's too, or near it, yet an average of effects ranks it below a setting that was good everywhere
         (simulated, 12 repeats, every family: overall 0.74 -> 0.61 on spaces-r3, 0.69 -> 0.65 on spaces-r2;
-        docs/learning.md, sixteenth round). The portfolio stops once one of its settings measured here below ``PORTFOLIO_STOP`` times the incumbent. Returns
-        the choices and (the setting put first, the earlier operators that measured it near their best) or None."""
+        docs/learning.md, sixteenth round). The portfolio stops once one of its settings measured here below
+        ``PORTFOLIO_STOP`` times the incumbent. Returns the choices and (the setting put first, the earlier
+        operators that measured it near their best) or None."""
         own = [r for r in records if r.own]
         if not self._portfolio_open(records):
             return choices, None
