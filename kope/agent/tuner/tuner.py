@@ -99,7 +99,7 @@ BACKED_NEAR = 0.95  # ... measured it within this fraction of their own best (_b
 PORTFOLIO_STEPS = 3  # a later operator's first this many steps try first what earlier operators found best (_portfolio)
 PORTFOLIO_NEAR = 0.97  # ... a setting an earlier operator of the template measured within this fraction of its best
 PORTFOLIO_SET_ASIDE = True  # ... also while memory is set aside (its optima, judged without the trust)
-PORTFOLIO_YIELDS = 2  # ... not while a knob no earlier operator uses (2; 1: varied) is unmeasured here off its value
+PORTFOLIO_YIELDS = True  # ... not while a knob no earlier operator uses is unmeasured here off memory's value
 PORTFOLIO_BELOW_INTERVAL = True  # ... skipping a setting whose 95% interval here is all below the incumbent
 PORTFOLIO_OVERLAY = True  # ... a knob the earlier operator does not use keeps this run's incumbent's value
 PORTFOLIO_WHOLE = True  # ... proposed whole, before this run has evidence near it (_near_evidence)
@@ -524,28 +524,16 @@ class Tuner:
         return self.space.pin(operator, best.settings) if best else None
 
     def _unknown_unexplored(self, operator: str, records: Sequence[TuningRecord]) -> bool:
-        """A knob that matters here and for no earlier operator of the template (``PORTFOLIO_YIELDS`` 1: that no
-        earlier operator measured at two values or more) has not yet been measured here off the value memory ran
-        it at: the earlier optima say nothing about it (elu's ``math``, a knob only the transcendental operators
-        use, after add_scaled and clamp), and the model's optimistic prior for it goes first."""
-        memory: dict[str, set[str]] = {}
-        used: set[str] = set()
-        for r in records:
-            if not r.own and r.correct and r.a and not self._related(r):
-                used.update(self.relevant_names(r.operator))
-                for k, v in self.space.pin(r.operator, r.settings).items():
-                    memory.setdefault(k, set()).add(json.dumps(v))
-        own: dict[str, set[str]] = {}
-        for r in records:
-            if r.own and r.correct and r.a:
-                for k, v in self.space.pin(operator, r.settings).items():
-                    own.setdefault(k, set()).add(json.dumps(v))
-        unknown = [
-            k
-            for k in self.relevant_names(operator)
-            if (k not in used if PORTFOLIO_YIELDS >= 2 else len(memory.get(k, set())) < 2)
-        ]
-        return any(not (own.get(k, set()) - memory.get(k, set())) for k in unknown)
+        """A knob that matters here and for no earlier operator of the template has not yet been measured here off
+        the value memory ran it at: the earlier optima say nothing about it (elu's ``math``, a knob only the
+        transcendental operators use, after add_scaled and clamp), and the model's optimistic prior for it goes
+        first. (Waiting also on a knob the earlier operators use but never varied was simulated: too wide, it
+        blocked the portfolio where a first operator's few steps happened not to vary a knob; docs/learning.md.)"""
+        memory = [r for r in records if not r.own and not self._related(r) and r.correct and r.a]
+        used = {k for r in memory for k in self.relevant_names(r.operator)}
+        remembered = self._measured_values(memory)
+        explored = {k for k, v in self._measured_values([r for r in records if r.own]) if (k, v) not in remembered}
+        return any(k not in used and k not in explored for k in self.relevant_names(operator))
 
     def _trusted_memory(
         self, records: Sequence[TuningRecord], trust: Mapping[str, float], related: bool = True
