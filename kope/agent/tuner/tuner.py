@@ -33,7 +33,8 @@ the operator (the others stay at their defaults):
    point memory must beat) or every memory operator measured its own defaults at least 3x below its best (no
    prior point worth a step); before that, an initial design: the defaults,
    then one-knob changes of the best state so far (each isolates one knob's
-   effect), then the rest in a seeded order;
+   effect; with memory of the template, the knobs no earlier operator uses first: ``DESIGN_UNKNOWN_FIRST``),
+   then the rest in a seeded order;
 4. **portfolio** (``_portfolio_first``): with memory of the template, an operator's first ``PORTFOLIO_STEPS``
    steps go first to the untried setting most earlier operators measured within 3% of their own best, proposed
    whole (``PORTFOLIO_WHOLE``), with a knob the earlier operator does not use at this run's incumbent's value
@@ -104,6 +105,7 @@ PORTFOLIO_BELOW_INTERVAL = True  # ... skipping a setting whose 95% interval her
 PORTFOLIO_OVERLAY = True  # ... a knob the earlier operator does not use keeps this run's incumbent's value
 PORTFOLIO_WHOLE = True  # ... proposed whole, before this run has evidence near it (_near_evidence)
 PORTFOLIO_STOP = 1.0  # ... stop once a portfolio setting measured here below this fraction of the incumbent (0: never)
+DESIGN_UNKNOWN_FIRST = True  # with memory of the template, the design walks first the knobs no earlier operator uses
 CONVERGED_RATIO = 3.0  # a setting predicted this much slower than the incumbent is not proposed (converged)
 
 
@@ -202,10 +204,16 @@ class Tuner:
         base: Mapping[str, Any] | None = None,
         allowed: frozenset[str] | None = None,
         set_aside: bool = False,
+        design_first: frozenset[str] = frozenset(),
     ) -> Plan:
-        """``allowed``: only these settings (``settings_key`` texts) may be proposed (a recorded space); None: any."""
+        """``allowed``: only these settings (``settings_key`` texts) may be proposed (a recorded space); None: any.
+        ``design_first``: knobs the initial design walks first (set by the plan itself from memory)."""
         shapes = list(shapes) or [CaseShape("default", ())]
         records = self._readable(records)
+        if DESIGN_UNKNOWN_FIRST and not set_aside:
+            # memory's optima and effects say nothing about a knob no earlier operator of the template uses: the
+            # design measures it first (the portfolio waits for it, PORTFOLIO_YIELDS)
+            design_first = self._unknown_knobs(operator, records)
         related = dict(Counter(str(r.template) for r in records if self._related(r)))
         summary = ShapeSummary.of(shapes)
         shape_class = summary.shape_class if summary else None
@@ -257,6 +265,7 @@ class Tuner:
                 base,
                 allowed,
                 set_aside=True,
+                design_first=design_first,
             )
             plan.records, plan.trust, plan.fallback, plan.vetoes = len(records), trust, True, vetoes
             plan.related = related
@@ -337,7 +346,7 @@ class Tuner:
                 choices = kept
             plan.choices = choices
         else:
-            plan.choices = self._initial_design(operator, pool, base)
+            plan.choices = self._initial_design(operator, pool, base, design_first)
         if not set_aside and plan.choices:
             plan.choices, plan.portfolio = self._portfolio_first(operator, plan.choices, records, trust, incumbent)
         return plan
@@ -530,10 +539,18 @@ class Tuner:
         first. (Waiting also on a knob the earlier operators use but never varied was simulated: too wide, it
         blocked the portfolio where a first operator's few steps happened not to vary a knob; docs/learning.md.)"""
         memory = [r for r in records if not r.own and not self._related(r) and r.correct and r.a]
-        used = {k for r in memory for k in self.relevant_names(r.operator)}
         remembered = self._measured_values(memory)
         explored = {k for k, v in self._measured_values([r for r in records if r.own]) if (k, v) not in remembered}
-        return any(k not in used and k not in explored for k in self.relevant_names(operator))
+        return any(k not in explored for k in self._unknown_knobs(operator, records))
+
+    def _unknown_knobs(self, operator: str, records: Sequence[TuningRecord]) -> frozenset[str]:
+        """The knobs that matter here and for no earlier operator of the template with a correct attempt in memory
+        (empty without such memory: then every knob is unknown alike)."""
+        memory = [r for r in records if not r.own and not self._related(r) and r.correct and r.a]
+        if not memory:
+            return frozenset()
+        used = {k for r in memory for k in self.relevant_names(r.operator)}
+        return frozenset(k for k in self.relevant_names(operator) if k not in used)
 
     def _trusted_memory(
         self, records: Sequence[TuningRecord], trust: Mapping[str, float], related: bool = True
@@ -956,10 +973,14 @@ class Tuner:
         return tuple(item[2] for item in sorted(scored)[:3])
 
     def _initial_design(
-        self, operator: str, pool: list[dict[str, Any]], base: Mapping[str, Any] | None
+        self,
+        operator: str,
+        pool: list[dict[str, Any]],
+        base: Mapping[str, Any] | None,
+        first: frozenset[str] = frozenset(),
     ) -> list[Choice]:
-        """Defaults, then one-knob changes of ``base`` (knobs in a seeded order, nearest values first),
-        then everything else in a seeded order."""
+        """Defaults, then one-knob changes of ``base`` (knobs in a seeded order, those in ``first`` before the
+        others, nearest values first), then everything else in a seeded order."""
         rng = random.Random(f"{self.seed}:{self.template.name}:{operator}")
         by_key = {settings_key(c): c for c in pool}
         ordered: list[dict[str, Any]] = []
@@ -969,6 +990,7 @@ class Tuner:
         start = self.space.pin(operator, base or {})
         knobs = list(self.template.relevant_knobs(operator))
         rng.shuffle(knobs)
+        knobs.sort(key=lambda knob: knob.name not in first)  # stable: the seeded order within each group
         moves = []
         for order, knob in enumerate(knobs):
             index = knob.values.index(start[knob.name])
