@@ -36,7 +36,7 @@ the operator (the others stay at their defaults):
    effect; with memory of the template, the knobs no earlier operator uses first: ``DESIGN_UNKNOWN_FIRST``),
    then the rest in a seeded order;
 4. **portfolio** (``_portfolio_first``): with memory of the template, an operator's first ``PORTFOLIO_STEPS``
-   steps go first to the untried setting most earlier operators measured within 3% of their own best, proposed
+   steps go first to the untried setting most earlier operators measured within 10% of their own best, proposed
    whole (``PORTFOLIO_WHOLE``), with a knob the earlier operator does not use at this run's incumbent's value
    (``PORTFOLIO_OVERLAY``), also while memory's effects are set aside (an optimum can carry over where effects
    do not), not while a knob no earlier operator uses is unexplored here (``PORTFOLIO_YIELDS``: the prior's step
@@ -98,7 +98,7 @@ UNSEEN_PESSIMISTIC_SET_ASIDE = True  # ... also while memory is set aside (plann
 BACKED_OPERATORS = 2  # memory's first choice goes before the untried defaults when this many earlier operators ...
 BACKED_NEAR = 0.95  # ... measured it within this fraction of their own best (_backed; BACKED_OPERATORS=0: never)
 PORTFOLIO_STEPS = 3  # a later operator's first this many steps try first what earlier operators found best (_portfolio)
-PORTFOLIO_NEAR = 0.97  # ... a setting an earlier operator of the template measured within this fraction of its best
+PORTFOLIO_NEAR = 0.90  # ... a setting an earlier operator of the template measured within this fraction of its best
 PORTFOLIO_SET_ASIDE = True  # ... also while memory is set aside (its optima, judged without the trust)
 PORTFOLIO_YIELDS = True  # ... not while a knob no earlier operator uses is unmeasured here off memory's value
 PORTFOLIO_BELOW_INTERVAL = True  # ... skipping a setting whose 95% interval here is all below the incumbent
