@@ -973,7 +973,7 @@ def test_the_portfolio_ranks_settings_most_earlier_operators_found_best_first():
     """opb found block=16384 and unroll=2 within 3% of its best and math=poly within 10% (91%), opc found
     block=16384 its best and schedule=guided at 87.5% of it: the setting two operators back goes first, then the
     others by their fraction of the best; guided is not within the bar (``PORTFOLIO_NEAR``, 0.90: the bench's own
-    90%; seventeenth round, simulated 12 repeats: 0.57 -> 0.56 on spaces-r3, 0.64 -> 0.62 on spaces-r2, against
+    90%; eighteenth round, simulated 12 repeats: 0.57 -> 0.56 on spaces-r3, 0.64 -> 0.62 on spaces-r2, against
     0.97). Once this run tried the first, the plan starts with the second."""
     from kope.agent.tuner import Tuner
 
