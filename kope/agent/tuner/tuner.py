@@ -538,18 +538,22 @@ class Tuner:
         transcendental operators use, after add_scaled and clamp), and the model's optimistic prior for it goes
         first. (Waiting also on a knob the earlier operators use but never varied was simulated: too wide, it
         blocked the portfolio where a first operator's few steps happened not to vary a knob; docs/learning.md.)"""
-        memory = [r for r in records if not r.own and not self._related(r) and r.correct and r.a]
-        remembered = self._measured_values(memory)
+        unknown = self._unknown_knobs(operator, records)
+        if not unknown:
+            return False
+        remembered = self._measured_values(
+            [r for attempts in self._trusted_memory(records, {}, related=False).values() for r in attempts]
+        )
         explored = {k for k, v in self._measured_values([r for r in records if r.own]) if (k, v) not in remembered}
-        return any(k not in explored for k in self._unknown_knobs(operator, records))
+        return any(k not in explored for k in unknown)
 
     def _unknown_knobs(self, operator: str, records: Sequence[TuningRecord]) -> frozenset[str]:
         """The knobs that matter here and for no earlier operator of the template with a correct attempt in memory
         (empty without such memory: then every knob is unknown alike)."""
-        memory = [r for r in records if not r.own and not self._related(r) and r.correct and r.a]
-        if not memory:
+        earlier = self._trusted_memory(records, {}, related=False)
+        if not earlier:
             return frozenset()
-        used = {k for r in memory for k in self.relevant_names(r.operator)}
+        used = {k for other in earlier for k in self.relevant_names(other)}
         return frozenset(k for k in self.relevant_names(operator) if k not in used)
 
     def _trusted_memory(
