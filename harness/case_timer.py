@@ -93,11 +93,13 @@ def _running(pid: int, tid: int) -> bool:
 
 
 class Stop(Exception):
-    """Ends the evaluation early with (status-carrying) error kind, message and output."""
+    """Ends the evaluation early with (status-carrying) error kind, message and output. ``recheck``: a statistical
+    finding over the measured units that stands only if a second measurement of the case finds it too
+    (``harness.evaluate``, ``CONFIRMATIONS``)."""
 
-    def __init__(self, kind: str, message: str, output: str = "") -> None:
+    def __init__(self, kind: str, message: str, output: str = "", recheck: bool = False) -> None:
         super().__init__(message)
-        self.kind, self.message, self.output = kind, message, output
+        self.kind, self.message, self.output, self.recheck = kind, message, output, recheck
 
 
 class TimedEvaluation(Protocol):
@@ -317,7 +319,7 @@ class CaseTimer:
             return
         found = self.untimed.overrun(self.ev.threads)
         if found is not None:
-            raise Stop("cheat_detected:background_work", f"case {self.case.name!r}: {found}")
+            raise Stop("cheat_detected:background_work", f"case {self.case.name!r}: {found}", recheck=True)
 
     def _prepare_message(self, seeds: list[int]) -> ipc.Prepare:
         return ipc.Prepare(case=self.case.index, init_seed=self.ev.init_seeds[self.case.index], seeds=seeds)

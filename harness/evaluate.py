@@ -30,6 +30,9 @@ from harness.worker_pool import REFERENCE_POOL, WARM_POOL, WorkerSpec
 from harness.worker_process import Worker
 
 DEGENERATE_RETRIES = 4
+# Measurements of a case after the first whose finding must repeat (Stop.recheck) before it stands: an honest
+# candidate's reply tail under a loaded CI runner once crossed the wait bound's per-stretch allowance (6 Dec)
+CONFIRMATIONS = 1
 log = logging.getLogger("harness")
 
 
@@ -523,14 +526,34 @@ class _Evaluation:
                 for case in self.cases:
                     result = self.results[case.index]
                     if result.passed:
-                        try:
-                            CaseTimer(self, case).run()
-                        except Stop:
-                            result.passed = False  # what timing found overrules the correctness trials
-                            raise
+                        self._time_case(case, result)
                         self.trace(f"case {case.name}: timed")
             finally:
                 WARM_POOL.resume()
+
+    def _time_case(self, case: Case, result: CaseResult) -> None:
+        """One case's timing (``CaseTimer``). A finding that must repeat (``Stop.recheck``: the bounds on the untimed
+        stretches, sums over a handful of units that a loaded machine's stall can tip) times the case again, from
+        its warm-up, and stands only if that measurement finds it too; the times kept are always those of a
+        measurement every check passed (docs/harness-workers.md, "A finding over the units must repeat")."""
+        first: Stop | None = None
+        for attempt in range(1 + CONFIRMATIONS):
+            try:
+                CaseTimer(self, case).run()
+                return
+            except Stop as stop:
+                if stop.recheck and attempt < CONFIRMATIONS:
+                    first = stop
+                    self.trace(
+                        f"case {case.name}: {stop.kind} in measurement {attempt + 1}, timed again: {stop.message}"
+                    )
+                    continue
+                result.passed = False  # what timing found overrules the correctness trials
+                if first is not None and stop.recheck:
+                    stop.message += (
+                        f" (found in each of {attempt + 1} measurements of the case; the first: {first.message})"
+                    )
+                raise
 
     def _physical_limit(self) -> None:
         """Fraction of roofline per timed case; an impossible one ends the evaluation (harness.roofline)."""

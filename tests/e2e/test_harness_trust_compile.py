@@ -313,6 +313,32 @@ def test_without_the_wait_bound_the_burst_after_each_unit_was_accepted(monkeypat
     assert "correct" in kinds, kinds
 
 
+def test_a_finding_over_the_untimed_stretches_stands_only_if_a_second_measurement_finds_it_too(tmp_path, monkeypatch):
+    """CI, 6 Dec: an honest candidate (row_norm on L2Norm over dim 1) was flagged by the wait bound once in a whole
+    suite, its reply tails stretched by a loaded runner. A finding over the measured units' untimed stretches now
+    times the case again from its warm-up and stands only if that measurement finds it too; the times kept are the
+    second measurement's, which every check passed."""
+    from harness import timing
+
+    findings = ["the candidate's process used 0.60 ms of CPU between its go reply and the fetch request"]
+    calls: list[int] = []
+
+    def once(*args):
+        calls.append(1)
+        return findings.pop() if findings else None
+
+    monkeypatch.setattr(timing, "wait_overrun", once)
+    outcome = evaluate(TASK, candidate(tmp_path), TIMED)
+    assert outcome.status.value == "correct", outcome.error_excerpt
+    assert outcome.speedup is not None and all(case.speedup is not None for case in outcome.cases)
+    assert len(calls) == len(outcome.cases) + 1  # the flagged case measured twice, every other once
+
+    monkeypatch.setattr(timing, "wait_overrun", lambda *args: "a lump in every measurement")
+    outcome = evaluate(TASK, candidate(tmp_path), TIMED)
+    assert outcome.error_kind == "cheat_detected:background_work", outcome.error_excerpt
+    assert "found in each of 2 measurements of the case" in outcome.error_excerpt and outcome.speedup is None
+
+
 # -- 5. the report channel, deletions, foreign memory ------------------------------------------------------------
 
 
