@@ -28,6 +28,7 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 from kope.agent.tuner import Tuner, settings_key
 from kope.boundary import suite_tasks, templates_for_target
@@ -110,7 +111,7 @@ def run_family(spaces: list[SpaceFile], steps: int, seed: int, memory: bool, rel
                 mine = [r for r in memory_records if r.template != space.template]
             records = bench_order(own, mine, memory_records, shapes)
             tried = {settings_key(tuner.space.pin(space.served_as, r.settings)) for r in own}
-            base = tuner.space.pin(space.served_as, incumbent[1]) if incumbent else None
+            base: dict[str, Any] | None = tuner.space.pin(space.served_as, incumbent[1]) if incumbent else None
             plan = tuner.plan(space.served_as, shapes, hw, records, facts, tried, base, allowed)
             if not plan.choices:
                 break

@@ -241,17 +241,16 @@ def test_a_replay_with_memory_is_reproducible_after_a_harness_cache_miss_and_hit
     assert miss == hit
 
 
-def test_the_simulation_takes_the_benchs_steps_setting_by_setting(kope_cli, neo4j_server, tmp_path):
+def test_the_simulation_takes_the_benchs_steps_setting_by_setting(kope_cli, neo4j_server, tmp_path, monkeypatch):
     """benchmarks/sim_replay.py stands in for the replay bench while the proposer is developed (minutes instead of
     half an hour): it must propose what the bench proposes. The cost model's fit depends on the order of its rows,
     and the simulation passed memory in step order where the bench's retrieval returns this run's attempts first,
     then by shape and newest first: linear's step 3 on spaces-r2 was another setting (seed 0), and the bench and
     the simulation moved matmul in opposite directions for one tuner change (issue 34, nineteenth round). Here every
-    step of three gemm operators, two seeds, both configurations, must be the same setting with the same outcome."""
-    import sys
-
+    step of three gemm operators, two seeds, both configurations, must replay the same recorded outcome (the
+    speedups, to 9 digits, name the setting: no two correct settings of these spaces share one)."""
     root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "benchmarks"))
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
     import sim_replay
 
     folder = root / "benchmarks" / "spaces-r2"
