@@ -483,26 +483,79 @@ def seal(outputs: list[Any]) -> list[dict[str, Any]]:
     know them in advance nor fill its outputs in between): ``{"call", "k" (tensor of its output), "at", "bits"}``,
     positions and raw values in hex (cheap to send: this is on the parent's clock, in both workers alike), for
     ``unseal`` and ``sealed_mismatch``. An output left a fraction f unfilled is caught with probability
-    1 - (1 - f)^SEAL_ELEMENTS when sealed; the last call's always is."""
+    1 - (1 - f)^SEAL_ELEMENTS when sealed; the last call's always is.
+
+    The last call's elements are read first, with the least work before them (its positions drawn and its elements
+    read, by the native reader where loaded (``use_seal_reader``): the other calls, the hex and the records come after): a fill that
+    lands a fixed delay after forward returned races this read alone. docs/harness-workers.md, "The seal's
+    latency"."""
     if not outputs:
         return []
+    last = len(outputs) - 1
+    read = [(last, k, *_seal_read(t)) for k, t in enumerate(flat_tensors(outputs[last]))]
     drawn = [v % len(outputs) for v in memoryview(os.urandom(8 * SEAL_CALLS)).cast("Q")]
-    out: list[dict[str, Any]] = []
-    for call in sorted({len(outputs) - 1, *drawn[1:]}, reverse=True):
-        for k, t in enumerate(flat_tensors(outputs[call])):
-            if t.is_complex() or t.element_size() not in _INTS or not t.numel():
-                out.append({"call": call, "k": k, "at": "", "bits": ""})
-                continue
-            at = [v % t.numel() for v in memoryview(os.urandom(8 * SEAL_ELEMENTS)).cast("Q")]
-            if t.device.type == "cpu":
-                got = _read_in_place(t, at)
-            else:
-                raw = t.detach().view(_INTS[t.element_size()])
-                got = raw.reshape(-1)[torch.tensor(at, dtype=torch.int64, device=raw.device)].cpu().numpy().tobytes()
-            out.append(
-                {"call": call, "k": k, "at": b"".join(i.to_bytes(8, "little") for i in at).hex(), "bits": got.hex()}
-            )
-    return out
+    for call in sorted(set(drawn[1:]) - {last}, reverse=True):
+        read.extend((call, k, *_seal_read(t)) for k, t in enumerate(flat_tensors(outputs[call])))
+    return [
+        {"call": call, "k": k, "at": b"".join(i.to_bytes(8, "little") for i in at).hex(), "bits": got.hex()}
+        for call, k, at, got in read
+    ]
+
+
+# The seal's reader: positions from getrandom and the elements read, in one call. Right after a kernel that swept
+# megabytes the worker's interpreter runs from cold caches: from forward's return to the last call's elements read,
+# 84 / 117 / 221 us (p10 / median / p90) in Python after leaving no_grad; 43 / 58 / 85 us with this reader, inside it
+# (wide_relu's cases, 6 Dec; docs/harness-workers.md, "The seal's latency").
+SEAL_READER_SOURCE = r"""
+#include <cstdint>
+#include <cstring>
+#include <sys/random.h>
+template <int64_t S> static void gather(const unsigned char* base, const uint64_t* at, int64_t count, unsigned char* out) {
+    for (int64_t i = 0; i < count; ++i) __builtin_prefetch(base + at[i] * S);  // the misses overlap
+    for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * S, base + at[i] * S, S);
+}
+extern "C" int64_t kope_seal_read(const unsigned char* base, int64_t n, int64_t size, int64_t count, uint64_t* at,
+                                  unsigned char* out) {
+    int64_t want = count * 8;
+    if (n <= 0 || count > 64 || getrandom(at, want, 0) != want) return -1;
+    for (int64_t i = 0; i < count; ++i) at[i] %= (uint64_t)n;
+    switch (size) {
+        case 1: gather<1>(base, at, count, out); return 0;
+        case 2: gather<2>(base, at, count, out); return 0;
+        case 4: gather<4>(base, at, count, out); return 0;
+        case 8: gather<8>(base, at, count, out); return 0;
+    }
+    return -1;
+}
+"""
+_NATIVE: list[Any] = []  # (function, positions buffer, bytes buffer) once ``use_seal_reader`` loaded it
+
+
+def use_seal_reader(library: str) -> None:
+    """Seal contiguous CPU outputs through the native reader, ``SEAL_READER_SOURCE`` built at ``library``
+    (``harness.worker_timed.native_seal``). Without it ``seal`` reads in Python: the same elements, later."""
+    function = ctypes.CDLL(library).kope_seal_read
+    function.restype = ctypes.c_int64
+    pointer, count = ctypes.c_void_p, ctypes.c_int64  # (base, n, size, elements, positions out, bytes out)
+    function.argtypes = [pointer, count, count, count, pointer, pointer]
+    _NATIVE[:] = [(function, (ctypes.c_uint64 * SEAL_ELEMENTS)(), ctypes.create_string_buffer(8 * SEAL_ELEMENTS))]
+
+
+def _seal_read(t: torch.Tensor) -> tuple[list[int], bytes]:
+    """SEAL_ELEMENTS random positions of ``t`` and their raw bytes as they are now (none for an unsealable tensor)."""
+    n = t.numel()
+    if not n or t.is_complex() or t.element_size() not in _INTS:
+        return [], b""
+    if _NATIVE and t.device.type == "cpu" and t.is_contiguous():
+        function, at_buffer, out_buffer = _NATIVE[0]
+        size = t.element_size()
+        if function(t.data_ptr(), n, size, SEAL_ELEMENTS, at_buffer, out_buffer) == 0:
+            return list(at_buffer), out_buffer.raw[: SEAL_ELEMENTS * size]
+    at = [v % n for v in memoryview(os.urandom(8 * SEAL_ELEMENTS)).cast("Q")]
+    if t.device.type == "cpu":
+        return at, _read_in_place(t, at)
+    raw = t.detach().view(_INTS[t.element_size()])
+    return at, raw.reshape(-1)[torch.tensor(at, dtype=torch.int64, device=raw.device)].cpu().numpy().tobytes()
 
 
 def _read_in_place(t: torch.Tensor, at: list[int]) -> bytes:

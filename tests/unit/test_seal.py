@@ -1,9 +1,22 @@
 """harness.guards.seal (taken inside the worker's go request), unseal and sealed_mismatch (the parent's side)."""
 
+import pytest
 import torch
 
+import harness.guards as guards
 from harness.guards import SEAL_CALLS, SEAL_ELEMENTS, seal, sealed_mismatch, unseal
 from harness.worker_common import encode
+from harness.worker_timed import native_seal
+
+
+@pytest.fixture(autouse=True, params=["python", "native"])
+def reader(request, monkeypatch):
+    """Every test with each of the seal's readers: Python's, and the native one a CPU target's workers load."""
+    monkeypatch.setattr(guards, "_NATIVE", [])
+    if request.param == "native":
+        native_seal()
+        assert guards._NATIVE
+    return request.param
 
 
 def fetched(outputs):
@@ -73,3 +86,35 @@ def test_sealing_cpu_outputs_runs_no_torch_op():
     with Ops() as ops:
         sealed = seal(outputs)
     assert ops.seen == [] and len(sealed) >= 3
+
+
+def test_the_native_reader_draws_fresh_positions_and_reads_what_lies_there(monkeypatch):
+    """The reader a CPU worker loads (``native_seal``; with either fixture setting): positions below each tensor's
+    size, fresh on every seal, the raw bytes at them for every element size, and no element read in Python."""
+    native_seal()
+    monkeypatch.setattr(guards, "_read_in_place", lambda t, at: pytest.fail("a contiguous output read in Python"))
+    outputs = [[torch.randn(1000), torch.arange(777, dtype=torch.int64), torch.randn(50).half(), torch.rand(9) > 0.5]]
+    first, second = seal(outputs), seal(outputs)
+    items, tensors = fetched(outputs)
+    for sealed in (first, second):
+        decoded = unseal(sealed, items)
+        for entry, t in zip(decoded, tensors):
+            assert len(entry["at"]) == SEAL_ELEMENTS and all(0 <= i < t.numel() for i in entry["at"])
+        assert sealed_mismatch(decoded, tensors) is None
+    assert [e["at"] for e in first] != [e["at"] for e in second]
+    tensors[1][unseal(first, items)[1]["at"][0]] = -1  # an arange holds no -1
+    assert sealed_mismatch(unseal(first, items), tensors) == "output 1 changed after the timed call returned"
+
+
+def test_a_reader_that_cannot_be_built_is_named(monkeypatch):
+    from harness import cpu
+    from harness.errors import CompileError
+
+    def no_compiler(source, **kwargs):
+        raise CompileError("no C++ compiler found (set CXX or install g++)")
+
+    monkeypatch.setattr(guards, "_NATIVE", [])
+    monkeypatch.setattr(cpu, "compile_cpp", no_compiler)
+    with pytest.raises(CompileError, match="seal reader could not be built: no C.. compiler found"):
+        native_seal()
+    assert guards._NATIVE == []
