@@ -130,7 +130,7 @@ class CandidateWorker:
         self.audit = AuditGuard(allowed_roots=[cache_root(), path, *runtime_caches], scratch=scratch)
         self.target.prime()
         prime()
-        self.timed = TimedCalls(self.target, self.hardware)
+        self.timed = TimedCalls(self.target, self.hardware, seal_reader=True)
         self.snapshot = PatchSnapshot(instances=[("the worker", self), ("the worker's timed calls", self.timed)])
         module = self.target.compile(path)
         self._guard_phase("at its import")

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from harness.guards import SEAL_CALLS, SEAL_READER_SOURCE, seal, use_seal_reader
+from harness.guards import SEAL_CALLS, SEAL_READER_SOURCE, seal, seal_reader_loaded, use_seal_reader
 from harness.ipc import tensor_spec
 from harness.worker_common import encode, flat_tensors, make_inputs
 
@@ -178,8 +178,11 @@ def _no_copy(value: Any, tensors: list[torch.Tensor]) -> Any:
 
 def native_seal() -> None:
     """Build (once, cached like any library; in a worker the parent compiles it) and load the seal's native reader
-    (``harness.guards.seal``). A CPU target's workers do so before their first unit and stop with a CompileError
-    naming it where it cannot be built."""
+    (``harness.guards.seal``), unless loaded. A CPU target's candidate worker does so before the candidate's code is
+    imported, the reference worker before its first unit (its seal costs what the candidate's does); either stops
+    with a CompileError naming it where it cannot be built."""
+    if seal_reader_loaded():
+        return
     from harness import cpu
     from harness.errors import CompileError
 
@@ -191,7 +194,9 @@ def native_seal() -> None:
 
 
 class TimedCalls:
-    def __init__(self, target: Any, hardware: Any) -> None:
+    def __init__(self, target: Any, hardware: Any, seal_reader: bool = False) -> None:
+        if seal_reader and target.device == "cpu":  # the candidate's: before its code is imported (patch-checked)
+            native_seal()
         self.target = target
         self.hardware = hardware
         self.timer: Any = None
@@ -206,7 +211,7 @@ class TimedCalls:
     def prepare(self, module: Any, model_state: list[torch.Tensor], seeds: list[int], case_name: str) -> None:
         if self.timer is None:
             self.timer = self.target.timer(self.hardware)
-            if self.target.device == "cpu":  # the seal's native reader, built before the first unit (guards.seal)
+            if self.target.device == "cpu":  # the reference worker's (the candidate's is loaded already)
                 native_seal()
         device = self.target.device
         self.seeds = list(seeds)

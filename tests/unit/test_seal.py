@@ -12,10 +12,10 @@ from harness.worker_timed import native_seal
 @pytest.fixture(autouse=True, params=["python", "native"])
 def reader(request, monkeypatch):
     """Every test with each of the seal's readers: Python's, and the native one a CPU target's workers load."""
-    monkeypatch.setattr(guards, "_NATIVE", [])
+    monkeypatch.setattr(guards, "_seal_native", None)
     if request.param == "native":
         native_seal()
-        assert guards._NATIVE
+        assert guards._seal_native is not None
     return request.param
 
 
@@ -113,8 +113,20 @@ def test_a_reader_that_cannot_be_built_is_named(monkeypatch):
     def no_compiler(source, **kwargs):
         raise CompileError("no C++ compiler found (set CXX or install g++)")
 
-    monkeypatch.setattr(guards, "_NATIVE", [])
+    monkeypatch.setattr(guards, "_seal_native", None)
     monkeypatch.setattr(cpu, "compile_cpp", no_compiler)
     with pytest.raises(CompileError, match="seal reader could not be built: no C.. compiler found"):
         native_seal()
-    assert guards._NATIVE == []
+    assert guards._seal_native is None
+
+
+def test_a_candidate_that_swaps_the_native_reader_is_named_by_the_patch_check():
+    """The reader is a module-level callable set before the candidate's code is imported (TimedCalls), so the
+    worker's PatchSnapshot watches it like any harness function."""
+    from harness.guards import PatchSnapshot
+
+    native_seal()
+    snapshot = PatchSnapshot()
+    assert snapshot.changes() == []
+    guards._seal_native = lambda *args: 0  # what a candidate's forward could do (monkeypatch restores it)
+    assert "harness.guards._seal_native was replaced" in snapshot.changes()
