@@ -137,6 +137,13 @@ def test_large_timed_outputs_are_checked_by_sampled_blocks_not_read_whole(tmp_pa
         assert units[who] and all(0 < got < size // 4 for size, got in units[who]), units[who]
 
 
+# On wide_relu a filler thread's work (torch ops, the GIL released) can overlap the next timed call, and the per-unit
+# CPU bound names it before the seal's comparison at fetch does: legitimately (a second thread's CPU in the unit).
+# 6 Dec: lazy_fill_thread named by the CPU bound in 5 of 12 evaluations at 2da93e8 and 1-8 of 12 since (idle); the
+# seal's layer is still required in one of four runs
+ALSO_CAUGHT_BY = {"lazy_fill_thread": ("cheat_detected:thread_count", "more than 1 thread(s) can")}
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -160,10 +167,3 @@ def test_outputs_filled_after_the_timed_call_are_caught_by_the_same_layer_when_s
             return
         assert also and outcome.error_kind == also[0] and also[1] in outcome.error_excerpt, outcome.error_excerpt
     raise AssertionError(f"{name}: caught by {also} in 4 runs, never by {expected}")
-
-
-# On wide_relu a filler thread's work (torch ops, the GIL released) can overlap the next timed call, and the per-unit
-# CPU bound names it before the seal's comparison at fetch does: legitimately (a second thread's CPU in the unit).
-# 6 Dec: lazy_fill_thread named by the CPU bound in 5 of 12 evaluations at 2da93e8 and 1-8 of 12 since (idle); the
-# seal's layer is still required in one of four runs
-ALSO_CAUGHT_BY = {"lazy_fill_thread": ("cheat_detected:thread_count", "more than 1 thread(s) can")}
