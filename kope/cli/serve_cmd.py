@@ -61,6 +61,13 @@ def _when(ts: float | None) -> str:
     "--max-import-mb", default=256.0, show_default=True, type=click.FloatRange(0.001), help="Largest memory import."
 )
 @click.option(
+    "--slow-request-s",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Log a warning for each request answered this late, with its time in Neo4j (0: every request).",
+)
+@click.option(
     "--trusted-proxy",
     "trusted_proxies",
     multiple=True,
@@ -79,6 +86,7 @@ def command(
     rate_limit: str,
     max_body_mb: float,
     max_import_mb: float,
+    slow_request_s: float,
     trusted_proxies: tuple[str, ...],
 ) -> None:
     """Serve the Experience Graph to several teams: REST (/v1, docs at /docs) and MCP (/mcp), bearer keys.
@@ -110,6 +118,7 @@ def command(
             max_body_bytes=int(max_body_mb * 1024 * 1024),
             max_import_bytes=int(max_import_mb * 1024 * 1024),
             rate_limit=rate_limit,
+            slow_request_s=slow_request_s,
         ),
         trusted_proxies=tuple(trusted_proxies),
     )

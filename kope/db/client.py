@@ -29,8 +29,11 @@ blaming the password.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import neo4j
@@ -61,6 +64,48 @@ def _transient_retries() -> Retrying:
         retry=retry_if_exception(lambda e: isinstance(e, nx.TransientError) and e.is_retryable()),
         reraise=True,
     )
+
+
+@dataclass
+class TransactionStats:
+    """What one unit of work (a memory server request) spent on Neo4j, counted while :func:`transaction_stats`
+    is active in its context: units of work run (each retried as a whole), transient errors retried, seconds."""
+
+    transactions: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+
+
+_stats: ContextVar[TransactionStats | None] = ContextVar("kope_db_transaction_stats", default=None)
+
+
+@contextmanager
+def transaction_stats() -> Iterator[TransactionStats]:
+    """Count the statements and transactions this context (and the threads it hands work to) runs."""
+    stats = TransactionStats()
+    token = _stats.set(stats)
+    try:
+        yield stats
+    finally:
+        _stats.reset(token)
+
+
+def _retried(work: Callable[[], T]) -> T:
+    """``work`` retried on transient errors (see :func:`_transient_retries`), counted in the active stats."""
+    stats = _stats.get()
+    began = time.perf_counter()
+    tries = 0
+    try:
+        for attempt in _transient_retries():
+            with attempt:
+                tries += 1
+                result = work()
+        return result
+    finally:
+        if stats is not None:
+            stats.transactions += 1
+            stats.retries += max(0, tries - 1)
+            stats.seconds += time.perf_counter() - began
 
 
 def _quiet_driver_logs() -> None:
@@ -216,29 +261,21 @@ class GraphClient:
         log.debug("cypher %s params=%s", name, sorted(params))
         self._reach()
         with self._errors():
-            for attempt in _transient_retries():
-                with attempt:
-                    records, _summary, _keys = self._driver.execute_query(
-                        statement.text, params, routing_=routing, database_=self.database
-                    )
+            records, _summary, _keys = _retried(
+                lambda: self._driver.execute_query(statement.text, params, routing_=routing, database_=self.database)
+            )
         return [record.data() for record in records]
 
     def write(self, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in one write transaction (retried as a whole on transient errors)."""
         self._reach()
         with self._errors(), self._driver.session(database=self.database) as session:
-            for attempt in _transient_retries():
-                with attempt:
-                    result = session.execute_write(lambda tx: work(Tx(tx, self.catalog)))
-            return result
+            return _retried(lambda: session.execute_write(lambda tx: work(Tx(tx, self.catalog))))
 
     def read(self, work: Callable[[Tx], T]) -> T:
         self._reach()
         with self._errors(), self._driver.session(database=self.database) as session:
-            for attempt in _transient_retries():
-                with attempt:
-                    result = session.execute_read(lambda tx: work(Tx(tx, self.catalog)))
-            return result
+            return _retried(lambda: session.execute_read(lambda tx: work(Tx(tx, self.catalog))))
 
     def run_script(self, name: str, skip: Callable[[Exception], bool] | None = None) -> int:
         """Run every statement of a multi-statement catalog file (e.g. the schema), each in its own

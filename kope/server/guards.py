@@ -32,6 +32,7 @@ from limits.storage import MemoryStorage
 from limits.strategies import SlidingWindowCounterRateLimiter
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kope.db.client import TransactionStats, transaction_stats
 from kope.server.auth import Authenticator, key_id_of
 from kope.server.errors import AuthenticationError
 from kope.server.registry import Registry
@@ -52,9 +53,20 @@ class GuardSettings:
     max_import_bytes: int = 256 * 1024 * 1024
     rate_limit: str = "1200/minute"  # per key
     auth_failure_limit: str = "30/minute"  # argon2 verifications of unseen tokens, per key id
+    slow_request_s: float = 10.0  # a request answered this late is logged as a warning, with its time in Neo4j
 
     def body_limit(self, path: str) -> int:
         return self.max_import_bytes if path.endswith("/import") else self.max_body_bytes
+
+
+@dataclass
+class _Exchange:
+    """One request as the guard saw it: the status it answered, who asked, whether it is metered and audited."""
+
+    header: str | None
+    status: int = 500
+    identity: Any = None
+    accounted: bool = True
 
 
 class Metrics:
@@ -164,16 +176,21 @@ class Guard:
             await self.app(scope, receive, send)
             return
         began = time.perf_counter()
-        status_box = {"status": 500}
+        exchange = _Exchange(header=_header(scope, b"authorization"))
+        with transaction_stats() as db:
+            await self._guarded(scope, receive, send, exchange)
+        if exchange.accounted:
+            self._account(scope, exchange, time.perf_counter() - began, db)
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send, exchange: _Exchange) -> None:
+        path: str = scope["path"]
+        header = exchange.header
 
         async def send_counted(message: Message) -> None:
             if message["type"] == "http.response.start":
-                status_box["status"] = message["status"]
+                exchange.status = message["status"]
             await send(message)
 
-        identity = None
-        header = _header(scope, b"authorization")
-        client = (scope.get("client") or ("?", 0))[0]
         try:
             key_id = self.auth.needs_hash_check(header)
             if key_id is not None:
@@ -186,6 +203,7 @@ class Guard:
                         None,
                         {"Retry-After": "60"},
                     )
+                    exchange.accounted = False  # unseen secrets tried too often: neither metered nor audited
                     return
                 identity = await anyio.to_thread.run_sync(self.auth.identify, header)  # argon2: tens of ms
             else:
@@ -195,7 +213,7 @@ class Guard:
                 send_counted, 401, exc.code, exc.message, exc.hint, {"WWW-Authenticate": 'Bearer realm="kope"'}
             )
         else:
-            scope["kope.identity"] = identity
+            scope["kope.identity"] = exchange.identity = identity
             if not self._limiter.hit(self._rate, "key", identity.key_id):
                 stats = self._limiter.get_window_stats(self._rate, "key", identity.key_id)
                 retry = max(1, math.ceil(stats.reset_time - time.time()))
@@ -218,9 +236,7 @@ class Guard:
                         await self.app(scope, receive, send_counted)
                     except Exception:  # the app's handler answered 500 (no trace in the body); keep serving
                         log.exception("unhandled error in %s %s", scope["method"], path)
-                        if status_box.get("started") is None:
-                            status_box["status"] = 500
-        self._account(scope, identity, header, client, status_box["status"], time.perf_counter() - began)
+                        exchange.status = 500
 
     async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
         """Read the whole body (up to the limit) and hand a receive that replays it."""
@@ -259,14 +275,27 @@ class Guard:
 
         return replay
 
-    def _account(
-        self, scope: Scope, identity: Any, header: str | None, client: str, status: int, seconds: float
-    ) -> None:
+    def _account(self, scope: Scope, exchange: _Exchange, seconds: float, db: TransactionStats) -> None:
+        identity, header = exchange.identity, exchange.header
+        client = (scope.get("client") or ("?", 0))[0]
         route = scope.get("route")
         template = getattr(route, "path", None) or ("/mcp" if scope["path"].startswith("/mcp") else "(unmatched)")
-        status = (scope.get("kope.audit") or {}).get("status") or status
+        status = (scope.get("kope.audit") or {}).get("status") or exchange.status
         self.metrics.requests.labels(scope["method"], template, str(status)).inc()
         self.metrics.latency.labels(scope["method"], template).observe(seconds)
+        if seconds >= self.settings.slow_request_s:
+            # the route's template, never the path: a namespace or a key id in it is not for the log
+            log.warning(
+                "slow request: %s %s answered %s after %.1f s (Neo4j: %d units of work, %d transient errors "
+                "retried, %.1f s)",
+                scope["method"],
+                template,
+                status,
+                seconds,
+                db.transactions,
+                db.retries,
+                db.seconds,
+            )
         if scope["path"] in UNAUDITED:
             return
         params = scope.get("path_params") or {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import socket
 import ssl
 import sys
@@ -93,12 +94,29 @@ def check_tls(options: ServeOptions) -> None:
         ) from None
 
 
+class _LineHandler(logging.StreamHandler):  # type: ignore[type-arg]  # a stream of text
+    pass
+
+
+def _plain_log_lines() -> None:
+    """The server's own warnings and errors as one line each on stderr, with a time: the MCP library gives the root
+    logger a Rich handler, which would wrap them at 80 columns and pad them in a log file."""
+    kope_log = logging.getLogger("kope")
+    if any(isinstance(h, _LineHandler) for h in kope_log.handlers):
+        return
+    handler = _LineHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    kope_log.addHandler(handler)
+    kope_log.propagate = False
+
+
 def serve(client: GraphClient, registry: Registry, options: ServeOptions) -> None:
     """Run until SIGINT/SIGTERM. The caller closes ``client``."""
     import uvicorn
 
     from kope.server.app import create_app
 
+    _plain_log_lines()
     check_tls(options)
     client.verify()  # DatabaseUnavailableError / DatabaseAuthError: one line
     sock = bind(options.host, options.port)

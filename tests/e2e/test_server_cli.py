@@ -60,6 +60,7 @@ def test_keys_create_prints_the_token_once_and_the_registry_keeps_only_its_hash(
         (("namespaces", "create", "shared", "--owner", "nobody"), "no team 'nobody'"),
         (("namespaces", "share", "nowhere", "--public"), "no namespace 'nowhere'"),
         (("--rate-limit", "lots"), "--rate-limit must look like"),
+        (("--slow-request-s", "-1"), "--slow-request-s"),
     ],
 )
 def test_bad_registry_commands_are_one_error_line(neo4j_server, tmp_path, args, message):
@@ -189,3 +190,28 @@ def test_the_token_never_reaches_output_or_logs(kope_cli, neo4j_server, tmp_path
         assert token.split("_", 2)[2] not in server.log()
     finally:
         server.stop()
+
+
+def test_slow_requests_are_logged_with_their_time_in_neo4j_and_without_the_namespace(neo4j_server, tmp_path):
+    server = memory_server(neo4j_server, tmp_path, "--slow-request-s", "0")  # 0: every request is "slow"
+    try:
+        with RemoteMemory(server.url, server.key("team-slow")) as memory:
+            memory.start_run(synthetic.run_spec(OP, run_id="slow-run"))
+            memory.record_attempts([synthetic.attempt("slow-run", 0, OP, speedup=1.0)])
+    finally:
+        server.stop()
+    lines = [line for line in server.log().splitlines() if "slow request: POST /v1/namespaces/{ns}/attempts" in line]
+    assert lines, server.log()
+    found = re.search(r"answered 200 after [0-9.]+ s \(Neo4j: (\d+) units of work, (\d+) transient errors", lines[0])
+    assert found and int(found.group(1)) >= 1, lines[0]  # the request's writes are counted, in the worker thread
+    assert "team-slow" not in "\n".join(lines)
+
+
+def test_requests_answered_in_time_are_not_logged_as_slow(neo4j_server, tmp_path):
+    server = memory_server(neo4j_server, tmp_path)  # the default: 10 s
+    try:
+        with RemoteMemory(server.url, server.key("team-fast")) as memory:
+            memory.start_run(synthetic.run_spec(OP, run_id="fast-run"))
+    finally:
+        server.stop()
+    assert "slow request" not in server.log()

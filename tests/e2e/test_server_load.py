@@ -45,7 +45,8 @@ def seed(server, team, token):
 def test_eight_clients_of_two_teams_store_every_attempt_once_in_their_namespace_with_exact_scores(
     neo4j_server, graph_client, tmp_path
 ):
-    server = memory_server(neo4j_server, tmp_path, "--rate-limit", "1000000/minute")
+    # slow requests are logged (with their time in Neo4j) and the log goes with a failure
+    server = memory_server(neo4j_server, tmp_path, "--rate-limit", "1000000/minute", "--slow-request-s", "5")
     try:
         seeds = {team: seed(server, team, server.key(team)) for team in TEAMS}
         clients = []
@@ -73,7 +74,7 @@ def test_eight_clients_of_two_teams_store_every_attempt_once_in_their_namespace_
         acknowledged: dict[str, dict[str, str]] = {team: {} for team in TEAMS}  # id -> key id
         for team, key_id, proc in clients:
             out, err = proc.communicate(timeout=DURATION + 300)
-            assert proc.returncode == 0, err[-3000:]
+            assert proc.returncode == 0, f"{err[-3000:]}\nthe server's log:\n{server.log()[-6000:]}"
             lines = [json.loads(line) for line in out.splitlines()]
             assert "done" in lines[-1]
             for line in lines[:-1]:
