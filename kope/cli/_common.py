@@ -36,14 +36,46 @@ class KopeCLIError(click.ClickException):
             click.echo(f"  hint: {self.hint}", file=stream)
 
 
+class KopeUsageError(click.ClickException):
+    """One of click's own usage errors (an unknown option or command, a value out of range, a missing argument)
+    shown as KOPE shows a bad input: one ``error:`` line and a hint, exit status 2 (click's own format is a usage
+    block and ``Error: ...``)."""
+
+    exit_code = 2
+
+    def __init__(self, error: click.UsageError) -> None:
+        super().__init__(error.format_message())
+        self.command = error.ctx.command_path if error.ctx is not None else "kope"
+
+    def show(self, file: Any = None) -> None:
+        stream = file or sys.stderr
+        click.echo(f"error: {self.message}", file=stream)
+        click.echo(f"  hint: `{self.command} --help` says what it takes", file=stream)
+
+
+def _usage_error(exc: click.UsageError) -> click.ClickException:
+    # "no arguments: show the help" is click's way of answering a bare group, not a mistake
+    return exc if isinstance(exc, click.exceptions.NoArgsIsHelpError) else KopeUsageError(exc)
+
+
 class KopeGroup(click.Group):
-    """A click group whose commands turn KopeError into a clean exit."""
+    """A click group whose commands turn KopeError, and click's usage errors, into one error line and an exit."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # this group's own options
+            raise _usage_error(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KopeError as exc:
             raise KopeCLIError(exc) from None
+        except click.UsageError as exc:  # a subcommand's options and arguments, or an unknown subcommand
+            raise _usage_error(exc) from None
 
     def group(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("cls", KopeGroup)

@@ -4,6 +4,7 @@ import json
 import os
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from kope.cli import cli
@@ -22,6 +23,30 @@ def test_every_command_has_help_text():
         assert (command.help or "").strip(), f"kope {' '.join(path)} has no help text"
         result = runner.invoke(cli, [*path, "--help"])
         assert result.exit_code == 0, (path, result.output)
+
+
+@pytest.mark.parametrize(
+    "args, message, hint",
+    [
+        (("--bogus",), "error: No such option '--bogus'", "`kope --help`"),
+        (("nosuch",), "error: No such command 'nosuch'", "`kope --help`"),
+        (("bench", "--repeats", "0"), "error: Invalid value for '--repeats'", "`kope bench --help`"),
+        (("tasks", "show"), "error: Missing argument 'TASK'", "`kope tasks show --help`"),
+        (("serve", "--port", "-1"), "error: Invalid value for '--port'", "`kope serve --help`"),
+        (("memory", "export", "--nope"), "error: No such option '--nope'", "`kope memory export --help`"),
+    ],
+)
+def test_click_usage_errors_are_one_error_line_with_a_hint_and_exit_2(args, message, hint):
+    result = CliRunner().invoke(cli, list(args), prog_name="kope")
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 2 and len(lines) == 2, result.stderr
+    assert lines[0].startswith(message) and lines[1].startswith("  hint: ") and hint in lines[1]
+    assert "Usage:" not in result.output
+
+
+def test_a_bare_group_still_shows_its_help():
+    result = CliRunner().invoke(cli, ["memory"])
+    assert "Commands:" in result.output and "error:" not in result.output
 
 
 def test_config_show_masks_secrets(kope_cli):

@@ -69,7 +69,7 @@ def test_kope_eval_exits_1_for_a_wrong_candidate(kope_cli):
         (("eval", "softmax", "x.py"), 2, "error: candidate file not found: x.py"),
         (("eval", "sofmax", __file__), 2, "error: no built-in task named 'sofmax'"),
         (("eval", "softmax", __file__, "--cases", "99"), 2, "error: case index 99 is out of range"),
-        (("eval", "softmax", __file__, "--target", "npu"), 2, "Invalid value for '--target'"),
+        (("eval", "softmax", __file__, "--target", "npu"), 2, "error: Invalid value for '--target'"),
         (("tasks", "show", "matmull"), 2, "did you mean matmul"),
     ],
 )
