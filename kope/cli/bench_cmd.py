@@ -395,6 +395,14 @@ def relabel_hardware(state: State, source: Path, target: Path, hw_class: str, ve
     help="A folder of recorded spaces: each operator's design also gets the 2 fastest settings of every other "
     "operator of its template recorded there (so a replay can propose what another operator found best).",
 )
+@click.option(
+    "--confirm",
+    type=click.IntRange(0, 10),
+    default=2,
+    show_default=True,
+    help="Measure each space's fastest setting this many more times and keep the median; again while another, "
+    "unconfirmed setting is then the fastest (0: the optimum may be one lucky measurement).",
+)
 @pass_state
 def record_space(
     state: State,
@@ -409,6 +417,7 @@ def record_space(
     budget_ms: float | None,
     resume: bool,
     transfer_from: Path | None,
+    confirm: int,
 ) -> None:
     """Measure a bounded set of kernel-template settings per operator once, for `--evaluator replay:DIR`.
 
@@ -435,6 +444,7 @@ def record_space(
         min_reps=ev.min_reps,
         resume=resume,
         transfer_from=transfer_from,
+        confirm=confirm,
     )
     began = time.monotonic()
     paths = record_spaces(

@@ -18,7 +18,10 @@
   ``kope.outcome/1`` record the harness returned that are not the file's own (status,
   speedup, per-case results and times, ...). ``file.outcome(entry)`` rebuilds the record.
   A setting measured again (``kope.bench.record_space``: its reference time was off the
-  space's median) keeps the earlier measurements' speedups in ``remeasured``.
+  space's median) keeps the earlier measurements' speedups in ``remeasured``. A setting
+  confirmed as the space's optimum (measured again, ``--confirm``) has ``confirmed``: how many
+  measurements its outcome is the median of; the others' speedups are in ``remeasured``
+  (``"confirm": true``).
 
 Files are written whole and atomically (a temporary file, then ``os.replace``), so an
 interrupted recording leaves the last complete file behind.
@@ -95,6 +98,20 @@ class SpaceFile:
         entry.setdefault("remeasured", []).append(dropped)
         if keep:
             entry["outcome"] = _stored(outcome)
+
+    def confirmed(self, entry: dict[str, Any], outcomes: list[Outcome]) -> dict[str, Any]:
+        """``entry`` measured again ``len(outcomes)`` times: its outcome becomes the measurement with the median
+        speedup of all of them (the lower median of an even number; a failed measurement counts 0), the others are
+        summed up in ``remeasured`` and ``confirmed`` says how many there were. The outcome kept, as stored."""
+        measured: list[dict[str, Any]] = [entry["outcome"], *(_stored(o) for o in outcomes)]
+        order = sorted(range(len(measured)), key=lambda i: _speedup(measured[i]))
+        keep = order[(len(measured) - 1) // 2]
+        entry.setdefault("remeasured", []).extend(
+            {"speedup": m.get("speedup"), "confirm": True} for i, m in enumerate(measured) if i != keep
+        )
+        entry["outcome"] = measured[keep]
+        entry["confirmed"] = len(measured)
+        return measured[keep]
 
     def outcome(self, entry: Mapping[str, Any]) -> Outcome:
         """The ``kope.outcome/1`` record the harness returned for ``entry``: its stored part and the file's own
@@ -181,6 +198,10 @@ class SpaceFile:
             Path(tmp).unlink(missing_ok=True)
             raise
         self.path = path
+
+
+def _speedup(stored: Mapping[str, Any]) -> float:
+    return float(stored.get("speedup") or 0.0) if stored.get("status") == "correct" else 0.0
 
 
 def _stored(outcome: Outcome) -> dict[str, Any]:

@@ -606,6 +606,7 @@ def test_bench_compare_puts_benches_side_by_side_against_the_first(kope_cli, tmp
         (["compare", "a", "b", "--label", "only-one"], "give one --label per folder"),
         (["record-space", "--family", "elementwise", "--out", "o", "--transfer-from", "empty"], "no recorded spaces"),
         (["record-space", "--operators", "relu", "--out", "o", "--transfer-from", "nothere"], "no such folder"),
+        (["record-space", "--operators", "relu", "--out", "o", "--confirm", "-1"], "Invalid value for '--confirm'"),
     ],
 )
 def test_bad_inputs_give_one_error_line_and_a_non_zero_exit(kope_cli, tmp_path, args, message):

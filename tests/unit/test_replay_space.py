@@ -292,3 +292,96 @@ def test_a_space_recorded_on_a_machine_with_other_caches_is_replayed_here_and_a_
         make_evaluator(load_config(), f"replay:{tmp_path / 'spaces'}").evaluate_setting(
             task, candidate, target="cpu", cases="0", template="gemm", settings=auto[0]["settings"]
         )
+
+
+def _space_with_speedups(tmp_path: Path, speedups: list[float]) -> tuple[SpaceFile, Path]:
+    """A committed space copied to ``tmp_path`` with its first settings' speedups set to ``speedups`` (the rest
+    far below them)."""
+    space = read_spaces(SPACES)[0]
+    path = tmp_path / space.path.name  # type: ignore[union-attr]
+    assert len(space.settings) > len(speedups)
+    for i, entry in enumerate(space.settings):
+        entry["outcome"]["status"] = "correct"
+        entry["outcome"]["speedup"] = speedups[i] if i < len(speedups) else 0.1
+    space.write(path)
+    return SpaceFile.read(path), path
+
+
+def _measuring(space: SpaceFile, answers: dict[str, list[float]]):
+    """A stand-in for the harness: each setting's next speedup from ``answers`` (by the setting's key)."""
+    calls: list[str] = []
+
+    def measure(_item, settings):
+        key = settings_key(settings)
+        calls.append(key)
+        stored = json.loads(json.dumps(space.entry(settings)["outcome"]))  # type: ignore[index]
+        stored["speedup"] = answers[key].pop(0)
+        return "k", space.outcome({"outcome": stored})
+
+    return measure, calls
+
+
+def _item(space: SpaceFile):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(task=SimpleNamespace(operator=space.operator), template=template_for(space.served_as))
+
+
+def test_a_lucky_optimum_is_measured_again_and_keeps_its_median(tmp_path):
+    from kope.bench.record_space import _confirm_optimum
+
+    space, path = _space_with_speedups(tmp_path, [1.0, 1.1, 2.0])
+    lucky = settings_key(space.settings[2]["settings"])
+    measure, calls = _measuring(space, {lucky: [1.05, 1.2]})
+    lines: list[str] = []
+    _confirm_optimum(_item(space), space, path, measure, lines.append, 2)  # type: ignore[arg-type]
+    assert calls == [lucky, lucky]  # then the fastest (1.2x) is confirmed: done
+    again = SpaceFile.read(path)
+    entry = again.settings[2]
+    assert entry["outcome"]["speedup"] == 1.2 and entry["confirmed"] == 3
+    assert sorted(r["speedup"] for r in entry["remeasured"]) == [1.05, 2.0]
+    assert all(r["confirm"] for r in entry["remeasured"])
+    assert again.optimum() == 1.2
+    assert len(lines) == 1 and "measured 3 times, 2.00x, 1.05x, 1.20x; kept the median 1.20x" in lines[0]
+
+
+def test_when_the_confirmed_optimum_falls_the_next_fastest_is_confirmed_too(tmp_path):
+    from kope.bench.record_space import _confirm_optimum
+
+    space, path = _space_with_speedups(tmp_path, [1.0, 1.1, 2.0])
+    lucky, second = (settings_key(space.settings[i]["settings"]) for i in (2, 1))
+    measure, calls = _measuring(space, {lucky: [0.9, 0.95], second: [1.15, 1.0]})
+    _confirm_optimum(_item(space), space, path, measure, lambda _line: None, 2)  # type: ignore[arg-type]
+    assert calls == [lucky, lucky, second, second]
+    again = SpaceFile.read(path)
+    assert again.settings[2]["outcome"]["speedup"] == 0.95 and again.settings[1]["outcome"]["speedup"] == 1.1
+    assert again.optimum() == 1.1 and "confirmed" in again.ranked()[0]
+    assert "confirmed" not in again.settings[0]
+
+
+def test_a_failed_measurement_counts_zero_and_an_even_count_keeps_the_lower_median(tmp_path):
+    space, _ = _space_with_speedups(tmp_path, [1.0, 1.1, 2.0])
+    entry = space.settings[2]
+    failed = json.loads(json.dumps(entry["outcome"]))
+    failed.update(status="incorrect", speedup=None)
+    kept = space.confirmed(entry, [space.outcome({"outcome": failed})])
+    assert kept["status"] == "incorrect" and entry["confirmed"] == 2
+    assert entry["remeasured"] == [{"speedup": 2.0, "confirm": True}]
+    assert space.optimum() == 1.1
+
+
+def test_confirmation_is_bounded_and_off_with_zero(tmp_path):
+    from kope.bench.record_space import CONFIRM_MAX, _confirm_optimum
+
+    falling = [3.0 - 0.1 * i for i in range(CONFIRM_MAX + 2)]
+    space, path = _space_with_speedups(tmp_path, falling)
+    answers = {settings_key(e["settings"]): [0.5, 0.5] for e in space.settings}
+    measure, calls = _measuring(space, answers)
+    _confirm_optimum(_item(space), space, path, measure, lambda _line: None, 0)  # type: ignore[arg-type]
+    assert calls == []
+    lines: list[str] = []
+    _confirm_optimum(_item(space), space, path, measure, lines.append, 2)  # type: ignore[arg-type]
+    assert len(calls) == 2 * CONFIRM_MAX  # each confirmed one fell below the next: the limit stops it
+    again = SpaceFile.read(path)
+    assert sum(1 for e in again.settings if "confirmed" in e) == CONFIRM_MAX
+    assert "the limit" in lines[-1] and "stays measured once" in lines[-1]
