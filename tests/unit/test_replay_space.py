@@ -385,3 +385,15 @@ def test_confirmation_is_bounded_and_off_with_zero(tmp_path):
     again = SpaceFile.read(path)
     assert sum(1 for e in again.settings if "confirmed" in e) == CONFIRM_MAX
     assert "the limit" in lines[-1] and "stays measured once" in lines[-1]
+
+
+def test_the_clis_record_space_defaults_are_the_recorders():
+    """The CLI imports the recorder only when the command runs, so its option defaults are written out; they must be
+    the recorder's own."""
+    from kope.bench.record_space import CONFIRM, DEFAULT_MAX_SETTINGS
+    from kope.cli.bench_cmd import command
+
+    record = command.commands["record-space"]  # type: ignore[attr-defined]
+    defaults = {p.name: p.default for p in record.params}
+    assert defaults["max_settings"] == DEFAULT_MAX_SETTINGS
+    assert defaults["confirm"] == CONFIRM
