@@ -6,8 +6,13 @@ to 90 % (from a bench's results.json, ``--results``, one or more; a miss counts 
 bounds on memory's steps: **perfect** (an operator with an earlier operator of its template reaches 90 % at step
 1; the others, nothing to transfer, as no memory) and **shared optimum** (step 1 only where the record holds
 something to transfer: a setting within 90 % of this operator's optimum that is also within 90 % of an earlier
-operator's optimum, read in this operator's knobs; else no memory's steps). And the recording cost:
-the seconds each space took (its outcomes' ``duration_s``), per setting.
+operator's optimum, read in this operator's knobs; else no memory's steps). And a reference policy, not a
+bound: **consensus top K** (``--top K``, 2 by default) knows every earlier operator of the template's whole recorded
+space, more than a memory ever holds, tries this operator's recorded settings in the order of their geometric-mean
+fraction of those operators' optima (the top K), and if none reaches 90 % goes on as no memory (K + no memory's
+steps, at most budget + 1). It says what transferring settings alone can give on a recording, however well memory
+knew the earlier operators. And the recording cost: the seconds each space took (its outcomes' ``duration_s``), per
+setting.
 
     python benchmarks/replay_bounds.py benchmarks/spaces --results OUT1/results.json OUT2/results.json ...
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from collections import defaultdict
@@ -71,19 +77,46 @@ def shared_optimum(space: SpaceFile, earlier: list[SpaceFile]) -> bool:
     return False
 
 
+def consensus_steps(space: SpaceFile, earlier: list[SpaceFile], top: int, alone: float, budget: int = 8) -> float:
+    """Steps to 90 % of ``space``'s optimum for the consensus policy (module docstring): its recorded settings
+    ranked by the mean log fraction of each earlier space's optimum they reached there (those that measured
+    them), the top ``top`` tried in turn, then no memory's ``alone`` steps after them."""
+    pin = Tuner(templates_for_target("cpu")[space.template]).space.pin
+    mine: dict[str, float] = {}
+    for e in space.settings:
+        key = settings_key(pin(space.served_as, e["settings"]))
+        mine[key] = max(mine.get(key, 0.0), speed(e))
+    best = max(mine.values())
+    scores: dict[str, list[float]] = defaultdict(list)
+    for other in earlier:
+        optimum = max(speed(e) for e in other.settings)
+        for e in other.settings:
+            key = settings_key(pin(space.served_as, e["settings"]))
+            if key in mine:
+                scores[key].append(math.log(max(speed(e), 1e-3) / optimum))
+    ranked = sorted(scores, key=lambda k: (-statistics.fmean(scores[k]), -len(scores[k]), k))
+    for index, key in enumerate(ranked[:top]):
+        if mine[key] >= 0.9 * best:
+            return float(index + 1)
+    return min(float(budget + 1), top + alone)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--results", type=Path, nargs="*", default=[])
+    parser.add_argument("--top", type=int, default=2, help="settings the consensus policy tries (default 2)")
     args = parser.parse_args(argv)
+    if args.top < 1:
+        parser.error("--top takes a count of at least 1")
     spaces = read_spaces(args.folder)
     order = {t.operator: i for i, t in enumerate(suite_tasks(None))}
     nomem = no_memory_steps(args.results)
-    totals = {"nomem": 0.0, "perfect": 0.0, "shared": 0.0, "ops": 0}
+    totals = {"nomem": 0.0, "perfect": 0.0, "shared": 0.0, "consensus": 0.0, "ops": 0}
     for family in sorted({s.family for s in spaces}):
         fam = sorted((s for s in spaces if s.family == family), key=lambda s: order.get(s.operator, 999))
         print(f"## {family}")
-        sums = {"nomem": 0.0, "perfect": 0.0, "shared": 0.0, "ops": 0}
+        sums = {"nomem": 0.0, "perfect": 0.0, "shared": 0.0, "consensus": 0.0, "ops": 0}
         seen: set[str] = set()
         for index, s in enumerate(fam):
             values = [speed(e) for e in s.settings]
@@ -93,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             seconds = sum(float(e["outcome"].get("duration_s") or 0.0) for e in s.settings)
             grid = s.design.get("grid_size") if isinstance(s.design, dict) else None
             transfer = s.template in seen
-            shared = transfer and shared_optimum(s, [e for e in fam[:index] if e.template == s.template])
+            same = [e for e in fam[:index] if e.template == s.template]
+            shared = transfer and shared_optimum(s, same)
             seen.add(s.template)
             steps = nomem.get(s.operator)
             line = (
@@ -109,18 +143,23 @@ def main(argv: list[str] | None = None) -> int:
                 sums["nomem"] += steps
                 sums["perfect"] += perfect
                 sums["shared"] += 1.0 if shared else steps
+                consensus = consensus_steps(s, same, args.top, steps) if transfer else steps
+                sums["consensus"] += consensus
                 sums["ops"] += 1
                 line += f"; no memory {steps:4.2f} steps, perfect memory {perfect:4.2f}" + (
                     "" if transfer else " (no earlier operator of its template)"
                 )
                 if transfer:
                     line += ", optimum shared" if shared else ", no shared optimum"
+                    line += f", consensus top {args.top} {consensus:4.2f}"
             print(line)
         if sums["ops"]:
             print(
                 f"  later operators {sums['ops']}: no memory {sums['nomem'] / sums['ops']:.2f} steps, perfect memory "
                 f"{sums['perfect'] / sums['ops']:.2f}: ratio bound {sums['perfect'] / sums['nomem']:.2f}; shared "
-                f"optimum {sums['shared'] / sums['ops']:.2f}: ratio bound {sums['shared'] / sums['nomem']:.2f}"
+                f"optimum {sums['shared'] / sums['ops']:.2f}: ratio bound {sums['shared'] / sums['nomem']:.2f}; "
+                f"consensus top {args.top} {sums['consensus'] / sums['ops']:.2f}: ratio "
+                f"{sums['consensus'] / sums['nomem']:.2f}"
             )
             for key in totals:
                 totals[key] += sums[key]
@@ -128,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"overall ({totals['ops']:.0f} later operators): no memory {totals['nomem'] / totals['ops']:.2f}, perfect "
             f"memory {totals['perfect'] / totals['ops']:.2f}: ratio bound {totals['perfect'] / totals['nomem']:.2f}; "
-            f"shared optimum {totals['shared'] / totals['ops']:.2f}: ratio bound {totals['shared'] / totals['nomem']:.2f}"
+            f"shared optimum {totals['shared'] / totals['ops']:.2f}: ratio bound {totals['shared'] / totals['nomem']:.2f}; "
+            f"consensus top {args.top} {totals['consensus'] / totals['ops']:.2f}: ratio "
+            f"{totals['consensus'] / totals['nomem']:.2f}"
         )
     return 0
 
