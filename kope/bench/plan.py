@@ -364,6 +364,35 @@ def _broken_entry(operator: str, level: int | None, path: Path, error: str, info
     return TaskEntry(operator, info.family, level, str(Path(path).resolve()), cases, error)
 
 
+def _replays(evaluator: str) -> bool:
+    from kope.evaluators.spec import REPLAY
+
+    return evaluator.startswith(REPLAY)
+
+
+def _recordable(infos: list[TaskInfo], target: str, note: Callable[[str], None] | None) -> list[TaskInfo]:
+    """A replay answers from recorded spaces, and `kope bench record-space` records only operators that a kernel
+    template of the target computes: the others are left out of a replay bench, each with a note (on the triton
+    target, normalization's channel norms), rather than failing it at their first step. None left is an error."""
+    from kope.boundary import is_match, task_structure
+
+    kept = []
+    for info in infos:
+        match = task_structure(Path(info.path), info.operator, target)
+        if is_match(match):
+            kept.append(info)
+        elif note is not None:
+            note(
+                f"replay: {info.operator} left out: no kernel template computes it on {target}, so it has no recorded space"
+            )
+    if not kept:
+        raise UsageError(
+            f"no selected operator has a kernel template on {target}: nothing can be recorded for it, nothing replayed",
+            hint="choose other operators (--family, --levels) or another --target",
+        )
+    return kept
+
+
 def build_plan(options: BenchOptions, note: Callable[[str], None] | None = None) -> Plan:
     """Select and validate the operators (task files are loaded, so a broken one fails here, not mid-bench).
 
@@ -387,6 +416,8 @@ def build_plan(options: BenchOptions, note: Callable[[str], None] | None = None)
         for i in _suite_infos(options.suite, options.family, options.levels, note)
         if not options.levels or i.level in options.levels
     ]
+    if infos and _replays(options.evaluator):
+        infos = _recordable(infos, options.target, note)
     if options.limit is not None:
         infos = infos[: options.limit]
     if not infos:

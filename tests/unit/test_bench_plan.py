@@ -5,6 +5,7 @@ The checks that load task files (a sandboxed worker process each) are in tests/i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,34 @@ def test_the_builtin_suite_is_selected_by_level_and_family():
     plan = build_plan(BenchOptions(suite="builtin", levels=(1,), family="elementwise", limit=3, cases="0-2", name="t"))
     assert len(plan.tasks) == 3
     assert all(t.family == "elementwise" and t.level == 1 and len(t.cases) == 3 for t in plan.tasks)
+
+
+def test_a_replay_bench_leaves_out_the_operators_no_template_of_the_target_computes():
+    """`kope bench record-space` records only operators a kernel template computes, so a replay bench on the triton
+    target leaves normalization's channel norms out with a note (they failed the bench at their first step, with a
+    hint to record what cannot be recorded); --limit counts the operators kept. A measured bench keeps them."""
+    notes: list[str] = []
+    options = BenchOptions(
+        suite="builtin", family="normalization", target="triton", cases="0", name="t", evaluator="replay:spaces"
+    )
+    plan = build_plan(options, note=notes.append)
+    assert [t.operator for t in plan.tasks] == ["layer_norm", "log_softmax", "rms_norm", "softmax"]
+    assert len(notes) == 4 and all("no kernel template computes it on triton" in n for n in notes), notes
+    assert any("batch_norm" in n for n in notes)
+    limited = build_plan(replace(options, limit=2))
+    assert [t.operator for t in limited.tasks] == ["layer_norm", "log_softmax"]
+    measured = build_plan(replace(options, evaluator="local"))
+    assert len(measured.tasks) == 8
+    on_cpu = build_plan(replace(options, target="cpu"))
+    assert len(on_cpu.tasks) == 8  # every built-in operator has a CPU template
+
+
+def test_a_replay_bench_with_no_recordable_operator_is_one_clear_error():
+    options = BenchOptions(
+        suite="builtin", family="convolution", target="triton", cases="0", name="t", evaluator="replay:spaces"
+    )
+    with pytest.raises(UsageError, match="no selected operator has a kernel template on triton"):
+        build_plan(options)
 
 
 def test_a_missing_suite_folder_is_a_clear_error(tmp_path):
