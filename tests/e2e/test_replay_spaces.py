@@ -151,6 +151,40 @@ def test_the_bench_runs_on_recorded_spaces_without_a_final_evaluation(kope_cli, 
         assert_recorded(graph_outcomes(graph_client, f"bench-replay-e2e-{config}"))
 
 
+TRITON_SPACES = Path(__file__).resolve().parents[1] / "fixtures" / "spaces-triton"
+
+
+def test_a_bench_replays_triton_spaces_here_and_leaves_out_what_no_triton_template_computes(
+    kope_cli, neo4j_server, graph_client, tmp_path
+):
+    """The GPU learning path without a GPU (scripts/gpu_record_spaces.sh records on one): a Triton space, here
+    layer_norm's recorded under TRITON_INTERPRET=1 (correct, no timings), replayed by the bench on the triton target
+    on this CPU machine. Normalization's four channel norms have no Triton template: left out with a note each (the
+    bench failed on batch_norm before), and --limit 1 is the first operator kept."""
+    recorded = read_spaces(TRITON_SPACES)[0]
+    out = tmp_path / "bench"
+    proc = kope(
+        kope_cli, neo4j_server, tmp_path, "unused",
+        "bench", "--suite", "builtin", "--target", "triton", "--family", "normalization", "--limit", "1",
+        "--cases", "4", "--steps", "3", "--configs", "active,no-memory", "--evaluator", f"replay:{TRITON_SPACES}",
+        "--out", str(out), "--name", "replay-triton",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    left_out = [
+        line for line in proc.stderr.splitlines() if "left out: no kernel template computes it on triton" in line
+    ]
+    assert len(left_out) == 4 and "batch_norm" in left_out[0], proc.stderr[-3000:]
+    pairs = json.loads((out / "results.json").read_text())["pairs"]
+    assert {p["operator"] for p in pairs} == {"layer_norm"} and len(pairs) == 2
+    assert all(len(p["attempts"]) == 3 and all(a["status"] == "correct" for a in p["attempts"]) for p in pairs)
+    for config in ("active", "no-memory"):
+        rows = graph_outcomes(graph_client, f"bench-replay-triton-{config}")
+        assert len(rows) == 3 and all(r["replayed"] is True and r["status"] == "correct" for r in rows), rows
+        for row in rows:
+            params = json.loads(row["params"])
+            assert params["template"] == "row_norm" and recorded.entry(params["settings"]) is not None, params
+
+
 def steps_to_optimum(summary: dict[str, Any], optimum: float) -> int | None:
     """The first step (counted from 1) whose replayed speedup is the space's optimum (None: never)."""
     return next((s["step"] + 1 for s in summary["steps"] if s["speedup"] == optimum), None)
