@@ -17,6 +17,7 @@ from harness import settings, timing
 from harness.case_timer import Stop
 from harness.errors import CandidateNotFoundError, HarnessError, OptionsError, SandboxUnavailableError
 from harness.hardware import available_cores
+from harness.pyparse import parse as parse_source
 from harness.targets import get_target
 from harness.task import Task
 from harness.timing import Budget
@@ -150,7 +151,7 @@ def check_static(candidate: Path, static_checks: bool = True) -> None:
     except (OSError, UnicodeDecodeError) as exc:
         raise CandidateNotFoundError(f"cannot read candidate {candidate}: {exc}") from None
     try:
-        tree = ast.parse(source, filename=str(candidate))
+        tree = parse_source(source, filename=str(candidate))
     except SyntaxError as exc:
         raise Stop("format_error:syntax", f"{candidate.name}:{exc.lineno}: syntax error: {exc.msg}") from None
     if not tree.body or all(

@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.pyparse import parse as parse_source
+
 FORBIDDEN_MODULES = {
     "subprocess": "starts processes",
     "multiprocessing": "starts processes",
@@ -235,7 +237,7 @@ def check_source(source: str, filename: str = "<candidate>") -> list[Finding]:
 
 @functools.lru_cache(maxsize=8)
 def _findings(source: str) -> tuple[Finding, ...]:
-    tree = ast.parse(source)
+    tree = parse_source(source)
     inert = unreachable_nodes(tree)
     visitor = _Visitor(inert)
     visitor.visit(tree)

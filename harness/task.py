@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import TaskFormatError, TaskNotFoundError
+from harness.pyparse import parse as parse_source
 from harness.vocabulary import FAMILIES
 
 METADATA = ("OPERATOR", "FAMILY", "LEVEL", "DESCRIPTION", "DTYPE", "CASES", "HELDOUT_CASES", "INDEX_OUTPUTS")
@@ -138,7 +139,7 @@ def _parse(path: Path) -> tuple[str, ast.Module]:
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskFormatError(f"{path}: cannot read the task file: {exc}") from None
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = parse_source(source, filename=str(path))
     except SyntaxError as exc:
         raise TaskFormatError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
     return source, tree
@@ -417,7 +418,7 @@ def _info_from_values(path: Path, values: dict[str, Any]) -> TaskInfo:
 def visible_source(source: str) -> str:
     """The task source without its ``HELDOUT_CASES`` assignment: what a prompt or a listing may show."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError:
         return source
     lines = source.splitlines(keepends=True)

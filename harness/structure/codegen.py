@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.pyparse import parse as parse_source
 from harness.structure.bind import TensorBinding
 from harness.structure.constructor import Constructor, ConstructorError, reuse_constructor
 from harness.structure.match import Match, Stage
@@ -32,7 +33,7 @@ class StageCode:
 
 def split_candidate(text: str) -> tuple[str, set[str], list[str]]:
     """(module-level code other than imports, docstring and ModelNew; the names it defines; its imports)."""
-    tree = ast.parse(text)
+    tree = parse_source(text)
     kept, names, imports = [], set(), []
     lines = text.splitlines()
     for i, node in enumerate(tree.body):

@@ -9,6 +9,8 @@ import ast
 import builtins
 from dataclasses import dataclass
 
+from harness.pyparse import parse as parse_source
+
 
 class ConstructorError(Exception):
     """The reference's constructor cannot be reused (the message says why)."""
@@ -93,7 +95,7 @@ def _method_source(source: str, method: ast.FunctionDef) -> str:
     lines = source.splitlines()
     start = min([d.lineno for d in method.decorator_list] + [method.lineno]) - 1
     text = "\n".join(lines[start : method.end_lineno])
-    tree = ast.parse(_dedent(text))
+    tree = parse_source(_dedent(text))
     uses_model = any(isinstance(n, ast.Name) and n.id == "Model" for n in ast.walk(tree)) or any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" and n.args
         for n in ast.walk(tree)
@@ -130,7 +132,7 @@ def _indent(text: str) -> str:
 
 def reuse_constructor(source: str, case_keys: frozenset[str] | set[str] = frozenset()) -> Constructor:
     """What ModelNew needs from the task file to construct itself like Model (see the module docstring)."""
-    tree = ast.parse(source)
+    tree = parse_source(source)
     top: dict[str, ast.stmt] = {}
     imports: dict[str, ast.stmt] = {}
     for node in tree.body:

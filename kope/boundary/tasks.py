@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.errors import TargetUnavailableError as _HarnessTargetUnavailable
+from harness.pyparse import parse as parse_source
 from harness.record import EXCERPT_LIMIT, SCHEMA, CaseResult, GpuInfo, Hardware, Outcome, TimingStats, excerpt
 from harness.suite.kernel_templates import KernelTemplate
 from harness.task import Case, Task, TaskInfo, visible_source
@@ -66,6 +67,7 @@ __all__ = [
     "level_from_path",
     "render_for_task",
     "machine_caches",
+    "parse_source",
     "structure_summary",
     "task_structure",
     "templates_for_target",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kope.boundary import Hardware
+from kope.boundary import Hardware, parse_source
 from kope.context.recipes import recipe
 from kope.errors import KopeError
 from kope.memory.records import StoredCase
@@ -105,7 +105,7 @@ def trim_lines(text: str, keep: int) -> tuple[str, int]:
 def strip_cases_block(source: str) -> str:
     """The task source without its CASES assignment (the cases have their own section)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError:
         return source
     lines = source.splitlines()
@@ -124,7 +124,7 @@ def trim_long_strings(source: str, keep: int) -> tuple[str, int]:
     """Python source whose multi-line string literals (a kernel's embedded C++ source) keep only their first
     and last ``keep`` lines; the Python code itself is untouched. Returns (source, lines removed)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError):
         return source, 0
     spans = sorted(
@@ -147,7 +147,7 @@ def trim_long_strings(source: str, keep: int) -> tuple[str, int]:
 def strip_comments(source: str) -> str:
     """Python source without comments, docstrings and blank lines (kernel strings are untouched)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (SyntaxError, tokenize.TokenError, IndentationError):
         return "\n".join(line for line in source.splitlines() if line.strip())

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "harness.jsonfile",
             "harness.native_probe",
             "harness.op_watch",
+            "harness.pyparse",
             "harness.sandbox",
             "harness.serve",
             "harness.serve.quarantine",
