@@ -39,5 +39,11 @@ def test_a_recording_is_resumed_with_its_optimum_confirmed_by_the_median_of_thre
         assert entry["outcome"]["speedup"] == speeds[1]  # the median of the three
     assert json.loads(path.read_text())["settings"] == space.settings
 
-    calm = kope_cli(*base, "--out", "spaces", "--resume", env=_env(), check=True)  # nothing left to do
-    assert "[confirm" not in calm.stderr and SpaceFile.read(path).settings == space.settings
+    # nothing left to do, unless the recording's control measures again a setting whose reference time is still off
+    # the space's median (every resume runs it: under load, as in the whole suite, it may, and may reorder the
+    # settings so that a new fastest is confirmed in turn)
+    calm = kope_cli(*base, "--out", "spaces", "--resume", env=_env(), check=True)
+    after = SpaceFile.read(path)
+    if "[again" not in calm.stderr:
+        assert "[confirm" not in calm.stderr and after.settings == space.settings, calm.stderr
+    assert len(after.settings) == n and "confirmed" in after.ranked()[0], calm.stderr
