@@ -20,6 +20,7 @@ from kope.bench.plan import (
     check_name,
     default_name,
     file_digest,
+    is_replay,
     parse_configs,
     parse_levels,
 )
@@ -76,13 +77,6 @@ def _evaluator(request: BenchRequest) -> str:
     from kope.evaluators.spec import parse_evaluator
 
     return str(parse_evaluator(request.evaluator))
-
-
-def is_replay(evaluator: str) -> bool:
-    """Whether ``evaluator`` (as a plan stores it) answers from recorded spaces (``replay:DIR``)."""
-    from kope.evaluators.spec import REPLAY
-
-    return evaluator.startswith(REPLAY)
 
 
 def _check_baseline(baseline: str | None, configs: tuple[str, ...]) -> None:

@@ -364,7 +364,8 @@ def _broken_entry(operator: str, level: int | None, path: Path, error: str, info
     return TaskEntry(operator, info.family, level, str(Path(path).resolve()), cases, error)
 
 
-def _replays(evaluator: str) -> bool:
+def is_replay(evaluator: str) -> bool:
+    """Whether ``evaluator`` (as a plan stores it) answers from recorded spaces (``replay:DIR``)."""
     from kope.evaluators.spec import REPLAY
 
     return evaluator.startswith(REPLAY)
@@ -416,7 +417,7 @@ def build_plan(options: BenchOptions, note: Callable[[str], None] | None = None)
         for i in _suite_infos(options.suite, options.family, options.levels, note)
         if not options.levels or i.level in options.levels
     ]
-    if infos and _replays(options.evaluator):
+    if infos and is_replay(options.evaluator):
         infos = _recordable(infos, options.target, note)
     if options.limit is not None:
         infos = infos[: options.limit]

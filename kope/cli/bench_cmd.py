@@ -221,8 +221,8 @@ def command(
 
 def _run(state: State, request: BenchRequest, given: set[str], *, resume: bool, fresh: bool, as_json: bool) -> None:
     from kope.agent.runner import make_proposer
-    from kope.bench.options import fresh_options, is_replay, resume_options
-    from kope.bench.plan import build_plan
+    from kope.bench.options import fresh_options, resume_options
+    from kope.bench.plan import build_plan, is_replay
     from kope.bench.report import with_metrics, write_report
     from kope.bench.runner import BenchRunner, plan_from_store
     from kope.bench.store import BenchStore
