@@ -62,17 +62,21 @@ def no_memory_steps(paths: list[Path], budget: int = 8) -> dict[str, float]:
     return {op: statistics.fmean(v) for op, v in steps.items()}
 
 
+def keyed(space: SpaceFile, reader: SpaceFile) -> list[tuple[str, float]]:
+    """``space``'s recorded settings as ``reader``'s operator reads them (its template's relevant knobs pinned, a
+    ``settings_key`` each), with their speeds."""
+    pin = Tuner(templates_for_target("cpu")[reader.template]).space.pin
+    return [(settings_key(pin(reader.served_as, e["settings"])), speed(e)) for e in space.settings]
+
+
 def shared_optimum(space: SpaceFile, earlier: list[SpaceFile]) -> bool:
     """Some setting within 90 % of ``space``'s optimum is within 90 % of an earlier space's optimum too (both
     read in ``space``'s relevant knobs: what memory could transfer at its first step)."""
-    pin = Tuner(templates_for_target("cpu")[space.template]).space.pin
     best = max(speed(e) for e in space.settings)
-    good = {settings_key(pin(space.served_as, e["settings"])) for e in space.settings if speed(e) >= 0.9 * best}
+    good = {key for key, v in keyed(space, space) if v >= 0.9 * best}
     for other in earlier:
         top = max(speed(e) for e in other.settings)
-        if any(
-            speed(e) >= 0.9 * top and settings_key(pin(space.served_as, e["settings"])) in good for e in other.settings
-        ):
+        if any(v >= 0.9 * top and key in good for key, v in keyed(other, space)):
             return True
     return False
 
@@ -81,19 +85,16 @@ def consensus_steps(space: SpaceFile, earlier: list[SpaceFile], top: int, alone:
     """Steps to 90 % of ``space``'s optimum for the consensus policy (module docstring): its recorded settings
     ranked by the mean log fraction of each earlier space's optimum they reached there (those that measured
     them), the top ``top`` tried in turn, then no memory's ``alone`` steps after them."""
-    pin = Tuner(templates_for_target("cpu")[space.template]).space.pin
     mine: dict[str, float] = {}
-    for e in space.settings:
-        key = settings_key(pin(space.served_as, e["settings"]))
-        mine[key] = max(mine.get(key, 0.0), speed(e))
+    for key, v in keyed(space, space):
+        mine[key] = max(mine.get(key, 0.0), v)
     best = max(mine.values())
     scores: dict[str, list[float]] = defaultdict(list)
     for other in earlier:
         optimum = max(speed(e) for e in other.settings)
-        for e in other.settings:
-            key = settings_key(pin(space.served_as, e["settings"]))
+        for key, v in keyed(other, space):
             if key in mine:
-                scores[key].append(math.log(max(speed(e), 1e-3) / optimum))
+                scores[key].append(math.log(max(v, 1e-3) / optimum))
     ranked = sorted(scores, key=lambda k: (-statistics.fmean(scores[k]), -len(scores[k]), k))
     for index, key in enumerate(ranked[:top]):
         if mine[key] >= 0.9 * best:
